@@ -1,0 +1,29 @@
+# Two entry points on a fresh machine:  `make demo` (the main job) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+LLM4AD := llm4ad==1.11
+
+.PHONY: setup demo test bench clean
+
+$(BIN)/raise-ahd: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# the host without its heavy extras (torch, wandb, tensorboardX, ttkbootstrap, numba)
+	$(BIN)/pip install -q --no-deps $(LLM4AD)
+	$(BIN)/pip install -q -e '.[test]'
+	@touch $@
+
+setup: $(BIN)/raise-ahd
+
+demo: setup
+	$(BIN)/raise-ahd demo --out demo-out
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/obp_vs_host.py
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache

@@ -1,0 +1,107 @@
+"""The task protocol: what every task (OBP, OJSP, OVRP) offers to the plugin."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable
+
+import numpy as np
+
+from .shift import ShiftDimension
+from .suite import Dataset
+
+__all__ = ["Task"]
+
+Instance = dict[str, Any]
+
+
+class Task(ABC):
+    """A heuristic-design task with one shift dimension.
+
+    Subclasses set ``name``, ``shift``, ``template_program``, ``task_description``,
+    ``baselines`` (name -> priority function) and ``nominal_params`` (the keyword
+    arguments ``make_instance`` needs besides the shifted values), and implement the
+    abstract methods. Metrics are lower-is-better; the host score is ``-metric``.
+    """
+
+    name: str
+    shift: ShiftDimension
+    template_program: str
+    task_description: str
+    baselines: dict[str, Callable]
+    nominal_params: dict[str, Any]
+    timeout_seconds: float = 60.0
+
+    # -- instances -------------------------------------------------------------
+    @abstractmethod
+    def nominal_instances(self) -> list[Instance]:
+        """The nominal training set (fixed seeds)."""
+
+    @abstractmethod
+    def test_suite(self) -> list[Dataset]:
+        """The shifted test suite (fixed seeds)."""
+
+    @abstractmethod
+    def shift_values(self, instance: Instance) -> tuple[np.ndarray, int]:
+        """The instance's values along the shift dimension and their maximum ``high``."""
+
+    @abstractmethod
+    def instance_length(self, instance: Instance) -> int:
+        """How many values the instance draws along the shift dimension."""
+
+    @abstractmethod
+    def make_instance(self, values: np.ndarray, rng: np.random.Generator, **params) -> Instance:
+        """Build an instance around the given shifted values (the rest drawn from ``rng``)."""
+
+    @property
+    def nominal_length(self) -> int:
+        return self.instance_length(self.nominal_instances()[0])
+
+    @property
+    def length_can_change(self) -> bool:
+        """Whether the adversary's length gene may change the instance length."""
+        return True
+
+    @property
+    def nominal_high(self) -> int:
+        return self.shift_values(self.nominal_instances()[0])[1]
+
+    def histogram(self, instance: Instance) -> np.ndarray:
+        """The instance's empirical distribution over the K cells of the shift dimension."""
+        values, high = self.shift_values(instance)
+        return self.shift.histogram(values, high)
+
+    def sample_instance(self, p: np.ndarray, rng: np.random.Generator, length: int | None = None,
+                        **params) -> Instance:
+        """An instance whose shifted values are drawn from ``p`` (nominal sizes by default)."""
+        kwargs = {**self.nominal_params, **params}
+        high = self.high_of(kwargs)
+        n = self.nominal_length if length is None else int(length)
+        if n < 1:
+            raise ValueError(f"instance length must be >= 1, got {n}")
+        values = self.shift.sample(p, n, rng, high)
+        return self.make_instance(values, rng, **kwargs)
+
+    def high_of(self, params: dict[str, Any]) -> int:
+        """The maximum of the shift dimension for instances built with ``params``."""
+        return int(params.get("high", self.shift_values(self.nominal_instances()[0])[1]))
+
+    # -- evaluation ------------------------------------------------------------
+    @abstractmethod
+    def evaluate(self, priority: Callable, instance: Instance) -> float:
+        """The metric (lower is better) of ``priority`` on ``instance``.
+
+        Raises ``HeuristicError`` with a one-line reason when the heuristic fails.
+        """
+
+    def evaluation(self, instances: list[Instance] | None = None, **kwargs):
+        """The host ``Evaluation`` over ``instances`` (the nominal set by default)."""
+        from .evaluation import TaskEvaluation
+        return TaskEvaluation(self, instances, **kwargs)
+
+    def __reduce__(self):
+        # Tasks are stateless apart from caches: pickle by name so worker processes rebuild them.
+        from tasks import get_task
+        return (get_task, (self.name,))
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name}>"

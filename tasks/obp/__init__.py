@@ -1,0 +1,56 @@
+"""Online bin packing (SPEC 3.1): the host's semantics, faster, with a shiftable item-size distribution."""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from tasks.common.shift import ShiftDimension
+from tasks.common.task import Task
+
+from . import instances as _inst
+from .baselines import BASELINES
+from .simulator import bins_used, pack, waste_ratio
+from .template import task_description, template_program
+
+__all__ = ["OBPTask", "pack", "waste_ratio"]
+
+
+class OBPTask(Task):
+    """Items in {1..C} arrive online; metric: waste ratio in percent (lower is better)."""
+
+    name = "obp"
+    shift = ShiftDimension("item size", cells=100)
+    template_program = template_program
+    task_description = task_description
+    baselines = dict(BASELINES)
+    nominal_params = {"capacity": _inst.NOMINAL_CAPACITY}
+    timeout_seconds = 120.0
+
+    @cached_property
+    def _nominal(self) -> list[dict]:
+        return _inst.weibull_instances()
+
+    def nominal_instances(self) -> list[dict]:
+        return list(self._nominal)
+
+    def test_suite(self):
+        return _inst.test_suite()
+
+    def shift_values(self, instance: dict):
+        return instance["items"], int(instance["capacity"])
+
+    def instance_length(self, instance: dict) -> int:
+        return int(instance["num_items"])
+
+    def high_of(self, params) -> int:
+        return int(params["capacity"])
+
+    def make_instance(self, values, rng, capacity: int = _inst.NOMINAL_CAPACITY, **_):
+        return _inst.make_instance(values, capacity)
+
+    def evaluate(self, priority: Callable, instance: dict) -> float:
+        capacity = instance["capacity"]
+        residual = pack(instance["items"], capacity, priority)
+        return waste_ratio(bins_used(residual, capacity), instance["items"], capacity)

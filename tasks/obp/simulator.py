@@ -1,0 +1,81 @@
+"""Online bin packing with the host's semantics, without the host's per-item scans.
+
+The host pre-allocates ``n`` bins of capacity C and, for every item, hands the
+heuristic the residual capacities of every bin that fits the item (used and
+still-empty ones alike) in bin-index order; the item goes to the first argmax.
+While the used bins form a contiguous prefix ``[0, used)`` that array is "the
+fitting used bins, then ``n - used`` copies of C", so it is built from the
+prefix alone. A heuristic that opens an empty bin other than the first breaks
+the prefix; from then on the general (host) path runs. Either way the heuristic
+sees the same array, with the same dtype, as a fresh copy.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from tasks.common.errors import HeuristicError, check_priorities
+
+__all__ = ["pack", "bins_used", "waste_ratio", "lower_bound"]
+
+
+def pack(items: np.ndarray, capacity: int, priority: Callable) -> np.ndarray:
+    """Pack ``items`` online; return the residual capacity of all ``len(items)`` bins."""
+    items = np.asarray(items)
+    n = len(items)
+    residual = np.full(n, capacity, dtype=np.asarray(capacity).dtype)  # the host's dtype
+    empty = residual.copy()  # a template of untouched bins, never handed out
+    used = 0
+    prefix = True
+    ndarray = np.ndarray
+    for item in items:
+        if prefix:
+            head = residual[:used]
+            fit = (head >= item).nonzero()[0]
+            k = fit.size
+            # k + n - used entries of C, then the fitting used bins written over the first k
+            candidates = empty[used - k:].copy()
+            candidates[:k] = head[fit]
+        else:
+            fit = (residual >= item).nonzero()[0]
+            k = -1
+            candidates = residual[fit]
+        try:
+            scores = priority(item, candidates)
+        except Exception as exc:
+            raise HeuristicError(f"priority raised {type(exc).__name__}: {exc}") from None
+        # the common cases are checked inline for speed; anything else goes through the full check
+        if type(scores) is ndarray and scores.shape == candidates.shape and scores.dtype.kind in "fiu":
+            choice = int(scores.argmax())
+            chosen = scores.item(choice)
+            if chosen - chosen != 0:  # NaN or inf won the argmax
+                check_priorities(scores, candidates.size)
+        else:
+            choice = check_priorities(scores, candidates.size)
+        if choice < k or k < 0:
+            target = fit[choice]
+        else:
+            target = used + (choice - k)
+            if choice == k:
+                used += 1
+            else:
+                prefix = False
+        residual[target] -= item
+    return residual
+
+
+def bins_used(residual: np.ndarray, capacity: int) -> int:
+    return int(np.count_nonzero(residual != capacity))
+
+
+def lower_bound(items: np.ndarray, capacity: int) -> int:
+    """L = ceil(sum(a) / C), the offline lower bound on the bin count."""
+    total = int(np.asarray(items, dtype=np.int64).sum())
+    return -(-total // int(capacity))
+
+
+def waste_ratio(bins: int, items: np.ndarray, capacity: int) -> float:
+    """Waste ratio in percent, ``100 * (B - L) / L``."""
+    lb = lower_bound(items, capacity)
+    return 100.0 * (bins - lb) / lb

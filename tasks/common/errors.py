@@ -1,6 +1,8 @@
 """Why a heuristic's score is invalid."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["HeuristicError", "check_priorities"]
@@ -31,6 +33,6 @@ def check_priorities(priorities, expected: int) -> int:
         raise HeuristicError(f"priority returned dtype {priorities.dtype}, expected numbers")
     index = int(priorities.argmax())
     chosen = priorities[index]
-    if kind == "f" and chosen - chosen != 0:  # NaN (argmax returns the first NaN) or +-inf
+    if kind == "f" and not math.isfinite(chosen):  # NaN (argmax returns the first NaN) or +-inf
         raise HeuristicError(f"priority returned a non-finite score ({chosen})")
     return index

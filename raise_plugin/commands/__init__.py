@@ -1,0 +1,1 @@
+"""Sub-commands of ``raise-ahd``; each module exposes ``register(subparsers)``."""

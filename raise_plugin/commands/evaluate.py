@@ -1,0 +1,91 @@
+"""``raise-ahd evaluate``: score heuristic files (and baselines) on a task's nominal set or test suite."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from raise_plugin.errors import UserError
+from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
+from raise_plugin.programs import ProgramError, load_priority
+from tasks import get_task, list_tasks
+from tasks.common.suite import Dataset
+
+
+def register(sub) -> None:
+    p = sub.add_parser("evaluate", help="evaluate heuristic files on a task's nominal set or test suite")
+    p.add_argument("heuristics", nargs="*", metavar="HEURISTIC.py", help="Python files defining the priority function")
+    p.add_argument("--task", required=True, help="task name (see `raise-ahd tasks`)")
+    p.add_argument("--suite", choices=("nominal", "test"), default="test", help="instances to use (default: test)")
+    p.add_argument("--baselines", default="all",
+                   help="comma-separated baseline names to include, 'all' (default) or 'none'")
+    p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per instance (default 300)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def resolve_task(name: str):
+    try:
+        return get_task(name)
+    except KeyError:
+        raise UserError(f"unknown task {name!r}; choose from {', '.join(list_tasks())}") from None
+
+
+def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
+    chosen = []
+    names = [b.strip() for b in baselines.split(",") if b.strip()] if baselines not in ("all", "none") else (
+        list(task.baselines) if baselines == "all" else [])
+    lookup = {b.lower(): b for b in task.baselines}
+    for b in names:
+        if b.lower() not in lookup:
+            raise UserError(f"unknown baseline {b!r} for {task.name}; choose from {', '.join(task.baselines)}")
+        chosen.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
+    for f in files:
+        path = Path(f)
+        try:
+            load_priority(path)  # fail early, in this process, with a one-line reason
+        except ProgramError as exc:
+            raise UserError(str(exc)) from None
+        chosen.append(Heuristic(path.stem, code=path.read_text()))
+    if not chosen:
+        raise UserError("nothing to evaluate: give heuristic files or --baselines")
+    return chosen
+
+
+def run(args) -> int:
+    task = resolve_task(args.task)
+    heuristics = collect_heuristics(task, args.heuristics, args.baselines)
+    if args.suite == "nominal":
+        datasets = [Dataset("nominal", {}, task.nominal_instances())]
+    else:
+        datasets = task.test_suite()
+    if args.workers is not None and args.workers < 1:
+        raise UserError("--workers must be at least 1")
+    rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
+                          progress=not args.no_progress)
+    names, ds, means = dataset_means(rows)
+    body = []
+    for d, family, params in ds:
+        cells = []
+        for h in names:
+            mean, bad = means[(d, h)]
+            cell = "invalid" if math.isnan(mean) else f"{mean:.3f}"
+            cells.append(cell + (f" ({bad} invalid)" if bad and not math.isnan(mean) else ""))
+        body.append([family, params.replace(";", " ")] + cells)
+    overall = []
+    for h in names:
+        vals = [r.metric for r in rows if r.heuristic == h and r.valid]
+        overall.append(f"{sum(vals) / len(vals):.3f}" if vals else "invalid")
+    body.append(["mean", ""] + overall)
+    print(f"{task.name}: mean metric per dataset (lower is better)")
+    print(render_table(["family", "sizes"] + names, body))
+    for h in names:
+        reasons = sorted({r.reason for r in rows if r.heuristic == h and not r.valid})
+        if reasons:
+            print(f"{h}: invalid on {sum(1 for r in rows if r.heuristic == h and not r.valid)} instances: {reasons[0]}")
+    if args.out:
+        write_rows_csv(rows, args.out)
+        print(f"wrote {len(rows)} rows to {args.out}")
+    return 0

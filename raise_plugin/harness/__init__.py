@@ -1,0 +1,1 @@
+"""The harness: evaluate heuristics on suites, compare methods, write tables and figures."""

@@ -1,0 +1,70 @@
+"""``raise-ahd tasks`` and ``raise-ahd evaluate``: tables, CSV, and one-line errors."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import pytest
+
+from raise_plugin.cli import main
+
+GOOD = "import numpy as np\n\ndef priority(item, bins):\n    return -bins\n"
+
+
+def run_cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "raise_plugin.cli", *args], capture_output=True, text=True, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_tasks_lists_obp(capsys):
+    assert main(["tasks"]) == 0
+    assert "obp" in capsys.readouterr().out
+
+
+def test_evaluate_file_and_baselines_on_nominal(tmp_path, capsys):
+    f = tmp_path / "mine.py"
+    f.write_text(GOOD)
+    out = tmp_path / "r.csv"
+    assert main(["evaluate", str(f), "--task", "obp", "--suite", "nominal", "--out", str(out),
+                 "--workers", "1", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "mine" in text and "BestFit" in text and "FirstFit" in text
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 15 and {r["heuristic"] for r in rows} == {"mine", "BestFit", "FirstFit"}
+    mine = [float(r["metric"]) for r in rows if r["heuristic"] == "mine"]
+    best = [float(r["metric"]) for r in rows if r["heuristic"] == "BestFit"]
+    assert mine == best  # the file is BestFit
+
+
+def test_heuristic_failing_on_instances_is_reported_not_fatal(tmp_path, capsys):
+    f = tmp_path / "broken.py"
+    f.write_text("import numpy as np\n\ndef priority(item, bins):\n    return np.full(len(bins), np.nan)\n")
+    assert main(["evaluate", str(f), "--task", "obp", "--suite", "nominal", "--baselines", "none",
+                 "--workers", "2", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "invalid" in text and "non-finite" in text
+
+
+@pytest.mark.parametrize("content, message", [
+    ("def priority(item, bins)\n    return bins\n", "syntax error"),
+    ("x = 1\n", "expected one function"),
+    ("raise RuntimeError('boom')\ndef priority(item, bins):\n    return bins\n", "RuntimeError"),
+])
+def test_bad_heuristic_files_get_one_line(tmp_path, content, message):
+    f = tmp_path / "bad.py"
+    f.write_text(content)
+    code, out, err = run_cli("evaluate", str(f), "--task", "obp", "--suite", "nominal")
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["evaluate", "missing.py", "--task", "obp"], "cannot read"),
+    (["evaluate", "--task", "nope"], "unknown task"),
+    (["evaluate", "--task", "obp", "--baselines", "worstfit"], "unknown baseline"),
+    (["evaluate", "--task", "obp", "--baselines", "none"], "nothing to evaluate"),
+])
+def test_bad_arguments_get_one_line(args, message):
+    code, out, err = run_cli(*args)
+    assert code == 2 and message in err and "Traceback" not in err

@@ -1,0 +1,129 @@
+"""The shift-dimension protocol and the five test families."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tasks import get_task, list_tasks
+from tasks.common.aggregation import Aggregation
+from tasks.common.families import sample_family
+from tasks.common.shift import ShiftDimension, is_distribution
+
+C = 20000  # large, so rounding and clipping barely move the moments
+
+
+@pytest.mark.parametrize("family, statistic, expected", [
+    ("uniform", np.mean, (1 + C) / 2),
+    ("normal", np.mean, 0.5 * C),
+    ("lognormal", np.median, 0.25 * C),
+    ("exponential", np.median, 0.3 * C * np.log(2) + 1),
+    ("triangular", np.mean, (1 + 0.35 * C + C) / 3),
+])
+def test_family_parameters(family, statistic, expected):
+    x = sample_family(family, 200_000, C, np.random.default_rng(1))
+    assert x.dtype == np.int64 and x.min() >= 1 and x.max() <= C
+    assert statistic(x) == pytest.approx(expected, rel=0.01)
+
+
+def test_normal_spread_is_that_of_the_clipped_normal():
+    from scipy import stats
+    x = sample_family("normal", 200_000, C, np.random.default_rng(3))
+    # clip(N(0.5C, 0.2C), 1, C): the bounds take the tails' mass
+    grid = np.linspace(1, C, 200_001)
+    pdf = stats.norm.pdf(grid, 0.5 * C, 0.2 * C)
+    tail = stats.norm.cdf(1, 0.5 * C, 0.2 * C)
+    second = np.trapezoid(grid**2 * pdf, grid) + tail * (1 + C**2)
+    assert np.std(x) == pytest.approx(np.sqrt(second - (0.5 * C) ** 2), rel=0.01)
+
+
+def test_lognormal_parameters_can_be_set():
+    x = sample_family("lognormal", 200_000, 1000, np.random.default_rng(2), lognormal_median=0.28, lognormal_sigma=0.55)
+    assert np.median(x) == pytest.approx(280, rel=0.01)
+    # one sigma above the median, well inside the clip
+    assert np.quantile(x, 0.8413) / np.median(x) == pytest.approx(np.exp(0.55), rel=0.01)
+
+
+def test_unknown_family_is_refused():
+    with pytest.raises(ValueError, match="unknown family"):
+        sample_family("cauchy", 10, 100, np.random.default_rng(0))
+
+
+def test_cells_partition_the_range():
+    one_per_value = ShiftDimension("d", cells=99)
+    np.testing.assert_array_equal(one_per_value.cell_of(np.arange(1, 100), 99), np.arange(99))
+    two_per_cell = ShiftDimension("s", cells=100)
+    cells = two_per_cell.cell_of(np.arange(1, 201), 200)
+    np.testing.assert_array_equal(np.bincount(cells), np.full(100, 2))
+    assert list(cells[:4]) == [0, 0, 1, 1]
+
+
+@settings(max_examples=30, deadline=None)
+@given(cell=st.integers(0, 99), high=st.sampled_from([100, 200, 300, 400]))
+def test_sampling_a_cell_stays_in_it(cell, high):
+    dim = ShiftDimension("s", cells=100)
+    p = np.zeros(100)
+    p[cell] = 1.0
+    values = dim.sample(p, 200, np.random.default_rng(cell), high)
+    assert set(dim.cell_of(values, high)) == {cell}
+
+
+def test_empty_cells_carry_no_mass():
+    dim = ShiftDimension("s", cells=100)
+    p = np.full(100, 0.01)
+    values, probs = dim.value_probabilities(p, 50)  # 50 integers for 100 cells
+    assert len(values) == 50 and probs.sum() == pytest.approx(1)
+    with pytest.raises(ValueError, match="no mass"):
+        q = np.zeros(100)
+        q[1] = 1.0  # cell 1 holds no integer when high = 50
+        dim.value_probabilities(q, 50)
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_histogram_round_trip(index):
+    task = get_task("obp")
+    inst = task.nominal_instances()[index]
+    p = task.histogram(inst)
+    assert is_distribution(p) and p.shape == (100,)
+    again = task.histogram(task.sample_instance(p, np.random.default_rng(index), length=inst["num_items"]))
+    # each cell's count is binomial: compare with 4 standard deviations
+    sd = np.sqrt(p * (1 - p) / inst["num_items"])
+    assert np.all(np.abs(again - p) <= 4 * sd + 1e-12)
+    assert np.abs(again - p).mean() < 0.002
+
+
+def test_sample_instance_honours_length_and_capacity():
+    task = get_task("obp")
+    p = np.full(100, 0.01)
+    inst = task.sample_instance(p, np.random.default_rng(0), length=777, capacity=300)
+    assert inst["num_items"] == 777 == len(inst["items"]) and inst["capacity"] == 300
+    assert inst["items"].max() <= 300
+    same = task.sample_instance(p, np.random.default_rng(0), length=777, capacity=300)
+    np.testing.assert_array_equal(inst["items"], same["items"])
+
+
+def test_registry():
+    assert "obp" in list_tasks()
+    assert get_task("OBP") is get_task("obp")
+    with pytest.raises(KeyError, match="unknown task"):
+        get_task("tsp")
+
+
+def test_task_pickles_by_name():
+    import pickle
+    task = get_task("obp")
+    assert pickle.loads(pickle.dumps(task)) is task
+    evaluation = task.evaluation(task.nominal_instances()[:1])
+    clone = pickle.loads(pickle.dumps(evaluation))
+    assert clone.task is task and len(clone.instances) == 1
+
+
+@pytest.mark.parametrize("spec, expected", [("mean", 2.0), ("min", -1.0), ("cvar:0.5", 0.0), ("cvar:1", 2.0)])
+def test_aggregations(spec, expected):
+    assert Aggregation.parse(spec)([-1.0, 1.0, 3.0, 5.0]) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("spec", ["median", "cvar:0", "cvar:2", "cvar:x"])
+def test_bad_aggregations(spec):
+    with pytest.raises(ValueError, match="aggregation"):
+        Aggregation.parse(spec)

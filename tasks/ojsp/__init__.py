@@ -1,0 +1,76 @@
+"""Online job shop scheduling (SPEC 3.2): non-delay dispatching with a shiftable operation-duration distribution."""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from tasks.common.shift import ShiftDimension
+from tasks.common.task import Task
+
+from . import instances as _inst
+from .baselines import BASELINES
+from .feasibility import check_schedule, schedule_problems
+from .simulator import COLUMNS, normalised_makespan, simulate
+from .template import task_description, template_program
+
+__all__ = ["OJSPTask", "COLUMNS", "simulate", "normalised_makespan", "check_schedule", "schedule_problems"]
+
+
+class OJSPTask(Task):
+    """J jobs on M machines arrive online; metric: normalised makespan C_max / LB (lower is better).
+
+    The shift dimension is the operation duration (1..99, one cell per value); the
+    instance length is the job count J, so ``sample_instance(p, rng, length=J)`` builds
+    J jobs of M operations with durations drawn from ``p``.
+    """
+
+    name = "ojsp"
+    shift = ShiftDimension("operation duration", cells=_inst.MAX_DURATION)
+    template_program = template_program
+    task_description = task_description
+    baselines = dict(BASELINES)
+    nominal_params = {"M": _inst.NOMINAL_MACHINES}
+    timeout_seconds = 60.0
+
+    @cached_property
+    def _nominal(self) -> list[dict]:
+        return _inst.nominal_instances()
+
+    def nominal_instances(self) -> list[dict]:
+        return list(self._nominal)
+
+    def test_suite(self):
+        return _inst.test_suite()
+
+    def shift_values(self, instance: dict):
+        return np.asarray(instance["durations"]).ravel(), _inst.MAX_DURATION
+
+    def instance_length(self, instance: dict) -> int:
+        return int(instance["num_jobs"])
+
+    @property
+    def nominal_length(self) -> int:
+        return _inst.NOMINAL_JOBS
+
+    def high_of(self, params) -> int:
+        return _inst.MAX_DURATION
+
+    def make_instance(self, values, rng, M: int = _inst.NOMINAL_MACHINES,
+                      release_window: float = _inst.RELEASE_WINDOW, **_):
+        return _inst.make_instance(values, rng, M=M, release_window=release_window)
+
+    def sample_instance(self, p: np.ndarray, rng: np.random.Generator, length: int | None = None,
+                        **params) -> dict:
+        """``length`` jobs (default ``params["J"]``, else the nominal 20), J * M durations drawn from ``p``."""
+        kwargs = {**self.nominal_params, **params}
+        jobs = int(kwargs.pop("J", self.nominal_length) if length is None else length)
+        kwargs.pop("J", None)
+        if jobs < 1:
+            raise ValueError(f"instance length (job count) must be >= 1, got {jobs}")
+        values = self.shift.sample(p, jobs * int(kwargs["M"]), rng, _inst.MAX_DURATION)
+        return self.make_instance(values, rng, **kwargs)
+
+    def evaluate(self, priority: Callable, instance: dict) -> float:
+        return normalised_makespan(simulate(instance, priority), instance)

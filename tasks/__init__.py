@@ -13,7 +13,7 @@ __all__ = ["get_task", "list_tasks", "Task"]
 
 ENTRY_POINT_GROUP = "raise_plugin.tasks"
 # Built-ins still resolve when the package runs from a source tree without being installed.
-_BUILTIN = {"obp": "tasks.obp:OBPTask"}
+_BUILTIN = {"obp": "tasks.obp:OBPTask", "ojsp": "tasks.ojsp:OJSPTask", "ovrp": "tasks.ovrp:OVRPTask"}
 _cache: dict[str, Task] = {}
 
 

@@ -1,0 +1,68 @@
+"""Online vehicle routing (SPEC 3.3): insertion routing of arriving customers, with a shiftable demand distribution."""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+from tasks.common.shift import ShiftDimension
+from tasks.common.task import Task
+
+from . import instances as _inst
+from .baselines import BASELINES
+from .feasibility import violations
+from .simulator import COLUMNS, FEATURES, RoutingResult, route_length_ratio, simulate
+from .template import task_description, template_program
+
+__all__ = ["OVRPTask", "simulate", "route_length_ratio", "violations", "RoutingResult", "FEATURES", "COLUMNS"]
+
+
+class OVRPTask(Task):
+    """50 customers with demands in {1..10} arrive online; metric: route length / Clarke-Wright length."""
+
+    name = "ovrp"
+    shift = ShiftDimension("demand", cells=10)
+    template_program = template_program
+    task_description = task_description
+    baselines = dict(BASELINES)
+    nominal_params = {"vehicles": _inst.NOMINAL_VEHICLES}
+    timeout_seconds = 60.0
+
+    @cached_property
+    def _nominal(self) -> list[dict]:
+        return _inst.nominal_instances()
+
+    def nominal_instances(self) -> list[dict]:
+        return list(self._nominal)
+
+    def test_suite(self):
+        return _inst.test_suite()
+
+    def shift_values(self, instance: dict):
+        return instance["demands"], _inst.MAX_DEMAND
+
+    def instance_length(self, instance: dict) -> int:
+        return int(instance["num_customers"])
+
+    @property
+    def nominal_length(self) -> int:
+        return _inst.NUM_CUSTOMERS
+
+    @property
+    def length_can_change(self) -> bool:
+        return False
+
+    def high_of(self, params) -> int:
+        return _inst.MAX_DEMAND
+
+    def sample_instance(self, p: np.ndarray, rng: np.random.Generator, length: int | None = None, **params):
+        """An instance with demands drawn from ``p``; always N_c = 50 customers (``length`` is ignored)."""
+        return super().sample_instance(p, rng, None, **params)
+
+    def make_instance(self, values, rng, vehicles: int = _inst.NOMINAL_VEHICLES, V: int | None = None, **_):
+        """``V`` (the suite's parameter name) is accepted as an alias of ``vehicles``."""
+        return _inst.make_instance(values, rng, vehicles if V is None else V)
+
+    def evaluate(self, priority: Callable, instance: dict) -> float:
+        return route_length_ratio(instance, priority)

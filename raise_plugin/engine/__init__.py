@@ -1,0 +1,17 @@
+"""Evaluation engine: generated programs run in sandboxed, reusable worker processes,
+fanned out over instances and programs through an executor (local processes or Dask).
+
+    from raise_plugin.engine import Engine, EngineEvaluator, use_engine, make_executor
+"""
+from .evaluator import Engine, EngineEvaluator, as_program, use_engine
+from .executors import (DaskExecutor, ProcessExecutor, SerialExecutor, default_workers, make_executor,
+                        run_job)
+from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
+from .limits import SandboxLimits
+from .results import EvalResult, FailureKind
+from .sandbox import CallTimeout, WorkerDied
+
+__all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "make_executor", "ProcessExecutor",
+           "SerialExecutor", "DaskExecutor", "default_workers", "run_job", "InstanceSet", "Job",
+           "ProgramSpec", "SourcePriority", "SandboxLimits", "EvalResult", "FailureKind", "CallTimeout",
+           "WorkerDied"]

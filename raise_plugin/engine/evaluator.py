@@ -1,0 +1,326 @@
+"""The engine's front: ``Engine`` scores programs of a task on instance lists through an
+executor; ``EngineEvaluator`` is a drop-in for the host's ``SecureEvaluator``."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import math
+import threading
+import time
+from typing import Any, Sequence
+
+from .executors import executor_workers, make_executor, run_job
+from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
+from .limits import SandboxLimits
+from .results import EvalResult, FailureKind
+
+__all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program"]
+
+
+def as_program(program) -> ProgramSpec:
+    """A ``ProgramSpec`` from program text, a host ``Program``/``Function``, a ``SourcePriority``."""
+    if isinstance(program, ProgramSpec):
+        return program
+    if isinstance(program, SourcePriority):
+        return program.spec
+    return ProgramSpec(code=str(program))
+
+
+def _chunks(count: int, parts: int) -> list[tuple[int, ...]]:
+    parts = max(1, min(count, parts))
+    size, extra = divmod(count, parts)
+    out, start = [], 0
+    for p in range(parts):
+        stop = start + size + (1 if p < extra else 0)
+        out.append(tuple(range(start, stop)))
+        start = stop
+    return out
+
+
+def _same(a: Sequence, b: Sequence) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+class Engine:
+    """Sandboxed, parallel evaluation of one task's heuristics.
+
+    ``executor``: a spec for ``make_executor`` or any object with ``submit``; the engine
+    shuts down only executors it created. ``limits``: ``SandboxLimits`` (``timeout`` and
+    ``memory_mb`` may also be given directly). ``split``: into how many jobs one program's
+    instances are cut: ``"auto"`` (as many as the executor runs at once), an int, or
+    ``"instance"`` (one job per instance: the timeout then applies per instance).
+    """
+
+    def __init__(self, task, executor=None, *, limits: SandboxLimits | None = None,
+                 timeout: float | None = None, memory_mb: int | None = None, split: Any = "auto"):
+        self.task_name = task if isinstance(task, str) else task.name
+        base = limits or SandboxLimits()
+        changes = {k: v for k, v in (("timeout", timeout), ("memory_mb", memory_mb)) if v is not None}
+        self.limits = dataclasses.replace(base, **changes) if changes else base
+        self._own = executor is None or isinstance(executor, (str, int))
+        self.executor = make_executor(executor, self.limits)
+        self.split = split
+        self._sets: list[tuple[tuple, InstanceSet]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def workers(self) -> int:
+        return executor_workers(self.executor)
+
+    def instance_set(self, instances) -> InstanceSet:
+        """The ``InstanceSet`` for a list (the same one while the list holds the same objects)."""
+        if isinstance(instances, InstanceSet):
+            return instances
+        with self._lock:
+            for snapshot, iset in self._sets:
+                if _same(snapshot, instances):
+                    return iset
+            iset = InstanceSet(instances)
+            self._sets.insert(0, (tuple(instances), iset))
+            del self._sets[self.limits.cache_sets:]
+            return iset
+
+    def submit(self, program, instances, *, stop_on_failure: bool = True, split: Any = None,
+               timeout: float | None = None) -> cf.Future:
+        """A future of the ``EvalResult`` of ``program`` on ``instances`` (metrics in their order)."""
+        spec = as_program(program)
+        iset = self.instance_set(instances)
+        if len(iset) == 0:
+            raise ValueError("cannot evaluate on an empty instance set")
+        chunks = _chunks(len(iset), self._parts(split, len(iset)))
+        limit = self.limits.timeout if timeout is None else timeout
+        jobs = [Job(self.task_name, spec, iset.id, iset.version, c, limit, stop_on_failure) for c in chunks]
+        return _gather([self._submit_job(job, iset) for job in jobs], time.perf_counter())
+
+    def submit_each(self, program, instances, *, timeout: float | None = None) -> list[cf.Future]:
+        """One future per instance (each an ``EvalResult`` of one metric); the timeout is per instance."""
+        spec = as_program(program)
+        iset = self.instance_set(instances)
+        limit = self.limits.timeout if timeout is None else timeout
+        return [self._submit_job(Job(self.task_name, spec, iset.id, iset.version, (i,), limit, False), iset)
+                for i in range(len(iset))]
+
+    def evaluate(self, program, instances, **kwargs) -> EvalResult:
+        return self.submit(program, instances, **kwargs).result()
+
+    def map(self, programs, instances, **kwargs) -> list[EvalResult]:
+        """Every program on ``instances``; all submitted before any is awaited."""
+        programs = list(programs)
+        if "split" not in kwargs and len(programs) >= self.workers:
+            kwargs["split"] = 1
+        futures = [self.submit(p, instances, **kwargs) for p in programs]
+        return [f.result() for f in futures]
+
+    def shutdown(self) -> None:
+        if self._own and hasattr(self.executor, "shutdown"):
+            self.executor.shutdown()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+    # -- internals -------------------------------------------------------------------------------
+    def _parts(self, split, count: int) -> int:
+        split = self.split if split is None else split
+        if split == "auto":
+            return self.workers
+        if split == "instance":
+            return count
+        return int(split)
+
+    def _submit_job(self, job: Job, iset: InstanceSet) -> cf.Future:
+        if hasattr(self.executor, "submit_job"):
+            return self.executor.submit_job(job, iset)
+        return self.executor.submit(run_job, job, iset, self.limits)
+
+
+def _gather(parts: list[cf.Future], start: float) -> cf.Future:
+    """One future of the combined result of consecutive chunks."""
+    out: cf.Future = cf.Future()
+    out.set_running_or_notify_cancel()
+    remaining = [len(parts)]
+    lock = threading.Lock()
+
+    def settle(_):
+        with lock:
+            remaining[0] -= 1
+            if remaining[0]:
+                return
+        try:
+            results = [p.result() for p in parts]
+        except BaseException as exc:  # noqa: BLE001 - delivered through the future
+            out.set_exception(exc)
+            return
+        out.set_result(results[0].with_seconds(time.perf_counter() - start) if len(results) == 1
+                       else EvalResult.combine(results, time.perf_counter() - start))
+
+    for p in parts:
+        p.add_done_callback(settle)
+    return out
+
+
+class EngineEvaluator:
+    """The host's ``SecureEvaluator`` interface on the engine.
+
+    ``evaluation`` is a host ``Evaluation``. With a task evaluation (``TaskEvaluation``:
+    ``task``, ``instances``, ``score_of``) each program runs as jobs on the evaluation's
+    *current* ``instances``, sent to workers once per version (a replaced or edited list
+    is noticed and sent again), and the score is the evaluation's aggregation of
+    ``-metric``. Any other ``Evaluation`` runs its own ``evaluate_program`` in a sandboxed
+    worker. Failures give ``None`` like the host, and the reason is kept: ``last_result``
+    (this thread's latest ``EvalResult``), ``last_error`` and ``failures`` (counts by kind).
+
+    Plug into a host method::
+
+        method = EoH(llm, evaluation, ...)
+        use_engine(method, executor="process")   # or method._evaluator = EngineEvaluator(evaluation)
+    """
+
+    def __init__(self, evaluation, executor=None, *, limits: SandboxLimits | None = None,
+                 timeout: float | None = None, memory_mb: int | None = None, split: Any = "auto",
+                 debug_mode: bool = False, **_ignored):
+        self._evaluator = evaluation  # the name the host's SecureEvaluator uses
+        self._debug_mode = debug_mode
+        host_timeout = getattr(evaluation, "timeout_seconds", None)
+        limit = timeout if timeout is not None else host_timeout
+        task = getattr(evaluation, "task", None)
+        self.is_task = task is not None and hasattr(evaluation, "instances")
+        self._function_name = self._template_function(evaluation)
+        self.engine = Engine(task if self.is_task else "none", executor, limits=limits, timeout=limit,
+                             memory_mb=memory_mb, split=split)
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._set: InstanceSet | None = None
+        self._snapshot: tuple = ()
+        self.last_result: EvalResult | None = None
+        self.last_error: str | None = None
+        self.failures: dict[str, int] = {}
+        self.evaluations = 0
+
+    # -- the SecureEvaluator interface ----------------------------------------------------------
+    def evaluate_program(self, program, **kwargs) -> Any | None:
+        return self.evaluate(program, **kwargs)[0]
+
+    def evaluate_program_record_time(self, program, **kwargs) -> tuple[Any | None, float]:
+        score, result = self.evaluate(program, **kwargs)
+        return score, result.seconds
+
+    # -- ours ------------------------------------------------------------------------------------
+    def evaluate(self, program, **kwargs) -> tuple[Any | None, EvalResult]:
+        """(score or ``None``, the ``EvalResult``)."""
+        start = time.perf_counter()
+        try:
+            code, name = self._prepare(str(program))
+        except Exception as exc:  # noqa: BLE001 - text the host converter rejects
+            result = EvalResult.failed(1, FailureKind.PROGRAM, f"cannot read the program: {exc}",
+                                       time.perf_counter() - start)
+            return self._record(None, result)
+        if self.is_task:
+            iset = self.current_instances()
+            result = self.engine.evaluate(ProgramSpec(code=code, function=name), iset)
+            score = self._evaluator.score_of(result.metrics) if result.valid else None
+            if score is not None and not math.isfinite(score):
+                score = None
+            return self._record(score, result)
+        return self._record(*self._evaluate_host(code, name, kwargs, start))
+
+    def current_instances(self) -> InstanceSet:
+        """The evaluation's instances as a versioned set (a new version when they changed)."""
+        instances = self._evaluator.instances
+        with self._lock:
+            if self._set is None:
+                self._set = InstanceSet(instances)
+            elif not _same(self._snapshot, instances):
+                self._set = self._set.next_version(instances)
+            else:
+                return self._set
+            self._snapshot = tuple(instances)
+            return self._set
+
+    @property
+    def executor(self):
+        return self.engine.executor
+
+    def shutdown(self) -> None:
+        self.engine.shutdown()
+
+    # -- internals -------------------------------------------------------------------------------
+    @staticmethod
+    def _template_function(evaluation) -> str | None:
+        """The name of the evolved function (the template's), which every sample keeps."""
+        from llm4ad.base import TextFunctionProgramConverter
+        try:
+            return TextFunctionProgramConverter.text_to_function(str(evaluation.template_program)).name
+        except Exception:  # noqa: BLE001 - no usable template: the worker picks the function
+            return None
+
+    def _prepare(self, program_str: str) -> tuple[str, str | None]:
+        """The host's program edits (numba, protected division, seed), as ``SecureEvaluator`` does."""
+        ev = self._evaluator
+        edits = (getattr(ev, "use_numba_accelerate", False) or getattr(ev, "use_protected_div", False)
+                 or getattr(ev, "random_seed", None) is not None)
+        if not edits and self._function_name is not None:
+            return program_str, self._function_name
+        from llm4ad.base import TextFunctionProgramConverter
+        from llm4ad.base.modify_code import ModifyCode
+        name = TextFunctionProgramConverter.text_to_function(program_str).name
+        if getattr(ev, "use_numba_accelerate", False):
+            program_str = ModifyCode.add_numba_decorator(program_str, function_name=name)
+        if getattr(ev, "use_protected_div", False):
+            program_str = ModifyCode.replace_div_with_protected_div(
+                program_str, ev.protected_div_delta, ev.use_numba_accelerate)
+        if getattr(ev, "random_seed", None) is not None:
+            program_str = ModifyCode.add_numpy_random_seed_to_func(program_str, name, ev.random_seed)
+        return program_str, name
+
+    def _evaluate_host(self, code: str, name: str, kwargs: dict, start: float):
+        future = self.engine.executor.submit(_host_evaluate, self._evaluator, code, name, kwargs)
+        try:
+            score = future.result()
+        except BaseException as exc:  # noqa: BLE001 - any failure is a reason
+            kind = FailureKind.TIMEOUT if isinstance(exc, TimeoutError) else (
+                FailureKind.WORKER_DIED if "worker process" in str(exc) else FailureKind.HEURISTIC)
+            return None, EvalResult.failed(1, kind, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        if score is None:
+            return None, EvalResult.failed(1, FailureKind.HEURISTIC, "the evaluation returned None", seconds)
+        return score, EvalResult((math.nan,), ("",), seconds)
+
+    def _record(self, score, result: EvalResult):
+        self._local.result = result
+        with self._lock:
+            self.evaluations += 1
+            self.last_result = result
+            if not result.valid:
+                self.failures[result.kind] = self.failures.get(result.kind, 0) + 1
+                self.last_error = result.reason
+                if hasattr(self._evaluator, "last_error"):
+                    self._evaluator.last_error = result.reason
+        if self._debug_mode and not result.valid:
+            print(f"DEBUG: invalid program ({result.kind}): {result.reason}")
+        return score, result
+
+    @property
+    def thread_result(self) -> EvalResult | None:
+        """The latest result of the calling thread (host methods evaluate from several threads)."""
+        return getattr(self._local, "result", None)
+
+
+def _host_evaluate(evaluation, code: str, name: str, kwargs: dict):
+    namespace: dict = {}
+    exec(code, namespace)
+    return evaluation.evaluate_program(code, namespace[name], **kwargs)
+
+
+def use_engine(method, executor=None, **kwargs) -> EngineEvaluator:
+    """Replace a host method's evaluator (``method._evaluator``, a ``SecureEvaluator``) by an
+    ``EngineEvaluator`` on the same evaluation; returns it."""
+    current = getattr(method, "_evaluator", None)
+    if current is None:
+        raise TypeError(f"{type(method).__name__} has no _evaluator to replace")
+    evaluation = getattr(current, "_evaluator", current)
+    engine_evaluator = EngineEvaluator(evaluation, executor, **kwargs)
+    method._evaluator = engine_evaluator
+    return engine_evaluator

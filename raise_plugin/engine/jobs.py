@@ -1,0 +1,237 @@
+"""What a worker runs: a program (text or baseline) on some instances of a versioned instance set."""
+from __future__ import annotations
+
+import math
+import time
+import uuid
+import zlib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Sequence
+
+import numpy as np
+
+from raise_plugin.programs import ProgramError, compile_priority
+
+from .results import EvalResult, FailureKind
+
+__all__ = ["ProgramSpec", "InstanceSet", "Job", "SourcePriority", "execute_job", "freeze_instances",
+           "tampered_instances"]
+
+
+@dataclass(frozen=True)
+class ProgramSpec:
+    """A heuristic a worker can rebuild: program ``code`` (its function ``function``, or the
+    only one / the one called ``priority``), or the name of one of the task's ``baseline``s."""
+
+    code: str | None = None
+    function: str | None = None
+    baseline: str | None = None
+    label: str = ""
+
+    def __post_init__(self):
+        if (self.code is None) == (self.baseline is None):
+            raise ValueError("give exactly one of code and baseline")
+
+    def resolve(self, task) -> Callable:
+        if self.baseline is not None:
+            try:
+                return task.baselines[self.baseline]
+            except KeyError:
+                raise ProgramError(f"{task.name} has no baseline {self.baseline!r}") from None
+        code_object, name = _compiled(self.code, self.function, self.label or "<program>")
+        namespace: dict = {"__name__": "raise_heuristic"}  # a fresh module per job: no state carried over
+        try:
+            exec(code_object, namespace)
+        except Exception as exc:
+            raise ProgramError(f"{self.label or '<program>'}: running the module raised "
+                               f"{type(exc).__name__}: {exc}") from None
+        func = namespace.get(name)
+        if not callable(func):
+            raise ProgramError(f"{self.label or '<program>'}: no top-level function named {name!r}")
+        return func
+
+    @property
+    def name(self) -> str:
+        return self.label or self.baseline or self.function or "program"
+
+
+@lru_cache(maxsize=256)
+def _compiled(code: str, function: str | None, source: str):
+    """The code object of a program and the name of its heuristic function.
+
+    With ``function`` given the text is only compiled (the name is checked after running
+    it); otherwise ``compile_priority`` picks the function (the only one, or ``priority``).
+    """
+    if function is None:
+        function = compile_priority(code, None, source=source).__name__
+    try:
+        return compile(code, source, "exec"), function
+    except SyntaxError as exc:
+        raise ProgramError(f"syntax error at line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, TypeError) as exc:  # e.g. NUL bytes in the text
+        raise ProgramError(f"{source}: cannot compile the program: {exc}") from None
+
+
+class SourcePriority:
+    """A compiled heuristic that pickles as its source text, so any executor can ship it.
+
+    ``SourcePriority(code)(item, bins)`` calls the program's function; after unpickling
+    in another process the program is compiled again there.
+    """
+
+    def __init__(self, code: str, function: str | None = None, label: str = ""):
+        self.spec = ProgramSpec(code=code, function=function, label=label)
+        self._func = compile_priority(code, function, source=label or "<program>")
+
+    def __call__(self, *args, **kwargs):
+        return self._func(*args, **kwargs)
+
+    def __reduce__(self):
+        return (SourcePriority, (self.spec.code, self.spec.function, self.spec.label))
+
+
+class InstanceSet:
+    """A list of instances with an identity (``id``) and a ``version``.
+
+    Workers keep the sets they were sent, keyed by ``id``; a job names the set and its
+    version, and a worker holding an older version is sent the new one before the job.
+    """
+
+    def __init__(self, instances: Sequence, set_id: str | None = None, version: int = 0):
+        self.instances = list(instances)
+        self.id = set_id or uuid.uuid4().hex
+        self.version = int(version)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.id, self.version
+
+    def next_version(self, instances: Sequence) -> "InstanceSet":
+        return InstanceSet(instances, self.id, self.version + 1)
+
+    def __len__(self) -> int:
+        return len(self.instances)
+
+    def __repr__(self) -> str:
+        return f"<InstanceSet {self.id[:8]} v{self.version}, {len(self.instances)} instances>"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One program on ``indices`` of instance set ``set_id`` (at ``version``) of ``task``."""
+
+    task: str
+    program: ProgramSpec
+    set_id: str
+    version: int
+    indices: tuple[int, ...]
+    timeout: float | None = None
+    stop_on_failure: bool = True
+
+
+# -- running a job (inside a worker) -------------------------------------------------------------
+
+def _arrays(obj) -> list[np.ndarray]:
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if isinstance(obj, dict):
+        return [a for v in obj.values() for a in _arrays(v)]
+    if isinstance(obj, (list, tuple)):
+        return [a for v in obj for a in _arrays(v)]
+    return []
+
+
+def _checksum(instance) -> int:
+    crc = 0
+    for a in _arrays(instance):
+        if a.dtype.hasobject:
+            continue
+        crc = zlib.crc32(np.ascontiguousarray(a).view(np.uint8).reshape(-1), crc)
+    return crc
+
+
+def freeze_instances(instances: list) -> list[int]:
+    """Make the instances' arrays read-only; their checksums, to detect tampering later."""
+    for inst in instances:
+        for a in _arrays(inst):
+            a.setflags(write=False)
+    return [_checksum(inst) for inst in instances]
+
+
+def tampered_instances(instances: list, checksums: list[int], indices) -> list[int]:
+    return [i for i in indices if _checksum(instances[i]) != checksums[i]]
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception behind ``exc`` (tasks re-raise a heuristic's error ``from None``)."""
+    seen = set()
+    while exc.__context__ is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc = exc.__context__
+    return exc
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """(kind, reason) of an exception raised while evaluating a heuristic."""
+    from tasks.common.errors import HeuristicError
+    cause = _root_cause(exc)
+    if isinstance(cause, MemoryError) or isinstance(exc, MemoryError):
+        detail = str(exc) if isinstance(exc, HeuristicError) else f"MemoryError: {cause}"
+        return FailureKind.MEMORY, _one_line(f"exceeded the memory cap ({detail})")
+    if isinstance(exc, HeuristicError):
+        return FailureKind.HEURISTIC, _one_line(str(exc))
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        return FailureKind.HEURISTIC, f"the program raised {type(exc).__name__}"
+    if isinstance(exc, RecursionError):
+        return FailureKind.HEURISTIC, _one_line(f"RecursionError: {exc}")
+    return FailureKind.ERROR, _one_line(f"evaluation raised {type(exc).__name__}: {exc}")
+
+
+def execute_job(job: Job, instances: list, checksums: list[int] | None = None) -> EvalResult:
+    """Run ``job`` on ``instances`` in this process (a worker calls this). Never raises."""
+    start = time.perf_counter()
+    count = len(job.indices)
+    try:
+        from tasks import get_task
+        task = get_task(job.task)
+        priority = job.program.resolve(task)
+    except ProgramError as exc:
+        return EvalResult.failed(count, FailureKind.PROGRAM, _one_line(str(exc)), time.perf_counter() - start)
+    except BaseException as exc:  # noqa: BLE001 - a program's module code may raise anything
+        kind, reason = classify(exc)
+        if kind == FailureKind.ERROR:
+            kind = FailureKind.PROGRAM
+        return EvalResult.failed(count, kind, reason, time.perf_counter() - start)
+    metrics = [math.nan] * count
+    reasons = [""] * count
+    first: tuple[str, str] | None = None
+    for k, index in enumerate(job.indices):
+        try:
+            value = float(task.evaluate(priority, instances[index]))
+            if not math.isfinite(value):
+                raise ArithmeticError(f"the task returned a non-finite metric ({value})")
+            metrics[k] = value
+        except BaseException as exc:  # noqa: BLE001 - every failure becomes a reason
+            kind, reason = classify(exc)
+            reasons[k] = reason
+            if first is None:
+                first = (kind, reason)
+            if job.stop_on_failure or kind == FailureKind.MEMORY:
+                for rest in range(k + 1, count):
+                    reasons[rest] = "not evaluated: an earlier instance failed"
+                break
+    if checksums is not None:
+        bad = tampered_instances(instances, checksums, job.indices)
+        if bad:
+            reason = f"the program modified the instance data (instances {bad[:5]})"
+            return EvalResult.failed(count, FailureKind.TAMPERED, reason, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if first is None:
+        return EvalResult(tuple(metrics), tuple(reasons), seconds)
+    return EvalResult(tuple(metrics), tuple(reasons), seconds, first[0], first[1])

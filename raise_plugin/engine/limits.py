@@ -1,0 +1,86 @@
+"""What a sandboxed evaluation may use: time, memory, processes, file size, environment."""
+from __future__ import annotations
+
+import fnmatch
+import multiprocessing as mp
+import sys
+from dataclasses import dataclass
+
+__all__ = ["SandboxLimits", "SECRET_PATTERNS", "scrub_environment", "default_start_method"]
+
+# Environment variables never passed to generated programs (matched case-insensitively).
+SECRET_PATTERNS = ("*_API_KEY", "*API_KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
+                   "*CREDENTIAL*", "*_KEY", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS",
+                   "OPENAI_*", "ANTHROPIC_*", "HF_*", "HUGGING*", "WANDB_*", "GITHUB_*", "SSH_AUTH_SOCK")
+
+
+def default_start_method() -> str:
+    """``fork`` on Linux (workers start in milliseconds), else ``spawn`` (macOS and Windows,
+    where forking a process with threads is unsafe or impossible)."""
+    return "fork" if sys.platform.startswith("linux") else "spawn"
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Limits applied to every sandboxed evaluation.
+
+    ``timeout``: wall-clock seconds per job (one program on its share of instances);
+    on expiry the worker's whole process group is killed and the worker replaced.
+    ``memory_mb``: address space a program may add to the worker's own (RLIMIT_AS =
+    the worker's size at start + this budget). ``max_processes``: RLIMIT_NPROC for the
+    worker; 0 forbids new processes and threads (ignored by the kernel for root, where
+    the audit hook and the stray-process check still apply). ``file_mb``: largest file
+    a program may write (RLIMIT_FSIZE). ``output_mb``: what a program may print per job
+    (output is discarded; past the cap ``print`` raises, which makes the result invalid).
+    ``audit``: refuse, through a Python audit hook,
+    writes outside the worker's private directory, process creation, sockets and
+    ctypes. ``retries``: how often a job whose worker died is run again on a fresh worker.
+    ``start_method``: ``fork`` (default where available), ``forkserver`` (workers start
+    from a clean interpreter, so they hold none of the parent's memory) or ``spawn``.
+    """
+
+    timeout: float | None = 60.0
+    memory_mb: int | None = 2048
+    max_processes: int | None = 0
+    file_mb: int | None = 16
+    output_mb: float | None = 10
+    audit: bool = True
+    retries: int = 1
+    start_method: str | None = None
+    cache_sets: int = 4
+
+    def __post_init__(self):
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds or None, got {self.timeout!r}")
+        if self.memory_mb is not None and self.memory_mb < 16:
+            raise ValueError(f"memory_mb must be >= 16 or None, got {self.memory_mb!r}")
+        if self.max_processes is not None and self.max_processes < 0:
+            raise ValueError(f"max_processes must be >= 0 or None, got {self.max_processes!r}")
+        if self.file_mb is not None and self.file_mb < 0:
+            raise ValueError(f"file_mb must be >= 0 or None, got {self.file_mb!r}")
+        if self.output_mb is not None and self.output_mb < 0:
+            raise ValueError(f"output_mb must be >= 0 or None, got {self.output_mb!r}")
+        if self.retries < 0:
+            raise ValueError(f"retries must be >= 0, got {self.retries!r}")
+        if self.cache_sets < 1:
+            raise ValueError(f"cache_sets must be >= 1, got {self.cache_sets!r}")
+        if self.start_method is not None and self.start_method not in mp.get_all_start_methods():
+            raise ValueError(f"start_method must be one of {', '.join(mp.get_all_start_methods())}, "
+                             f"got {self.start_method!r}")
+
+    @property
+    def method(self) -> str:
+        return self.start_method or default_start_method()
+
+
+def is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
+
+
+def scrub_environment(environ) -> list[str]:
+    """Delete every secret-looking variable from ``environ`` (in place); the names removed."""
+    removed = [k for k in list(environ) if is_secret(k)]
+    for k in removed:
+        del environ[k]
+    return removed

@@ -1,0 +1,29 @@
+"""Shared fixtures: small OBP instances and sandbox pools with short limits."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from raise_plugin.engine import ProcessExecutor, SandboxLimits
+from tasks import get_task
+
+BEST_FIT = "import numpy as np\n\ndef priority(item, bins):\n    return -bins\n"
+FIRST_FIT = "import numpy as np\n\ndef priority(item, bins):\n    return np.zeros(len(bins))\n"
+SHORT = SandboxLimits(timeout=2.0, memory_mb=512, file_mb=1, output_mb=1)
+
+
+@pytest.fixture(scope="session")
+def task():
+    return get_task("obp")
+
+
+@pytest.fixture(scope="session")
+def small_instances(task):
+    rng = np.random.default_rng(7)
+    return [task.make_instance(rng.integers(1, 100, size=60), rng, capacity=100) for _ in range(3)]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with ProcessExecutor(2, SHORT) as executor:
+        yield executor

@@ -1,0 +1,142 @@
+"""Executors: specs, identical results on serial / process / Dask / foreign executors, sets sent once."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import pickle
+import time
+
+import numpy as np
+import pytest
+
+from raise_plugin.engine import (CallTimeout, Engine, FailureKind, ProcessExecutor, SandboxLimits, SerialExecutor,
+                                 SourcePriority, make_executor)
+
+from .conftest import BEST_FIT, FIRST_FIT, SHORT
+
+PROGRAMS = [BEST_FIT, FIRST_FIT,
+            "import numpy as np\n\ndef priority(item, bins):\n    return -np.abs(bins - item - 3) + 0.01 * bins\n",
+            "import numpy as np\n\ndef priority(item, bins):\n    return np.full(len(bins), np.nan)\n",
+            "def priority(item, bins):\n    raise KeyError('x')\n"]
+
+
+def _outcomes(results):
+    return [(r.kind, r.reason, [round(m, 12) if np.isfinite(m) else "nan" for m in r.metrics]) for r in results]
+
+
+@pytest.fixture(scope="module")
+def reference(small_instances):
+    with Engine("obp", "serial", limits=SHORT) as engine:
+        return _outcomes(engine.map(PROGRAMS, small_instances))
+
+
+def test_serial_results_match_direct_evaluation(task, reference, small_instances):
+    direct = [round(task.evaluate(task.baselines["BestFit"], s), 12) for s in small_instances]
+    assert reference[0][2] == direct and reference[0][0] == FailureKind.OK
+    assert reference[3][0] == FailureKind.HEURISTIC and "non-finite" in reference[3][1]
+
+
+@pytest.mark.parametrize("split", [1, 2, "instance"])
+def test_process_pool_gives_the_serial_results(pool, reference, small_instances, split):
+    engine = Engine("obp", pool, limits=SHORT)
+    outcomes = _outcomes([engine.evaluate(p, small_instances, split=split, stop_on_failure=False)
+                          for p in PROGRAMS])
+    # with stop_on_failure=False every instance has its own reason; compare the valid ones whole
+    for mine, ref in zip(outcomes, reference):
+        assert mine[0] == ref[0] and mine[1] == ref[1]
+        if ref[0] == FailureKind.OK:
+            assert mine[2] == ref[2]
+
+
+def test_a_foreign_executor_gives_the_serial_results(reference, small_instances):
+    with cf.ThreadPoolExecutor(2) as threads:
+        engine = Engine("obp", threads, limits=SHORT)
+        assert _outcomes(engine.map(PROGRAMS, small_instances)) == reference
+
+
+def test_dask_gives_the_serial_results(reference, small_instances):
+    pytest.importorskip("distributed")
+    from raise_plugin.engine import DaskExecutor
+    with DaskExecutor("local", workers=2, processes=False, limits=SHORT) as dask:
+        engine = Engine("obp", dask, limits=SHORT)
+        assert engine.workers == 2
+        assert _outcomes(engine.map(PROGRAMS, small_instances)) == reference
+        assert _outcomes([engine.evaluate(p, small_instances, split=3) for p in PROGRAMS]) == reference
+        assert dask.submit(pow, 2, 10).result() == 1024
+        hostile = engine.evaluate("def priority(item, bins):\n    while True:\n        pass\n", small_instances)
+        assert hostile.kind == FailureKind.TIMEOUT
+
+
+def test_make_executor_specs():
+    serial = make_executor("serial")
+    assert isinstance(serial, SerialExecutor)
+    serial.shutdown()
+    with make_executor("process:2", SHORT) as pool:
+        assert isinstance(pool, ProcessExecutor) and pool.workers == 2 and pool.limits == SHORT
+    with make_executor("process") as pool:
+        assert pool.workers == len(os.sched_getaffinity(0))
+    mine = cf.ThreadPoolExecutor(1)
+    assert make_executor(mine) is mine
+    mine.shutdown()
+    for bad in ("process:x", "dask://", "ray://x", "threads"):
+        with pytest.raises(ValueError):
+            make_executor(bad)
+
+
+def test_instance_sets_are_sent_once_per_worker_and_version(task, small_instances):
+    with ProcessExecutor(1, SHORT) as pool:
+        engine = Engine("obp", pool, limits=SHORT)
+        worker = pool._slots[0]
+        for k in range(10):
+            assert engine.evaluate(BEST_FIT.replace("-bins", f"-bins + {k}"), small_instances).valid
+        assert worker.sets_sent == 1
+        changed = small_instances[:2]
+        assert engine.evaluate(BEST_FIT, changed).valid
+        assert engine.evaluate(BEST_FIT, changed).valid
+        assert worker.sets_sent == 2
+
+
+def test_submit_runs_picklable_calls_in_a_worker(pool, task, small_instances):
+    assert pool.submit(os.getpid).result() != os.getpid()
+    with pytest.raises(ZeroDivisionError):
+        pool.submit(divmod, 1, 0).result()
+    priority = SourcePriority(BEST_FIT)
+    again = pickle.loads(pickle.dumps(priority))
+    assert again(3, np.array([5, 4])).tolist() == [-5, -4]
+    expected = task.evaluate(task.baselines["BestFit"], small_instances[0])
+    assert pool.submit(task.evaluate, priority, small_instances[0]).result() == expected
+
+
+def test_a_call_past_the_timeout_raises_and_the_pool_goes_on():
+    with ProcessExecutor(1, SandboxLimits(timeout=0.5)) as pool:
+        start = time.perf_counter()
+        with pytest.raises(CallTimeout):
+            pool.submit(time.sleep, 10).result()
+        assert time.perf_counter() - start < 5
+        assert pool.submit(pow, 3, 2).result() == 9
+
+
+def test_shutdown_refuses_new_work():
+    pool = ProcessExecutor(1, SHORT)
+    pool.shutdown()
+    with pytest.raises(RuntimeError):
+        pool.submit(pow, 2, 2)
+
+
+def test_a_clean_interpreter_start_method_gives_the_same_results(reference, small_instances):
+    limits = SandboxLimits(timeout=30, memory_mb=512, start_method="forkserver")
+    with Engine("obp", "process:1", limits=limits) as engine:
+        assert _outcomes(engine.map(PROGRAMS[:2], small_instances)) == reference[:2]
+
+
+def test_every_tasks_baselines_give_their_direct_metrics_through_the_engine(pool):
+    from raise_plugin.engine import ProgramSpec
+    from tasks import get_task, list_tasks
+    for name in list_tasks():
+        task = get_task(name)
+        instances = task.nominal_instances()[:1]
+        engine = Engine(name, pool, limits=SandboxLimits(timeout=60))
+        for baseline, fn in task.baselines.items():
+            result = engine.evaluate(ProgramSpec(baseline=baseline), instances)
+            assert result.valid, (name, baseline, result.reason)
+            assert list(result.metrics) == [task.evaluate(fn, s) for s in instances]

@@ -12,7 +12,7 @@ import sys
 
 from .errors import UserError
 
-COMMANDS = ("tasks", "evaluate", "demo")
+COMMANDS = ("tasks", "evaluate", "demo", "profile", "run", "resume")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"raise-ahd: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # files and folders the user named
+        print(f"raise-ahd: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("raise-ahd: interrupted", file=sys.stderr)
         return 130

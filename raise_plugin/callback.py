@@ -1,0 +1,248 @@
+"""The hook protocol of a robust method (``Callback``) and ``AdversarialInstanceCallback``, RAISE's inner loop.
+
+Hooks receive the method (the driver, see ``raise_plugin.robust``) and a frozen
+``RunSnapshot``. Thread safety, as the wrapper guarantees it:
+
+- hooks are never called concurrently with each other: every call goes through one
+  dispatch lock, whatever sampler thread triggers it;
+- ``on_sample_evaluated`` runs while the population is locked, so it sees the sample
+  exactly where it was registered; keep it quick;
+- ``on_generation_end`` runs with parent selection and registration paused in every
+  sampler thread (LLM calls and evaluations already under way go on), so a callback
+  may change the instance set there (``method.add_instance``) and the very next
+  selection sees the new scores;
+- ``on_instances_updated`` is called from inside ``method.add_instance``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+__all__ = ["Callback", "AdversarialInstanceCallback", "RunSnapshot", "ProgramView", "InstanceView",
+           "SampleView", "InstanceUpdate"]
+
+
+@dataclass(frozen=True)
+class ProgramView:
+    """One heuristic: its id (hash of the program text), function code and robust score on the current set."""
+
+    program_id: str
+    code: str
+    score: float
+    algorithm: str = ""
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    """One member of the instance set; ``distance`` is d(p, nearest nominal histogram) (0 for nominal ones)."""
+
+    instance_id: str
+    origin: str
+    distance: float = 0.0
+    generation: int | None = None
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """The state of a run at one event, frozen (later changes do not show through)."""
+
+    generation: int
+    samples: int
+    budget: int | None
+    population: tuple[ProgramView, ...]
+    pending: tuple[ProgramView, ...]
+    instance_set: tuple[InstanceView, ...]
+    instance_set_version: int
+    refreshes: int
+
+    @property
+    def instance_set_size(self) -> int:
+        return len(self.instance_set)
+
+    @property
+    def best(self) -> ProgramView | None:
+        """The population member with the highest finite robust score (``None`` if none has one)."""
+        finite = [p for p in self.population if math.isfinite(p.score)]
+        return max(finite, key=lambda p: p.score) if finite else None
+
+
+@dataclass(frozen=True)
+class SampleView:
+    """A sample as registered: its 1-based order, the program, and its per-instance metrics on the current set."""
+
+    sample: int
+    program: ProgramView
+    metrics: Mapping[str, float | None]
+    instance_set_version: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class InstanceUpdate:
+    """What one change of the instance set did: members added and dropped, programs re-scored."""
+
+    version: int
+    added: tuple[InstanceView, ...]
+    dropped: tuple[InstanceView, ...]
+    rescored: tuple[ProgramView, ...]
+    evaluations: int
+    seconds: float
+    provenance: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+class Callback:
+    """Base class: every hook does nothing. Subclass and override the ones you need."""
+
+    @property
+    def state_key(self) -> str:
+        """The key of this callback's state in a checkpoint (unique per callback of a run)."""
+        return type(self).__qualname__
+
+    def on_run_start(self, method, snapshot: RunSnapshot) -> None:
+        """Before the first sample (or, on resume, before the first new one)."""
+
+    def on_sample_evaluated(self, method, snapshot: RunSnapshot, sample: SampleView) -> None:
+        """After a sample is scored on the current set and registered (population locked)."""
+
+    def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
+        """After survival moved the generation counter (selection paused)."""
+
+    def on_instances_updated(self, method, snapshot: RunSnapshot, update: InstanceUpdate) -> None:
+        """After the instance set changed and the population and pending samples were re-scored."""
+
+    def on_run_end(self, method, snapshot: RunSnapshot) -> None:
+        """After the last sample."""
+
+    def state_dict(self) -> dict:
+        """JSON-serialisable state that a resumed run needs."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what ``state_dict`` returned."""
+
+
+class AdversarialInstanceCallback(Callback):
+    """RAISE's inner loop: every ``tau`` generations, search the eps-ball for a hard instance and add it.
+
+    Args:
+        epsilon: radius eps of the ball B_eps(S) around the nominal set (mean absolute
+            difference of histograms).
+        tau: refresh interval tau in generations (the loop runs when generation % tau == 0).
+        inner_population: P_in, genes per inner generation.
+        inner_generations: G_in, inner GA generations.
+        aggregation: A over the instance set: ``mean``, ``min`` or ``cvar:ALPHA``; set on the
+            method's evaluation when the run starts.
+        max_adversarial: window of adversarial instances kept (oldest dropped); nominal ones always stay.
+        seed: the inner search of refresh k uses seed ``(seed, k)``, so a run is reproducible.
+        searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
+            generations, **switches)``; ``raise_plugin.adversary.search`` by default.
+        **adversary_switches: passed to the search (``encoding``, ``projection``, ``constraint``, ``executor``).
+    """
+
+    def __init__(self, epsilon: float, tau: int = 5, inner_population: int = 8, inner_generations: int = 4,
+                 aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
+                 searcher: Callable | None = None, **adversary_switches):
+        from tasks.common.aggregation import Aggregation
+
+        if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
+            raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+        for name, value, low in (("tau", tau, 1), ("inner_population", inner_population, 2),
+                                 ("inner_generations", inner_generations, 1), ("max_adversarial", max_adversarial, 1)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        self.epsilon = float(epsilon)
+        self.tau = tau
+        self.inner_population = inner_population
+        self.inner_generations = inner_generations
+        self.aggregation = Aggregation.parse(aggregation)
+        self.max_adversarial = max_adversarial
+        self.seed = int(seed)
+        self.adversary_switches = dict(adversary_switches)
+        self._searcher = searcher
+        self.refreshes = 0
+        self.last_refresh_generation = 0
+        self.history: list[dict] = []
+
+    def on_run_start(self, method, snapshot: RunSnapshot) -> None:
+        method.evaluation.aggregation = self.aggregation
+
+    def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
+        g = snapshot.generation
+        if g == 0 or g % self.tau or g <= self.last_refresh_generation:
+            return
+        best = snapshot.best
+        if best is None:  # every member failed: nothing to attack
+            return
+        self.refresh(method, snapshot, best)
+
+    def refresh(self, method, snapshot: RunSnapshot, best: ProgramView) -> None:
+        """One inner search on ``best`` and the update of the instance set."""
+        from .programs import compile_priority
+
+        search = self._searcher
+        if search is None:
+            from .adversary import search
+        k = self.refreshes + 1
+        seed = int(np.random.SeedSequence([self.seed, k]).generate_state(1)[0])
+        start = time.perf_counter()
+        priority = compile_priority(method.program_text(best.program_id), None)
+        result = search(method.task, priority, self.epsilon, nominal=method.nominal_instances(),
+                        seed=seed, population=self.inner_population,
+                        generations=self.inner_generations, **self.adversary_switches)
+        search_seconds = time.perf_counter() - start
+        if result is None:  # the inner search is switched off (enabled=False or generations=0)
+            self.last_refresh_generation = snapshot.generation
+            return
+        provenance = {
+            "refresh": k,
+            "generation": snapshot.generation,
+            "samples": snapshot.samples,
+            "program_id": best.program_id,
+            "program_score": best.score,
+            "epsilon": self.epsilon,
+            "seed": seed,
+            "inner_population": self.inner_population,
+            "inner_generations": self.inner_generations,
+            "switches": {key: _jsonable(v) for key, v in self.adversary_switches.items()},
+            "metric": _float_or_none(getattr(result, "metric", None)),
+            "search_seconds": search_seconds,
+        }
+        arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
+                  if getattr(result, name, None) is not None}
+        self.refreshes = k
+        self.last_refresh_generation = snapshot.generation
+        update = method.add_instance(result.instance, instance_id=f"adv-{k}", origin="adversarial",
+                                     distance=float(getattr(result, "distance", float("nan"))),
+                                     generation=snapshot.generation, max_adversarial=self.max_adversarial,
+                                     provenance=provenance, arrays=arrays)
+        self.history.append({"refresh": k, "generation": snapshot.generation, "instance_id": f"adv-{k}",
+                             "metric": provenance["metric"], "distance": _float_or_none(getattr(result, "distance", None)),
+                             "search_seconds": search_seconds, "rescored": len(update.rescored),
+                             "evaluations": update.evaluations, "rescore_seconds": update.seconds})
+
+    def state_dict(self) -> dict:
+        return {"refreshes": self.refreshes, "last_refresh_generation": self.last_refresh_generation,
+                "history": list(self.history)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.refreshes = int(state.get("refreshes", 0))
+        self.last_refresh_generation = int(state.get("last_refresh_generation", 0))
+        self.history = list(state.get("history", []))
+
+
+def _float_or_none(x):
+    try:
+        return None if x is None else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)

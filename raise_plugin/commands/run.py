@@ -1,0 +1,137 @@
+"""``raise-ahd run``: one (robust) method run on a task, recorded in a run directory."""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from raise_plugin.callback import Callback
+from raise_plugin.config import RunConfig
+
+FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
+         "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
+         "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a method (robust by default) on a task, recorded in a run directory",
+                       description="Run a method on a task with RAISE's adversarial inner loop (or without it: "
+                                   "--no-robust). Flags override the --config file; every run writes a run "
+                                   "directory that `raise-ahd resume` continues.")
+    d = RunConfig()
+    p.add_argument("--config", metavar="FILE", help="TOML file with RunConfig fields (flags override it)")
+    p.add_argument("--task", help=f"task name (default {d.task})")
+    p.add_argument("--method", help=f"outer method (default {d.method})")
+    p.add_argument("--robust", action=argparse.BooleanOptionalAction, default=None,
+                   help="with the adversarial inner loop (default) or without (--no-robust)")
+    p.add_argument("--epsilon", type=float, help=f"radius eps of the ball (default {d.epsilon})")
+    p.add_argument("--tau", type=int, help=f"refresh interval in generations (default {d.tau})")
+    p.add_argument("--inner-population", type=int, help=f"P_in (default {d.inner_population})")
+    p.add_argument("--inner-generations", type=int, help=f"G_in (default {d.inner_generations})")
+    p.add_argument("--aggregation", help="mean, min or cvar:ALPHA (default mean)")
+    p.add_argument("--max-adversarial", type=int, help=f"adversarial instances kept (default {d.max_adversarial})")
+    p.add_argument("--budget", type=int, help=f"samples N_max (default {d.budget})")
+    p.add_argument("--pop-size", type=int, help=f"population size (default {d.pop_size})")
+    p.add_argument("--llm", help="offline (default; no LLM is used), openai[:MODEL] or replay:FILE")
+    p.add_argument("--seed", type=int, help="seed of selection, inner search and offline sampler (default 0)")
+    p.add_argument("--out", help="run directory (default runs/TASK-METHOD-KIND-seedS-TIME)")
+    p.add_argument("--num-samplers", type=int, help="sampler threads (default 1; >1 is not reproducible)")
+    p.add_argument("--num-evaluators", type=int, help="evaluation threads (default 1)")
+    p.add_argument("--nominal", type=int, help="use only the first N nominal instances")
+    p.add_argument("--timeout", type=float, help="seconds allowed per evaluation (default: the task's)")
+    p.add_argument("--projection", help="adversary projection: paper, sphere or none")
+    p.add_argument("--encoding", help="adversary encoding: basis or flat")
+    p.add_argument("--constraint", help="adversary constraint: ball or none")
+    p.add_argument("--host-profiler", action=argparse.BooleanOptionalAction, default=None,
+                   help="also write the host's EoHProfiler logs to RUN_DIR/host (default on)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def config_from_args(args) -> RunConfig:
+    flags = {name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None}
+    if args.config:
+        return RunConfig.from_toml(args.config, **flags)
+    return RunConfig.from_dict(flags, source="flags")
+
+
+class ProgressBar(Callback):
+    """A tqdm bar over samples: generation, best robust score, instance-set size."""
+
+    def __init__(self, total: int, initial: int = 0, enabled: bool = True):
+        from tqdm import tqdm
+        self._bar = tqdm(total=total, initial=initial, unit="sample", disable=not enabled, file=sys.stderr,
+                         dynamic_ncols=True)
+
+    def _post(self, snapshot):
+        best = snapshot.best
+        self._bar.set_postfix_str(f"gen {snapshot.generation} best {best.score:.4g} set {snapshot.instance_set_size}"
+                                  if best else f"gen {snapshot.generation} set {snapshot.instance_set_size}",
+                                  refresh=False)
+
+    def on_run_start(self, method, snapshot):
+        self._post(snapshot)
+
+    def on_sample_evaluated(self, method, snapshot, sample):
+        self._post(snapshot)
+        self._bar.update(snapshot.samples - self._bar.n)
+
+    def on_instances_updated(self, method, snapshot, update):
+        self._post(snapshot)
+        self._bar.refresh()
+
+    def on_run_end(self, method, snapshot):
+        self._post(snapshot)
+        self._bar.close()
+
+
+def print_summary(summary: dict, run_dir, out=None) -> None:
+    out = out or sys.stdout
+    best = summary.get("best") or {}
+    sets = summary.get("instance_set", [])
+    adv = [e for e in sets if e["origin"] != "nominal"]
+    score = best.get("robust_score")
+    print(f"run directory   {run_dir}", file=out)
+    print(f"samples         {summary['samples']} of {summary['budget']}", file=out)
+    print(f"generations     {summary['generations']}", file=out)
+    print(f"refreshes       {summary['refreshes']}", file=out)
+    distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)
+    print(f"instance set    {len(sets) - len(adv)} nominal + {len(adv)} adversarial"
+          + (f" (distance to nominal: {distances})" if distances else ""), file=out)
+    print(f"best robust     {score:.6g} ({best.get('program_id')})" if isinstance(score, (int, float))
+          and math.isfinite(score) else "best robust     none", file=out)
+    print(f"evaluations     {summary['evaluations']} program-instance evaluations", file=out)
+    usage = summary.get("llm_usage")
+    if usage:
+        print(f"llm usage       {_usage_line(usage)}", file=out)
+    if summary.get("llm"):
+        print(f"llm             {summary['llm']}", file=out)
+    print(f"seconds         {summary['seconds']:.1f}", file=out)
+
+
+def _usage_line(usage: dict) -> str:
+    total = usage.get("total", usage)
+    parts = [f"{usage.get('backend', '?')} ({usage.get('model', '?')})"]
+    parts += [f"{k.replace('_', ' ')} {total[k]}" for k in ("calls", "input_tokens", "output_tokens", "cost_usd")
+              if k in total]
+    return ", ".join(parts)
+
+
+def execute(method, run_dir, *, progress: bool, out=None) -> int:
+    out = out or sys.stdout
+    bar = ProgressBar(method.budget, initial=method.samples, enabled=progress)
+    method.callbacks.append(bar)
+    try:
+        method.run()
+    finally:
+        bar._bar.close()
+    print_summary(method.summary(finished=True), run_dir, out=out)
+    return 0
+
+
+def run(args) -> int:
+    from raise_plugin.runner import start_run
+
+    config = config_from_args(args)
+    method = start_run(config)
+    return execute(method, method._recorder.path, progress=not args.no_progress)

@@ -1,0 +1,140 @@
+"""``RunConfig``: the settings of one run, validated on creation, from a TOML file and/or CLI flags."""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+
+__all__ = ["RunConfig", "ConfigError"]
+
+
+class ConfigError(UserError):
+    """A bad config value; the message names the field."""
+
+
+def _aggregation_ok(text: str) -> str | None:
+    from tasks.common.aggregation import Aggregation
+    try:
+        Aggregation.parse(text)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run of a (robust) method on a task.
+
+    ``robust=False`` runs the same wrapped method without the inner loop, so plain and
+    robust runs differ only by the adversarial callback. ``budget`` is the number of
+    samples (N_max), ``pop_size`` the population (P_max), ``epsilon`` the radius eps,
+    ``tau`` the refresh interval, ``inner_population``/``inner_generations`` P_in/G_in,
+    ``nominal`` the number of nominal instances used (all when unset), ``projection``,
+    ``encoding`` and ``constraint`` the adversary's switches (its defaults when unset).
+    """
+
+    task: str = "obp"
+    method: str = "eoh"
+    robust: bool = True
+    epsilon: float = 0.002
+    tau: int = 5
+    inner_population: int = 8
+    inner_generations: int = 4
+    aggregation: str = "mean"
+    max_adversarial: int = 10
+    budget: int = 1000
+    pop_size: int = 10
+    llm: str = "offline"
+    seed: int = 0
+    out: str | None = None
+    num_samplers: int = 1
+    num_evaluators: int = 1
+    nominal: int | None = None
+    timeout: float | None = None
+    projection: str | None = None
+    encoding: str | None = None
+    constraint: str | None = None
+    host_profiler: bool = True
+
+    def __post_init__(self):
+        def bad(name, why):
+            raise ConfigError(f"config field {name!r}: {why}, got {getattr(self, name)!r}")
+
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = f.type.split(" |")[0]
+            if value is None and "None" in f.type:
+                continue
+            if kind == "bool" and not isinstance(value, bool):
+                bad(f.name, "must be true or false")
+            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                bad(f.name, "must be an integer")
+            if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                    or not math.isfinite(value)):
+                bad(f.name, "must be a finite number")
+            if kind == "str" and not isinstance(value, str):
+                bad(f.name, "must be a string")
+        for name, low in (("tau", 1), ("inner_population", 2), ("inner_generations", 1), ("max_adversarial", 1),
+                          ("budget", 1), ("pop_size", 2), ("seed", 0), ("num_samplers", 1), ("num_evaluators", 1),
+                          ("nominal", 1)):
+            value = getattr(self, name)
+            if value is not None and value < low:
+                bad(name, f"must be >= {low}")
+        if self.epsilon < 0:
+            bad("epsilon", "must be >= 0")
+        if self.timeout is not None and self.timeout <= 0:
+            bad("timeout", "must be > 0 seconds")
+        why = _aggregation_ok(self.aggregation)
+        if why:
+            bad("aggregation", "use mean, min or cvar:ALPHA with ALPHA in (0, 1]")
+        from .methods import METHODS
+        if self.method not in METHODS:
+            bad("method", f"must be one of {', '.join(sorted(METHODS))}")
+        from tasks import list_tasks
+        if self.task not in list_tasks():
+            bad("task", f"must be one of {', '.join(list_tasks())}")
+        if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
+            bad("llm", "use offline, openai[:MODEL] or replay:FILE")
+        for name, choices in (("projection", ("paper", "sphere", "none")), ("encoding", ("basis", "flat")),
+                              ("constraint", ("ball", "none"))):
+            value = getattr(self, name)
+            if value is not None and value not in choices:
+                bad(name, f"must be one of {', '.join(choices)}")
+
+    # -- loading ---------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> "RunConfig":
+        known = {f.name for f in fields(cls)}
+        data = {k.replace("-", "_"): v for k, v in data.items()}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        try:
+            return cls(**data)
+        except TypeError as exc:  # pragma: no cover - every field has a default
+            raise ConfigError(f"{source}: {exc}") from None
+
+    @classmethod
+    def from_toml(cls, path: str | Path, **overrides) -> "RunConfig":
+        """Fields from a TOML file (top level, or a ``[run]`` table), then ``overrides`` (not ``None``)."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {p}: {exc.strerror or exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {p}: {exc}") from None
+        if isinstance(data.get("run"), dict):
+            data = {**{k: v for k, v in data.items() if k != "run"}, **data["run"]}
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(data, source=str(p))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def adversary_switches(self) -> dict[str, str]:
+        return {k: getattr(self, k) for k in ("projection", "encoding", "constraint") if getattr(self, k) is not None}

@@ -1,0 +1,112 @@
+"""Building a recorded run from a ``RunConfig``, and rebuilding one from its run directory to resume it."""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import time
+from pathlib import Path
+from typing import Iterable
+
+from llm4ad.method.eoh import EoHProfiler
+
+from .callback import AdversarialInstanceCallback, Callback
+from .config import RunConfig
+from .errors import UserError
+from .methods import get_method
+from .robust import robust
+from .rundir import RunDirectory, RunLog
+
+__all__ = ["start_run", "resume_run", "default_out", "HostProfiler"]
+
+
+class HostProfiler(EoHProfiler):
+    """The host's ``EoHProfiler`` writing its usual logs, without printing every sample to stdout."""
+
+    def __init__(self, log_dir, **kwargs):
+        type(self)._cur_gen = 0  # a class attribute in the host: reset it per run
+        super().__init__(log_dir, create_random_path=False, log_style="simple", **kwargs)
+
+    def _create_log_path(self):
+        with contextlib.redirect_stdout(io.StringIO()):
+            super()._create_log_path()
+        root = logging.getLogger("root")
+        for handler in root.handlers[:]:
+            if type(handler) is logging.StreamHandler:
+                root.removeHandler(handler)
+
+    def _record_and_print_verbose(self, function, *, resume_mode=False):
+        super()._record_and_print_verbose(function, resume_mode=True)
+
+
+def default_out(config: RunConfig) -> str:
+    kind = "robust" if config.robust else "plain"
+    return str(Path("runs") / f"{config.task}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def make_llm(config: RunConfig):
+    """The LLM back-end named by ``config.llm`` (``offline`` is seeded by the run's seed)."""
+    try:
+        from .llm import make_llm as factory
+    except ImportError as exc:
+        raise UserError(f"no LLM back-end available ({exc})") from None
+    kind = config.llm.split(":", 1)[0]
+    options = {"offline": {"seed": config.seed, "task": config.task}, "openai": {"seed": config.seed}}.get(kind, {})
+    return factory(config.llm, **options)
+
+
+def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Callback], initial_samples: int = 0):
+    from tasks import get_task
+
+    task = get_task(config.task)
+    nominal = task.nominal_instances()
+    if config.nominal is not None:
+        nominal = nominal[:config.nominal]
+    evaluation = task.evaluation(instances=nominal, aggregation=config.aggregation, timeout_seconds=config.timeout)
+    if llm is None:
+        llm = make_llm(config)
+    all_callbacks: list[Callback] = []
+    if config.robust:
+        all_callbacks.append(AdversarialInstanceCallback(
+            config.epsilon, tau=config.tau, inner_population=config.inner_population,
+            inner_generations=config.inner_generations, aggregation=config.aggregation,
+            max_adversarial=config.max_adversarial, seed=config.seed, **config.adversary_switches()))
+    all_callbacks.extend(callbacks)
+    profiler = None
+    if config.host_profiler:
+        profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name,
+                                method_name=config.method, initial_num_samples=initial_samples)
+    method_cls = robust(get_method(config.method))
+    return method_cls(llm=llm, evaluation=evaluation, profiler=profiler, max_sample_nums=config.budget,
+                      max_generations=None, pop_size=config.pop_size, num_samplers=config.num_samplers,
+                      num_evaluators=config.num_evaluators, callbacks=all_callbacks, seed=config.seed,
+                      recorder=run_dir)
+
+
+def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
+    """A new run writing to ``config.out`` (refused when that directory already holds one); call ``.run()``."""
+    out = Path(config.out or default_out(config))
+    if (out / "samples.jsonl").exists() or (out / "config.json").exists():
+        raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
+    config = RunConfig.from_dict({**config.to_dict(), "out": str(out)})
+    run_dir = RunDirectory(out)
+    run_dir.write_config(config.to_dict())
+    return _build(config, run_dir, llm, callbacks)
+
+
+def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None):
+    """The run recorded in ``path``, restored and ready to continue until its budget; call ``.run()``."""
+    try:
+        log = RunLog.load(path)
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
+    data = dict(log.config)
+    if budget is not None:
+        data["budget"] = budget
+    config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
+    run_dir = RunDirectory(path)
+    if budget is not None:
+        run_dir.write_config(config.to_dict())
+    method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
+    method.restore(log)
+    return method

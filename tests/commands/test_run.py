@@ -1,0 +1,83 @@
+"""``raise-ahd run`` and ``raise-ahd resume``: flags, config files, one-line errors, the summary."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from robust_helpers import ScriptedLLM
+from raise_plugin import runner
+from raise_plugin.cli import main
+from raise_plugin.config import ConfigError, RunConfig
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    monkeypatch.setattr(runner, "make_llm", lambda config: ScriptedLLM(config.seed))
+
+
+def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys):
+    out = tmp_path / "run"
+    code = main(["run", "--task", "obp", "--budget", "12", "--pop-size", "4", "--tau", "2", "--nominal", "1",
+                 "--inner-population", "4", "--inner-generations", "2", "--seed", "1", "--out", str(out),
+                 "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "samples         12 of 12" in printed and "refreshes       " in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["samples"] == 12 and summary["refreshes"] >= 1
+    assert json.loads((out / "config.json").read_text())["seed"] == 1
+    assert main(["resume", str(out), "--budget", "16", "--no-progress"]) == 0
+    assert json.loads((out / "summary.json").read_text())["samples"] == 16
+
+
+def test_no_robust_runs_the_same_method_without_the_inner_loop(tmp_path, scripted, capsys):
+    out = tmp_path / "plain"
+    assert main(["run", "--no-robust", "--budget", "8", "--pop-size", "4", "--nominal", "1", "--out", str(out),
+                 "--no-progress", "--no-host-profiler"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["refreshes"] == 0 and len(summary["instance_set"]) == 1
+    assert not (out / "host").exists()
+
+
+def test_a_toml_config_with_flags_overriding_it(tmp_path):
+    path = tmp_path / "run.toml"
+    path.write_text('[run]\ntask = "obp"\nepsilon = 0.005\ntau = 3\naggregation = "cvar:0.2"\n')
+    cfg = RunConfig.from_toml(path, tau=4)
+    assert (cfg.epsilon, cfg.tau, cfg.aggregation) == (0.005, 4, "cvar:0.2")
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--tau", "0"], "tau"),
+    (["--epsilon", "-0.1"], "epsilon"),
+    (["--budget", "0"], "budget"),
+    (["--aggregation", "median"], "aggregation"),
+    (["--method", "nope"], "method"),
+    (["--task", "nope"], "task"),
+    (["--llm", "gpt"], "llm"),
+    (["--projection", "cube"], "projection"),
+    (["--pop-size", "1"], "pop_size"),
+])
+def test_bad_values_give_one_line_errors_naming_the_field(argv, field, capsys, tmp_path):
+    assert main(["run", "--out", str(tmp_path / "x"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"'{field}'" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_bad_toml_files_give_one_line_errors(tmp_path, capsys):
+    unknown = tmp_path / "a.toml"
+    unknown.write_text("tua = 3\n")
+    assert main(["run", "--config", str(unknown)]) == 2
+    assert "unknown field 'tua'" in capsys.readouterr().err
+    wrong_type = tmp_path / "b.toml"
+    wrong_type.write_text('tau = "five"\n')
+    with pytest.raises(ConfigError, match="'tau': must be an integer"):
+        RunConfig.from_toml(wrong_type)
+    assert main(["run", "--config", str(tmp_path / "missing.toml")]) == 2
+    assert "cannot read config file" in capsys.readouterr().err
+
+
+def test_resume_of_a_missing_run_directory_is_a_one_line_error(tmp_path, capsys):
+    assert main(["resume", str(tmp_path / "nothing")]) == 2
+    assert "not a run directory" in capsys.readouterr().err

@@ -1,0 +1,170 @@
+"""AdversarialInstanceCallback on a short robust EoH run: when it fires, what it adds, how it re-scores."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from llm4ad.method.eoh import EoH
+
+from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
+from raise_plugin.callback import AdversarialInstanceCallback, Callback, RunSnapshot
+from raise_plugin.programs import compile_priority
+from raise_plugin.robust import robust
+from tasks import get_task
+
+
+class Recorder(Callback):
+    """Keeps what every hook saw, and checks every score against a fresh evaluation after each refresh."""
+
+    def __init__(self, aggregation="mean"):
+        self.events: list[tuple] = []
+        self.samples: list = []
+        self.updates: list = []
+        self.mismatches: list = []
+        self.checked = 0
+        self.aggregation = aggregation
+
+    def on_run_start(self, method, snapshot):
+        self.events.append(("start", snapshot.samples))
+
+    def on_sample_evaluated(self, method, snapshot, sample):
+        self.samples.append((sample.sample, sample.program.program_id, sample.program.score))
+
+    def on_generation_end(self, method, snapshot):
+        self.events.append(("generation", snapshot.generation, snapshot.samples, snapshot.instance_set_size))
+
+    def on_instances_updated(self, method, snapshot, update):
+        self.updates.append((snapshot.generation, update))
+        fresh_eval = get_task("obp").evaluation(instances=[e.instance for e in method.instance_entries()],
+                                                aggregation=self.aggregation)
+        for p in snapshot.population + snapshot.pending:
+            code = method.program_text(p.program_id)
+            fresh = fresh_eval.evaluate_program(code, compile_priority(code))
+            fresh = float("-inf") if fresh is None else fresh
+            self.checked += 1
+            if not (fresh == p.score or (p.score == float("-inf") and self._is_duplicate(snapshot, p))):
+                self.mismatches.append((p.program_id, p.score, fresh))
+
+    @staticmethod
+    def _is_duplicate(snapshot, p):
+        members = snapshot.population + snapshot.pending
+        return sum(q.program_id == p.program_id for q in members) > 1
+
+    def on_run_end(self, method, snapshot):
+        self.events.append(("end", snapshot.samples))
+
+
+def robust_run(budget=40, pop_size=4, tau=2, seed=0, aggregation="mean", max_adversarial=10, samplers=1,
+               llm=None, searcher=fake_search, **kwargs):
+    rec = Recorder(aggregation)
+    cb = AdversarialInstanceCallback(epsilon=0.002, tau=tau, inner_population=4, inner_generations=2,
+                                     aggregation=aggregation, max_adversarial=max_adversarial, seed=seed,
+                                     searcher=searcher)
+    method = robust(EoH, callbacks=[cb, rec])(
+        llm=llm or ScriptedLLM(seed), evaluation=small_obp_evaluation(), max_sample_nums=budget,
+        pop_size=pop_size, max_generations=None, num_samplers=samplers, seed=seed, **kwargs)
+    method.run()
+    return method, cb, rec
+
+
+def test_inner_loop_fires_every_tau_generations_and_run_stops_at_budget():
+    method, cb, rec = robust_run(budget=40, pop_size=4, tau=3)
+    generations = [e[1] for e in rec.events if e[0] == "generation"]
+    assert generations == list(range(1, generations[-1] + 1))
+    assert [g for g, _ in rec.updates] == [g for g in generations if g % 3 == 0]
+    assert cb.refreshes == len(rec.updates) >= 3
+    assert method.samples == method._tot_sample_nums == 40
+    assert [s[0] for s in rec.samples] == list(range(1, 41))
+    assert rec.events[0] == ("start", 0) and rec.events[-1] == ("end", 40)
+    assert method._stale_samples == 0 and method.hook_errors == 0  # one sampler: never a stale score
+
+
+def test_same_seed_same_run_with_the_real_adversary():
+    a, cb_a, rec_a = robust_run(budget=16, seed=5, searcher=None)
+    b, cb_b, rec_b = robust_run(budget=16, seed=5, searcher=None)
+    assert cb_a.refreshes >= 1
+    assert rec_a.samples == rec_b.samples
+    assert [e.instance_id for e in a.instance_set] == [e.instance_id for e in b.instance_set]
+
+
+def test_a_failing_callback_is_logged_and_counted_not_swallowed(caplog):
+    class Broken(Callback):
+        def on_generation_end(self, method, snapshot):
+            raise RuntimeError("boom")
+
+    method2 = robust(EoH, callbacks=[Broken()])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(),
+                                                max_sample_nums=12, pop_size=4, max_generations=None)
+    method2.run()
+    assert method2.samples == 12 and method2.hook_errors >= 2
+    assert "Broken.on_generation_end failed" in caplog.text
+
+
+def test_instance_set_grows_and_keeps_a_window_of_adversarial_instances():
+    method, cb, rec = robust_run(budget=40, pop_size=4, tau=2, max_adversarial=2)
+    sizes = [u.version for _, u in rec.updates]
+    assert sizes == list(range(1, len(sizes) + 1))
+    origins = [e.origin for e in method.instance_set]
+    assert origins == ["nominal"] * 3 + ["adversarial"] * 2
+    kept = [e.instance_id.rsplit("-", 1)[0] for e in method.instance_set[3:]]
+    assert kept == [f"adv-{cb.refreshes - 1}", f"adv-{cb.refreshes}"]
+    assert all(len(u.dropped) == (1 if u.version > 2 else 0) for _, u in rec.updates)
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "min", "cvar:0.5"])
+def test_scores_after_a_refresh_equal_a_fresh_evaluation_on_the_new_set(aggregation):
+    method, cb, rec = robust_run(budget=32, pop_size=4, tau=2, aggregation=aggregation)
+    assert rec.updates and rec.checked >= 4 * len(rec.updates)
+    assert rec.mismatches == []
+    # the cache saves work: a refresh evaluates only the new instance for each member
+    for _, update in rec.updates:
+        assert update.evaluations <= len(update.rescored)
+
+
+def test_refresh_uses_the_real_adversary_on_the_current_best():
+    method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None)
+    assert cb.refreshes >= 1
+    added = method.instance_entries()[-1]
+    assert added.origin == "adversarial"
+    assert added.distance <= 0.002 + 1e-9
+    assert method.program_text(added.provenance["program_id"]).strip()  # the attacked program is on record
+    assert rec.mismatches == []
+
+
+def test_same_seed_same_run_with_one_sampler():
+    a, _, rec_a = robust_run(budget=28, seed=3)
+    b, _, rec_b = robust_run(budget=28, seed=3)
+    assert rec_a.samples == rec_b.samples
+    assert [e.instance_id for e in a.instance_set] == [e.instance_id for e in b.instance_set]
+    assert a.snapshot().population == b.snapshot().population
+
+
+def test_callback_state_round_trips():
+    _, cb, _ = robust_run(budget=20, pop_size=4, tau=2)
+    other = AdversarialInstanceCallback(epsilon=0.002, tau=2)
+    other.load_state_dict(cb.state_dict())
+    assert other.state_dict() == cb.state_dict()
+    assert other.refreshes == cb.refreshes and other.last_refresh_generation == cb.last_refresh_generation
+
+
+@pytest.mark.parametrize("kwargs, field", [({"epsilon": -1}, "epsilon"), ({"epsilon": 0.1, "tau": 0}, "tau"),
+                                          ({"epsilon": 0.1, "max_adversarial": 0}, "max_adversarial"),
+                                          ({"epsilon": 0.1, "inner_population": 1}, "inner_population")])
+def test_bad_callback_arguments_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        AdversarialInstanceCallback(**kwargs)
+
+
+def test_snapshots_are_frozen():
+    method, _, _ = robust_run(budget=12, pop_size=4, tau=5)
+    snap = method.snapshot()
+    assert isinstance(snap, RunSnapshot)
+    with pytest.raises(Exception):
+        snap.generation = 99  # type: ignore[misc]
+    assert snap.best is not None and math.isfinite(snap.best.score)
+    assert isinstance(snap.population, tuple)
+
+
+def test_base_callback_hooks_do_nothing():
+    cb = Callback()
+    assert cb.state_dict() == {}
+    assert cb.on_generation_end(None, None) is None

@@ -1,0 +1,205 @@
+"""The run directory: everything recorded as the run goes, and resume after kill -9 with nothing lost."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robust_helpers import ScriptedLLM
+from raise_plugin.config import RunConfig
+from raise_plugin.errors import UserError
+from raise_plugin.rundir import RunLog, load_instance, read_jsonl
+from raise_plugin.runner import resume_run, start_run
+
+HELPERS = Path(__file__).with_name("_robust_helpers.py")
+
+
+def config(out, budget=24, **kw) -> RunConfig:
+    base = dict(task="obp", budget=budget, pop_size=4, tau=2, inner_population=4, inner_generations=2,
+                nominal=1, out=str(out), seed=0)
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def check_complete(run_dir: Path, budget: int):
+    """Every sample once, every instance and program on disk, summary and checkpoint up to date."""
+    lines = (run_dir / "samples.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]  # every line parses: no torn line was left behind
+    assert [r["sample"] for r in records] == list(range(1, budget + 1))
+    log = RunLog.load(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["finished"] and summary["samples"] == budget
+    known = {r["program_id"] for r in records}
+    for member in log.populations[-1]["members"]:
+        assert member["program_id"] in known
+    for entry in summary["instance_set"]:
+        meta = log.instances[entry["instance_id"]]
+        inst = load_instance(run_dir / "instances" / meta["file"])
+        assert inst["items"].size == inst["num_items"]
+    assert [p["generation"] for p in log.populations] == list(range(1, summary["generations"] + 1))
+    assert log.checkpoint["generation"] == summary["generations"]
+    adversarial = [i for i, m in log.instances.items() if m["origin"] == "adversarial"]
+    refreshes = {i.rsplit("-", 1)[0] for i in adversarial}
+    assert len(refreshes) == len(adversarial) == summary["refreshes"]  # a redone refresh found the same instance
+    assert summary["best"]["program"].startswith("import numpy") or "def priority" in summary["best"]["program"]
+    return log, summary
+
+
+def test_a_run_records_samples_populations_instances_and_a_summary(tmp_path):
+    method = start_run(config(tmp_path / "run"), llm=ScriptedLLM(0))
+    method.run()
+    log, summary = check_complete(tmp_path / "run", 24)
+    assert summary["refreshes"] >= 2
+    adversarial = [e for e in summary["instance_set"] if e["origin"] == "adversarial"]
+    assert len(adversarial) == summary["refreshes"]
+    assert all(0 < e["distance"] <= 0.002 + 1e-9 for e in adversarial)
+    meta = log.instances[adversarial[0]["instance_id"]]
+    assert meta["provenance"]["refresh"] == 1 and len(meta["genes"]) == 18 and len(meta["distribution"]) == 100
+    # each refresh re-scored the population, and the new instance's metric is on record
+    for version in range(1, summary["refreshes"] + 1):
+        rescored = [s for s in log.scores if s["instance_set"] == version]
+        assert len(rescored) >= 4
+    # the instance on disk is the one in the evaluation
+    on_disk = log.instance(adversarial[-1]["instance_id"])
+    in_memory = method.instance_entries()[-1].instance
+    assert np.array_equal(on_disk["items"], in_memory["items"])
+    assert (tmp_path / "run" / "host" / "samples").is_dir()  # the host's own profiler logs
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["budget"] == 24
+    with pytest.raises(UserError, match="already holds a run"):
+        start_run(config(tmp_path / "run"), llm=ScriptedLLM(0))
+
+
+CHILD = textwrap.dedent("""
+    import importlib.util, os, signal, sys
+    spec = importlib.util.spec_from_file_location("robust_helpers", {helpers!r})
+    helpers = sys.modules["robust_helpers"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    from raise_plugin.callback import Callback
+    from raise_plugin.config import RunConfig
+    from raise_plugin.runner import start_run
+
+    class KillInside(Callback):
+        # kill -9 from inside a hook: after the records of that event, before the checkpoint
+        def on_generation_end(self, method, snapshot):
+            if {hook!r} == "generation" and snapshot.generation == {nth}:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        def on_instances_updated(self, method, snapshot, update):
+            if {hook!r} == "instances" and update.version == {nth}:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    start_run(RunConfig(**{config!r}), llm=helpers.ScriptedLLM(0), callbacks=[KillInside()]).run()
+""")
+
+
+def run_and_kill(cfg: RunConfig, after_samples: int | None, hook: str | None = None, nth: int = 0) -> list[str]:
+    """Start the run in a child process; SIGKILL it once ``after_samples`` samples are on disk
+    (or let it kill itself inside ``hook`` number ``nth``)."""
+    code = CHILD.format(helpers=str(HELPERS), config=cfg.to_dict(), hook=hook, nth=nth)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=Path(__file__).parents[1])
+    samples = Path(cfg.out) / "samples.jsonl"
+    deadline = time.time() + 120
+    try:
+        if after_samples is None:
+            proc.wait(timeout=120)
+            assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+        while after_samples is not None and time.time() < deadline and proc.poll() is None:
+            if samples.exists() and samples.read_text().count("\n") >= after_samples:
+                break
+            time.sleep(0.02)
+        if after_samples is not None:
+            assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read().decode()[-2000:]}"
+            os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    return [line for line in samples.read_text().splitlines() if line.endswith("}")]
+
+
+@pytest.mark.parametrize("after_samples, hook, nth", [
+    (2, None, 0),              # during initialisation
+    (11, None, 0),             # after a refresh, mid-generation
+    (None, "instances", 1),    # inside the first refresh: set changed and re-scored, no checkpoint yet
+    (None, "generation", 3),   # a generation recorded, its checkpoint not yet written
+])
+def test_a_run_killed_with_sigkill_resumes_to_its_budget_with_nothing_lost(tmp_path, after_samples, hook, nth):
+    cfg = config(tmp_path / "run", budget=20)
+    before = run_and_kill(cfg, after_samples, hook, nth)
+    assert len(before) >= (after_samples or 1)
+    method = resume_run(tmp_path / "run", llm=ScriptedLLM(1))
+    assert method.samples == len([json.loads(b) for b in before if _parses(b)])
+    method.run()
+    log, summary = check_complete(tmp_path / "run", 20)
+    after = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
+    for line in before:
+        if _parses(line):
+            assert line in after  # nothing recorded before the kill was lost or rewritten
+    assert method._population.samples == method._tot_sample_nums == 20
+
+
+def _parses(line: str) -> bool:
+    try:
+        json.loads(line)
+        return True
+    except json.JSONDecodeError:
+        return False
+
+
+def test_resuming_a_finished_run_adds_nothing(tmp_path):
+    method = start_run(config(tmp_path / "run", budget=10), llm=ScriptedLLM(0))
+    method.run()
+    again = resume_run(tmp_path / "run", llm=ScriptedLLM(0))
+    assert again.samples == 10
+    again.run()
+    assert len(read_jsonl(tmp_path / "run" / "samples.jsonl")) == 10
+
+
+def test_resume_can_raise_the_budget(tmp_path):
+    start_run(config(tmp_path / "run", budget=8), llm=ScriptedLLM(0)).run()
+    method = resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=14)
+    method.run()
+    check_complete(tmp_path / "run", 14)
+
+
+def test_resume_refuses_a_directory_that_is_not_a_run(tmp_path):
+    with pytest.raises(UserError, match="not a run directory"):
+        resume_run(tmp_path)
+
+
+def _comparable(run_dir: Path) -> list[dict]:
+    drop = ("sample_time", "evaluate_time")
+    return [{k: v for k, v in r.items() if k not in drop} for r in read_jsonl(run_dir / "samples.jsonl")]
+
+
+@pytest.mark.parametrize("task", ["obp", "ojsp", "ovrp"])
+def test_each_task_runs_robustly_with_the_offline_sampler_and_reproduces_under_a_seed(tmp_path, task):
+    from raise_plugin.programs import compile_priority
+    from tasks import get_task
+
+    runs = []
+    for name in ("a", "b"):
+        cfg = config(tmp_path / name, budget=10, task=task, host_profiler=False)
+        method = start_run(cfg)  # the real offline sampler: no LLM is used
+        method.run()
+        runs.append(method)
+    method = runs[0]
+    summary = method.summary()
+    assert summary["samples"] == 10 and summary["refreshes"] >= 1 and summary["hook_errors"] == 0
+    assert len(summary["instance_set"]) == 1 + summary["refreshes"]
+    fresh = get_task(task).evaluation(instances=[e.instance for e in method.instance_entries()])
+    population = method.snapshot().population
+    for p in population:
+        if sum(q.program_id == p.program_id for q in population) > 1:
+            continue  # a duplicate keeps -inf by design
+        code = method.program_text(p.program_id)
+        s = fresh.evaluate_program(code, compile_priority(code))
+        assert (float("-inf") if s is None else s) == p.score
+    assert _comparable(tmp_path / "a") == _comparable(tmp_path / "b")

@@ -1,0 +1,78 @@
+"""LLM back-ends, each a host ``llm4ad.base.LLM``: OpenAI-compatible, offline (no LLM), record/replay.
+
+``make_llm(spec, **options)`` builds one from a short spec:
+
+- ``"offline"`` or ``"offline:SEED"``: the LLM-free program sampler (options: ``seed``, ``task``);
+- ``"openai"`` or ``"openai:MODEL"``: an OpenAI-compatible endpoint (options: ``base_url``,
+  ``api_key``, ``timeout``, ``max_attempts``, ``backoff_base``, ``backoff_max``, ``prices``,
+  ``request_options``); configuration falls back to the environment;
+- ``"replay:FILE"``: answers from a recording;
+- ``"auto"`` (or ``None``): ``openai`` when an endpoint and a model are configured in the
+  environment, else ``offline``.
+
+``record=PATH`` wraps any of them to append every prompt/response pair to ``PATH``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from llm4ad.base import LLM
+
+from .errors import LLMAborted, LLMConfigError, ReplayMissError, UnknownBackendError
+from .offline import NO_LLM_NOTICE, OfflineSampler
+from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIBackend
+from .operators import OPERATOR_PHRASES, infer_operator
+from .record import RecordingLLM, ReplayLLM, prompt_hash
+from .usage import DEFAULT_PRICES, Price, UsageLedger
+
+__all__ = [
+    "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
+    "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE",
+    "LLMConfigError", "LLMAborted", "ReplayMissError", "UnknownBackendError",
+]
+
+SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE' or 'auto'"
+
+
+def endpoint_configured() -> bool:
+    """Whether the environment names an endpoint (key or base URL) and a model."""
+    has_endpoint = bool(os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL))
+    return has_endpoint and any(os.environ.get(v) for v in ENV_MODEL)
+
+
+def make_llm(spec: str | None = "auto", *, record: str | os.PathLike | None = None, **options: Any) -> LLM:
+    """The back-end named by ``spec``; with ``record``, wrapped to record to that JSONL file."""
+    spec = "auto" if spec is None else str(spec).strip()
+    kind, _, arg = spec.partition(":")
+    kind = kind.lower()
+    if kind == "auto" and not arg:
+        kind = "openai" if endpoint_configured() else "offline"
+    if kind == "offline":
+        if arg:
+            try:
+                options["seed"] = int(arg)
+            except ValueError:
+                raise UnknownBackendError(f"offline seed must be an integer, got {arg!r} in {spec!r}") from None
+        _only(options, {"seed", "task", "novelty_tries"}, kind)
+        llm: LLM = OfflineSampler(**options)
+    elif kind == "openai":
+        if arg:
+            options["model"] = arg
+        _only(options, {"model", "base_url", "api_key", "timeout", "max_attempts", "backoff_base", "backoff_max",
+                        "retry_after_max", "prices", "request_options", "sleep", "seed"}, kind)
+        llm = OpenAIBackend(**options)
+    elif kind == "replay":
+        if not arg:
+            raise UnknownBackendError("replay needs a file: 'replay:FILE'")
+        _only(options, set(), kind)
+        llm = ReplayLLM(arg)
+    else:
+        raise UnknownBackendError(f"unknown LLM back-end {spec!r}; expected {SPECS}")
+    return RecordingLLM(llm, record) if record else llm
+
+
+def _only(options: dict, allowed: set, kind: str) -> None:
+    extra = sorted(set(options) - allowed)
+    if extra:
+        raise UnknownBackendError(f"options not understood by the {kind} back-end: {', '.join(extra)}")

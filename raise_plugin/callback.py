@@ -195,6 +195,10 @@ class AdversarialInstanceCallback(Callback):
                         seed=seed, population=self.inner_population,
                         generations=self.inner_generations, **self.adversary_switches)
         search_seconds = time.perf_counter() - start
+        inner_evaluations = int(getattr(result, "evaluations", 0) or 0) if result is not None else 0
+        record = getattr(method, "record_inner_search", None)
+        if record is not None:
+            record(inner_evaluations, search_seconds)
         if result is None:  # the inner search is switched off (enabled=False or generations=0)
             self.last_refresh_generation = snapshot.generation
             return
@@ -211,6 +215,7 @@ class AdversarialInstanceCallback(Callback):
             "switches": {key: _jsonable(v) for key, v in self.adversary_switches.items()},
             "metric": _float_or_none(getattr(result, "metric", None)),
             "search_seconds": search_seconds,
+            "inner_evaluations": inner_evaluations,
         }
         arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
                   if getattr(result, name, None) is not None}
@@ -222,7 +227,8 @@ class AdversarialInstanceCallback(Callback):
                                      provenance=provenance, arrays=arrays)
         self.history.append({"refresh": k, "generation": snapshot.generation, "instance_id": f"adv-{k}",
                              "metric": provenance["metric"], "distance": _float_or_none(getattr(result, "distance", None)),
-                             "search_seconds": search_seconds, "rescored": len(update.rescored),
+                             "search_seconds": search_seconds, "inner_evaluations": inner_evaluations,
+                             "rescored": len(update.rescored),
                              "evaluations": update.evaluations, "rescore_seconds": update.seconds})
 
     def state_dict(self) -> dict:

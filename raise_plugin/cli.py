@@ -12,7 +12,7 @@ import sys
 
 from .errors import UserError
 
-COMMANDS = ("tasks", "evaluate", "demo", "profile", "run", "resume")
+COMMANDS = ("tasks", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank")
 
 
 def build_parser() -> argparse.ArgumentParser:

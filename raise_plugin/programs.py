@@ -57,3 +57,41 @@ def load_priority(path: str | Path, name: str | None = None) -> Callable:
     except OSError as exc:
         raise ProgramError(f"cannot read heuristic file {p}: {exc.strerror or exc}") from None
     return compile_priority(code, name, source=str(p))
+
+
+# Host logs store the function alone, without the template's imports.
+_HOST_PREFACE = "import math\nimport numpy as np\n\n"
+
+
+def read_program(source: str | Path) -> tuple[str, str]:
+    """``(name, code)`` of a heuristic from a ``.py`` file, a plugin run directory
+    (its best program) or an llm4ad log directory (its best sample)."""
+    p = Path(source)
+    if p.is_dir():
+        summary = p / "summary.json"
+        host_best = p / "samples" / "samples_best.json"
+        if summary.is_file():
+            data = _read_json(summary)
+            best = data.get("best") or {}
+            code = best.get("code") or best.get("program")
+            if not code:
+                raise ProgramError(f"{summary}: no best program recorded yet")
+            return p.name, code
+        if host_best.is_file():
+            entries = _read_json(host_best)
+            if not entries:
+                raise ProgramError(f"{host_best}: no samples recorded")
+            return p.name, _HOST_PREFACE + entries[-1]["function"]
+        raise ProgramError(f"{p}: neither a run directory (summary.json) nor an llm4ad log (samples/samples_best.json)")
+    try:
+        return p.stem, p.read_text()
+    except OSError as exc:
+        raise ProgramError(f"cannot read heuristic file {p}: {exc.strerror or exc}") from None
+
+
+def _read_json(path: Path):
+    import json
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ProgramError(f"cannot read {path}: {exc}") from None

@@ -170,6 +170,9 @@ class InstanceSetEvaluator:
         self._context = multiprocessing.get_context("fork")
         self.evaluations = 0
         self.calls = 0
+        # program-instance evaluations and their wall time, by purpose: "outer" (a new sample,
+        # or one that missed a refresh) and "rescore" (the population after the set changed)
+        self.by_purpose = {"outer": [0, 0.0], "rescore": [0, 0.0]}
         self._count_lock = threading.Lock()
 
     # host interface
@@ -189,10 +192,11 @@ class InstanceSetEvaluator:
         return method._book.score(rec, ids, method.evaluation.score_of)
 
     # ours
-    def evaluate(self, rec: ProgramRecord, entries: Sequence[InstanceEntry]) -> None:
+    def evaluate(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], purpose: str = "outer") -> None:
         """Evaluate ``rec`` on ``entries`` (in order, stopping at the first failure) and store the metrics."""
         if not entries:
             return
+        started = time.perf_counter()
         evaluation = self._method.evaluation
         program_str = self._modifier._modify_program_code(rec.text)
         instances = [e.instance for e in entries]
@@ -206,6 +210,9 @@ class InstanceSetEvaluator:
         with self._count_lock:
             self.calls += 1
             self.evaluations += len(values)
+            counter = self.by_purpose[purpose]
+            counter[0] += len(values)
+            counter[1] += time.perf_counter() - started
         self._method._book.store(rec, metrics, error, broken)
 
     def _in_child(self, evaluation, program_str, name, instances):
@@ -443,6 +450,8 @@ class RobustMethodMixin:
         self._set_version = 0
         self._catch_up: list[RunSnapshot] = []
         self._started = time.time()
+        self._inner = [0, 0.0]  # evaluations and seconds of the inner (adversarial) searches
+        self._compute_before: dict = {}  # what a resumed run had spent before this process
         self._entries: list[InstanceEntry] = [
             InstanceEntry(f"nom-{i}-{instance_digest(inst)}", NOMINAL, inst)
             for i, inst in enumerate(evaluation.instances)]
@@ -542,6 +551,40 @@ class RobustMethodMixin:
             self._recorder.write_summary(self.summary())
         return update
 
+    def record_inner_search(self, evaluations: int, seconds: float) -> None:
+        """Account an inner (adversarial) search: its instance evaluations and wall time."""
+        with self._set_lock:
+            self._inner[0] += int(evaluations)
+            self._inner[1] += float(seconds)
+
+    def compute(self) -> dict:
+        """Instance evaluations and wall time in the outer loop, the inner searches and re-scoring.
+
+        ``outer + inner + rescore`` is every instance evaluation of the run; the inner loop's
+        share counts the inner searches and the re-scoring they cause. A resumed run adds
+        what was spent before the interruption.
+        """
+        ev = self._evaluator
+        with ev._count_lock:
+            outer, rescore = list(ev.by_purpose["outer"]), list(ev.by_purpose["rescore"])
+        inner = list(self._inner)
+        before = self._compute_before
+        out = {
+            "outer_evaluations": outer[0] + int(before.get("outer_evaluations", 0)),
+            "inner_evaluations": inner[0] + int(before.get("inner_evaluations", 0)),
+            "rescore_evaluations": rescore[0] + int(before.get("rescore_evaluations", 0)),
+            "outer_seconds": outer[1] + float(before.get("outer_seconds", 0.0)),
+            "inner_seconds": inner[1] + float(before.get("inner_seconds", 0.0)),
+            "rescore_seconds": rescore[1] + float(before.get("rescore_seconds", 0.0)),
+        }
+        total_e = out["outer_evaluations"] + out["inner_evaluations"] + out["rescore_evaluations"]
+        total_s = out["outer_seconds"] + out["inner_seconds"] + out["rescore_seconds"]
+        out["total_evaluations"] = total_e
+        out["total_seconds"] = total_s
+        out["inner_loop_share_evaluations"] = (out["inner_evaluations"] + out["rescore_evaluations"]) / total_e if total_e else 0.0
+        out["inner_loop_share_seconds"] = (out["inner_seconds"] + out["rescore_seconds"]) / total_s if total_s else 0.0
+        return out
+
     # -- run ------------------------------------------------------------------
     def run(self):
         self._fire("on_run_start", self.snapshot())
@@ -570,6 +613,7 @@ class RobustMethodMixin:
             "instance_set_version": version,
             "instance_set": [e.instance_id for e in entries],
             "refreshes": self._refreshes,
+            "compute": self.compute(),
             "rng": self._population._rng.bit_generator.state,
             "callbacks": {cb.state_key: cb.state_dict() for cb in self.callbacks},
         }
@@ -600,6 +644,7 @@ class RobustMethodMixin:
             self.evaluation.instances = [e.instance for e in entries]
         self._nominal = [log.instance(i) for i in nominal_ids]
         self._refreshes = int(ckpt.get("refreshes", 0))
+        self._compute_before = dict(ckpt.get("compute") or {})
 
         def store(rec, line):
             metrics = {k: v for k, v in (line.get("metrics") or {}).items() if v is not None}
@@ -680,6 +725,7 @@ class RobustMethodMixin:
             "evaluation_calls": self._evaluator.calls,
             "stale_samples_reevaluated": self._stale_samples,
             "hook_errors": self.hook_errors,
+            "compute": self.compute(),
             "seconds": time.time() - self._started,
             "llm": describe() if callable(describe) else type(llm).__name__,
             "llm_usage": usage,
@@ -748,7 +794,7 @@ class RobustMethodMixin:
             rec = self._book.record(self._program_text_of(func))
             missing = self._book.missing(rec, ids)
             if missing:
-                self._evaluator.evaluate(rec, [by_id[i] for i in missing])
+                self._evaluator.evaluate(rec, [by_id[i] for i in missing], purpose="rescore")
         with self._population._cond:
             for func in members:
                 if getattr(func, "_raise_duplicate", False):

@@ -1,0 +1,58 @@
+"""``raise-ahd compare``: plain and robust methods plus baselines in one harness, with the paper's tables."""
+from __future__ import annotations
+
+from raise_plugin.errors import UserError
+from raise_plugin.harness.compare import CompareConfig, run_compare
+
+
+def add_compare_arguments(p, **defaults) -> None:
+    p.add_argument("--task", default=defaults.get("task", "obp"))
+    p.add_argument("--methods", default=defaults.get("methods", "eoh"),
+                   help="comma-separated: eoh, reevo, partevo, eohs (default eoh)")
+    p.add_argument("--robust-eps", default=defaults.get("robust_eps", "0.002"),
+                   help="comma-separated eps for the RAISE runs (default 0.002)")
+    p.add_argument("--ablations", action="store_true", help="also run the paper's three component ablations")
+    p.add_argument("--budget", type=int, default=defaults.get("budget", 1000), help="samples per run (N_max)")
+    p.add_argument("--pop-size", type=int, default=defaults.get("pop_size", 10))
+    p.add_argument("--seeds", type=int, default=defaults.get("seeds", 1), help="number of seeds (0..N-1)")
+    p.add_argument("--llm", default="offline", help="offline (default), openai[:MODEL] or replay:FILE")
+    p.add_argument("--tau", type=int, default=defaults.get("tau", 5), help="refresh interval in generations")
+    p.add_argument("--inner-population", type=int, default=8, help="P_in (default 8)")
+    p.add_argument("--inner-generations", type=int, default=4, help="G_in (default 4)")
+    p.add_argument("--nominal", type=int, default=None, help="use only the first N nominal instances")
+    p.add_argument("--suite-instances", type=int, default=defaults.get("suite_instances"),
+                   help="at most N instances per test dataset (all by default)")
+    p.add_argument("--workers", type=int, default=None, help="evaluation workers (default one per core)")
+    p.add_argument("--executor", default=None, help="serial, process[:N] or dask://HOST:PORT (default process)")
+    p.add_argument("--out", default=defaults.get("out", "compare-out"))
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="train plain and robust methods, evaluate them and the baselines, "
+                                       "write the paper's tables and figures")
+    add_compare_arguments(p)
+    p.set_defaults(func=run)
+
+
+def config_from(args) -> CompareConfig:
+    try:
+        eps = tuple(float(e) for e in str(args.robust_eps).split(",") if e.strip())
+    except ValueError:
+        raise UserError(f"--robust-eps: not a list of numbers: {args.robust_eps!r}") from None
+    if args.seeds < 1:
+        raise UserError("--seeds must be at least 1")
+    return CompareConfig(task=args.task, methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+                         epsilons=eps, ablations=args.ablations, budget=args.budget, pop_size=args.pop_size,
+                         seeds=tuple(range(args.seeds)), llm=args.llm, out=args.out, tau=args.tau,
+                         inner_population=args.inner_population, inner_generations=args.inner_generations,
+                         nominal=args.nominal, suite_instances=args.suite_instances, workers=args.workers,
+                         executor=args.executor)
+
+
+def run(args) -> int:
+    result = run_compare(config_from(args))
+    for name, table in result.tables.items():
+        print()
+        print(table.markdown())
+    print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")
+    return 0

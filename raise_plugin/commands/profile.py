@@ -1,0 +1,68 @@
+"""``raise-ahd profile``: how badly a heuristic can fail near the nominal data, as eps grows."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from raise_plugin.commands.evaluate import resolve_task
+from raise_plugin.errors import UserError
+from raise_plugin.harness.profile import robustness_profile, save_profile
+from raise_plugin.harness.suite_eval import Heuristic
+from raise_plugin.programs import ProgramError, compile_priority, read_program
+
+
+def register(sub) -> None:
+    p = sub.add_parser("profile", help="worst metric the adversary finds within eps, for growing eps")
+    p.add_argument("heuristics", nargs="*", metavar="HEURISTIC",
+                   help="a .py file, a run directory or an llm4ad log directory")
+    p.add_argument("--task", required=True)
+    p.add_argument("--eps", default="0.001,0.002,0.005,0.01", help="comma-separated radii")
+    p.add_argument("--seeds", type=int, default=3, help="adversary seeds per eps (default 3)")
+    p.add_argument("--compare", default="", help="comma-separated baselines to profile alongside, or 'all'")
+    p.add_argument("--population", type=int, default=8, help="inner population P_in (default 8)")
+    p.add_argument("--generations", type=int, default=4, help="inner generations G_in (default 4)")
+    p.add_argument("--projection", choices=("paper", "sphere"), default="paper")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--out", default="profile-out", help="output directory (default profile-out)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def parse_eps(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--eps: not a list of numbers: {text!r}") from None
+    if not values or any(not (v > 0) for v in values):
+        raise UserError("--eps: give one or more positive radii, e.g. 0.001,0.002")
+    return sorted(set(values))
+
+
+def run(args) -> int:
+    task = resolve_task(args.task)
+    epsilons = parse_eps(args.eps)
+    if args.seeds < 1 or args.population < 2 or args.generations < 1:
+        raise UserError("--seeds must be >= 1, --population >= 2 and --generations >= 1")
+    heuristics = []
+    for source in args.heuristics:
+        try:
+            name, code = read_program(source)
+            compile_priority(code, None, source=str(source))
+        except ProgramError as exc:
+            raise UserError(str(exc)) from None
+        heuristics.append(Heuristic(name, code=code))
+    wanted = list(task.baselines) if args.compare == "all" else [c.strip() for c in args.compare.split(",") if c.strip()]
+    lookup = {b.lower(): b for b in task.baselines}
+    for b in wanted:
+        if b.lower() not in lookup:
+            raise UserError(f"--compare: unknown baseline {b!r}; choose from {', '.join(task.baselines)}")
+        heuristics.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
+    if not heuristics:
+        raise UserError("nothing to profile: give heuristic files or --compare baselines")
+    profile = robustness_profile(task.name, heuristics, epsilons, list(range(args.seeds)),
+                                 population=args.population, generations=args.generations,
+                                 workers=args.workers, progress=not args.no_progress, projection=args.projection)
+    written = save_profile(profile, Path(args.out))
+    print(f"{task.name}: worst metric found within eps (lower is better)")
+    print(profile.markdown())
+    print("wrote " + ", ".join(str(w) for w in written))
+    return 0

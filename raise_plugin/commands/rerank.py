@@ -1,0 +1,79 @@
+"""``raise-ahd rerank``: re-rank an existing llm4ad or plugin run's programs by robust score."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from raise_plugin.commands.evaluate import resolve_task
+from raise_plugin.errors import UserError
+from raise_plugin.harness.rerank import load_run_programs, rerank
+from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.harness.tables import render_table
+from raise_plugin.programs import ProgramError
+from tasks.common.suite import Dataset
+
+
+def register(sub) -> None:
+    p = sub.add_parser("rerank", help="re-rank a finished run's programs by robust score")
+    p.add_argument("log_dir", metavar="LOG_DIR", help="an llm4ad log folder or a plugin run directory")
+    p.add_argument("--task", required=True)
+    p.add_argument("--epsilon", type=float, default=0.002)
+    p.add_argument("--refreshes", type=int, default=3, help="adversarial instances to add (default 3)")
+    p.add_argument("--top", type=int, default=20, help="programs to re-rank, best first (default 20)")
+    p.add_argument("--aggregation", default="mean")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--suite-instances", type=int, default=None,
+                   help="at most N instances per test dataset when comparing the two bests (default all)")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--out", default=None, help="write rerank.csv and rerank.md here")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    task = resolve_task(args.task)
+    if not args.epsilon > 0 or args.refreshes < 1 or args.top < 2:
+        raise UserError("--epsilon must be > 0, --refreshes >= 1 and --top >= 2")
+    try:
+        programs = load_run_programs(args.log_dir)
+    except ProgramError as exc:
+        raise UserError(str(exc)) from None
+    print(f"re-ranking the best {min(args.top, len(programs))} of {len(programs)} programs of {args.log_dir}")
+    out = rerank(task.name, programs, epsilon=args.epsilon, refreshes=args.refreshes, top=args.top,
+                 aggregation=args.aggregation, seed=args.seed, workers=args.workers)
+    chosen = out["programs"]
+    by_original = sorted(chosen, key=lambda p: -p.original_score)
+    by_robust = sorted(chosen, key=lambda p: -p.robust_score)
+    robust_rank = {p.name: i + 1 for i, p in enumerate(by_robust)}
+    body = [[p.name, str(i + 1), f"{p.original_score:.4f}", f"{p.nominal_metric:.4f}", f"{p.robust_score:.4f}",
+             str(robust_rank[p.name])] for i, p in enumerate(by_original)]
+    headers = ["program", "original rank", "original score", "nominal metric", "robust score", "robust rank"]
+    print(render_table(headers, body))
+
+    suite = task.test_suite()
+    if args.suite_instances:
+        suite = [Dataset(d.family, d.params, d.instances[: args.suite_instances]) for d in suite]
+    pair = [by_original[0]] if by_original[0] is by_robust[0] else [by_original[0], by_robust[0]]
+    rows = evaluate_suite(task.name, [Heuristic(p.name, code=p.code) for p in pair], suite, workers=args.workers)
+    lines = []
+    for p in pair:
+        vals = [r.metric for r in rows if r.heuristic == p.name and r.valid]
+        role = ("original and robust best" if len(pair) == 1 else
+                "original best" if p is by_original[0] else "robust best")
+        mean = sum(vals) / len(vals) if vals else float("nan")
+        lines.append(f"{role} ({p.name}): mean test-suite metric {mean:.4f} over {len(vals)} instances")
+    print("\n".join(lines))
+    if args.out:
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "rerank.csv").open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(headers)
+            writer.writerows(body)
+        (folder / "rerank.md").write_text(
+            f"# Robust re-ranking of {args.log_dir} on {task.name}\n\n"
+            f"eps {args.epsilon:g}, {args.refreshes} adversarial instances, aggregation {args.aggregation}.\n\n"
+            + render_table(headers, body, markdown=True) + "\n\n" + "\n".join(f"- {x}" for x in lines) + "\n")
+        for i, p in enumerate(by_robust[:3]):
+            (folder / f"robust_best_{i + 1}.py").write_text(p.code)
+        print(f"wrote {folder / 'rerank.md'}")
+    return 0

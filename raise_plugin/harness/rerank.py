@@ -1,0 +1,105 @@
+"""Re-rank the programs of a finished run (llm4ad log or plugin run directory) by robust score.
+
+The adversary attacks the current robust best; its instance joins the set and every
+candidate is re-scored; this repeats ``refreshes`` times, as RAISE's inner loop would
+have done. The report compares the original and the robust ranking and, on the test
+suite, the original best against the robust best.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.programs import ProgramError, compile_priority
+from tasks import get_task
+from tasks.common.aggregation import Aggregation
+from tasks.common.suite import Dataset
+
+__all__ = ["RankedProgram", "load_run_programs", "rerank"]
+
+_HOST_PREFACE = "import math\nimport numpy as np\n\n"
+
+
+@dataclass
+class RankedProgram:
+    name: str
+    code: str
+    original_score: float
+    robust_score: float = math.nan
+    nominal_metric: float = math.nan
+
+
+def load_run_programs(path: str | Path) -> list[RankedProgram]:
+    """Distinct valid programs with their recorded scores, from either kind of run folder."""
+    p = Path(path)
+    found: dict[str, float] = {}
+    if (p / "samples.jsonl").is_file():
+        for line in (p / "samples.jsonl").read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if r.get("score") is not None and r.get("program"):
+                found.setdefault(r["program"], float(r["score"]))
+    elif (p / "samples").is_dir():
+        for f in sorted((p / "samples").glob("samples_*.json")):
+            if f.name == "samples_best.json":
+                continue
+            for r in json.loads(f.read_text()):
+                score = r.get("score")
+                if score is not None and math.isfinite(float(score)) and r.get("function"):
+                    found.setdefault(_HOST_PREFACE + r["function"], float(score))
+    else:
+        raise ProgramError(f"{p}: neither a run directory (samples.jsonl) nor an llm4ad log (samples/)")
+    programs = [RankedProgram(f"p{i:03d}", code, s) for i, (code, s) in enumerate(found.items()) if math.isfinite(s)]
+    if not programs:
+        raise ProgramError(f"{p}: no program with a valid score")
+    return programs
+
+
+def _metrics(task_name: str, programs: list[RankedProgram], instances: list, workers) -> np.ndarray:
+    rows = evaluate_suite(task_name, [Heuristic(p.name, code=p.code) for p in programs],
+                          [Dataset("set", {}, instances)], workers=workers, progress=False)
+    out = np.full((len(programs), len(instances)), math.inf)
+    index = {p.name: i for i, p in enumerate(programs)}
+    for r in rows:
+        if r.valid:
+            out[index[r.heuristic], r.instance] = r.metric
+    return out
+
+
+def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.002, refreshes: int = 3,
+           top: int = 20, aggregation: str = "mean", seed: int = 0, population: int = 8, generations: int = 4,
+           workers: int | None = None, progress: bool = True) -> dict:
+    """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances."""
+    from raise_plugin.adversary import search
+
+    task = get_task(task_name)
+    agg = Aggregation.parse(aggregation)
+    chosen = sorted(programs, key=lambda p: -p.original_score)[:top]
+    nominal = task.nominal_instances()
+    instances = list(nominal)
+    metrics = _metrics(task_name, chosen, instances, workers)
+    found = []
+    for k in range(refreshes):
+        scores = [agg(-m) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
+        victim = chosen[int(np.argmax(scores))]
+        result = search(task, compile_priority(victim.code, None), epsilon, nominal=nominal,
+                        seed=int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
+                        population=population, generations=generations)
+        instances.append(result.instance)
+        found.append({"refresh": k + 1, "attacked": victim.name, "metric": float(result.metric),
+                      "distance": float(result.distance)})
+        metrics = np.hstack([metrics, _metrics(task_name, chosen, [result.instance], workers)])
+        if progress:
+            print(f"  refresh {k + 1}/{refreshes}: attacked {victim.name}, its metric {result.metric:.4f} "
+                  f"at distance {result.distance:.4g}", flush=True)
+    for p, m in zip(chosen, metrics):
+        p.nominal_metric = float(np.mean(m[: len(nominal)]))
+        p.robust_score = agg(-m) if np.all(np.isfinite(m)) else -math.inf
+    return {"programs": chosen, "adversarial": found, "instances": instances}

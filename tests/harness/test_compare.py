@@ -1,0 +1,94 @@
+"""The harness: a tiny compare writes every table and figure; a re-run redoes nothing."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from raise_plugin.errors import UserError
+from raise_plugin.harness.compare import CompareConfig, plan_variants, run_compare
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def tiny(out, **kw):
+    base = dict(task="ovrp", methods=("eoh",), epsilons=(0.002,), ablations=True, budget=10, pop_size=4,
+                seeds=(0, 1), out=str(out), tau=1, inner_population=4, inner_generations=1, suite_instances=1,
+                workers=1)
+    base.update(kw)
+    return CompareConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compare")
+    return run_compare(tiny(out), quiet=True)
+
+
+def test_every_table_and_figure_is_written(compared):
+    out = compared.out
+    names = {p.name for p in compared.files}
+    assert {"results.csv", "table3_ovrp.md", "table_all_distributions.md", "table4_ablation.md",
+            "convergence.png", "adversarial_distributions.png", "report.md"} <= names
+    for png in ("convergence.png", "adversarial_distributions.png"):
+        assert (out / png).read_bytes()[:8] == PNG
+    report = (out / "report.md").read_text()
+    assert "No LLM was used" in report and "table3_ovrp.md" in report and "convergence.png" in report
+
+
+def test_rows_and_columns(compared):
+    t3 = compared.tables["table3_ovrp"]
+    assert t3.columns == ["5-vehicle", "10-vehicle", "15-vehicle"]
+    assert t3.methods == ["NF-Insert", "SP-Insert", "UW-Insert", "EoH", "RAISE-EoH (eps=0.002)"]
+    assert (t3.seeds[3:] == 2).all() and (t3.seeds[:3] == 1).all()
+    t4 = compared.tables["table4_ablation"]
+    assert t4.columns == ["Uniform", "Normal", "Lognormal", "Exponential", "Triangular", "Avg."]
+    assert t4.methods[0].startswith("EoH") and "w/o Robust Search" in t4.methods[0]
+    assert t4.methods[1:] == ["RAISE-EoH w/o Dis. Constraints", "RAISE-EoH w/o Base Distributions",
+                              "RAISE-EoH w/o eps-Mapping", "RAISE-EoH (eps=0.002)"]
+    rows = list(csv.DictReader((compared.out / "results.csv").open()))
+    # 3 baselines x 15 datasets + 5 variants x 2 seeds x 15 datasets, one instance each
+    assert len(rows) == 3 * 15 + 5 * 2 * 15
+    assert {r["kind"] for r in rows} == {"baseline", "plain", "robust", "ablation"}
+
+
+def test_cells_agree_with_the_raw_results(compared):
+    rows = list(csv.DictReader((compared.out / "results.csv").open()))
+    t3 = compared.tables["table3_ovrp"]
+    i = t3.methods.index("EoH")
+    per_seed = []
+    for seed in ("0", "1"):
+        vals = [float(r["metric"]) for r in rows
+                if r["method"] == "EoH" and r["seed"] == seed and r["params"] == "V=5"]
+        per_seed.append(sum(vals) / len(vals))
+    assert t3.mean[i, 0] == pytest.approx(sum(per_seed) / 2)
+
+
+def test_a_rerun_trains_and_evaluates_nothing(compared, monkeypatch):
+    import raise_plugin.harness.compare as compare
+    import raise_plugin.runner as runner
+
+    def refuse(*a, **k):
+        raise AssertionError("a finished cell was redone")
+
+    monkeypatch.setattr(runner, "start_run", refuse)
+    monkeypatch.setattr(runner, "resume_run", refuse)
+    monkeypatch.setattr(compare, "evaluate_suite", refuse)
+    again = run_compare(tiny(compared.out), quiet=True)
+    assert again.tables["table3_ovrp"].markdown() == compared.tables["table3_ovrp"].markdown()
+
+
+def test_variants_follow_the_paper():
+    keys = [v.key for v in plan_variants(["eoh", "reevo"], [0.001, 0.01], ablations=True)]
+    assert keys[:3] == ["eoh-plain", "eoh-raise-eps0.001", "eoh-raise-eps0.01"]
+    assert "eoh-raise-eps0.001-no-mapping" in keys and "reevo-raise-eps0.001-flat" in keys
+    assert len(keys) == 2 * (1 + 2 + 3)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("task", "tsp", "task"), ("methods", ("gp",), "methods"), ("epsilons", (0.0,), "epsilons"),
+    ("budget", 0, "budget"), ("pop_size", 1, "pop_size"), ("seeds", (), "seeds"),
+])
+def test_bad_configs_name_the_field(tmp_path, field, value, message):
+    with pytest.raises(UserError, match=message):
+        tiny(tmp_path, **{field: value})

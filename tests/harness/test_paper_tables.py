@@ -1,0 +1,59 @@
+"""The paper's table layouts: means over instances then seeds, best bold, second underlined."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from raise_plugin.harness.paper_tables import build_table, family_columns, param_columns, size_columns
+
+
+def rows_for(method, seed, values):
+    """values: {(family, n, C): [metrics...]}"""
+    out = []
+    for (family, n, c), metrics in values.items():
+        for i, m in enumerate(metrics):
+            out.append({"method": method, "seed": seed, "family": family, "params": f"n={n};C={c}",
+                        "instance": i, "metric": m, "valid": True})
+    return out
+
+
+def test_means_spread_and_marks():
+    rows = (rows_for("A", 0, {("uniform", 5000, 200): [1.0, 3.0], ("normal", 5000, 200): [2.0, 2.0]})
+            + rows_for("A", 1, {("uniform", 5000, 200): [3.0, 3.0], ("normal", 5000, 200): [4.0, 4.0]})
+            + rows_for("B", 0, {("uniform", 5000, 200): [1.0, 1.0], ("normal", 5000, 200): [5.0, 5.0]})
+            + rows_for("C", 0, {("uniform", 5000, 200): [9.0, 9.0], ("normal", 5000, 200): [0.5, 0.5]})
+            + rows_for("C", 0, {("uniform", 1000, 200): [0.0, 0.0]}))  # another size: not in Table 1
+    t = build_table(rows, family_columns(["uniform", "normal"], n=5000, C=200), title="t")
+    assert t.columns == ["Uniform", "Normal", "Avg."]
+    a = t.methods.index("A")
+    assert t.mean[a, 0] == 2.5 and t.std[a, 0] == 0.5 and t.seeds[a, 0] == 2  # seeds: 2.0 and 3.0
+    assert t.mean[a, 2] == np.mean([2.0, 3.5])                               # Avg. per seed, then over seeds
+    ranks = t.ranks()
+    assert list(ranks[:, 0]) == [1, 0, 2]     # Uniform: B best, A second
+    assert list(ranks[:, 1]) == [1, 2, 0]     # Normal: C best, A second
+    md = t.markdown()
+    assert "**1.000**" in md and "<u>2.500 ± 0.500</u>" in md
+
+
+def test_ties_share_a_mark_and_invalid_instances_are_flagged():
+    rows = rows_for("A", 0, {("uniform", 1, 1): [1.0]}) + rows_for("B", 0, {("uniform", 1, 1): [1.0]})
+    rows += rows_for("C", 0, {("uniform", 1, 1): [2.0]})
+    rows.append({"method": "C", "seed": 0, "family": "uniform", "params": "n=1;C=1", "instance": 1,
+                 "metric": "nan", "valid": "False"})
+    t = build_table(rows, family_columns(["uniform"]), title="t", average=False)
+    assert list(t.ranks()[:, 0]) == [0, 0, 1]
+    assert t.invalid[2, 0] == 1 and "†" in t.markdown()
+
+
+def test_size_and_parameter_columns():
+    rows = rows_for("A", 0, {("uniform", 1000, 100): [1.0], ("normal", 1000, 100): [3.0],
+                             ("uniform", 5000, 100): [5.0]})
+    t = build_table(rows, size_columns(("C", "n"), [(100, 1000), (100, 5000)]), title="t", average=False)
+    assert t.columns == ["C=100, n=1000", "C=100, n=5000"] and list(t.mean[0]) == [2.0, 5.0]
+    jsp = [{"method": "A", "seed": 0, "family": "uniform", "params": "M=10;J=20", "metric": 1.5, "valid": True},
+           {"method": "A", "seed": 0, "family": "normal", "params": "M=20;J=20", "metric": 2.5, "valid": True}]
+    t = build_table(jsp, param_columns("M", [10, 20], lambda m: f"{m}-machine"), title="t", average=False)
+    assert t.columns == ["10-machine", "20-machine"] and list(t.mean[0]) == [1.5, 2.5]
+    empty = build_table(jsp, param_columns("M", [30]), title="t", average=False)
+    assert math.isnan(empty.mean[0, 0]) and "—" in empty.markdown()

@@ -1,0 +1,63 @@
+"""Robustness profile: worst metric within eps grows with eps; outputs are valid files."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from raise_plugin.harness.profile import plot_profile, robustness_profile, save_profile
+from raise_plugin.harness.suite_eval import Heuristic
+
+PNG = b"\x89PNG\r\n\x1a\n"
+EPS = [0.001, 0.003, 0.01]
+
+
+@pytest.fixture(scope="module")
+def profile():
+    heuristics = [Heuristic("SP-Insert", baseline="SP-Insert"), Heuristic("NF-Insert", baseline="NF-Insert")]
+    return robustness_profile("ovrp", heuristics, EPS, [0, 1, 2], population=4, generations=2, workers=2,
+                              progress=False, projection="sphere")
+
+
+def test_worst_case_grows_with_eps_up_to_the_seed_spread(profile):
+    for h in profile.heuristics():
+        stats = [profile.summary(h, e) for e in EPS]
+        for (m0, s0), (m1, s1) in zip(stats, stats[1:]):
+            assert m1 >= m0 - max(s0, s1) - 1e-12, (h, stats)
+        assert stats[-1][0] >= profile.nominal[h]
+
+
+def test_points_stay_inside_their_ball(profile):
+    for p in profile.points:
+        assert p.distance <= p.epsilon + 1e-9
+        assert abs(sum(p.distribution) - 1) < 1e-9
+
+
+def test_profile_is_deterministic_under_seeds(profile):
+    again = robustness_profile("ovrp", [Heuristic("NF-Insert", baseline="NF-Insert")], EPS[:1], [0, 1],
+                               population=4, generations=2, workers=1, progress=False, projection="sphere")
+    for p in again.points:
+        twin = next(q for q in profile.points if (q.heuristic, q.epsilon, q.seed) == (p.heuristic, p.epsilon, p.seed))
+        assert twin.metric == p.metric and twin.distribution == p.distribution
+
+
+def test_files_and_one_series_per_heuristic(profile, tmp_path):
+    labels = plot_profile(profile, tmp_path / "p.png")
+    assert labels == ["SP-Insert", "NF-Insert"]
+    written = save_profile(profile, tmp_path / "out")
+    for path in written:
+        assert path.exists()
+        if path.suffix == ".png":
+            assert path.read_bytes()[:8] == PNG
+    data = json.loads((tmp_path / "out" / "profile.json").read_text())
+    assert len(data["points"]) == 2 * len(EPS) * 3 and data["epsilons"] == EPS
+
+
+def test_cli_profile_errors_are_one_line(tmp_path):
+    cmd = [sys.executable, "-m", "raise_plugin.cli", "profile", "--task", "ovrp"]
+    for extra, message in ((["--compare", "nope"], "unknown baseline"), ([], "nothing to profile"),
+                           (["--compare", "all", "--eps", "x"], "--eps")):
+        proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

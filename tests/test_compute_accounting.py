@@ -1,0 +1,34 @@
+"""Compute accounting of a robust run: outer + inner + re-score add up to every evaluation."""
+from __future__ import annotations
+
+import json
+
+from llm4ad.method.eoh import EoH
+
+from robust_helpers import ScriptedLLM, small_obp_evaluation
+from raise_plugin.callback import AdversarialInstanceCallback
+from raise_plugin.robust import robust
+from raise_plugin.rundir import RunDirectory
+
+
+def test_outer_inner_and_rescore_add_up(tmp_path):
+    callback = AdversarialInstanceCallback(0.005, tau=1, inner_population=4, inner_generations=2, seed=3)
+    recorder = RunDirectory(tmp_path)
+    method = robust(EoH)(llm=ScriptedLLM(1), evaluation=small_obp_evaluation(), max_sample_nums=24, pop_size=4,
+                         max_generations=None, callbacks=[callback], seed=1, recorder=recorder)
+    method.run()
+    c = method.compute()
+    assert callback.refreshes >= 2
+    # the inner searches: every candidate instance the GA evaluated, as each search reported it
+    assert c["inner_evaluations"] == sum(h["inner_evaluations"] for h in callback.history) > 0
+    assert c["inner_seconds"] > 0
+    # re-scoring: one new instance per member per refresh (the cache spares the rest)
+    assert c["rescore_evaluations"] == sum(h["evaluations"] for h in callback.history) > 0
+    # every program-instance evaluation of the evaluator is either outer or re-scoring
+    assert c["outer_evaluations"] + c["rescore_evaluations"] == method.evaluations
+    assert c["total_evaluations"] == c["outer_evaluations"] + c["inner_evaluations"] + c["rescore_evaluations"]
+    share = (c["inner_evaluations"] + c["rescore_evaluations"]) / c["total_evaluations"]
+    assert abs(c["inner_loop_share_evaluations"] - share) < 1e-12
+    assert 0 < c["inner_loop_share_seconds"] < 1
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["compute"]["total_evaluations"] == c["total_evaluations"]

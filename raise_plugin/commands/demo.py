@@ -6,8 +6,7 @@ and ``report.md``. Any compare flag overrides the preset.
 """
 from __future__ import annotations
 
-from raise_plugin.commands.compare import add_compare_arguments, config_from
-from raise_plugin.harness.compare import run_compare
+from raise_plugin.commands.compare import add_compare_arguments, run
 
 PRESET = {"task": "obp", "methods": "eoh", "robust_eps": "0.002", "budget": 40, "pop_size": 6, "tau": 2,
           "seeds": 1, "out": "demo-out"}
@@ -17,12 +16,3 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="the main job: a small robust search and comparison, offline")
     add_compare_arguments(p, **PRESET)
     p.set_defaults(func=run)
-
-
-def run(args) -> int:
-    result = run_compare(config_from(args))
-    for name, table in result.tables.items():
-        print()
-        print(table.markdown())
-    print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")
-    return 0

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-__all__ = ["HeuristicError", "check_priorities"]
+__all__ = ["HeuristicError", "check_priorities", "choose"]
 
 
 class HeuristicError(Exception):
@@ -36,3 +36,28 @@ def check_priorities(priorities, expected: int) -> int:
     if kind == "f" and not math.isfinite(chosen):  # NaN (argmax returns the first NaN) or +-inf
         raise HeuristicError(f"priority returned a non-finite score ({chosen})")
     return index
+
+
+def choose(priority, first, second, count: int) -> int:
+    """Call ``priority(first, second)`` on ``count`` candidates and return the chosen index.
+
+    The simulators' one decision step: any exception of the heuristic, and any result
+    ``check_priorities`` refuses, becomes a ``HeuristicError`` with a one-line reason.
+    The common result (a float or integer array of the right shape) is checked inline.
+    """
+    try:
+        scores = priority(first, second)
+    except Exception as exc:
+        raise HeuristicError(f"priority raised {type(exc).__name__}: {_one_line(exc)}") from None
+    if type(scores) is np.ndarray and scores.shape == (count,) and scores.dtype.kind in "fiu":
+        choice = int(scores.argmax())
+        chosen = scores.item(choice)
+        if chosen - chosen != 0:  # NaN (argmax returns the first) or inf won the argmax
+            check_priorities(scores, count)
+        return choice
+    return check_priorities(scores, count)
+
+
+def _one_line(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text[:200] if text else "(no message)"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
@@ -33,8 +34,16 @@ class Task(ABC):
 
     # -- instances -------------------------------------------------------------
     @abstractmethod
+    def make_nominal(self) -> list[Instance]:
+        """Generate the nominal training set (fixed seeds); ``nominal_instances`` caches it."""
+
+    @cached_property
+    def _nominal(self) -> list[Instance]:
+        return list(self.make_nominal())
+
     def nominal_instances(self) -> list[Instance]:
-        """The nominal training set (fixed seeds)."""
+        """The nominal training set (a new list of the same cached instances)."""
+        return list(self._nominal)
 
     @abstractmethod
     def test_suite(self) -> list[Dataset]:

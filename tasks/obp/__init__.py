@@ -1,10 +1,7 @@
 """Online bin packing (SPEC 3.1): the host's semantics, faster, with a shiftable item-size distribution."""
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Callable
-
-import numpy as np
 
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
@@ -28,12 +25,8 @@ class OBPTask(Task):
     nominal_params = {"capacity": _inst.NOMINAL_CAPACITY}
     timeout_seconds = 120.0
 
-    @cached_property
-    def _nominal(self) -> list[dict]:
+    def make_nominal(self) -> list[dict]:
         return _inst.weibull_instances()
-
-    def nominal_instances(self) -> list[dict]:
-        return list(self._nominal)
 
     def test_suite(self):
         return _inst.test_suite()

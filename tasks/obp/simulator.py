@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import HeuristicError, check_priorities
+from tasks.common.errors import choose
 
 __all__ = ["pack", "bins_used", "waste_ratio", "lower_bound"]
 
@@ -28,7 +28,6 @@ def pack(items: np.ndarray, capacity: int, priority: Callable) -> np.ndarray:
     empty = residual.copy()  # a template of untouched bins, never handed out
     used = 0
     prefix = True
-    ndarray = np.ndarray
     for item in items:
         if prefix:
             head = residual[:used]
@@ -41,18 +40,7 @@ def pack(items: np.ndarray, capacity: int, priority: Callable) -> np.ndarray:
             fit = (residual >= item).nonzero()[0]
             k = -1
             candidates = residual[fit]
-        try:
-            scores = priority(item, candidates)
-        except Exception as exc:
-            raise HeuristicError(f"priority raised {type(exc).__name__}: {exc}") from None
-        # the common cases are checked inline for speed; anything else goes through the full check
-        if type(scores) is ndarray and scores.shape == candidates.shape and scores.dtype.kind in "fiu":
-            choice = int(scores.argmax())
-            chosen = scores.item(choice)
-            if chosen - chosen != 0:  # NaN or inf won the argmax
-                check_priorities(scores, candidates.size)
-        else:
-            choice = check_priorities(scores, candidates.size)
+        choice = choose(priority, item, candidates, candidates.size)
         if choice < k or k < 0:
             target = fit[choice]
         else:

@@ -1,7 +1,6 @@
 """Online job shop scheduling (SPEC 3.2): non-delay dispatching with a shiftable operation-duration distribution."""
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -34,12 +33,8 @@ class OJSPTask(Task):
     nominal_params = {"M": _inst.NOMINAL_MACHINES}
     timeout_seconds = 60.0
 
-    @cached_property
-    def _nominal(self) -> list[dict]:
+    def make_nominal(self) -> list[dict]:
         return _inst.nominal_instances()
-
-    def nominal_instances(self) -> list[dict]:
-        return list(self._nominal)
 
     def test_suite(self):
         return _inst.test_suite()

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import HeuristicError, check_priorities
+from tasks.common.errors import choose
 
 from .instances import lower_bound
 
@@ -66,7 +66,6 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
     # one heap key per unfinished job, est * J + j: ordered by est, then job index
     heap = [r * J + j for j, r in enumerate(job_ready)]  # est = r_j while every machine is free
     heapify(heap)
-    ndarray = np.ndarray
     makespan = 0
 
     while heap:
@@ -99,18 +98,8 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
 
         while ops:
             rows = take(ops, axis=0)
-            try:
-                scores = priority(t, rows)
-            except Exception as exc:
-                raise HeuristicError(f"priority raised {type(exc).__name__}: {_one_line(exc)}") from None
             n = len(ops)
-            if type(scores) is ndarray and scores.shape == (n,) and scores.dtype.kind in "fiu":
-                choice = int(scores.argmax())
-                chosen = scores.item(choice)
-                if chosen - chosen != 0:  # NaN or inf won the argmax
-                    check_priorities(scores, n)
-            else:
-                choice = check_priorities(scores, n)
+            choice = choose(priority, t, rows, n)
 
             op = ops[choice]
             m = op_machine[op]
@@ -146,8 +135,3 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
 def normalised_makespan(makespan: int, instance: dict) -> float:
     """C_max / LB with LB = max(max_j P_j, ceil(sum p / M))."""
     return makespan / lower_bound(instance["durations"], instance["num_machines"])
-
-
-def _one_line(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return text[:200] if text else "(no message)"

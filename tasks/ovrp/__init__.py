@@ -1,7 +1,6 @@
 """Online vehicle routing (SPEC 3.3): insertion routing of arriving customers, with a shiftable demand distribution."""
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -29,12 +28,8 @@ class OVRPTask(Task):
     nominal_params = {"vehicles": _inst.NOMINAL_VEHICLES}
     timeout_seconds = 60.0
 
-    @cached_property
-    def _nominal(self) -> list[dict]:
+    def make_nominal(self) -> list[dict]:
         return _inst.nominal_instances()
-
-    def nominal_instances(self) -> list[dict]:
-        return list(self._nominal)
 
     def test_suite(self):
         return _inst.test_suite()

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import HeuristicError, check_priorities
+from tasks.common.errors import choose
 
 from .reference import distance_matrix
 
@@ -79,7 +79,6 @@ def simulate(instance: dict, priority: Callable) -> RoutingResult:
     xs, ys = coords[:, 0].tolist(), coords[:, 1].tolist()
     depot_dist = dist[0, 1:].tolist()
     free, seen = vehicles * capacity, 0
-    ndarray = np.ndarray
     subtract, minimum = np.subtract, np.minimum
 
     for step, c in enumerate(order):
@@ -124,18 +123,7 @@ def simulate(instance: dict, priority: Callable) -> RoutingResult:
             feasible = None
         features = np.array((xs[c], ys[c], d * inv_q, depot_dist[c], step * inv_n, free / seen))
 
-        try:
-            scores = priority(features, candidates)
-        except Exception as exc:
-            raise HeuristicError(f"priority raised {type(exc).__name__}: {exc}") from None
-        size = candidates.shape[0]
-        if type(scores) is ndarray and scores.shape == (size,) and scores.dtype.kind in "fiu":
-            choice = int(scores.argmax())
-            chosen = scores.item(choice)
-            if chosen - chosen != 0:  # NaN or inf won the argmax
-                check_priorities(scores, size)
-        else:
-            choice = check_priorities(scores, size)
+        choice = choose(priority, features, candidates, candidates.shape[0])
 
         e = choice if feasible is None else int(feasible.nonzero()[0][choice])
         a, b, r, position = links[:, e].tolist()

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 from llm4ad.method.eoh import EoH
 
+from .eohs import EoHS
+from .partevo import PartEvo
+from .reevo import ReEvo
+
 __all__ = ["METHODS", "get_method"]
 
 METHODS: dict[str, type] = {
     "eoh": EoH,
+    "reevo": ReEvo,
+    "partevo": PartEvo,
+    "eohs": EoHS,
 }
 
 

@@ -1,0 +1,459 @@
+"""What ReEvo, PartEvo and EoH-S share: llm4ad's EoH driver with pluggable operators, survival and metrics.
+
+Each method subclasses ``MethodBase`` (itself a subclass of llm4ad's ``EoH``), so the
+constructor shape, ``_sample_evaluate_register``, profiler handling, ``_continue_loop``,
+``_multi_threaded_sampling`` and ``run()`` are the host's and ``raise_plugin.robust.robust``
+wraps every method the same way. A method writes only its operator loop
+(``_init_prompt``, ``_evolve_round``), its survival rule, and its own state.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import logging
+import math
+import multiprocessing
+import re
+import threading
+import time
+from typing import Any, Callable, Literal, Optional, Sequence
+
+import numpy as np
+from llm4ad.base import Evaluation, Function, LLM, SecureEvaluator, TextFunctionProgramConverter
+from llm4ad.method.eoh import EoH
+from llm4ad.method.eoh.population import Population
+from llm4ad.method.eoh.sampler import EoHSampler
+from llm4ad.tools.profiler import ProfilerBase
+
+from ..robust import QuietProfiler, _child_main, _evaluate_metrics, program_id_of
+
+__all__ = ["MethodBase", "MethodPopulation", "MetricsEvaluator", "TracingSampler", "best_by_score",
+           "finite", "choose", "clean_text", "MAX_CONSECUTIVE_FAILURES"]
+
+log = logging.getLogger("raise_plugin.methods")
+
+# An operator step that raises this many times in a row (no sample in between) ends the
+# sampler thread instead of spinning: a broken prompt or back-end must not loop forever.
+MAX_CONSECUTIVE_FAILURES = 25
+
+Survivors = Callable[[list, int], list]
+
+
+def finite(func: Function) -> bool:
+    s = func.score
+    return s is not None and isinstance(s, (int, float)) and math.isfinite(s)
+
+
+def best_by_score(pool: list, n: int) -> list:
+    """The host's survival rule: the ``n`` best scores (stable: earlier members win ties)."""
+    return sorted(pool, key=lambda f: f.score, reverse=True)[:n]
+
+
+# --------------------------------------------------------------------------- population
+class MethodPopulation(Population):
+    """llm4ad's ``Population`` with duplicates found by code and a pluggable survival rule.
+
+    - The host also calls two programs with equal scores duplicates; here only equal code is.
+    - ``survivors(pool, pop_size)`` picks the next population from members plus pending
+      samples (default: the best scores, as the host). PartEvo keeps every niche's best,
+      EoH-S keeps a complementary set.
+    - A survival with nothing new is not a generation (the host's ``run()`` calls
+      ``survival()`` once more after initialisation).
+
+    Under ``robust()`` the wrapper's ``RobustPopulationMixin`` is put in front of this class:
+    its locking, duplicate check (by program text) and generation events apply, and its
+    ``survival()`` calls this one.
+    """
+
+    def __init__(self, pop_size, generation: int = 0, pop=None, *, survivors: Survivors | None = None):
+        super().__init__(pop_size, generation, pop)
+        self._survivors = survivors
+
+    def has_duplicate_function(self, func) -> bool:
+        key = str(func)
+        return any(str(f) == key for f in self._population + self._next_gen_pop)
+
+    def survival(self):
+        if self._generation > 0 and not self._next_gen_pop:
+            return
+        pool = self._population + self._next_gen_pop
+        for f in pool:
+            if not finite(f) and f.score != float("-inf"):
+                f.score = float("-inf")
+        rule = self._survivors or best_by_score
+        self._population = list(rule(pool, self._pop_size))[:self._pop_size]
+        self._next_gen_pop = []
+        self._generation += 1
+
+
+# --------------------------------------------------------------------------- evaluator
+class MetricsEvaluator:
+    """Scores a program like the host's ``SecureEvaluator`` and keeps its per-instance metrics.
+
+    Used in unwrapped runs when the evaluation offers ``instances``, ``metrics()`` and
+    ``score_of()`` (tasks' ``TaskEvaluation``); ``robust()`` replaces it with its own
+    instance-set evaluator. With ``evaluation.safe_evaluate`` (the host default) each
+    program runs in a forked child killed after ``evaluation.timeout_seconds``; otherwise
+    in the calling thread. A program that fails on any instance scores ``None``.
+    """
+
+    def __init__(self, evaluation: Evaluation):
+        self._evaluation = evaluation
+        # fork_proc='default' leaves the global multiprocessing start method alone.
+        self._modifier = SecureEvaluator(evaluation, fork_proc="default")
+        self._context = multiprocessing.get_context("fork")
+        self._lock = threading.Lock()
+        self._metrics: dict[str, np.ndarray | None] = {}
+        self.evaluations = 0
+
+    # host interface
+    def evaluate_program_record_time(self, program, **kwargs):
+        start = time.time()
+        return self.evaluate_program(program), time.time() - start
+
+    def evaluate_program(self, program, **kwargs) -> float | None:
+        metrics = self.metrics(str(program))
+        if metrics is None:
+            return None
+        score = float(self._evaluation.score_of(metrics))
+        return score if math.isfinite(score) else None
+
+    # ours
+    def metrics(self, text: str, *, compute: bool = True) -> np.ndarray | None:
+        """Per-instance metrics (lower is better) of the program ``text``; ``None`` if it failed
+        (or, with ``compute=False``, if it was never evaluated)."""
+        with self._lock:
+            if text in self._metrics:
+                return self._metrics[text]
+        if not compute:
+            return None
+        values = self._compute(text)
+        with self._lock:
+            self._metrics[text] = values
+            self.evaluations += 1
+        return values
+
+    def _compute(self, text: str) -> np.ndarray | None:
+        evaluation = self._evaluation
+        try:
+            name = TextFunctionProgramConverter.text_to_function(text).name
+            program_str = self._modifier._modify_program_code(text)
+        except Exception:  # not a parseable program: it fails everywhere
+            return None
+        instances = list(evaluation.instances)
+        if getattr(evaluation, "safe_evaluate", True):
+            values, broken = self._in_child(evaluation, program_str, name, instances)
+        else:
+            values, _, broken = _evaluate_metrics(evaluation, program_str, name, instances)
+        if broken or len(values) < len(instances) or any(v is None for v in values):
+            return None
+        out = np.asarray(values, dtype=float)
+        return out if np.all(np.isfinite(out)) else None
+
+    def _in_child(self, evaluation, program_str, name, instances):
+        receiver, sender = self._context.Pipe(duplex=False)
+        proc = self._context.Process(target=_child_main, args=(sender, evaluation, program_str, name, instances))
+        proc.start()
+        sender.close()
+        try:
+            if receiver.poll(evaluation.timeout_seconds):
+                values, _, broken = receiver.recv()
+            else:
+                values, broken = [], True
+        except (EOFError, OSError):
+            values, broken = [], True
+        finally:
+            receiver.close()
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+        return values, broken
+
+
+# --------------------------------------------------------------------------- sampler
+class TracingSampler(EoHSampler):
+    """The host's sampler; stamps each sampled function with the calling thread's tags
+    (operator, niche, ...) and keeps it, so the method sees the sample it just paid for."""
+
+    def __init__(self, llm: LLM, template_program):
+        super().__init__(llm, template_program)
+        self._local = threading.local()
+
+    def get_thought_and_function(self, prompt):
+        thought, func = super().get_thought_and_function(prompt)
+        if func is not None:
+            for key, value in getattr(self._local, "tags", {}).items():
+                setattr(func, key, value)
+        self._local.last = func
+        return thought, func
+
+    def begin(self, tags: dict) -> None:
+        self._local.tags = tags
+        self._local.last = None
+
+    def end(self) -> Function | None:
+        func = getattr(self._local, "last", None)
+        self._local.tags = {}
+        self._local.last = None
+        return func
+
+
+# --------------------------------------------------------------------------- the driver
+class MethodBase(EoH):
+    """llm4ad's ``EoH`` with the operator loops left to subclasses.
+
+    Args (the host's shape; see ``llm4ad.method.eoh.EoH``):
+        llm, evaluation, profiler: as the host. Without a profiler the host never counts a
+            sample, so a counting one that writes nothing is attached.
+        max_generations: stop after this many generations (``None``, the default: only the budget).
+        max_sample_nums: the budget: programs sampled and evaluated. Reflection and summary
+            calls are LLM calls but not samples.
+        pop_size: population size (``None``: the host's choice from the budget).
+        num_samplers, num_evaluators: sampler threads and evaluation workers.
+        seed: seeds every random choice of the method (``np.random.Generator``). Under
+            ``robust()`` the wrapper's ``seed`` argument is used.
+        **kwargs: passed to the host (``resume_mode``, ``debug_mode``, ...).
+    """
+
+    method_name = "method"
+
+    def __init__(self, llm: LLM, evaluation: Evaluation, profiler: ProfilerBase | None = None,
+                 max_generations: Optional[int] = None, max_sample_nums: Optional[int] = 100,
+                 pop_size: Optional[int] = None, num_samplers: int = 1, num_evaluators: int = 1, *,
+                 seed: int = 0, resume_mode: bool = False, debug_mode: bool = False,
+                 multi_thread_or_process_eval: Literal["thread", "process"] = "thread", **kwargs):
+        if max_sample_nums is None or int(max_sample_nums) < 1:
+            raise ValueError(f"max_sample_nums must be a positive integer, got {max_sample_nums!r}")
+        if profiler is None:
+            profiler = QuietProfiler()
+        kwargs.setdefault("fork_proc", "default")  # never switch the global start method to spawn
+        super().__init__(llm=llm, evaluation=evaluation, profiler=profiler, max_generations=max_generations,
+                         max_sample_nums=int(max_sample_nums), pop_size=pop_size, selection_num=2,
+                         num_samplers=num_samplers, num_evaluators=num_evaluators, resume_mode=resume_mode,
+                         debug_mode=debug_mode, multi_thread_or_process_eval=multi_thread_or_process_eval,
+                         **kwargs)
+        self._llm = llm
+        self._evaluation_obj = evaluation
+        self.seed = int(seed)
+        self._rng: np.random.Generator | None = None
+        self._state_lock = threading.RLock()
+        self._sampler = TracingSampler(llm, self._template_program_str)
+        self._population = MethodPopulation(self._pop_size, survivors=self._survivors())
+        if all(hasattr(evaluation, a) for a in ("instances", "metrics", "score_of")):
+            self._evaluator = MetricsEvaluator(evaluation)
+            if not isinstance(self._evaluation_executor, concurrent.futures.ThreadPoolExecutor):
+                # the evaluator forks per program and keeps its cache in this process
+                self._evaluation_executor.shutdown(wait=False)
+                self._evaluation_executor = concurrent.futures.ThreadPoolExecutor(max_workers=num_evaluators)
+        self._header = self._empty_template()
+        self._active_samplers = 0
+        # statistics
+        self.text_calls = 0
+        self.operator_counts: dict[str, int] = {}
+        self.operator_errors = 0
+        self.initial_population: list[tuple[str, float]] | None = None
+
+    # -- what subclasses write ----------------------------------------------------
+    def _init_prompt(self) -> str:
+        raise NotImplementedError
+
+    def _evolve_round(self) -> None:
+        """One round of the method's operators; check ``self._continue_loop()`` before each sample."""
+        raise NotImplementedError
+
+    def _survivors(self) -> Survivors | None:
+        """The population's survival rule (``None``: the host's, best scores)."""
+        return None
+
+    def _after_sample(self, func: Function) -> None:
+        """Called in the sampler thread after ``func`` was evaluated and registered."""
+
+    # -- the host's loops ---------------------------------------------------------
+    def _iteratively_init_population(self):
+        failures = 0
+        while self._population.generation == 0 and self._tot_sample_nums < self._initial_sample_nums_max:
+            try:
+                self._sample(self._init_prompt(), "init")
+                failures = 0
+            except Exception as exc:  # an LLM or evaluation failure: count, log, go on
+                failures += 1
+                if self._failed(exc, "init", failures):
+                    break
+
+    def _iteratively_use_eoh_operator(self):
+        with self._state_lock:
+            self._active_samplers += 1
+        self._note_initial_population()
+        failures = 0
+        try:
+            while self._continue_loop():
+                try:
+                    self._evolve_round()
+                    failures = 0
+                except Exception as exc:
+                    failures += 1
+                    if self._failed(exc, "evolution", failures):
+                        break
+        finally:
+            with self._state_lock:
+                self._active_samplers -= 1
+                last = self._active_samplers == 0
+            if last:  # the host shuts the executor down in every thread; only the last one should
+                self._evaluation_executor.shutdown(cancel_futures=True)
+
+    def _failed(self, exc: Exception, phase: str, failures: int) -> bool:
+        with self._state_lock:
+            self.operator_errors += 1
+        if self._debug_mode:
+            raise exc
+        log.warning("%s: %s step failed (%s: %s)", type(self).__name__, phase, type(exc).__name__, exc)
+        if failures >= MAX_CONSECUTIVE_FAILURES:
+            log.error("%s: %d failures in a row in %s; this sampler thread stops", type(self).__name__,
+                      failures, phase)
+            return True
+        return False
+
+    # -- sampling -----------------------------------------------------------------
+    def _sample(self, prompt: str, operator: str, **tags: Any) -> Function | None:
+        """Sample, evaluate and register one program (one unit of the budget, as the host counts).
+
+        Returns the registered function (its ``score`` set), or ``None`` when the answer held no
+        usable program (the host counts no sample then)."""
+        sampler: TracingSampler = self._sampler
+        sampler.begin({"_operator": operator, **tags})
+        try:
+            self._sample_evaluate_register(prompt)
+        finally:
+            func = sampler.end()
+        with self._state_lock:
+            self.operator_counts[operator] = self.operator_counts.get(operator, 0) + 1
+        if func is None or func.evaluate_time is None:
+            return None
+        self._after_sample(func)
+        return func
+
+    def _ask_text(self, prompt: str, operator: str, max_chars: int = 800) -> str:
+        """An LLM call answered with text (a reflection, a summary); not a sample."""
+        answer = self._llm.draw_sample(prompt)
+        with self._state_lock:
+            self.text_calls += 1
+            self.operator_counts[operator] = self.operator_counts.get(operator, 0) + 1
+        return clean_text(answer, max_chars)
+
+    # -- the population -----------------------------------------------------------
+    @property
+    def rng(self) -> np.random.Generator:
+        """The method's random generator, seeded from ``seed`` on first use."""
+        with self._state_lock:
+            if self._rng is None:
+                self._rng = np.random.default_rng([self.seed, 0x5EED])
+            return self._rng
+
+    def _members(self) -> list[Function]:
+        """A snapshot of the current population (waits out a robust refresh)."""
+        pop = self._population
+        cond = getattr(pop, "_cond", None)
+        if cond is not None:
+            with cond:
+                pop._wait_refresh()
+                return list(pop.population)
+        with pop._lock:
+            return list(pop.population)
+
+    def _usable(self) -> list[Function]:
+        """Members with a finite score, best first."""
+        return sorted((f for f in self._members() if finite(f)), key=lambda f: f.score, reverse=True)
+
+    def _note_initial_population(self) -> None:
+        with self._state_lock:
+            if self.initial_population is None:
+                self.initial_population = [(self._program_text(f), float(f.score)) for f in self._members()]
+
+    @property
+    def initial_best(self) -> float | None:
+        """The best score of the population the evolution started from."""
+        scores = [s for _, s in self.initial_population or [] if math.isfinite(s)]
+        return max(scores) if scores else None
+
+    def _program_text(self, func: Function) -> str:
+        """The full program (imports and the function), the key of the score caches."""
+        of = getattr(self, "_program_text_of", None)  # the robust wrapper's, when wrapped
+        if of is not None:
+            return of(func)
+        key = getattr(func, "_method_key", None)
+        if key is None:
+            key = str(TextFunctionProgramConverter.function_to_program(func, self._template_program))
+            func._method_key = key
+        return key
+
+    def _metrics_of(self, func: Function, *, compute: bool = True) -> np.ndarray | None:
+        """Per-instance metrics (lower is better) of ``func`` on the current instance set, or ``None``.
+
+        Wrapped: from the wrapper's cache (``program_metrics``). Unwrapped: from the
+        ``MetricsEvaluator`` (evaluated now if ``compute`` and not yet known)."""
+        text = self._program_text(func)
+        if hasattr(self, "program_metrics"):
+            metrics = self.program_metrics(program_id_of(text))
+            values = [metrics.get(e.instance_id) for e in self.instance_entries()]
+            if not values or any(v is None for v in values):
+                return None
+            return np.asarray(values, dtype=float)
+        if isinstance(self._evaluator, MetricsEvaluator):
+            return self._evaluator.metrics(text, compute=compute)
+        return None
+
+    @property
+    def training_instances(self) -> list:
+        """The instances programs are currently scored on."""
+        return list(getattr(self._evaluation_obj, "instances", []) or [])
+
+    # -- prompt pieces ------------------------------------------------------------
+    def _empty_template(self) -> str:
+        func = copy.deepcopy(self._function_to_evolve)
+        func.body = ""
+        return str(func).rstrip() + "\n"
+
+    @staticmethod
+    def code_of(func: Function) -> str:
+        """The function's code for a prompt (without the template docstring)."""
+        shown = copy.copy(func)
+        shown.docstring = ""
+        return str(shown).strip("\n")
+
+    @property
+    def function_name(self) -> str:
+        return self._function_to_evolve_name
+
+    # -- checkpoints --------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The method's own state (JSON-serialisable): RNG and counters; subclasses add theirs."""
+        with self._state_lock:
+            return {"method": self.method_name, "seed": self.seed, "rng": self.rng.bit_generator.state,
+                    "text_calls": self.text_calls, "operator_counts": dict(self.operator_counts),
+                    "operator_errors": self.operator_errors}
+
+    def load_state_dict(self, state: dict) -> None:
+        with self._state_lock:
+            if state.get("rng") is not None:
+                self.rng.bit_generator.state = state["rng"]
+            self.text_calls = int(state.get("text_calls", 0))
+            self.operator_counts = dict(state.get("operator_counts", {}))
+            self.operator_errors = int(state.get("operator_errors", 0))
+
+
+_FENCE = re.compile(r"```.*?(```|$)", re.S)
+
+
+def clean_text(answer: str, max_chars: int = 800) -> str:
+    """A text answer fit to quote in the next prompt: no code fences, one paragraph, bounded."""
+    text = _FENCE.sub(" ", str(answer or ""))
+    text = " ".join(text.split())
+    return text[:max_chars].strip() or "(no answer)"
+
+
+def choose(rng: np.random.Generator, items: Sequence, p: Sequence[float] | None = None):
+    """One element of ``items`` drawn with ``rng`` (``p`` normalised; uniform when ``None``)."""
+    if p is None:
+        return items[int(rng.integers(len(items)))]
+    w = np.asarray(p, dtype=float)
+    return items[int(rng.choice(len(items), p=w / w.sum()))]

@@ -1,0 +1,73 @@
+"""EoH-S: a diverse training set, complementary survival and parents, the best single heuristic."""
+from __future__ import annotations
+
+import numpy as np
+
+from raise_plugin.methods.eohs import EoHS, complementary_set, diverse_training_set
+from tasks import get_task
+from tasks.common.families import FAMILIES
+
+
+def test_diverse_set_cycles_the_five_families_at_nominal_sizes_from_a_seed():
+    task = get_task("ojsp")
+    built = diverse_training_set(task)
+    assert len(built) == 128
+    assert all(i["num_jobs"] == 20 and i["num_machines"] == 10 for i in built)
+    again = diverse_training_set(task, 10)
+    assert all(np.array_equal(a["durations"], b["durations"]) for a, b in zip(built[:10], again))
+    assert not np.array_equal(diverse_training_set(task, 1, seed=1)[0]["durations"], built[0]["durations"])
+    ovrp = diverse_training_set(get_task("ovrp"), 5)
+    assert [i["vehicles"] for i in ovrp] == [10] * 5 and len(FAMILIES) == 5
+    obp = diverse_training_set(get_task("obp"), 2, num_items=300)
+    assert [i["num_items"] for i in obp] == [300, 300]
+
+
+def test_complementary_set_picks_the_best_mean_then_the_largest_improvement():
+    a = np.array([1.0, 1.0, 1.0, 1.0])   # best mean
+    b = np.array([3.0, 3.0, 0.2, 3.0])   # worse mean, but best on instance 3
+    c = np.array([1.1, 1.1, 1.1, 1.1])   # close to a everywhere: adds nothing
+    d = np.array([2.0, 0.9, 2.0, 2.0])   # small gain on instance 2
+    rows = [c, b, a, d, None]
+    means = [-float(r.mean()) if r is not None else -np.inf for r in rows]
+    assert complementary_set(rows, means, 3) == [2, 1, 3]
+    assert complementary_set(rows, means, 5)[:3] == [2, 1, 3] and complementary_set(rows, means, 5)[-1] == 4
+
+
+def test_eohs_trains_on_the_diverse_set_and_reports_its_best_single(method_factory, evaluation_factory):
+    ev = evaluation_factory("ovrp")
+    method = method_factory("eohs", "ovrp", budget=24, pop_size=4, evaluation=ev, diverse_instances=8)
+    assert len(ev.instances) == 8 and method.diverse_count == 8
+    method.run()
+    best = method.best_single()
+    assert best.score == max(f.score for f in method._population.population)
+    assert method.best_single_record["score"] == best.score
+    assert method.best_single_record["training_instances"] == 8
+    covered = method.set_metrics()
+    assert covered.shape == (8,)
+    assert np.all(covered <= method._metrics_of(best) + 1e-12)
+
+
+def test_eohs_prompts_show_complementary_parents(method_factory):
+    method = method_factory("eohs", "ojsp", budget=24, pop_size=4)
+    method.run()
+    calls = method._sampler._sampler.calls
+    crossover = [p for op, p, _ in calls if op in ("e1", "e2")]
+    mutation = [p for op, p, _ in calls if op in ("m1", "m2")]
+    assert crossover and mutation
+    for prompt in crossover:
+        assert prompt.count("```python") == 2 and "No. 2 heuristic" in prompt
+        assert "instances)" in prompt and "best of the set on" in prompt
+    assert all(p.count("```python") == 1 for p in mutation)
+
+
+def test_eohs_refuses_an_evaluation_without_metrics(recorder):
+    class Plain:
+        template_program = get_task("obp").template_program
+        task_description = ""
+
+    try:
+        EoHS(llm=recorder(0), evaluation=Plain(), max_sample_nums=4, pop_size=2)
+    except TypeError as exc:
+        assert "metrics" in str(exc)
+    else:
+        raise AssertionError("EoHS accepted an evaluation without metrics")

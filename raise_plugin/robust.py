@@ -616,6 +616,8 @@ class RobustMethodMixin:
             "compute": self.compute(),
             "rng": self._population._rng.bit_generator.state,
             "callbacks": {cb.state_key: cb.state_dict() for cb in self.callbacks},
+            # the wrapped method's own state (ReEvo's reflections, PartEvo's niches, ...)
+            "method": super().state_dict() if hasattr(super(), "state_dict") else None,
         }
 
     def restore(self, log) -> None:
@@ -695,6 +697,8 @@ class RobustMethodMixin:
         for cb in self.callbacks:
             if cb.state_key in states:
                 cb.load_state_dict(states[cb.state_key])
+        if ckpt.get("method") is not None and hasattr(super(), "load_state_dict"):
+            super().load_state_dict(ckpt["method"])
         if pop.generation > int(ckpt.get("generation", 0)):
             self._catch_up = [self.snapshot()]
         if pop.generation >= 1:

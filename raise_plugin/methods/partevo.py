@@ -361,7 +361,7 @@ class PartEvo(MethodBase):
             self.niche_generation = state.get("niche_generation")
             self.niche_history = list(state.get("niche_history", []))
             for text, code, score in state.get("archive", []):
-                self.archive.setdefault(text, (code, float(score)))
+                self.archive.setdefault(text, (code, float("-inf") if score is None else float(score)))
             labels = state.get("niches", {})
             for f in self._members():
                 label = labels.get(self._program_text(f))

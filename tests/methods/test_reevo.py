@@ -68,3 +68,21 @@ def test_reflections_are_saved_and_restored_with_the_state(method_factory):
     assert fresh.long_term_reflection == method.long_term_reflection
     assert fresh.short_term_reflections == method.short_term_reflections
     assert fresh.rng.bit_generator.state == method.rng.bit_generator.state
+
+
+def test_a_resumed_robust_run_gets_its_reflections_back(tmp_path):
+    import json
+
+    from raise_plugin.config import RunConfig
+    from raise_plugin.runner import resume_run, start_run
+
+    out = tmp_path / "run"
+    start_run(RunConfig(task="ojsp", method="reevo", robust=True, tau=1, inner_population=4, inner_generations=1,
+                        budget=16, pop_size=4, seed=0, out=str(out))).run()
+    saved = json.loads((out / "checkpoint.json").read_text())["method"]
+    assert saved["long_term_reflection"] and saved["rounds"] > 0
+    method = resume_run(out, budget=20)
+    assert method.long_term_reflection == saved["long_term_reflection"]
+    assert method.short_term_reflections == saved["short_term_reflections"]
+    method.run()
+    assert json.loads((out / "summary.json").read_text())["samples"] == 20

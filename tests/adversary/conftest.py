@@ -24,11 +24,11 @@ class ToyTask(Task):
         self.can_change = can_change
         rng = np.random.default_rng(7)
         # nominal: small values (a discretised Beta(2, 5) shape)
-        self._nominal = [self.make_instance(np.clip(np.round(1 + 19 * rng.beta(2, 5, length)), 1, 20), rng)
+        self._made = [self.make_instance(np.clip(np.round(1 + 19 * rng.beta(2, 5, length)), 1, 20), rng)
                          for _ in range(count)]
 
-    def nominal_instances(self):
-        return list(self._nominal)
+    def make_nominal(self):
+        return self._made
 
     def test_suite(self):
         return []

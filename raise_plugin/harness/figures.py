@@ -37,6 +37,7 @@ def plot_convergence(runs: dict, path: str | Path) -> list[str]:
     Returns the labels of the series drawn.
     """
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
     n = max(1, len(runs))
     fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 3.8), squeeze=False)
     labels = []
@@ -48,6 +49,7 @@ def plot_convergence(runs: dict, path: str | Path) -> list[str]:
             ax.axvline(g, color="crimson", ls="--", lw=0.8, label="adversarial refresh" if i == 0 else None)
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("generation")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("robust score (-metric, higher is better)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)

@@ -21,6 +21,8 @@ def register(sub) -> None:
                    help="comma-separated baseline names to include, 'all' (default) or 'none'")
     p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    p.add_argument("--executor", default=None,
+                   help="serial, process[:N] or dask://HOST:PORT / dask://local (default: a local process pool)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per instance (default 300)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -64,7 +66,7 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
     rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, executor=args.executor)
     names, ds, means = dataset_means(rows)
     body = []
     for d, family, params in ds:

@@ -19,6 +19,8 @@ import threading
 import weakref
 from typing import Any, Callable
 
+from raise_plugin.errors import UserError
+
 from .jobs import InstanceSet, Job
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
@@ -277,7 +279,7 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            raise ImportError("the Dask executor needs Dask: pip install 'raise-plugin[dask]'") from None
+            raise ExecutorSpecError("the Dask executor needs Dask: pip install 'raise-plugin[dask]'") from None
         self.limits = limits or SandboxLimits()
         self._cluster = None
         self._own_client = client is None
@@ -342,31 +344,49 @@ def _from_dask(dask_future) -> cf.Future:
     return fut
 
 
+class ExecutorSpecError(UserError, ValueError):
+    """An executor spec that names no executor (a one-line message for the user)."""
+
+
+def parse_executor_spec(spec) -> tuple[str, object]:
+    """``(kind, argument)`` of an executor spec, without starting anything: ``("process", N or
+    None)``, ``("serial", None)``, ``("dask", "local" | ("local", N) | "HOST:PORT")``;
+    ``ExecutorSpecError`` for anything else."""
+    if spec is None or isinstance(spec, int):
+        return "process", spec
+    text = str(spec).strip()
+    lower = text.lower()
+    if lower == "serial":
+        return "serial", None
+    if lower == "process" or lower.startswith("process:"):
+        count = lower.partition(":")[2]
+        if count and not count.isdigit():
+            raise ExecutorSpecError(f"executor {spec!r}: use process:N with N a positive integer")
+        return "process", int(count) if count else None
+    if lower.startswith("dask://"):
+        target = text[len("dask://"):]
+        if target.lower() == "local" or target.lower().startswith("local:"):
+            count = target.partition(":")[2]
+            if count and not count.isdigit():
+                raise ExecutorSpecError(f"executor {spec!r}: use dask://local:N with N a positive integer")
+            return "dask", ("local", int(count) if count else None)
+        if not target:
+            raise ExecutorSpecError(f"executor {spec!r}: give dask://HOST:PORT or dask://local")
+        return "dask", target
+    raise ExecutorSpecError(f"unknown executor {spec!r}: use serial, process, process:N, dask://local or dask://HOST:PORT")
+
+
 def make_executor(spec=None, limits: SandboxLimits | None = None):
     """An executor from a spec: ``None``/``"process"`` (one worker per core), ``"process:N"``,
     an int N, ``"serial"``, ``"dask://local"``, ``"dask://local:N"``, ``"dask://HOST:PORT"``;
     any object with ``submit`` is returned unchanged."""
     if spec is not None and not isinstance(spec, (str, int)) and hasattr(spec, "submit"):
         return spec
-    if spec is None or isinstance(spec, int):
-        return ProcessExecutor(spec, limits)
-    text = spec.strip()
-    lower = text.lower()
-    if lower == "serial":
+    kind, arg = parse_executor_spec(spec)
+    if kind == "serial":
         return SerialExecutor(limits)
-    if lower == "process" or lower.startswith("process:"):
-        count = lower.partition(":")[2]
-        if count and not count.isdigit():
-            raise ValueError(f"executor {spec!r}: use process:N with N a positive integer")
-        return ProcessExecutor(int(count) if count else None, limits)
-    if lower.startswith("dask://"):
-        target = text[len("dask://"):]
-        if target.lower() == "local" or target.lower().startswith("local:"):
-            count = target.partition(":")[2]
-            if count and not count.isdigit():
-                raise ValueError(f"executor {spec!r}: use dask://local:N with N a positive integer")
-            return DaskExecutor("local", workers=int(count) if count else None, limits=limits)
-        if not target:
-            raise ValueError(f"executor {spec!r}: give dask://HOST:PORT or dask://local")
-        return DaskExecutor(target, limits=limits)
-    raise ValueError(f"unknown executor {spec!r}: use serial, process, process:N, dask://local or dask://HOST:PORT")
+    if kind == "process":
+        return ProcessExecutor(arg, limits)
+    if isinstance(arg, tuple):
+        return DaskExecutor("local", workers=arg[1], limits=limits)
+    return DaskExecutor(arg, limits=limits)

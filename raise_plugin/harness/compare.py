@@ -119,6 +119,9 @@ class CompareConfig:
             raise UserError("seeds: give at least one seed")
         if self.suite_instances is not None and self.suite_instances < 1:
             raise UserError("suite_instances: must be at least 1")
+        if self.executor is not None:
+            from raise_plugin.engine.executors import parse_executor_spec
+            parse_executor_spec(self.executor)  # a bad spec fails here, before any training
 
 
 @dataclass

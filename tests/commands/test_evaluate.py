@@ -68,3 +68,14 @@ def test_bad_heuristic_files_get_one_line(tmp_path, content, message):
 def test_bad_arguments_get_one_line(args, message):
     code, out, err = run_cli(*args)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("spec", ["bogus", "process:x", "dask://"])
+def test_bad_executor_specs_get_one_line(spec):
+    code, out, err = run_cli("evaluate", "--task", "ojsp", "--suite", "nominal", "--executor", spec)
+    assert code == 2 and "executor" in err and "Traceback" not in err
+
+
+def test_evaluate_runs_on_a_named_executor(capsys):
+    assert main(["evaluate", "--task", "ojsp", "--suite", "nominal", "--executor", "serial", "--no-progress"]) == 0
+    assert "SPT" in capsys.readouterr().out

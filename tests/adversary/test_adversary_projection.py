@@ -56,6 +56,11 @@ def test_sphere_projection_is_a_distribution_at_exactly_eps(case):
     assert is_distribution(out.distribution)
     # d is at most 2 / K; a radius near that may be out of reach (see the next tests)
     assume(out.raw_distance > 1e-13 and eps <= 1.0 / histograms.shape[1])
+    # the clipped ray from b through p_adv tends to the normalised positive part of the
+    # displacement; a sphere farther out than that limit cannot be reached along it
+    b = histograms[out.nearest]
+    push = np.clip(p_adv - b, 0.0, None)
+    assume(distance(push / push.sum(), b) > 1.01 * eps)
     assert out.distance == pytest.approx(eps, rel=1e-9)
     if out.raw_distance >= eps:  # outside, the two projections agree
         np.testing.assert_allclose(out.distribution, project(p_adv, histograms, eps, "paper").distribution)

@@ -100,7 +100,15 @@ def print_summary(summary: dict, run_dir, out=None) -> None:
           + (f" (distance to nominal: {distances})" if distances else ""), file=out)
     print(f"best robust     {score:.6g} ({best.get('program_id')})" if isinstance(score, (int, float))
           and math.isfinite(score) else "best robust     none", file=out)
-    print(f"evaluations     {summary['evaluations']} program-instance evaluations", file=out)
+    c = summary.get("compute") or {}
+    if c:
+        print(f"evaluations     {c['total_evaluations']} instance evaluations: outer {c['outer_evaluations']}, "
+              f"inner searches {c['inner_evaluations']}, re-scoring {c['rescore_evaluations']}", file=out)
+        print(f"inner loop      {100 * c['inner_loop_share_evaluations']:.1f} % of evaluations, "
+              f"{100 * c['inner_loop_share_seconds']:.1f} % of evaluation time "
+              f"({c['inner_seconds'] + c['rescore_seconds']:.1f} s of {c['total_seconds']:.1f} s)", file=out)
+    else:
+        print(f"evaluations     {summary['evaluations']} program-instance evaluations", file=out)
     usage = summary.get("llm_usage")
     if usage:
         print(f"llm usage       {_usage_line(usage)}", file=out)

@@ -59,6 +59,7 @@ class RunConfig:
     encoding: str | None = None
     constraint: str | None = None
     host_profiler: bool = True
+    record: str | None = None
 
     def __post_init__(self):
         def bad(name, why):

@@ -52,7 +52,7 @@ def make_llm(config: RunConfig):
         raise UserError(f"no LLM back-end available ({exc})") from None
     kind = config.llm.split(":", 1)[0]
     options = {"offline": {"seed": config.seed, "task": config.task}, "openai": {"seed": config.seed}}.get(kind, {})
-    return factory(config.llm, **options)
+    return factory(config.llm, record=config.record, **options)
 
 
 def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Callback], initial_samples: int = 0):

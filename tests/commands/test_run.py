@@ -81,3 +81,19 @@ def test_bad_toml_files_give_one_line_errors(tmp_path, capsys):
 def test_resume_of_a_missing_run_directory_is_a_one_line_error(tmp_path, capsys):
     assert main(["resume", str(tmp_path / "nothing")]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_a_recorded_run_replays_exactly(tmp_path, capsys):
+    record = tmp_path / "llm.jsonl"
+    common = ["run", "--task", "ojsp", "--method", "eoh", "--robust", "--budget", "16", "--pop-size", "4",
+              "--tau", "2", "--inner-population", "4", "--inner-generations", "1", "--no-progress"]
+    assert main(common + ["--record", str(record), "--out", str(tmp_path / "a")]) == 0
+    assert main(common + ["--llm", f"replay:{record}", "--out", str(tmp_path / "b")]) == 0
+
+    def programs(run):
+        return [json.loads(line)["program"] for line in (tmp_path / run / "samples.jsonl").read_text().splitlines()]
+
+    assert len(record.read_text().splitlines()) == 16
+    assert programs("a") == programs("b")
+    a, b = (json.loads((tmp_path / r / "summary.json").read_text()) for r in ("a", "b"))
+    assert a["best"] == b["best"] and a["instance_set"] == b["instance_set"]

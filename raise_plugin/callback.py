@@ -15,13 +15,17 @@ Hooks receive the method (the driver, see ``raise_plugin.robust``) and a frozen
 """
 from __future__ import annotations
 
+import logging
 import math
+import multiprocessing
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import numpy as np
+
+log = logging.getLogger("raise_plugin.callback")
 
 __all__ = ["Callback", "AdversarialInstanceCallback", "RunSnapshot", "ProgramView", "InstanceView",
            "SampleView", "InstanceUpdate"]
@@ -141,12 +145,19 @@ class AdversarialInstanceCallback(Callback):
         seed: the inner search of refresh k uses seed ``(seed, k)``, so a run is reproducible.
         searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
             generations, **switches)``; ``raise_plugin.adversary.search`` by default.
+        search_timeout: wall-clock seconds allowed for one inner search, which then runs in a
+            forked child (the attacked program is generated code: it may hang on a shifted
+            instance). ``None``: the evaluation's time limit times ``inner_generations`` (each
+            inner generation evaluates about as many instances as one evaluation of the set).
+            ``0``: no limit, in the calling thread (also whenever an ``executor`` switch is
+            given). A search that runs out of time, or whose child dies, is skipped, logged
+            and kept in ``skipped``; the run goes on.
         **adversary_switches: passed to the search (``encoding``, ``projection``, ``constraint``, ``executor``).
     """
 
     def __init__(self, epsilon: float, tau: int = 5, inner_population: int = 8, inner_generations: int = 4,
                  aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
-                 searcher: Callable | None = None, **adversary_switches):
+                 searcher: Callable | None = None, search_timeout: float | None = None, **adversary_switches):
         from tasks.common.aggregation import Aggregation
 
         if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
@@ -163,7 +174,11 @@ class AdversarialInstanceCallback(Callback):
         self.max_adversarial = max_adversarial
         self.seed = int(seed)
         self.adversary_switches = dict(adversary_switches)
+        if search_timeout is not None and not (math.isfinite(search_timeout) and search_timeout >= 0):
+            raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
         self._searcher = searcher
+        self.search_timeout = search_timeout
+        self.skipped: list[dict] = []
         self.refreshes = 0
         self.last_refresh_generation = 0
         self.history: list[dict] = []
@@ -190,10 +205,31 @@ class AdversarialInstanceCallback(Callback):
         k = self.refreshes + 1
         seed = int(np.random.SeedSequence([self.seed, k]).generate_state(1)[0])
         start = time.perf_counter()
-        priority = compile_priority(method.program_text(best.program_id), None)
-        result = search(method.task, priority, self.epsilon, nominal=method.nominal_instances(),
-                        seed=seed, population=self.inner_population,
-                        generations=self.inner_generations, **self.adversary_switches)
+        code = method.program_text(best.program_id)
+
+        def inner():
+            return search(method.task, compile_priority(code, None), self.epsilon,
+                          nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
+                          generations=self.inner_generations, **self.adversary_switches)
+
+        limit = self.search_timeout
+        if limit is None:
+            limit = float(getattr(method.evaluation, "timeout_seconds", None) or 0) * self.inner_generations
+        if self.adversary_switches.get("executor") is not None:
+            limit = 0  # a pool made in this process does not survive a fork: its own limits apply
+        try:
+            result = _run_with_time_limit(inner, limit)
+        except _SearchFailed as exc:
+            seconds = time.perf_counter() - start
+            record = getattr(method, "record_inner_search", None)
+            if record is not None:
+                record(0, seconds)
+            self.skipped.append({"refresh": k, "generation": snapshot.generation, "program_id": best.program_id,
+                                 "reason": str(exc), "seconds": seconds})
+            self.last_refresh_generation = snapshot.generation
+            log.warning("inner search on %s skipped at generation %d: %s", best.program_id,
+                        snapshot.generation, exc)
+            return
         search_seconds = time.perf_counter() - start
         inner_evaluations = int(getattr(result, "evaluations", 0) or 0) if result is not None else 0
         record = getattr(method, "record_inner_search", None)
@@ -233,12 +269,51 @@ class AdversarialInstanceCallback(Callback):
 
     def state_dict(self) -> dict:
         return {"refreshes": self.refreshes, "last_refresh_generation": self.last_refresh_generation,
-                "history": list(self.history)}
+                "history": list(self.history), "skipped": list(self.skipped)}
 
     def load_state_dict(self, state: dict) -> None:
         self.refreshes = int(state.get("refreshes", 0))
         self.last_refresh_generation = int(state.get("last_refresh_generation", 0))
         self.history = list(state.get("history", []))
+        self.skipped = list(state.get("skipped", []))
+
+
+class _SearchFailed(Exception):
+    """The inner search ran out of time or its process died."""
+
+
+def _run_with_time_limit(fn: Callable, seconds: float):
+    """``fn()`` in a forked child killed after ``seconds`` (in this thread when ``seconds`` is 0)."""
+    if not seconds or "fork" not in multiprocessing.get_all_start_methods():
+        return fn()
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+
+    def child():
+        try:
+            sender.send(("ok", fn()))
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
+            sender.send(("error", exc))
+        finally:
+            sender.close()
+
+    proc = context.Process(target=child, daemon=True)
+    proc.start()
+    sender.close()
+    try:
+        if not receiver.poll(seconds):
+            raise _SearchFailed(f"the inner search exceeded {seconds:g} s")
+        status, value = receiver.recv()
+    except (EOFError, OSError):
+        raise _SearchFailed("the inner search process died") from None
+    finally:
+        receiver.close()
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+    if status == "error":
+        raise value
+    return value
 
 
 def _float_or_none(x):

@@ -168,3 +168,34 @@ def test_base_callback_hooks_do_nothing():
     cb = Callback()
     assert cb.state_dict() == {}
     assert cb.on_generation_end(None, None) is None
+
+
+def test_an_inner_search_that_hangs_is_skipped_and_the_run_goes_on():
+    import time as _time
+
+    from llm4ad.method.eoh import EoH
+
+    from robust_helpers import ScriptedLLM, small_obp_evaluation
+    from raise_plugin.robust import robust
+
+    calls = []
+
+    def hanging_search(task, priority, epsilon, **kwargs):
+        calls.append(1)
+        _time.sleep(30)
+
+    callback = AdversarialInstanceCallback(0.002, tau=1, searcher=hanging_search, search_timeout=0.5)
+    method = robust(EoH)(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=12, pop_size=4,
+                         max_generations=None, callbacks=[callback])
+    started = _time.perf_counter()
+    method.run()
+    assert method.samples == 12
+    assert callback.refreshes == 0 and len(callback.skipped) >= 2
+    assert all("exceeded 0.5 s" in s["reason"] for s in callback.skipped)
+    assert _time.perf_counter() - started < 20  # each hanging search was cut after half a second
+    assert len(method.instance_entries()) == len(method.nominal_instances())
+
+
+def test_search_timeout_is_validated():
+    with pytest.raises(ValueError, match="search_timeout"):
+        AdversarialInstanceCallback(0.002, search_timeout=-1)

@@ -61,3 +61,20 @@ def test_cli_profile_errors_are_one_line(tmp_path):
                            (["--compare", "all", "--eps", "x"], "--eps")):
         proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_profile_of_a_run_directory_and_of_its_llm4ad_log(tmp_path):
+    from raise_plugin.config import RunConfig
+    from raise_plugin.runner import start_run
+
+    run = tmp_path / "run"
+    start_run(RunConfig(task="ovrp", method="eoh", robust=False, budget=8, pop_size=4, out=str(run))).run()
+    cmd = [sys.executable, "-m", "raise_plugin.cli", "profile", str(run), str(run / "host"), "--task", "ovrp",
+           "--eps", "0.01", "--seeds", "1", "--population", "2", "--generations", "1", "--workers", "1",
+           "--out", str(tmp_path / "p"), "--no-progress"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "p" / "profile.json").read_text())
+    assert set(data["nominal"]) == {"run", "host"}
+    # the run's best program and the host log's best sample are the same heuristic
+    assert data["nominal"]["run"] == pytest.approx(data["nominal"]["host"])

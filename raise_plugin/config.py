@@ -60,6 +60,7 @@ class RunConfig:
     constraint: str | None = None
     host_profiler: bool = True
     record: str | None = None
+    executor: str | None = None
 
     def __post_init__(self):
         def bad(name, why):
@@ -100,6 +101,12 @@ class RunConfig:
             bad("task", f"must be one of {', '.join(list_tasks())}")
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
             bad("llm", "use offline, openai[:MODEL] or replay:FILE")
+        if self.executor is not None and self.executor != "fork":
+            from .engine.executors import ExecutorSpecError, parse_executor_spec
+            try:
+                parse_executor_spec(self.executor)
+            except ExecutorSpecError as exc:
+                bad("executor", str(exc))
         for name, choices in (("projection", ("paper", "sphere", "none")), ("encoding", ("basis", "flat")),
                               ("constraint", ("ball", "none"))):
             value = getattr(self, name)

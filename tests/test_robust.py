@@ -195,3 +195,35 @@ def test_an_evaluation_without_the_instance_set_protocol_is_refused():
 
     with pytest.raises(TypeError, match="instances"):
         RobustEoH(llm=ScriptedLLM(), evaluation=Plain(), max_sample_nums=4, pop_size=2)
+
+
+class HostileLLM(ScriptedLLM):
+    """Every third answer allocates 24 GB; every fifth tries to start a process."""
+
+    def draw_sample(self, prompt, *args, **kwargs) -> str:
+        text = super().draw_sample(prompt, *args, **kwargs)
+        if self.calls % 3 == 0:
+            return ("{Hoards memory.} ```python\nimport numpy as np\ndef priority(item, bins):\n"
+                    "    hoard = np.ones(3_000_000_000)\n    return -bins\n```")
+        if self.calls % 5 == 0:
+            return ("{Starts a process.} ```python\ndef priority(item, bins):\n"
+                    "    __import__('os').system('true')\n    return -bins\n```")
+        return text
+
+
+def test_hostile_samples_are_invalid_with_their_reason_and_the_run_goes_on(tmp_path):
+    import json
+
+    from raise_plugin.rundir import RunDirectory
+
+    method = RobustEoH(llm=HostileLLM(0, fail_every=0), evaluation=small_obp_evaluation(), max_sample_nums=15,
+                       pop_size=4, max_generations=None, recorder=RunDirectory(tmp_path))
+    method.run()
+    assert method.samples == 15
+    lines = [json.loads(x) for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    hoards = [x for x in lines if "np.ones(3_000_000_000)" in x["program"]]
+    spawns = [x for x in lines if "system('true')" in x["program"]]
+    assert hoards and spawns
+    assert all(x["score"] is None and "memory" in (x["error"] or "").lower() for x in hoards)
+    assert all(x["score"] is None and "process" in (x["error"] or "").lower() for x in spawns)
+    assert any(x["score"] is not None for x in lines)

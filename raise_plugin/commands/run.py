@@ -10,7 +10,7 @@ from raise_plugin.config import RunConfig
 
 FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
-         "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler", "record")
+         "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler", "record", "executor")
 
 
 def register(sub) -> None:
@@ -33,6 +33,8 @@ def register(sub) -> None:
     p.add_argument("--budget", type=int, help=f"samples N_max (default {d.budget})")
     p.add_argument("--pop-size", type=int, help=f"population size (default {d.pop_size})")
     p.add_argument("--llm", help="offline (default; no LLM is used), openai[:MODEL] or replay:FILE")
+    p.add_argument("--executor", help="where programs are evaluated: process[:N] (default: sandboxed workers, "
+                                      "one per evaluator), dask://HOST:PORT, dask://local, or fork")
     p.add_argument("--record", metavar="FILE",
                    help="record every prompt and response to this JSONL file (replay it with --llm replay:FILE)")
     p.add_argument("--seed", type=int, help="seed of selection, inner search and offline sampler (default 0)")

@@ -92,6 +92,20 @@ class Engine:
         jobs = [Job(self.task_name, spec, iset.id, iset.version, c, limit, stop_on_failure) for c in chunks]
         return _gather([self._submit_job(job, iset) for job in jobs], time.perf_counter())
 
+    def submit_indices(self, program, instances, indices: Sequence[int], *, stop_on_failure: bool = True,
+                       timeout: float | None = None) -> cf.Future:
+        """A future of the ``EvalResult`` of ``program`` on ``instances[i] for i in indices``, as one job.
+
+        The whole list is the cached instance set (sent to a worker once per version), so a
+        caller that grows one list and evaluates only its new members sends nothing else."""
+        spec = as_program(program)
+        iset = self.instance_set(instances)
+        chosen = tuple(int(i) for i in indices)
+        if not chosen or min(chosen) < 0 or max(chosen) >= len(iset):
+            raise ValueError(f"indices must be non-empty and within 0..{len(iset) - 1}")
+        limit = self.limits.timeout if timeout is None else timeout
+        return self._submit_job(Job(self.task_name, spec, iset.id, iset.version, chosen, limit, stop_on_failure), iset)
+
     def submit_each(self, program, instances, *, timeout: float | None = None) -> list[cf.Future]:
         """One future per instance (each an ``EvalResult`` of one metric); the timeout is per instance."""
         spec = as_program(program)

@@ -157,7 +157,7 @@ def train(config: CompareConfig, variant: Variant, seed: int, quiet: bool = Fals
                                inner_population=config.inner_population,
                                inner_generations=config.inner_generations, budget=config.budget,
                                pop_size=config.pop_size, llm=config.llm, seed=seed, out=str(path),
-                               nominal=config.nominal, **switches)
+                               nominal=config.nominal, executor=config.executor, **switches)
         method = start_run(run_config)
     method.run()
     data = json.loads(summary.read_text()) if summary.exists() else {}

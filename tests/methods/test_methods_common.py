@@ -131,3 +131,15 @@ def test_unwrapped_runs_evaluate_in_a_child_process_by_default(method_factory, e
     assert method._evaluator.evaluations >= 8
     member = method._population.population[0]
     assert method._metrics_of(member, compute=False).shape == (len(ev.instances),)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["reevo", "partevo"])
+def test_improves_on_the_obp_nominal_set(method_factory, name):
+    # the full nominal set (5 x 5000 items): on small sets one bin is a large step and the
+    # offline sampler's rewrites of BestFit-like seeds rarely save one; here they do
+    from tasks import get_task
+    evaluation = get_task("obp").evaluation(safe_evaluate=False)
+    method = method_factory(name, "obp", budget=80, pop_size=10, evaluation=evaluation)
+    method.run()
+    assert max(f.score for f in method._population.population) > method.initial_best

@@ -14,6 +14,7 @@
 """
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -48,6 +49,10 @@ def make_llm(spec: str | None = "auto", *, record: str | os.PathLike | None = No
     kind = kind.lower()
     if kind == "auto" and not arg:
         kind = "openai" if endpoint_configured() else "offline"
+        if kind == "offline" and (os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL)):
+            logging.getLogger("raise_plugin.llm").warning(
+                "an endpoint is configured but no model (set %s): using the offline sampler, not an LLM",
+                " or ".join(ENV_MODEL))
     if kind == "offline":
         if arg:
             try:

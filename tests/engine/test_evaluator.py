@@ -8,7 +8,7 @@ from llm4ad.base import Evaluation
 from raise_plugin.engine import EngineEvaluator, FailureKind, InstanceSet, use_engine
 from raise_plugin.programs import compile_priority
 
-from .conftest import BEST_FIT, SHORT
+from .conftest import BEST_FIT
 
 
 @pytest.fixture()

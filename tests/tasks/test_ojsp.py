@@ -86,7 +86,7 @@ def test_suite_has_20_datasets_of_5_instances_and_is_deterministic(suite):
 def test_generated_instances_obey_the_spec(suite):
     for ds in suite:
         for inst in ds.instances:
-            J, M = inst["num_jobs"], inst["num_machines"]
+            M = inst["num_machines"]
             dur, rel, due = inst["durations"], inst["release"], inst["due"]
             assert dur.min() >= 1 and dur.max() <= 99
             assert (np.sort(inst["machines"], axis=1) == np.arange(M)).all()

@@ -1,7 +1,8 @@
 """Speed of our OBP simulator against the host's ``OBPEvaluation.online_binpack``.
 
 Both run in this process on the nominal set (5 x 5000 items, C = 200); bin counts
-must be identical. Prints seconds per heuristic and the speed-up ratio host/ours.
+must be identical. Prints seconds per heuristic and the speed-up ratio host/ours, for
+the compiled loop (when built) and for the pure-Python one.
 Usage: python benchmarks/obp_vs_host.py [--repeat 3]
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 from llm4ad.task.optimization.online_bin_packing.evaluation import OBPEvaluation
 
 from tasks import get_task
+from tasks.obp import simulator
 from tasks.obp.simulator import bins_used, pack
 
 
@@ -52,8 +54,9 @@ def host_run(host, instances, priority):
     return counts
 
 
-def ours_run(instances, priority):
-    return [bins_used(pack(inst["items"], inst["capacity"], priority), inst["capacity"]) for inst in instances]
+def ours_run(instances, priority, compiled):
+    return [bins_used(pack(inst["items"], inst["capacity"], priority, compiled=compiled), inst["capacity"])
+            for inst in instances]
 
 
 def best_time(fn, repeat):
@@ -71,11 +74,20 @@ def main() -> None:
     args = parser.parse_args()
     instances = get_task("obp").nominal_instances()
     host = OBPEvaluation.__new__(OBPEvaluation)  # only its packing method is needed
-    print(f"{'heuristic':24s} {'host s':>8s} {'ours s':>8s} {'ratio':>6s}  identical")
+    loops = ([True] if simulator._fastpack is not None else []) + [False]
+    if simulator._fastpack is None:
+        print("(the compiled loop is not built here: pure-Python loop only)")
+    header = f"{'heuristic':24s} {'host s':>8s}" + "".join(
+        f" {('compiled' if c else 'python') + ' s':>11s} {'ratio':>6s}" for c in loops) + "  identical"
+    print(header)
     for name, h in HEURISTICS.items():
         t_host, c_host = best_time(lambda: host_run(host, instances, h), args.repeat)
-        t_ours, c_ours = best_time(lambda: ours_run(instances, h), args.repeat)
-        print(f"{name:24s} {t_host:8.3f} {t_ours:8.3f} {t_host / t_ours:6.2f}x  {c_host == c_ours}")
+        line, same = f"{name:24s} {t_host:8.3f}", True
+        for compiled in loops:
+            t_ours, c_ours = best_time(lambda: ours_run(instances, h, compiled), args.repeat)
+            line += f" {t_ours:11.3f} {t_host / t_ours:5.2f}x"
+            same = same and c_ours == c_host
+        print(line + f"  {same}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-__all__ = ["HeuristicError", "check_priorities", "choose"]
+__all__ = ["HeuristicError", "check_priorities", "choose", "one_line"]
 
 
 class HeuristicError(Exception):
@@ -48,7 +48,7 @@ def choose(priority, first, second, count: int) -> int:
     try:
         scores = priority(first, second)
     except Exception as exc:
-        raise HeuristicError(f"priority raised {type(exc).__name__}: {_one_line(exc)}") from None
+        raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
     if type(scores) is np.ndarray and scores.shape == (count,) and scores.dtype.kind in "fiu":
         choice = int(scores.argmax())
         chosen = scores.item(choice)
@@ -58,6 +58,6 @@ def choose(priority, first, second, count: int) -> int:
     return check_priorities(scores, count)
 
 
-def _one_line(exc: Exception) -> str:
+def one_line(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     return text[:200] if text else "(no message)"

@@ -15,16 +15,39 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import choose
+from tasks.common.errors import HeuristicError, one_line, check_priorities, choose
+
+try:  # the same loop compiled (setup.py builds it where a C compiler is available)
+    from . import _fastpack
+except ImportError:  # pragma: no cover - depends on the build
+    _fastpack = None
 
 __all__ = ["pack", "bins_used", "waste_ratio", "lower_bound"]
 
 
-def pack(items: np.ndarray, capacity: int, priority: Callable) -> np.ndarray:
-    """Pack ``items`` online; return the residual capacity of all ``len(items)`` bins."""
+def pack(items: np.ndarray, capacity: int, priority: Callable, *, compiled: bool = True) -> np.ndarray:
+    """Pack ``items`` online; return the residual capacity of all ``len(items)`` bins.
+
+    With ``compiled`` (and the module built) the loop runs in C for int64 items and
+    capacities, the usual case; both loops hand the heuristic the same arrays.
+    """
     items = np.asarray(items)
     n = len(items)
     residual = np.full(n, capacity, dtype=np.asarray(capacity).dtype)  # the host's dtype
+    if compiled and _fastpack is not None and items.ndim == 1 and items.dtype == np.int64 \
+            and residual.dtype == np.int64:
+        try:
+            _fastpack.pack(np.ascontiguousarray(items), residual, priority, check_priorities)
+        except HeuristicError:
+            raise
+        except Exception as exc:
+            raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
+        return residual
+    return _pack_python(items, residual, priority)
+
+
+def _pack_python(items: np.ndarray, residual: np.ndarray, priority: Callable) -> np.ndarray:
+    n = len(items)
     empty = residual.copy()  # a template of untouched bins, never handed out
     used = 0
     prefix = True

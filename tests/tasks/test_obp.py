@@ -10,6 +10,7 @@ from tasks import get_task
 from tasks.common.errors import HeuristicError
 from tasks.common.families import FAMILIES
 from tasks.obp.instances import family_instance
+from tasks.obp import simulator
 from tasks.obp.simulator import bins_used, lower_bound, pack, waste_ratio
 
 TASK = get_task("obp")
@@ -65,26 +66,52 @@ def host_bins(items, capacity, priority) -> int:
     return int((packed != capacity).sum())
 
 
+LOOPS = [pytest.param(True, id="compiled"), pytest.param(False, id="python")]
+
+
+@pytest.fixture(params=LOOPS)
+def compiled(request):
+    if request.param and simulator._fastpack is None:
+        pytest.skip("the compiled loop is not built here (no C compiler at install)")
+    return request.param
+
+
+def test_the_compiled_loop_is_built_where_a_compiler_is():
+    import shutil
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine")
+    assert simulator._fastpack is not None
+
+
 @pytest.mark.parametrize("priority", HEURISTICS, ids=lambda h: h.__name__)
-def test_bin_counts_equal_the_host(priority):
+def test_bin_counts_equal_the_host(priority, compiled):
     instances = [TASK.nominal_instances()[0]["items"][:1500]]
     rng = np.random.default_rng(7)
     instances.append(family_instance("uniform", 800, 100, rng)["items"])
     instances.append(family_instance("exponential", 800, 300, rng)["items"])
     for items, capacity in zip(instances, (200, 100, 300)):
-        ours = bins_used(pack(items, capacity, priority), capacity)
+        ours = bins_used(pack(items, capacity, priority, compiled=compiled), capacity)
         assert ours == host_bins(items, capacity, priority)
 
 
-def test_residuals_equal_the_host_bin_for_bin():
+def test_residuals_equal_the_host_bin_for_bin(compiled):
     items = TASK.nominal_instances()[1]["items"][:1000]
     for priority in (mixed, argsort_rank):
         host = OBPEvaluation.__new__(OBPEvaluation)
         _, packed = host.online_binpack(items, np.array([200] * len(items)), priority)
-        np.testing.assert_array_equal(pack(items, 200, priority), packed)
+        np.testing.assert_array_equal(pack(items, 200, priority, compiled=compiled), packed)
 
 
-def test_heuristic_sees_the_hosts_arrays():
+def test_other_dtypes_take_the_python_loop_with_the_same_answers():
+    items = TASK.nominal_instances()[2]["items"][:800]
+    for priority in (best_fit, mixed):
+        expected = host_bins(items, 200, priority)
+        assert bins_used(pack(items.astype(np.int32), 200, priority), 200) == host_bins(
+            items.astype(np.int32), 200, priority) == expected
+        assert bins_used(pack(items, np.int32(200), priority), 200) == expected
+
+
+def test_heuristic_sees_the_hosts_arrays(compiled):
     seen_host, seen_ours = [], []
     items = TASK.nominal_instances()[0]["items"][:200]
 
@@ -95,7 +122,7 @@ def test_heuristic_sees_the_hosts_arrays():
         return priority
 
     host_bins(items, 200, recorder(seen_host))
-    pack(items, 200, recorder(seen_ours))
+    pack(items, 200, recorder(seen_ours), compiled=compiled)
     assert len(seen_host) == len(seen_ours)
     for (ti, di, a), (to, do, b) in zip(seen_host, seen_ours):
         assert ti is to and di == do
@@ -141,8 +168,10 @@ def test_waste_ratio_definition():
     (lambda item, bins: "abc", "shape"),
     (lambda item, bins: np.array(["a"] * len(bins)), "dtype"),
 ])
-def test_failing_heuristics_get_a_reason(bad, reason):
+def test_failing_heuristics_get_a_reason(bad, reason, compiled):
     inst = {"capacity": 100, "num_items": 50, "items": np.arange(1, 51)}
+    with pytest.raises(HeuristicError, match=reason):
+        pack(inst["items"], 100, bad, compiled=compiled)
     with pytest.raises(HeuristicError, match=reason):
         TASK.evaluate(bad, inst)
     evaluation = TASK.evaluation([inst])

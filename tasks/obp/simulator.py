@@ -7,7 +7,8 @@ While the used bins form a contiguous prefix ``[0, used)`` that array is "the
 fitting used bins, then ``n - used`` copies of C", so it is built from the
 prefix alone. A heuristic that opens an empty bin other than the first breaks
 the prefix; from then on the general (host) path runs. Either way the heuristic
-sees the same array, with the same dtype, as a fresh copy.
+sees the same array, with the same dtype, as a fresh copy. The loop exists in C too
+(``_fastpack.c``, built where a compiler is present) with these same steps.
 """
 from __future__ import annotations
 

@@ -1,9 +1,18 @@
-"""Builds the optional compiled OBP loop (tasks/obp/_fastpack.c); everything else is in pyproject.toml.
-
-Where no C compiler is available the build skips it and the pure-Python loop is used.
+"""Builds the optional compiled simulator loops (``tasks/*/_fast*.c``); everything else is in
+pyproject.toml. Where no C compiler is available the build skips them and the pure-Python
+loops, with the same answers, are used.
 """
 import numpy
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("tasks.obp._fastpack", ["tasks/obp/_fastpack.c"],
-                             include_dirs=[numpy.get_include()], optional=True)])
+
+def compiled(name: str, source: str) -> Extension:
+    return Extension(name, [source], include_dirs=[numpy.get_include(), "tasks/common"],
+                     depends=["tasks/common/fastcheck.h"], optional=True)
+
+
+setup(ext_modules=[
+    compiled("tasks.obp._fastpack", "tasks/obp/_fastpack.c"),
+    compiled("tasks.ojsp._fastdispatch", "tasks/ojsp/_fastdispatch.c"),
+    compiled("tasks.ovrp._fastroute", "tasks/ovrp/_fastroute.c"),
+])

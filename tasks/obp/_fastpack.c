@@ -10,46 +10,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <math.h>
 #include <string.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
-/* The chosen index of `scores` among `count` candidates, or -1 with an exception set. */
-static Py_ssize_t choose(PyObject *scores, Py_ssize_t count, PyObject *check)
-{
-    if (PyArray_CheckExact(scores)) {
-        PyArrayObject *a = (PyArrayObject *)scores;
-        char kind = PyArray_DESCR(a)->kind;
-        if (PyArray_NDIM(a) == 1 && PyArray_DIM(a, 0) == count && (kind == 'f' || kind == 'i' || kind == 'u')) {
-            PyObject *arg = PyArray_ArgMax(a, 0, NULL);
-            if (arg == NULL)
-                return -1;
-            npy_intp index = PyArray_PyIntAsIntp(arg); /* a 0-d array */
-            Py_DECREF(arg);
-            if (index < 0)
-                return -1;
-            if (kind != 'f')
-                return index;
-            PyObject *value = PyArray_GETITEM(a, PyArray_GETPTR1(a, index));
-            if (value == NULL)
-                return -1;
-            double chosen = PyFloat_AsDouble(value);
-            Py_DECREF(value);
-            if (chosen == -1.0 && PyErr_Occurred())
-                return -1;
-            if (isfinite(chosen))
-                return index;
-            /* NaN or inf won the argmax: the Python check raises with the reason */
-        }
-    }
-    PyObject *result = PyObject_CallFunction(check, "On", scores, count);
-    if (result == NULL)
-        return -1;
-    Py_ssize_t index = PyLong_AsSsize_t(result);
-    Py_DECREF(result);
-    return index;
-}
+#include "fastcheck.h"
 
 /* pack(items, residual, priority, check): pack in place into `residual` (int64, all C). */
 static PyObject *pack(PyObject *self, PyObject *args)
@@ -119,7 +84,7 @@ static PyObject *pack(PyObject *self, PyObject *args)
             failure = Py_None;
             break;
         }
-        Py_ssize_t choice = choose(scores, size, check);
+        Py_ssize_t choice = fast_choose(scores, size, check);
         Py_DECREF(scores);
         if (choice < 0) {
             if (!PyErr_Occurred())

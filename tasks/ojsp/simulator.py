@@ -21,7 +21,12 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import choose
+from tasks.common.errors import HeuristicError, check_priorities, choose, one_line
+
+try:  # the same loop compiled (setup.py builds it where a C compiler is available)
+    from . import _fastdispatch
+except ImportError:  # pragma: no cover - depends on the build
+    _fastdispatch = None
 
 from .instances import lower_bound
 
@@ -44,16 +49,30 @@ def candidate_table(instance: dict) -> np.ndarray:
     return table.reshape(J * M, len(COLUMNS))
 
 
-def simulate(instance: dict, priority: Callable, *, return_schedule: bool = False):
+def simulate(instance: dict, priority: Callable, *, return_schedule: bool = False, compiled: bool = True):
     """Dispatch every operation online with ``priority``; return the makespan C_max.
 
     With ``return_schedule=True`` return ``(C_max, start)``, ``start[j, k]`` the start
     time of job j's k-th operation. Raises ``HeuristicError`` when the heuristic raises
-    or returns scores that do not pick exactly one candidate.
+    or returns scores that do not pick exactly one candidate. With ``compiled`` (and the
+    module built) the loop runs in C, handing the heuristic the same arguments.
     """
-    durations = np.asarray(instance["durations"], dtype=np.int64)
+    durations = np.ascontiguousarray(instance["durations"], dtype=np.int64)
     J, M = durations.shape
-    take = candidate_table(instance).take
+    table = candidate_table(instance)
+    if compiled and _fastdispatch is not None:
+        start = np.zeros(J * M, dtype=np.int64)
+        try:
+            makespan = _fastdispatch.dispatch(
+                np.ascontiguousarray(instance["machines"], dtype=np.int64), durations,
+                np.ascontiguousarray(instance["release"], dtype=np.int64), table, start, priority,
+                check_priorities)
+        except HeuristicError:
+            raise
+        except Exception as exc:
+            raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
+        return (makespan, start.reshape(J, M)) if return_schedule else makespan
+    take = table.take
     op_machine = np.asarray(instance["machines"], dtype=np.int64).ravel().tolist()
     op_duration = durations.ravel().tolist()
     op_job = [op // M for op in range(J * M)]

@@ -14,7 +14,24 @@ from tasks.ojsp import OJSPTask, check_schedule, schedule_problems, simulate
 from tasks.ojsp import instances as inst_mod
 from tasks.ojsp.baselines import BASELINES
 from tasks.ojsp.instances import lower_bound, make_instance
+from tasks.ojsp import simulator
 from tasks.ojsp.simulator import COLUMNS, normalised_makespan
+
+LOOPS = [pytest.param(True, id="compiled"), pytest.param(False, id="python")]
+
+
+@pytest.fixture(params=LOOPS)
+def compiled(request):
+    if request.param and simulator._fastdispatch is None:
+        pytest.skip("the compiled loop is not built here (no C compiler at install)")
+    return request.param
+
+
+def test_the_compiled_loop_is_built_where_a_compiler_is():
+    import shutil
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine")
+    assert simulator._fastdispatch is not None
 
 
 @pytest.fixture(scope="module")
@@ -131,10 +148,10 @@ def test_make_instance_rejects_durations_that_do_not_fill_whole_jobs():
 
 # -- simulator and feasibility -------------------------------------------------
 
-def test_schedules_of_random_heuristics_are_feasible_and_equal_the_plain_rule(suite):
+def test_schedules_of_random_heuristics_are_feasible_and_equal_the_plain_rule(suite, compiled):
     for n, ds in enumerate(suite[::3]):
         inst = ds.instances[n % 5]
-        makespan, start = simulate(inst, random_priority(n), return_schedule=True)
+        makespan, start = simulate(inst, random_priority(n), return_schedule=True, compiled=compiled)
         check_schedule(inst, start, makespan)
         plain_makespan, plain_start = plain_dispatch(inst, random_priority(n))
         assert makespan == plain_makespan and np.array_equal(start, plain_start)
@@ -146,10 +163,24 @@ def test_schedules_of_random_heuristics_are_feasible_and_equal_the_plain_rule(su
 def test_small_instances_match_the_plain_rule_and_stay_feasible(jobs, machines, seed, window):
     rng = np.random.default_rng(seed)
     inst = make_instance(rng.integers(1, 100, jobs * machines), rng, M=machines, release_window=window)
-    got = simulate(inst, random_priority(seed), return_schedule=True)
     want = plain_dispatch(inst, random_priority(seed))
-    assert got[0] == want[0] and np.array_equal(got[1], want[1])
-    assert schedule_problems(inst, got[1], got[0]) == []
+    for compiled in (True, False):
+        got = simulate(inst, random_priority(seed), return_schedule=True, compiled=compiled)
+        assert got[0] == want[0] and np.array_equal(got[1], want[1])
+        assert schedule_problems(inst, got[1], got[0]) == []
+
+
+def test_both_loops_give_identical_schedules_on_the_suite(suite):
+    if simulator._fastdispatch is None:
+        pytest.skip("the compiled loop is not built here")
+    for ds in suite:
+        inst = ds.instances[1]
+        for name in [*BASELINES, "random"]:
+            def rule():  # a fresh generator for each loop: the random rule has state
+                return random_priority(7) if name == "random" else BASELINES[name]
+            a = simulate(inst, rule(), return_schedule=True, compiled=True)
+            b = simulate(inst, rule(), return_schedule=True, compiled=False)
+            assert a[0] == b[0] and np.array_equal(a[1], b[1]), (ds.name, name)
 
 
 def test_baselines_give_feasible_schedules_on_every_family_and_size(suite):
@@ -193,7 +224,7 @@ def test_feasibility_checker_catches_broken_schedules(task):
         check_schedule(inst, late)
 
 
-def test_candidates_are_released_ready_now_and_described_by_the_six_columns(task):
+def test_candidates_are_released_ready_now_and_described_by_the_six_columns(task, compiled):
     inst = task.nominal_instances()[1]
     seen = []
 
@@ -201,7 +232,7 @@ def test_candidates_are_released_ready_now_and_described_by_the_six_columns(task
         seen.append((current_time, candidate_operations.copy()))
         return -candidate_operations[:, 1]
 
-    simulate(inst, recorder)
+    simulate(inst, recorder, compiled=compiled)
     assert len(seen) == inst["durations"].size  # one call per operation
     assert len(COLUMNS) == 6
     first_time, first = seen[0]
@@ -220,7 +251,7 @@ def test_candidates_are_released_ready_now_and_described_by_the_six_columns(task
         assert (rows[:, 4] >= rows[:, 1]).all()
 
 
-def test_a_heuristic_writing_into_its_input_does_not_change_the_simulation(task):
+def test_a_heuristic_writing_into_its_input_does_not_change_the_simulation(task, compiled):
     inst = task.nominal_instances()[2]
 
     def writer(current_time, candidate_operations):
@@ -228,7 +259,7 @@ def test_a_heuristic_writing_into_its_input_does_not_change_the_simulation(task)
         candidate_operations[:] = 0
         return scores
 
-    assert simulate(inst, writer) == simulate(inst, BASELINES["SPT"])
+    assert simulate(inst, writer, compiled=compiled) == simulate(inst, BASELINES["SPT"], compiled=compiled)
 
 
 # -- baselines and evaluation --------------------------------------------------
@@ -267,8 +298,10 @@ def test_the_host_secure_evaluator_scores_the_template_as_minus_mean_makespan_ra
     (lambda t, c: None, "expected"),
     (lambda t, c: np.array(["a"] * len(c)), "dtype"),
 ])
-def test_failing_heuristics_raise_a_one_line_reason_and_score_none(task, bad, reason):
+def test_failing_heuristics_raise_a_one_line_reason_and_score_none(task, bad, reason, compiled):
     inst = task.nominal_instances()[0]
+    with pytest.raises(HeuristicError, match=reason):
+        simulate(inst, bad, compiled=compiled)
     with pytest.raises(HeuristicError, match=reason) as info:
         task.evaluate(bad, inst)
     assert "\n" not in str(info.value)

@@ -6,7 +6,7 @@ LLM4AD := llm4ad==1.11
 
 .PHONY: setup demo test bench clean
 
-$(BIN)/raise-ahd: pyproject.toml
+$(BIN)/raise-ahd: pyproject.toml setup.py tasks/common/fastcheck.h $(wildcard tasks/*/_fast*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# the host without its heavy extras (torch, wandb, tensorboardX, ttkbootstrap, numba)

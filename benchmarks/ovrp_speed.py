@@ -1,14 +1,16 @@
 """Speed of the OVRP simulator: decisions per second and the time spent outside the heuristic.
 
 For every fleet size V in {5, 10, 15} it routes the suite's 25 instances of that
-size with each heuristic, timing every heuristic call. ``outside`` is the
+size with each heuristic, timing every heuristic call, once with the compiled loop
+(``tasks/ovrp/_fastroute.c``) and once with the pure-numpy one. ``outside`` is the
 simulator's own time per decision (candidate construction, score check,
 insertion, and the per-instance set-up spread over its decisions), with the
 timing wrapper's own cost measured and subtracted; the goal is
-``outside < inside`` (the heuristic call itself). Besides the baselines it
-times plain cheapest insertion and the evolved heuristic printed in the paper.
-The machine's load moves absolute times; the share is the steadier figure.
-Usage: python benchmarks/ovrp_speed.py [--repeat 5]
+``outside < inside`` (the heuristic call itself), i.e. a ratio outside / inside
+below 1. Besides the baselines it times plain cheapest insertion and the evolved
+heuristic printed in the paper. The machine's load moves absolute times; the
+ratio is the steadier figure.
+Usage: python benchmarks/ovrp_speed.py [--repeat 5] [--baselines-only]
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from tasks import get_task
 from tasks.ovrp.baselines import cheapest_insertion
+from tasks.ovrp import simulator
 from tasks.ovrp.simulator import simulate
 
 
@@ -81,14 +84,14 @@ def wrapper_cost(calls: int = 20000) -> float:
     return max(best, 0.0)
 
 
-def measure(instances, priority, repeat: int):
+def measure(instances, priority, repeat: int, compiled: bool):
     """Best-of-``repeat`` (total seconds, heuristic seconds, decisions)."""
     best = None
     for _ in range(repeat):
         timed = Timed(priority)
         t0 = time.perf_counter()
         for inst in instances:
-            simulate(inst, timed)
+            simulate(inst, timed, compiled=compiled)
         total = time.perf_counter() - t0
         if best is None or total < best[0]:
             best = (total, timed.seconds, timed.calls)
@@ -98,21 +101,28 @@ def measure(instances, priority, repeat: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--baselines-only", action="store_true", help="only the three baselines")
     args = parser.parse_args()
     task = get_task("ovrp")
     by_fleet: dict[int, list] = {}
     for dataset in task.test_suite():
         by_fleet.setdefault(dataset.params["V"], []).extend(dataset.instances)
     overhead = wrapper_cost()
-    heuristics = {**task.baselines, "Cheapest": cheapest_insertion, "paper listing": paper_listing}
-    print(f"{'heuristic':14s} {'V':>3s} {'decisions/s':>12s} {'inside us':>10s} {'outside us':>11s} "
-          f"{'outside share':>14s}  outside < inside")
+    heuristics = dict(task.baselines)
+    if not args.baselines_only:
+        heuristics.update({"Cheapest": cheapest_insertion, "paper listing": paper_listing})
+    loops = [("compiled", True), ("python", False)] if simulator._fastroute is not None else [("python", False)]
+    if simulator._fastroute is None:
+        print("(the compiled loop is not built here: Python loop only)")
+    print(f"{'heuristic':14s} {'loop':8s} {'V':>3s} {'decisions/s':>12s} {'inside us':>10s} {'outside us':>11s} "
+          f"{'outside/inside':>15s}  outside < inside")
     for name, h in heuristics.items():
-        for v, instances in sorted(by_fleet.items()):
-            total, inside, calls = measure(instances, h, args.repeat)
-            outside = total - inside - overhead * calls
-            print(f"{name:14s} {v:3d} {calls / total:12.0f} {1e6 * inside / calls:10.2f} "
-                  f"{1e6 * outside / calls:11.2f} {outside / total:14.1%}  {outside < inside}")
+        for loop, flag in loops:
+            for v, instances in sorted(by_fleet.items()):
+                total, inside, calls = measure(instances, h, args.repeat, flag)
+                outside = total - inside - overhead * calls
+                print(f"{name:14s} {loop:8s} {v:3d} {calls / total:12.0f} {1e6 * inside / calls:10.2f} "
+                      f"{1e6 * outside / calls:11.2f} {outside / inside:15.2f}  {outside < inside}")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,6 @@ def pack(items: np.ndarray, capacity: int, priority: Callable, *, compiled: bool
 
 
 def _pack_python(items: np.ndarray, residual: np.ndarray, priority: Callable) -> np.ndarray:
-    n = len(items)
     empty = residual.copy()  # a template of untouched bins, never handed out
     used = 0
     prefix = True

@@ -12,7 +12,9 @@ The state is kept edge by edge (a tour with k stops has k + 1 edges, the
 insertion positions), grouped by route, in preallocated arrays, beside a table
 of per-route columns; a decision gathers the route rows for every edge and
 fills in the per-edge columns, a fixed handful of numpy operations whatever
-the fleet size.
+the fleet size. The loop exists in C too (``_fastroute.c``, built where a compiler
+is present) with these same steps and the same floating-point operations, so both
+hand the heuristic identical arrays and build identical routes.
 """
 from __future__ import annotations
 
@@ -21,9 +23,14 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import choose
+from tasks.common.errors import HeuristicError, check_priorities, choose, one_line
 
 from .reference import distance_matrix
+
+try:  # the same loop compiled (setup.py builds it where a C compiler is available)
+    from . import _fastroute
+except ImportError:  # pragma: no cover - depends on the build
+    _fastroute = None
 
 __all__ = ["FEATURES", "COLUMNS", "RoutingResult", "simulate", "route_length_ratio"]
 
@@ -47,16 +54,41 @@ class RoutingResult:
     vehicles: int
 
 
-def simulate(instance: dict, priority: Callable) -> RoutingResult:
-    """Route ``instance`` online with ``priority``; raises ``HeuristicError`` when it fails."""
+def simulate(instance: dict, priority: Callable, *, compiled: bool = True) -> RoutingResult:
+    """Route ``instance`` online with ``priority``; raises ``HeuristicError`` when it fails.
+
+    With ``compiled`` (and the module built) the loop runs in C for the usual instances
+    (at least one vehicle, positive demands, ``order`` a sequence of the N customers);
+    both loops hand the heuristic the same arrays and return the same result.
+    """
     coords = np.asarray(instance["coords"], dtype=float)
-    demand_of = np.asarray(instance["demands"], dtype=np.int64).tolist()
-    order = np.asarray(instance["order"], dtype=np.int64).tolist()
+    demands = np.asarray(instance["demands"], dtype=np.int64)
+    order = np.asarray(instance["order"], dtype=np.int64)
     capacity = int(instance["capacity"])
     vehicles = int(instance["vehicles"])
-    n = len(demand_of)
+    n = len(demands)
     dist = distance_matrix(instance["depot"], coords)
     inv_q, inv_n, inv_ref = 1.0 / capacity, 1.0 / n, 1.0 / float(instance["reference_length"])
+    if compiled and _fastroute is not None and vehicles >= 1 and abs(capacity) < 2**40 and demands.ndim == 1 \
+            and order.shape == (n,) and coords.shape == (n, 2):
+        try:  # None: an unusual instance (a demand below 1, an order index out of range), left to Python
+            routed = _fastroute.route(
+                dist, np.ascontiguousarray(coords), np.ascontiguousarray(demands), np.ascontiguousarray(order),
+                capacity, vehicles, inv_q, inv_n, inv_ref, priority, check_priorities)
+        except HeuristicError:
+            raise
+        except Exception as exc:
+            raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
+        if routed is not None:
+            routes, lengths, overflow = routed
+            return RoutingResult(float(sum(lengths)), routes, overflow, vehicles)
+    return _simulate_python(coords, demands.tolist(), order.tolist(), capacity, vehicles, dist,
+                            inv_q, inv_n, inv_ref, priority)
+
+
+def _simulate_python(coords, demand_of, order, capacity, vehicles, dist, inv_q, inv_n, inv_ref,
+                     priority) -> RoutingResult:
+    n = len(demand_of)
 
     max_routes = vehicles + n
     max_edges = n + max_routes

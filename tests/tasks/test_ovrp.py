@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tasks import get_task
 from tasks.common.errors import HeuristicError
 from tasks.common.families import FAMILIES
-from tasks.ovrp import COLUMNS, FEATURES, OVRPTask, RoutingResult, simulate, violations
+from tasks.ovrp import COLUMNS, FEATURES, OVRPTask, RoutingResult, simulate, simulator, violations
 from tasks.ovrp.baselines import BASELINES, cheapest_insertion
 from tasks.ovrp.instances import family_instance, make_instance
 from tasks.ovrp.reference import clarke_wright, clarke_wright_length, out_and_back_length, routes_length
@@ -84,31 +84,48 @@ class Recorder:
         return self.priority(features, candidates)
 
 
+LOOPS = [pytest.param(True, id="compiled"), pytest.param(False, id="python")]
+
+
+@pytest.fixture(params=LOOPS)
+def compiled(request):
+    if request.param and simulator._fastroute is None:
+        pytest.skip("the compiled loop is not built here (no C compiler at install)")
+    return request.param
+
+
 # -- the simulator ---------------------------------------------------------------
 
+def test_the_compiled_loop_is_built_where_a_compiler_is():
+    import shutil
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on this machine")
+    assert simulator._fastroute is not None
+
+
 @pytest.mark.parametrize("dataset", SUITE, ids=lambda d: d.name)
-def test_routes_are_feasible_under_random_heuristics(dataset):
+def test_routes_are_feasible_under_random_heuristics(dataset, compiled):
     for i, instance in enumerate(dataset.instances):
-        result = simulate(instance, random_priority(i))
+        result = simulate(instance, random_priority(i), compiled=compiled)
         assert violations(instance, result) == []
 
 
 @pytest.mark.parametrize("name", sorted(BASELINES))
-def test_baselines_build_feasible_routes_on_every_family(name):
+def test_baselines_build_feasible_routes_on_every_family(name, compiled):
     for dataset in SUITE:
         for instance in dataset.instances[:2]:
-            assert violations(instance, simulate(instance, BASELINES[name])) == []
+            assert violations(instance, simulate(instance, BASELINES[name], compiled=compiled)) == []
 
 
 @pytest.mark.parametrize("vehicles", [1, 5, 15])
 @pytest.mark.parametrize("make", [lambda: cheapest_insertion, lambda: BASELINES["NF-Insert"],
                                   lambda: random_priority(7)], ids=["cheapest", "nf", "random"])
-def test_simulator_matches_the_plain_reference_semantics(vehicles, make):
+def test_simulator_matches_the_plain_reference_semantics(vehicles, make, compiled):
     instance = make_instance(np.random.default_rng(3).integers(1, 11, 50), np.random.default_rng(4), vehicles)
     plain: list = []
     expected = naive_simulate(instance, make(), plain)
     fast = Recorder(make())  # a fresh heuristic: the random one replays the same stream
-    result = simulate(instance, fast)
+    result = simulate(instance, fast, compiled=compiled)
     assert result.routes == expected
     assert len(fast.calls) == len(plain)
     for (f1, c1), (f2, c2) in zip(fast.calls, plain):
@@ -119,27 +136,32 @@ def test_simulator_matches_the_plain_reference_semantics(vehicles, make):
                                                 rel=1e-12)
 
 
-def test_every_customer_is_served_by_opening_overflow_routes():
+def test_every_customer_is_served_by_opening_overflow_routes(compiled):
     instance = make_instance(np.full(50, 10), np.random.default_rng(0), vehicles=1)
-    result = simulate(instance, cheapest_insertion)
+    result = simulate(instance, cheapest_insertion, compiled=compiled)
     assert result.overflow_routes == 12  # 50 customers of demand 10, Q = 40: 13 routes
     assert violations(instance, result) == []
 
 
-def test_candidates_are_fresh_arrays_a_heuristic_may_overwrite():
+def test_candidates_are_fresh_arrays_a_heuristic_may_overwrite(compiled):
+    kept = []
+
     def vandal(features, candidates):
+        kept.append((features, candidates))  # holding on to them changes nothing either
         scores = -candidates[:, 2].copy()
         candidates[:] = 0.0
         features[:] = np.nan
         return scores
     instance = TASK.nominal_instances()[0]
-    assert simulate(instance, vandal).routes == simulate(instance, cheapest_insertion).routes
+    assert simulate(instance, vandal, compiled=compiled).routes == simulate(
+        instance, cheapest_insertion, compiled=compiled).routes
+    assert len({id(c) for _, c in kept}) == len(kept) and all(np.all(c == 0.0) for _, c in kept)
 
 
-def test_no_route_ever_exceeds_capacity_even_when_filled_exactly():
+def test_no_route_ever_exceeds_capacity_even_when_filled_exactly(compiled):
     # demands 8 and 10 fill Q = 40 exactly in many ways; the exact-fill comparison must admit them
     instance = make_instance(np.tile([10, 10, 10, 10, 8], 10), np.random.default_rng(1), vehicles=5)
-    result = simulate(instance, BASELINES["SP-Insert"])
+    result = simulate(instance, BASELINES["SP-Insert"], compiled=compiled)
     loads = [int(instance["demands"][r].sum()) if r else 0 for r in result.routes]
     assert max(loads) <= 40 and 40 in loads
     assert violations(instance, result) == []
@@ -150,7 +172,54 @@ def test_no_route_ever_exceeds_capacity_even_when_filled_exactly():
        seed=st.integers(0, 2**16))
 def test_random_instances_and_choices_are_always_feasible(demands, vehicles, seed):
     instance = make_instance(np.array(demands), np.random.default_rng(seed), vehicles)
-    assert violations(instance, simulate(instance, random_priority(seed))) == []
+    result = simulate(instance, random_priority(seed), compiled=False)
+    assert violations(instance, result) == []
+    if simulator._fastroute is not None:
+        assert simulate(instance, random_priority(seed), compiled=True) == result
+
+
+# -- the compiled loop is the Python loop ----------------------------------------
+
+def _recorded_runs(instance, make):
+    """(result, recorded calls) of the compiled and of the Python loop, each with a fresh heuristic."""
+    runs = []
+    for flag in (True, False):
+        recorder = Recorder(make())
+        runs.append((simulate(instance, recorder, compiled=flag), recorder.calls))
+    return runs
+
+
+@pytest.mark.parametrize("make", [lambda: BASELINES["NF-Insert"], lambda: BASELINES["SP-Insert"],
+                                  lambda: BASELINES["UW-Insert"], lambda: random_priority(11)],
+                         ids=["nf", "sp", "uw", "random"])
+def test_both_loops_give_identical_results_and_arrays_on_the_suite(make):
+    if simulator._fastroute is None:
+        pytest.skip("the compiled loop is not built here")
+    for dataset in SUITE:
+        for instance in dataset.instances:
+            (fast, fast_calls), (slow, slow_calls) = _recorded_runs(instance, make)
+            assert fast.total_length == slow.total_length  # exact, not approximate
+            assert fast.routes == slow.routes
+            assert fast.overflow_routes == slow.overflow_routes and fast.vehicles == slow.vehicles
+            assert len(fast_calls) == len(slow_calls)
+            for (f1, c1), (f2, c2) in zip(fast_calls, slow_calls):
+                assert f1.dtype == f2.dtype == c1.dtype == c2.dtype == np.float64
+                assert f1.tobytes() == f2.tobytes() and c1.shape == c2.shape and c1.tobytes() == c2.tobytes()
+
+
+def test_unusual_inputs_give_the_same_results_on_both_loops():
+    instance = dict(SUITE[2].instances[1])
+    instance["demands"] = instance["demands"].astype(np.int32)
+    instance["order"] = instance["order"].tolist()
+    instance["coords"] = np.asfortranarray(instance["coords"])
+    expected = simulate(SUITE[2].instances[1], BASELINES["SP-Insert"], compiled=False)
+    assert simulate(instance, BASELINES["SP-Insert"]) == expected
+    assert simulate(instance, BASELINES["SP-Insert"], compiled=False) == expected
+    # a zero demand is outside the compiled loop's domain: it hands the instance to the Python loop
+    zero = dict(SUITE[2].instances[1])
+    zero["demands"] = zero["demands"].copy()
+    zero["demands"][zero["order"][7]] = 0
+    assert simulate(zero, BASELINES["UW-Insert"]) == simulate(zero, BASELINES["UW-Insert"], compiled=False)
 
 
 # -- the feasibility checker -----------------------------------------------------
@@ -357,6 +426,58 @@ def _all_minus_inf(f, c):
     return np.full(len(c), -np.inf)
 
 
+def _plus_inf(f, c):
+    out = -c[:, 2].copy()
+    out[-1] = np.inf
+    return out
+
+
+def _none(f, c):
+    return None
+
+
+def _ragged(f, c):
+    return [[1.0], [1.0, 2.0]] + [0.0] * (len(c) - 2)
+
+
+def _scalar(f, c):
+    return 1.0
+
+
+def _float32_nan(f, c):
+    return np.full(len(c), np.nan, dtype=np.float32)
+
+
+def _later_raise(f, c):
+    if f[4] > 0.5:  # progress: fails halfway, after some decisions were taken
+        raise KeyError("late\nfailure")
+    return -c[:, 2]
+
+
+def _list_scores(f, c):
+    return (-c[:, 2]).tolist()  # not an array but a valid one once converted
+
+
+def _bool_scores(f, c):
+    return c[:, 2] < np.median(c[:, 2])
+
+
+def _int_scores(f, c):
+    return (-1000 * c[:, 2]).astype(np.int32)
+
+
+def _some_minus_inf(f, c):
+    return np.where(c[:, 3] > 0.2, -c[:, 2], -np.inf) if np.any(c[:, 3] > 0.2) else -c[:, 2]
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def _subclass(f, c):
+    return (-c[:, 2]).view(_Sub)
+
+
 @pytest.mark.parametrize("heuristic,reason", [
     (_raises, "raised ValueError: boom"), (_nan, "non-finite"), (_wrong_shape, "shape"),
     (_matrix, "shape"), (_strings, "dtype"), (_all_minus_inf, "non-finite")])
@@ -368,6 +489,32 @@ def test_failing_heuristics_get_an_invalid_score_with_a_reason(heuristic, reason
     evaluation = TASK.evaluation()
     assert evaluation.evaluate_program("", heuristic) is None
     assert reason.split(":")[0] in evaluation.last_error
+
+
+@pytest.mark.parametrize("heuristic,reason", [
+    (_raises, "raised ValueError: boom"), (_nan, "non-finite"), (_wrong_shape, "shape"),
+    (_matrix, "shape"), (_strings, "dtype"), (_all_minus_inf, "non-finite"), (_plus_inf, "non-finite"),
+    (_none, "shape"), (_ragged, "not an array"), (_scalar, "shape"), (_float32_nan, "non-finite"),
+    (_later_raise, "raised KeyError: 'late")])
+def test_failing_heuristics_get_the_same_reason_on_both_loops(heuristic, reason, compiled):
+    reasons = []
+    for instance in (TASK.nominal_instances()[0], SUITE[0].instances[0]):
+        with pytest.raises(HeuristicError, match=reason) as info:
+            simulate(instance, heuristic, compiled=compiled)
+        assert "\n" not in str(info.value)
+        with pytest.raises(HeuristicError) as python:
+            simulate(instance, heuristic, compiled=False)
+        reasons.append((str(info.value), str(python.value)))
+    assert all(ours == theirs for ours, theirs in reasons)
+
+
+@pytest.mark.parametrize("heuristic", [_list_scores, _bool_scores, _int_scores, _some_minus_inf, _subclass],
+                         ids=lambda h: h.__name__)
+def test_scores_of_other_accepted_forms_pick_the_same_insertions(heuristic, compiled):
+    for instance in (TASK.nominal_instances()[1], SUITE[3].instances[2]):
+        result = simulate(instance, heuristic, compiled=compiled)
+        assert violations(instance, result) == []
+        assert result == simulate(instance, heuristic, compiled=False)
 
 
 def test_evaluation_scores_a_baseline_as_minus_the_mean_ratio():

@@ -66,21 +66,8 @@ def host_bins(items, capacity, priority) -> int:
     return int((packed != capacity).sum())
 
 
-LOOPS = [pytest.param(True, id="compiled"), pytest.param(False, id="python")]
+COMPILED_LOOP = simulator._fastpack
 
-
-@pytest.fixture(params=LOOPS)
-def compiled(request):
-    if request.param and simulator._fastpack is None:
-        pytest.skip("the compiled loop is not built here (no C compiler at install)")
-    return request.param
-
-
-def test_the_compiled_loop_is_built_where_a_compiler_is():
-    import shutil
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler on this machine")
-    assert simulator._fastpack is not None
 
 
 @pytest.mark.parametrize("priority", HEURISTICS, ids=lambda h: h.__name__)

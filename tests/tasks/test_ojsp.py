@@ -17,21 +17,8 @@ from tasks.ojsp.instances import lower_bound, make_instance
 from tasks.ojsp import simulator
 from tasks.ojsp.simulator import COLUMNS, normalised_makespan
 
-LOOPS = [pytest.param(True, id="compiled"), pytest.param(False, id="python")]
+COMPILED_LOOP = simulator._fastdispatch
 
-
-@pytest.fixture(params=LOOPS)
-def compiled(request):
-    if request.param and simulator._fastdispatch is None:
-        pytest.skip("the compiled loop is not built here (no C compiler at install)")
-    return request.param
-
-
-def test_the_compiled_loop_is_built_where_a_compiler_is():
-    import shutil
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler on this machine")
-    assert simulator._fastdispatch is not None
 
 
 @pytest.fixture(scope="module")

@@ -84,23 +84,10 @@ class Recorder:
         return self.priority(features, candidates)
 
 
-LOOPS = [pytest.param(True, id="compiled"), pytest.param(False, id="python")]
-
-
-@pytest.fixture(params=LOOPS)
-def compiled(request):
-    if request.param and simulator._fastroute is None:
-        pytest.skip("the compiled loop is not built here (no C compiler at install)")
-    return request.param
+COMPILED_LOOP = simulator._fastroute
 
 
 # -- the simulator ---------------------------------------------------------------
-
-def test_the_compiled_loop_is_built_where_a_compiler_is():
-    import shutil
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler on this machine")
-    assert simulator._fastroute is not None
 
 
 @pytest.mark.parametrize("dataset", SUITE, ids=lambda d: d.name)

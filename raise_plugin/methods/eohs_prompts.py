@@ -10,19 +10,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["init", "e1", "e2", "m1", "m2"]
+from .prompt_parts import answer as _answer
 
-_ANSWER = """1. First, describe your new algorithm and main steps in one sentence. The description must be inside within boxed {{}}.
-2. Next, implement the following Python function:
-{header}
-Do not give additional explanations."""
+__all__ = ["init", "e1", "e2", "m1", "m2"]
 
 _SET = ("We evolve a set of heuristics that complement each other over {n} diverse training instances: "
         "a heuristic is valuable when it improves the set's best result on some instances.")
-
-
-def _answer(header: str) -> str:
-    return _ANSWER.format(header=header.rstrip())
 
 
 def _parent(i: int, code: str, algorithm: str, score: float, wins: int, n: int) -> str:

@@ -12,16 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from .prompt_parts import EXPERT, code_block as _code, answer as _answer
+
 __all__ = ["NicheContext", "init", "reflection", "reflection_rewrite", "summary", "summary_guided",
            "cross_niche", "local_global_elite"]
-
-EXPERT = ("You are an expert in the domain of optimization heuristics. Your task is to design heuristics "
-          "that can effectively solve optimization problems.")
-
-_ANSWER = """1. First, describe your new algorithm and main steps in one sentence. The description must be inside within boxed {{}}.
-2. Next, implement the following Python function:
-{header}
-Do not give additional explanations."""
 
 
 @dataclass(frozen=True)
@@ -39,14 +33,6 @@ class NicheContext:
                 f"(by code structure and per-instance results). The parent belongs to niche {self.niche + 1} "
                 f"of {self.niches} ({self.size} members, best score {self.niche_best:.6g}); the best score over "
                 f"all niches is {self.overall_best:.6g} (scores: higher is better).")
-
-
-def _code(code: str) -> str:
-    return f"```python\n{code.strip()}\n```"
-
-
-def _answer(header: str) -> str:
-    return _ANSWER.format(header=header.rstrip())
 
 
 def _scored(label: str, code: str, score: float) -> str:

@@ -10,25 +10,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .prompt_parts import EXPERT, code_block as _code, answer as _answer
+
 __all__ = ["EXPERT", "init", "short_term_reflection", "crossover", "long_term_reflection", "mutation"]
 
-EXPERT = ("You are an expert in the domain of optimization heuristics. Your task is to design heuristics "
-          "that can effectively solve optimization problems.")
 REFLECTOR = ("You are an expert in the domain of optimization heuristics. Your task is to give hints to "
              "design better heuristics.")
-
-_ANSWER = """1. First, describe your new algorithm and main steps in one sentence. The description must be inside within boxed {{}}.
-2. Next, implement the following Python function:
-{header}
-Do not give additional explanations."""
-
-
-def _code(code: str) -> str:
-    return f"```python\n{code.strip()}\n```"
-
-
-def _answer(header: str) -> str:
-    return _ANSWER.format(header=header.rstrip())
 
 
 def init(task: str, seed_code: str, header: str) -> str:

@@ -1,7 +1,9 @@
 """An EoH-S-style portfolio baseline (after Liu et al., 2026): evolve a small complementary heuristic set.
 
-Training runs on a diverse set (instances of the task's five families at nominal sizes,
-seeded). The population is the heuristic set: survival keeps, greedily, the candidates
+Training runs on a diverse set: 128 instances (the paper's size) of the five validation
+families at the task's nominal sizes, from seeds of their own. No test family and no test
+size: the baseline sees no test distribution the other methods never get. It shares its
+families (not its instances or sizes) with the validation suite. The population is the heuristic set: survival keeps, greedily, the candidates
 that most lower the set's per-instance best metric (complementary population
 management); parents for crossover are drawn to complement each other. Scores stay the
 host's (the mean over the set), so ``best_single()``, the member with the best mean, is
@@ -16,18 +18,16 @@ from typing import Optional, Sequence
 import numpy as np
 from llm4ad.base import Function
 
-from tasks.common.families import FAMILIES, sample_family
+from tasks.common.families import VALIDATION_FAMILIES, sample_family
 
 from . import eohs_prompts as prompts
 from .base import MethodBase, choose, finite
 
-__all__ = ["EoHS", "diverse_training_set", "complementary_set", "DIVERSE_COUNT", "QUICK_DIVERSE_COUNT"]
+__all__ = ["EoHS", "diverse_training_set", "complementary_set", "DIVERSE_COUNT"]
 
 log = logging.getLogger("raise_plugin.methods")
 
 DIVERSE_COUNT = 128  # the paper's EoH-S training set
-# OBP at n = 5000 evaluates slowly on 128 instances: its default is a smaller set.
-QUICK_DIVERSE_COUNT = {"obp": 32}
 OPERATORS = ("e1", "e2", "m1", "m2")
 
 
@@ -55,14 +55,14 @@ def _family_instance(task, family: str, rng: np.random.Generator, params: dict):
 
 
 def diverse_training_set(task, count: int | None = None, seed: int = 0, **params) -> list:
-    """``count`` instances cycling through the five families (uniform, normal, lognormal,
-    exponential, triangular) at the task's nominal sizes; instance i is drawn from the
-    generator seeded with ``(seed, i)``. ``count`` defaults to 128 (32 for OBP)."""
+    """``count`` instances cycling through the five validation families (beta, gamma, weibull,
+    bimodal, poisson) at the task's nominal sizes; instance i is drawn from the generator
+    seeded with ``(seed, i)``. ``count`` defaults to 128, the paper's size."""
     if count is None:
-        count = QUICK_DIVERSE_COUNT.get(getattr(task, "name", ""), DIVERSE_COUNT)
+        count = DIVERSE_COUNT
     if int(count) < 1:
         raise ValueError(f"the diverse training set needs at least one instance, got {count!r}")
-    return [_family_instance(task, FAMILIES[i % len(FAMILIES)], np.random.default_rng([seed, i]), params)
+    return [_family_instance(task, VALIDATION_FAMILIES[i % len(VALIDATION_FAMILIES)], np.random.default_rng([seed, i]), params)
             for i in range(int(count))]
 
 
@@ -102,8 +102,7 @@ class EoHS(MethodBase):
 
     Args (besides ``MethodBase``'s):
         diverse_instances: the training set: a count of instances to build with
-            ``diverse_training_set(task, count, diverse_seed, **diverse_params)`` (``None``: 128,
-            or 32 for OBP), or a list of instances. It replaces ``evaluation.instances``
+            ``diverse_training_set(task, count, diverse_seed, **diverse_params)`` (``None``: 128), or a list of instances. It replaces ``evaluation.instances``
             (so a robust wrapper's nominal set is this set too).
         diverse_seed, diverse_params: seed and size overrides of the built set (e.g.
             ``{"num_items": 1000}`` for OBP).

@@ -1,10 +1,11 @@
 """Machinery shared by every task: shift dimension, families, suites, the host Evaluation."""
 from .aggregation import Aggregation
 from .errors import HeuristicError, check_priorities
-from .families import FAMILIES, sample_family
+from .families import FAMILIES, VALIDATION_FAMILIES, sample_family
 from .shift import ShiftDimension, is_distribution
 from .suite import Dataset, seed_for
 from .task import Task
 
-__all__ = ["Aggregation", "HeuristicError", "check_priorities", "FAMILIES", "sample_family",
+__all__ = ["Aggregation", "HeuristicError", "check_priorities", "FAMILIES", "VALIDATION_FAMILIES",
+           "sample_family",
            "ShiftDimension", "is_distribution", "Dataset", "seed_for", "Task"]

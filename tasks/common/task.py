@@ -47,7 +47,39 @@ class Task(ABC):
 
     @abstractmethod
     def test_suite(self) -> list[Dataset]:
-        """The shifted test suite (fixed seeds)."""
+        """The shifted test suite (fixed seeds): for the final report only, never for a choice."""
+
+    def validation_suite(self, per_dataset: int | None = None) -> list[Dataset]:
+        """The validation suite: families (``VALIDATION_FAMILIES``), sizes and seeds disjoint
+        from the test suite's, on which every choice (settings, defaults, a final selection)
+        is made. This default draws the shift values of each validation family at the
+        nominal length and builds the rest with ``make_instance``; tasks with sizes to vary
+        override it."""
+        from .families import VALIDATION_FAMILIES, sample_family
+        from .suite import seed_for
+
+        nominal = self.nominal_instances()[0]
+        values, high = self.shift_values(nominal)
+        size = int(np.asarray(values).size)
+        out = []
+        for family in VALIDATION_FAMILIES:
+            instances = []
+            for i in range(per_dataset or 2):
+                rng = seed_for(self.name, "validation", family, i)
+                instances.append(self.make_instance(sample_family(family, size, int(high), rng), rng,
+                                                    **self.nominal_params))
+            out.append(Dataset(family, {}, instances))
+        return out
+
+    def suite(self, name: str) -> list[Dataset]:
+        """A suite by name: ``nominal`` (one dataset of the training set), ``validation`` or ``test``."""
+        if name == "nominal":
+            return [Dataset("nominal", {}, self.nominal_instances())]
+        if name == "validation":
+            return self.validation_suite()
+        if name == "test":
+            return self.test_suite()
+        raise ValueError(f"unknown suite {name!r}; use nominal, validation or test")
 
     @abstractmethod
     def shift_values(self, instance: Instance) -> tuple[np.ndarray, int]:

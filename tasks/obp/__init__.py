@@ -31,6 +31,9 @@ class OBPTask(Task):
     def test_suite(self):
         return _inst.test_suite()
 
+    def validation_suite(self, per_dataset: int | None = None):
+        return _inst.validation_suite(per_dataset=per_dataset or _inst.VALIDATION_PER_DATASET)
+
     def shift_values(self, instance: dict):
         return instance["items"], int(instance["capacity"])
 

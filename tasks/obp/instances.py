@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.common.families import FAMILIES, sample_family
+from tasks.common.families import FAMILIES, VALIDATION_FAMILIES, sample_family
 from tasks.common.suite import Dataset, seed_for
 
 NOMINAL_CAPACITY = 200
@@ -13,6 +13,9 @@ NOMINAL_SEED = 2024
 SUITE_ITEMS = (1000, 5000, 10000)
 SUITE_CAPACITIES = (100, 200, 300, 400)
 SUITE_PER_DATASET = 5
+# validation sizes: (n, C) pairs none of which the test grid or the nominal set uses
+VALIDATION_SIZES = ((2000, 150), (3000, 350))
+VALIDATION_PER_DATASET = 2
 
 
 def make_instance(items, capacity: int) -> dict:
@@ -52,3 +55,15 @@ def test_suite(families=FAMILIES, item_counts=SUITE_ITEMS, capacities=SUITE_CAPA
                              for i in range(per_dataset)]
                 suite.append(Dataset(family, {"n": n, "C": c}, instances))
     return suite
+
+
+def validation_suite(families=VALIDATION_FAMILIES, sizes=VALIDATION_SIZES,
+                     per_dataset: int = VALIDATION_PER_DATASET) -> list[Dataset]:
+    """The validation families x (n, C) in ``VALIDATION_SIZES``, ``per_dataset`` instances each.
+
+    Families, sizes and seeds are disjoint from the test suite's: choices are made here.
+    """
+    return [Dataset(family, {"n": n, "C": c},
+                    [family_instance(family, n, c, seed_for("obp", "validation", family, n, c, i))
+                     for i in range(per_dataset)])
+            for family in families for n, c in sizes]

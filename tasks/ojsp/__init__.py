@@ -39,6 +39,9 @@ class OJSPTask(Task):
     def test_suite(self):
         return _inst.test_suite()
 
+    def validation_suite(self, per_dataset: int | None = None):
+        return _inst.validation_suite(per_dataset=per_dataset or _inst.VALIDATION_PER_DATASET)
+
     def shift_values(self, instance: dict):
         return np.asarray(instance["durations"]).ravel(), _inst.MAX_DURATION
 

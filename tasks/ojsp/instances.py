@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.common.families import FAMILIES, sample_family
+from tasks.common.families import FAMILIES, VALIDATION_FAMILIES, sample_family
 from tasks.common.suite import Dataset, seed_for
 
 __all__ = ["MAX_DURATION", "NOMINAL_MACHINES", "NOMINAL_JOBS", "RELEASE_WINDOW", "make_instance",
-           "lower_bound", "family_instance", "nominal_instances", "test_suite"]
+           "lower_bound", "family_instance", "nominal_instances", "test_suite", "validation_suite"]
 
 MAX_DURATION = 99  # D_max: durations are integers in [1, D_max]
 NOMINAL_MACHINES = 10
@@ -33,6 +33,9 @@ NOISE_SHARE = 0.1  # due-date noise U(-b, b), b = 0.1 * mean(P)
 SUITE_MACHINES = (10, 20)
 SUITE_JOBS = (20, 50)
 SUITE_PER_DATASET = 5
+# validation sizes: (M, J) pairs none of which the test grid or the nominal set uses
+VALIDATION_SIZES = ((5, 30), (15, 30))
+VALIDATION_PER_DATASET = 2
 
 
 def lower_bound(durations: np.ndarray, num_machines: int) -> int:
@@ -115,3 +118,16 @@ def test_suite(families=FAMILIES, machine_counts=SUITE_MACHINES, job_counts=SUIT
                              for i in range(per_dataset)]
                 suite.append(Dataset(family, {"M": m, "J": j}, instances))
     return suite
+
+
+def validation_suite(families=VALIDATION_FAMILIES, sizes=VALIDATION_SIZES,
+                     per_dataset: int = VALIDATION_PER_DATASET,
+                     release_window: float = RELEASE_WINDOW) -> list[Dataset]:
+    """The validation families x (M, J) in ``VALIDATION_SIZES``, ``per_dataset`` instances each.
+
+    Families, sizes and seeds are disjoint from the test suite's: choices are made here.
+    """
+    return [Dataset(family, {"M": m, "J": j},
+                    [family_instance(family, j, m, seed_for("ojsp", "validation", family, m, j, i), release_window)
+                     for i in range(per_dataset)])
+            for family in families for m, j in sizes]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.common.families import FAMILIES, sample_family
+from tasks.common.families import FAMILIES, VALIDATION_FAMILIES, sample_family
 from tasks.common.suite import Dataset, seed_for
 
 from .reference import clarke_wright_length
@@ -28,6 +28,8 @@ NOMINAL_VEHICLES = 10
 NOMINAL_COUNT = 5
 SUITE_VEHICLES = (5, 10, 15)
 SUITE_PER_DATASET = 5
+VALIDATION_VEHICLES = (7, 12)  # fleet sizes neither the test grid nor the nominal set uses
+VALIDATION_PER_DATASET = 2
 LOGNORMAL_MEDIAN = 0.28  # LogNormal(ln(0.28 D_max), 0.55): the paper's VRP parameters
 LOGNORMAL_SIGMA = 0.55
 
@@ -106,3 +108,15 @@ def test_suite(families=FAMILIES, fleet_sizes=SUITE_VEHICLES,
             instances = [family_instance(family, v, seed_for("ovrp", family, v, i)) for i in range(per_dataset)]
             suite.append(Dataset(family, {"V": v}, instances))
     return suite
+
+
+def validation_suite(families=VALIDATION_FAMILIES, fleet_sizes=VALIDATION_VEHICLES,
+                     per_dataset: int = VALIDATION_PER_DATASET) -> list[Dataset]:
+    """The validation families x V in ``VALIDATION_VEHICLES``, ``per_dataset`` instances each.
+
+    Families, fleet sizes and seeds are disjoint from the test suite's: choices are made here.
+    """
+    return [Dataset(family, {"V": v},
+                    [family_instance(family, v, seed_for("ovrp", "validation", family, v, i))
+                     for i in range(per_dataset)])
+            for family in families for v in fleet_sizes]

@@ -5,7 +5,7 @@ import numpy as np
 
 from raise_plugin.methods.eohs import EoHS, complementary_set, diverse_training_set
 from tasks import get_task
-from tasks.common.families import FAMILIES
+from tasks.common.families import FAMILIES, VALIDATION_FAMILIES, sample_family
 
 
 def test_diverse_set_cycles_the_five_families_at_nominal_sizes_from_a_seed():
@@ -20,6 +20,19 @@ def test_diverse_set_cycles_the_five_families_at_nominal_sizes_from_a_seed():
     assert [i["vehicles"] for i in ovrp] == [10] * 5 and len(FAMILIES) == 5
     obp = diverse_training_set(get_task("obp"), 2, num_items=300)
     assert [i["num_items"] for i in obp] == [300, 300]
+
+
+def test_diverse_set_draws_only_validation_families_never_a_test_family():
+    task = get_task("obp")
+    built = diverse_training_set(task, 10, num_items=2000)
+    for i, inst in enumerate(built):
+        family = VALIDATION_FAMILIES[i % 5]
+        expected = sample_family(family, 2000, 200, np.random.default_rng([0, i]))
+        assert np.array_equal(inst["items"], expected)
+        # and it is not what the test family at the same index would have drawn
+        assert not np.array_equal(inst["items"], sample_family(FAMILIES[i % 5], 2000, 200,
+                                                               np.random.default_rng([0, i])))
+    assert not set(VALIDATION_FAMILIES) & set(FAMILIES)
 
 
 def test_complementary_set_picks_the_best_mean_then_the_largest_improvement():

@@ -496,6 +496,7 @@ class RobustMethodMixin:
             InstanceEntry(f"nom-{i}-{instance_digest(inst)}", NOMINAL, inst)
             for i, inst in enumerate(evaluation.instances)]
         self._nominal = [e.instance for e in self._entries]
+        evaluation.nominal_count = len(self._nominal)  # nominal instances lead the set
         self._evaluator = InstanceSetEvaluator(self, executor)
         if not isinstance(self._evaluation_executor, concurrent.futures.ThreadPoolExecutor):
             # our evaluator forks per evaluation already and keeps its cache in this process
@@ -688,6 +689,7 @@ class RobustMethodMixin:
             self._set_version = int(ckpt.get("instance_set_version", 0))
             self.evaluation.instances = [e.instance for e in entries]
         self._nominal = [log.instance(i) for i in nominal_ids]
+        self.evaluation.nominal_count = len(self._nominal)
         self._refreshes = int(ckpt.get("refreshes", 0))
         self._compute_before = dict(ckpt.get("compute") or {})
 

@@ -37,6 +37,7 @@ class Recorder(Callback):
         self.updates.append((snapshot.generation, update))
         fresh_eval = get_task("obp").evaluation(instances=[e.instance for e in method.instance_entries()],
                                                 aggregation=self.aggregation)
+        fresh_eval.nominal_count = sum(e.origin == "nominal" for e in method.instance_entries())
         for p in snapshot.population + snapshot.pending:
             code = method.program_text(p.program_id)
             fresh = fresh_eval.evaluate_program(code, compile_priority(code))
@@ -110,7 +111,7 @@ def test_instance_set_grows_and_keeps_a_window_of_adversarial_instances():
     assert all(len(u.dropped) == (1 if u.version > 2 else 0) for _, u in rec.updates)
 
 
-@pytest.mark.parametrize("aggregation", ["mean", "min", "cvar:0.5"])
+@pytest.mark.parametrize("aggregation", ["mean", "min", "cvar:0.5", "balanced", "balanced:0.8"])
 def test_scores_after_a_refresh_equal_a_fresh_evaluation_on_the_new_set(aggregation):
     method, cb, rec = robust_run(budget=32, pop_size=4, tau=2, aggregation=aggregation)
     assert rec.updates and rec.checked >= 4 * len(rec.updates)

@@ -87,7 +87,7 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.
     metrics = _metrics(task_name, chosen, instances, workers)
     found = []
     for k in range(refreshes):
-        scores = [agg(-m) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
+        scores = [agg(-m, len(nominal)) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
         victim = chosen[int(np.argmax(scores))]
         result = search(task, compile_priority(victim.code, None), epsilon, nominal=nominal,
                         seed=int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
@@ -101,5 +101,5 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.
                   f"at distance {result.distance:.4g}", flush=True)
     for p, m in zip(chosen, metrics):
         p.nominal_metric = float(np.mean(m[: len(nominal)]))
-        p.robust_score = agg(-m) if np.all(np.isfinite(m)) else -math.inf
+        p.robust_score = agg(-m, len(nominal)) if np.all(np.isfinite(m)) else -math.inf
     return {"programs": chosen, "adversarial": found, "instances": instances}

@@ -11,29 +11,44 @@ __all__ = ["Aggregation"]
 
 @dataclass(frozen=True)
 class Aggregation:
-    """``mean`` (paper default), ``min`` (worst case) or ``cvar:ALPHA`` (mean of the worst ALPHA share)."""
+    """``mean`` (paper default), ``min`` (worst case), ``cvar:ALPHA`` (mean of the worst ALPHA
+    share) or ``balanced[:W]`` (``(1 - W)`` x the nominal mean + ``W`` x the adversarial mean).
+
+    ``balanced`` needs to know which evaluations are nominal: the set keeps its nominal
+    instances first, and ``nominal`` (their count) is passed with the evaluations. With
+    no adversarial instance yet it is the nominal mean. Under ``mean`` five nominal
+    instances outvote one adversarial instance five to one; under ``balanced`` (W = 0.5)
+    the adversarial instances weigh as much as the whole nominal set, however few.
+    """
 
     kind: str = "mean"
     alpha: float = 1.0
+    weight: float = 0.5
 
     @classmethod
     def parse(cls, spec: "str | Aggregation") -> "Aggregation":
         if isinstance(spec, Aggregation):
             return spec
         text = str(spec).strip().lower()
-        if text in ("mean", "min"):
+        if text in ("mean", "min", "balanced"):
             return cls(text)
-        if text.startswith("cvar:"):
+        head, _, tail = text.partition(":")
+        if head in ("cvar", "balanced") and tail:
             try:
-                alpha = float(text.split(":", 1)[1])
+                value = float(tail)
             except ValueError:
-                alpha = float("nan")
-            if not 0 < alpha <= 1:
-                raise ValueError(f"aggregation {spec!r}: cvar alpha must be in (0, 1]")
-            return cls("cvar", alpha)
-        raise ValueError(f"aggregation {spec!r}: use mean, min or cvar:ALPHA")
+                value = float("nan")
+            if head == "cvar":
+                if not 0 < value <= 1:
+                    raise ValueError(f"aggregation {spec!r}: cvar alpha must be in (0, 1]")
+                return cls("cvar", alpha=value)
+            if not 0 <= value <= 1:
+                raise ValueError(f"aggregation {spec!r}: the balanced weight W must be in [0, 1]")
+            return cls("balanced", weight=value)
+        raise ValueError(f"aggregation {spec!r}: use mean, min, cvar:ALPHA or balanced[:W]")
 
-    def __call__(self, evals) -> float:
+    def __call__(self, evals, nominal: int | None = None) -> float:
+        """A over ``evals``; ``nominal``: how many leading evaluations are nominal (``balanced`` only)."""
         e = np.asarray(evals, dtype=float)
         if e.size == 0:
             raise ValueError("cannot aggregate an empty set of evaluations")
@@ -41,8 +56,17 @@ class Aggregation:
             return float(e.mean())
         if self.kind == "min":
             return float(e.min())
+        if self.kind == "balanced":
+            n = e.size if nominal is None else min(int(nominal), e.size)
+            if n <= 0 or n == e.size:
+                return float(e.mean())
+            return float((1.0 - self.weight) * e[:n].mean() + self.weight * e[n:].mean())
         worst = np.sort(e)[: max(1, math.ceil(self.alpha * e.size))]
         return float(worst.mean())
 
     def __str__(self) -> str:
-        return f"cvar:{self.alpha:g}" if self.kind == "cvar" else self.kind
+        if self.kind == "cvar":
+            return f"cvar:{self.alpha:g}"
+        if self.kind == "balanced":
+            return f"balanced:{self.weight:g}"
+        return self.kind

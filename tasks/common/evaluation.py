@@ -16,7 +16,10 @@ class TaskEvaluation(Evaluation):
     """``score = A(-metric(h, s) for s in instances)``; ``None`` when the heuristic fails.
 
     ``instances`` is a plain, picklable list the robust wrapper may replace between
-    generations; ``last_error`` keeps the reason of the latest failure in this process.
+    generations; ``nominal_count`` says how many of its leading instances are nominal
+    (all of them unless a robust wrapper says otherwise; the ``balanced`` aggregation
+    weighs the rest apart); ``last_error`` keeps the reason of the latest failure in this
+    process.
     """
 
     def __init__(self, task, instances: list | None = None, *, aggregation: str | Aggregation = "mean",
@@ -31,6 +34,7 @@ class TaskEvaluation(Evaluation):
         self.task = task
         self.instances = list(task.nominal_instances() if instances is None else instances)
         self.aggregation = Aggregation.parse(aggregation)
+        self.nominal_count: int | None = None
         self.last_error: str | None = None
 
     def metrics(self, priority: Callable, instances: list | None = None) -> np.ndarray:
@@ -40,7 +44,7 @@ class TaskEvaluation(Evaluation):
 
     def score_of(self, metrics) -> float:
         """The host score (larger is better) of a vector of per-instance metrics."""
-        return self.aggregation(-np.asarray(metrics, dtype=float))
+        return self.aggregation(-np.asarray(metrics, dtype=float), self.nominal_count)
 
     def evaluate_program(self, program_str: str, callable_func: Callable, **kwargs) -> float | None:
         try:

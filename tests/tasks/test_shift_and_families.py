@@ -123,7 +123,23 @@ def test_aggregations(spec, expected):
     assert Aggregation.parse(spec)([-1.0, 1.0, 3.0, 5.0]) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("spec", ["median", "cvar:0", "cvar:2", "cvar:x"])
+def test_balanced_lets_a_few_adversarial_instances_count_as_much_as_the_nominal_set():
+    # the specialist's case: five nominal instances it wins by 1.07 points each, one
+    # adversarial instance it loses by 1.7 (waste %, eval = -waste)
+    specialist = -np.array([0.48] * 5 + [2.58])
+    bestfit = -np.array([1.55] * 5 + [0.88])
+    mean, balanced = Aggregation.parse("mean"), Aggregation.parse("balanced")
+    assert mean(specialist, 5) > mean(bestfit, 5)          # under mean the specialist still wins
+    assert balanced(specialist, 5) == pytest.approx(-(0.48 + 2.58) / 2)
+    assert balanced(bestfit, 5) > balanced(specialist, 5)  # under balanced it loses
+    assert Aggregation.parse("balanced:0.25")(specialist, 5) == pytest.approx(-(0.75 * 0.48 + 0.25 * 2.58))
+    assert balanced(specialist[:5], 5) == pytest.approx(-0.48)          # no adversarial instance yet
+    assert balanced(specialist) == pytest.approx(specialist.mean())    # nominal count unknown: the mean
+    assert str(Aggregation.parse("balanced")) == "balanced:0.5"
+
+
+@pytest.mark.parametrize("spec", ["median", "cvar:0", "cvar:2", "cvar:x", "balanced:1.5", "balanced:-0.1",
+                                  "balanced:x"])
 def test_bad_aggregations(spec):
     with pytest.raises(ValueError, match="aggregation"):
         Aggregation.parse(spec)

@@ -1,22 +1,27 @@
 """The paper's tables from per-instance results: rows are methods, columns are slices of the suite.
 
-Every cell is the mean metric over the slice's instances for each seed, then the mean
-(and, with several seeds, the standard deviation) over seeds. Lower is better: the best
-value of a column is bold and the second underlined. A cell where some instances were
-invalid for a method is marked with a dagger and counted below the table.
+Every cell is the mean metric over the slice's instances for each seed, then the mean over
+seeds with the half-width of its 95 % Student-t interval. Lower is better: the best value
+of a column is bold and the second underlined. Given the baselines and each method's plain
+twin, a cell also says whether the method differs significantly from the column's best
+baseline (†) and from its plain twin (‡), with + for better and − for worse (paired tests,
+``raise_plugin.harness.stats``). A cell where some instances were invalid is marked § and
+counted below the table.
 """
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+from raise_plugin.harness.stats import ALPHA, LEVEL, Comparison, compare_paired, mean_half_width, row_is_valid
 from tasks.common.families import FAMILIES
 
-__all__ = ["Column", "Table", "build_table", "family_columns", "size_columns", "param_columns", "parse_params"]
+__all__ = ["Column", "Table", "build_table", "family_columns", "size_columns", "param_columns", "parse_params",
+           "significance", "significance_markdown", "significance_summary", "best_baseline"]
 
 FAMILY_LABELS = {"uniform": "Uniform", "normal": "Normal", "lognormal": "Lognormal",
                  "exponential": "Exponential", "triangular": "Triangular"}
@@ -75,6 +80,8 @@ class Table:
     seeds: np.ndarray    # how many seeds gave each cell
     invalid: np.ndarray  # invalid instances behind each cell
     average: bool = False  # whether the last column averages the others
+    half: np.ndarray | None = None  # half-width of the 95 % t interval of the mean over seeds
+    tests: dict = field(default_factory=dict)  # (row, column, "baseline" | "twin") -> Comparison
 
     def ranks(self) -> np.ndarray:
         """0 for the best (lowest) value of a column, 1 for the second, else 2."""
@@ -91,16 +98,27 @@ class Table:
                     r[i, j] = 1
         return r
 
+    def marks(self, i: int, j: int) -> str:
+        """† vs the column's best baseline, ‡ vs the plain twin, each with + (better) or − (worse),
+        where the difference is significant; § where instances were invalid."""
+        out = []
+        for relation, symbol in (("baseline", "†"), ("twin", "‡")):
+            test = self.tests.get((i, j, relation))
+            if test is not None and test.significant:
+                out.append(symbol + test.mark())
+        if self.invalid[i, j]:
+            out.append("§")
+        return " ".join(out)
+
     def cell(self, i: int, j: int, digits: int = 3) -> str:
         m = self.mean[i, j]
         if math.isnan(m):
             return "—"
         text = f"{m:.{digits}f}"
-        if self.seeds[i, j] > 1:
-            text += f" ± {self.std[i, j]:.{digits}f}"
-        if self.invalid[i, j]:
-            text += " †"
-        return text
+        if self.seeds[i, j] > 1 and self.half is not None and math.isfinite(self.half[i, j]):
+            text += f" ± {self.half[i, j]:.{digits}f}"
+        marks = self.marks(i, j)
+        return f"{text} {marks}" if marks else text
 
     def markdown(self, digits: int = 3) -> str:
         ranks = self.ranks()
@@ -116,56 +134,190 @@ class Table:
                     text = f"<u>{text}</u>"
                 cells.append(text)
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
+        return "\n".join(lines + [""] + self.footnotes()).rstrip()
+
+    def footnotes(self) -> list[str]:
+        notes = []
+        most = int(self.seeds.max()) if self.seeds.size else 0
+        if most > 1:
+            notes.append(f"± half-width of the {LEVEL:.0%} Student-t interval of the mean over seeds (up to {most} "
+                         "seeds); a cell without ± comes from one seed (the baselines are deterministic).")
+        if self.tests:
+            notes.append(f"† / ‡: differs significantly (p < {ALPHA:g}) from the column's best baseline / the "
+                         "method's plain twin, + better, − worse; unmarked: no significant difference. Paired "
+                         "over (seed, instance), Wilcoxon signed-rank and a bootstrap interval of the mean "
+                         "difference that must exclude 0 (see table_significance.md).")
+            if most == 1:
+                notes.append("One seed: the interval resamples instances, not seeds, so no mark speaks to "
+                             "seed-to-seed variation.")
         if self.invalid.any():
             counted = self.invalid[:, :-1] if self.average else self.invalid
-            lines += ["", f"† some instances invalid for that method ({int(counted.sum())} in all); "
-                          "the mean is over the valid ones."]
-        return "\n".join(lines)
+            notes.append(f"§ some instances invalid for that method ({int(counted.sum())} in all); the mean is over "
+                         "the valid ones and the tests drop those pairs.")
+        return ["\n\n".join(notes)] if notes else []
+
+
+def _seed_stats(sums: dict, method: str, n_columns: int, average: bool) -> tuple:
+    """Per column: mean over seeds, std, t half-width, seeds, invalid (with the Avg. column last)."""
+    width = n_columns + (1 if average else 0)
+    mean, std, half = (np.full(width, math.nan) for _ in range(3))
+    seeds, invalid = np.zeros(width, int), np.zeros(width, int)
+    per_seed = defaultdict(dict)
+    for (mm, seed, j), (s, c, bad) in sums.items():
+        if mm == method:
+            invalid[j] += bad
+            if c:
+                per_seed[seed][j] = s / c
+    series = [[v[j] for v in per_seed.values() if j in v] for j in range(n_columns)]
+    if average:
+        series.append([np.mean([v[j] for j in range(n_columns)]) for v in per_seed.values()
+                       if all(j in v for j in range(n_columns))])
+        invalid[-1] = invalid[:-1].sum()
+    for j, vals in enumerate(series):
+        if vals:
+            mean[j], std[j], half[j], seeds[j] = np.mean(vals), np.std(vals), mean_half_width(vals), len(vals)
+    return mean, std, half, seeds, invalid
 
 
 def build_table(rows: Iterable[dict], columns: list[Column], *, title: str, methods: list[str] | None = None,
-                average: bool = True, rename: Mapping[str, str] | None = None) -> Table:
+                average: bool = True, rename: Mapping[str, str] | None = None, baselines: Iterable[str] = (),
+                twins: Mapping[str, str] | None = None) -> Table:
     """Aggregate per-instance ``rows`` (dicts with method, seed, family, params, metric, valid);
-    ``rename`` gives display names for some methods (e.g. the plain run as "w/o Robust Search")."""
+    ``rename`` gives display names for some methods (e.g. the plain run as "w/o Robust Search").
+
+    With ``baselines`` (names) and ``twins`` (method -> its plain twin), every other method's
+    cell is tested against the column's best baseline and against its twin.
+    """
+    rows = [dict(r, _params=parse_params(r.get("params", {}))) for r in rows]
+    members = [[j for j, col in enumerate(columns) if col.keep(r)] for r in rows]
     sums = defaultdict(lambda: [0.0, 0, 0])  # (method, seed, column) -> [sum, count, invalid]
     seen_methods = []
-    for raw in rows:
-        r = dict(raw)
-        r["_params"] = parse_params(r.get("params", {}))
+    for r, js in zip(rows, members):
         method = r["method"]
         if method not in seen_methods:
             seen_methods.append(method)
-        valid = str(r.get("valid", True)).lower() not in ("false", "0")
-        metric = float(r["metric"]) if valid else math.nan
-        for j, col in enumerate(columns):
-            if col.keep(r):
-                acc = sums[(method, str(r.get("seed", 0)), j)]
-                if valid and not math.isnan(metric):
-                    acc[0] += metric
-                    acc[1] += 1
-                else:
-                    acc[2] += 1
-    methods = methods or seen_methods
+        valid = row_is_valid(r)
+        for j in js:
+            acc = sums[(method, str(r.get("seed", 0)), j)]
+            if valid:
+                acc[0] += float(r["metric"])
+                acc[1] += 1
+            else:
+                acc[2] += 1
+    methods = list(methods or seen_methods)
+    baselines = [b for b in baselines if b in seen_methods]
+    stats = {m: _seed_stats(sums, m, len(columns), average) for m in dict.fromkeys(methods + baselines)}
+    mean, std, half, seeds, invalid = (np.array([stats[m][k] for m in methods]) for k in range(5))
     labels = [c.label for c in columns] + (["Avg."] if average else [])
-    n_m, n_c = len(methods), len(labels)
-    mean, std = np.full((n_m, n_c), math.nan), np.full((n_m, n_c), math.nan)
-    seeds, invalid = np.zeros((n_m, n_c), int), np.zeros((n_m, n_c), int)
-    for i, m in enumerate(methods):
-        per_seed = defaultdict(dict)
-        for (mm, seed, j), (s, c, bad) in sums.items():
-            if mm == m:
-                invalid[i, j] += bad
-                if c:
-                    per_seed[seed][j] = s / c
-        for j in range(len(columns)):
-            vals = [v[j] for v in per_seed.values() if j in v]
-            if vals:
-                mean[i, j], std[i, j], seeds[i, j] = np.mean(vals), np.std(vals), len(vals)
+
+    tests = {}
+    if baselines or twins:
+        slices = [[r for r, js in zip(rows, members) if j in js] for j in range(len(columns))]
         if average:
-            avgs = [np.mean([v[j] for j in range(len(columns))]) for v in per_seed.values()
-                    if all(j in v for j in range(len(columns)))]
-            if avgs:
-                mean[i, -1], std[i, -1], seeds[i, -1] = np.mean(avgs), np.std(avgs), len(avgs)
-            invalid[i, -1] = invalid[i, :-1].sum()
+            slices.append([r for r, js in zip(rows, members) if js])
+        for j, part in enumerate(slices):
+            best = _lowest({b: stats[b][0][j] for b in baselines})
+            for i, m in enumerate(methods):
+                if m in baselines or m not in seen_methods:
+                    continue
+                if best is not None:
+                    tests[(i, j, "baseline")] = compare_paired(part, m, best, "best baseline")
+                twin = (twins or {}).get(m)
+                if twin in seen_methods:
+                    tests[(i, j, "twin")] = compare_paired(part, m, twin, "plain twin", by_seed=True)
     shown = [(rename or {}).get(m, m) for m in methods]
-    return Table(title, shown, labels, mean, std, seeds, invalid, average)
+    return Table(title, shown, labels, mean, std, seeds, invalid, average, half, tests)
+
+
+def _lowest(values: Mapping[str, float]) -> str | None:
+    finite = {k: v for k, v in values.items() if math.isfinite(v)}
+    return min(finite, key=finite.get) if finite else None
+
+
+def best_baseline(rows: Iterable[dict], baselines: Iterable[str]) -> str | None:
+    """The baseline with the lowest mean metric over its valid results (the strongest comparator)."""
+    totals = defaultdict(list)
+    names = set(baselines)
+    for r in rows:
+        if r["method"] in names and row_is_valid(r):
+            totals[r["method"]].append(float(r["metric"]))
+    return _lowest({b: float(np.mean(v)) for b, v in totals.items()})
+
+
+def significance(rows: Iterable[dict], methods: Iterable[str], baselines: Iterable[str],
+                 twins: Mapping[str, str] | None = None) -> list[Comparison]:
+    """Every non-baseline method against the best baseline (over the whole suite) and against its
+    plain twin, paired over (seed, instance)."""
+    rows = list(rows)
+    baselines = list(baselines)
+    present = {r["method"] for r in rows}
+    best = best_baseline(rows, baselines)
+    out = []
+    for m in methods:
+        if m in baselines or m not in present:
+            continue
+        if best is not None:
+            out.append(compare_paired(rows, m, best, "best baseline"))
+        twin = (twins or {}).get(m)
+        if twin in present:
+            out.append(compare_paired(rows, m, twin, "plain twin", by_seed=True))
+    return out
+
+
+def _p(p: float) -> str:
+    return "—" if math.isnan(p) else "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _signed(x: float, digits: int) -> str:
+    return "—" if math.isnan(x) else f"{x:+.{digits}f}".replace("-", "−")
+
+
+def significance_markdown(comparisons: list[Comparison], title: str, digits: int = 3) -> str:
+    """One row per comparison: mean difference, interval, p, pairs, verdict in words."""
+    lines = [f"**{title}**", "",
+             "| Method | compared with | mean difference | 95 % CI | Wilcoxon p | pairs | seeds | verdict |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for c in comparisons:
+        pairs = f"{c.pairs}" + (f" ({c.dropped} dropped)" if c.dropped else "")
+        interval = "—" if math.isnan(c.low) else f"[{_signed(c.low, digits)}, {_signed(c.high, digits)}]"
+        lines.append(f"| {c.method} | {c.reference} ({c.relation}) | {_signed(c.mean, digits)} | {interval} | "
+                     f"{_p(c.p)} | {pairs} | {c.seeds} | {c.verdict} |")
+    over_instances = any(c.over == "instances" for c in comparisons)
+    lines += ["", "Difference = method − reference on the same instance (a baseline's value is repeated for "
+              "every seed; the plain twin is matched by seed); lower is better, so negative means the method "
+              f"is better. Significant: two-sided Wilcoxon signed-rank p < {ALPHA:g} over the (seed, instance) "
+              f"pairs and the {LEVEL:.0%} percentile bootstrap interval of the mean difference, resampling "
+              "seeds, excludes 0. Pairs with an invalid side are dropped and counted."]
+    if over_instances:
+        lines.append("With one seed the interval resamples instances only and says nothing about "
+                     "seed-to-seed variation.")
+    return "\n".join(lines)
+
+
+def significance_summary(comparisons: list[Comparison], seeds: int, digits: int = 3) -> list[str]:
+    """What is and what is not significant, in sentences (for report.md and the printed summary)."""
+    lines = []
+    for c in comparisons:
+        head = f"{c.method} vs {c.reference} ({c.relation})"
+        if c.pairs == 0:
+            lines.append(f"{head}: no valid pairs, nothing to test.")
+            continue
+        numbers = (f"mean difference {_signed(c.mean, digits)}, 95 % CI [{_signed(c.low, digits)}, "
+                   f"{_signed(c.high, digits)}], p {'= ' if c.p >= 0.001 else ''}{_p(c.p)}, {c.pairs} pairs")
+        if c.dropped:
+            numbers += f", {c.dropped} dropped as invalid"
+        if c.significant:
+            lines.append(f"{head}: **{c.direction}, significant** ({numbers}).")
+        elif c.verdict.startswith("no difference"):
+            lines.append(f"{head}: identical results on every pair.")
+        else:
+            lines.append(f"{head}: no significant difference ({numbers}); this difference is not established.")
+    if seeds == 1:
+        lines.append("One seed: the intervals resample instances, not seeds, so none of these differences is "
+                     "established across seeds.")
+    elif seeds < 5:
+        lines.append(f"Only {seeds} seeds: a difference is established only where it is marked significant above; "
+                     "the others cannot be told from seed noise. With so few seeds the bootstrap over seeds has "
+                     "few distinct resamples (with 3, its interval is about the range of the per-seed means), "
+                     "so even a significant verdict rests on few seeds; `raise-ahd compare` defaults to 5.")
+    return lines

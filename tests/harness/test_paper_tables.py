@@ -1,9 +1,11 @@
-"""The paper's table layouts: means over instances then seeds, best bold, second underlined."""
+"""The paper's table layouts: means over instances then seeds with their interval, best bold, second
+underlined, significant differences to the best baseline and the plain twin marked."""
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import pytest
 
 from raise_plugin.harness.paper_tables import build_table, family_columns, param_columns, size_columns
 
@@ -29,11 +31,13 @@ def test_means_spread_and_marks():
     a = t.methods.index("A")
     assert t.mean[a, 0] == 2.5 and t.std[a, 0] == 0.5 and t.seeds[a, 0] == 2  # seeds: 2.0 and 3.0
     assert t.mean[a, 2] == np.mean([2.0, 3.5])                               # Avg. per seed, then over seeds
+    # the half-width of the 95 % t interval over two seeds: t(0.975, 1) * s / sqrt(2), s = 0.5 * sqrt(2)
+    assert t.half[a, 0] == pytest.approx(12.7062047 * 0.5)
     ranks = t.ranks()
     assert list(ranks[:, 0]) == [1, 0, 2]     # Uniform: B best, A second
     assert list(ranks[:, 1]) == [1, 2, 0]     # Normal: C best, A second
     md = t.markdown()
-    assert "**1.000**" in md and "<u>2.500 ± 0.500</u>" in md
+    assert "**1.000**" in md and "<u>2.500 ± 6.353</u>" in md and "Student-t" in md
 
 
 def test_ties_share_a_mark_and_invalid_instances_are_flagged():
@@ -43,7 +47,7 @@ def test_ties_share_a_mark_and_invalid_instances_are_flagged():
                  "metric": "nan", "valid": "False"})
     t = build_table(rows, family_columns(["uniform"]), title="t", average=False)
     assert list(t.ranks()[:, 0]) == [0, 0, 1]
-    assert t.invalid[2, 0] == 1 and "†" in t.markdown()
+    assert t.invalid[2, 0] == 1 and "2.000 §" in t.markdown() and "§ some instances invalid" in t.markdown()
 
 
 def test_size_and_parameter_columns():

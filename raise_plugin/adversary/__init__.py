@@ -2,16 +2,19 @@
 
 ``search(task, priority, epsilon)`` is the one-call entry point; ``InnerGA`` is the
 ask/tell optimiser it drives; ``genes`` and ``projection`` hold the decoding and the
-eps-ball geometry.
+eps-ball geometry. ``default_draws(task)`` is the recommended number of instances
+drawn per candidate distribution (``draws=``) for a task.
 """
 from .ga import AskTell, InnerGA, evaluate_batch, optimise
 from .genes import BASES, GENES, bases, basis, flat_mixture, instance_length, mixture, weights
 from .projection import PROJECTIONS, Projection, distance, distances, nearest, project
-from .search import (CONSTRAINTS, ENCODINGS, NOISE, AdversarialResult, Adversary, Candidate,
-                     GenerationRecord, SearchConfig, instance_seed, sample_and_evaluate, search)
+from .search import (CONSTRAINTS, DEFAULT_DRAWS, ENCODINGS, NOISE, OBJECTIVES, AdversarialResult, Adversary,
+                     AdversaryReferenceError, Candidate, GenerationRecord, SearchConfig, default_draws,
+                     instance_seed, sample_and_evaluate, search)
 
 __all__ = ["search", "SearchConfig", "AdversarialResult", "Candidate", "GenerationRecord", "Adversary",
+           "AdversaryReferenceError", "default_draws", "DEFAULT_DRAWS",
            "InnerGA", "AskTell", "optimise", "evaluate_batch", "instance_seed", "sample_and_evaluate",
            "GENES", "BASES", "weights", "basis", "bases", "mixture", "flat_mixture", "instance_length",
            "PROJECTIONS", "Projection", "distance", "distances", "nearest", "project",
-           "ENCODINGS", "CONSTRAINTS", "NOISE"]
+           "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES"]

@@ -69,3 +69,11 @@ def short_obp():
     from tasks import get_task
     from tasks.obp.instances import weibull_instances
     return get_task("obp"), weibull_instances(count=3, num_items=300)
+
+
+@pytest.fixture(scope="session")
+def short_obp_1000():
+    """OBP with a reduced nominal set: 2 instances of 1000 Weibull items (C = 200)."""
+    from tasks import get_task
+    from tasks.obp.instances import weibull_instances
+    return get_task("obp"), weibull_instances(count=2, num_items=1000)

@@ -23,7 +23,8 @@ def register(sub) -> None:
     p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
     p.add_argument("--executor", default=None,
                    help="serial, process[:N] or dask://HOST:PORT / dask://local (default: a local process pool)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per instance (default 300)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds allowed per instance (default: the task's limit for the instance's size)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -56,6 +57,24 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
     return chosen
 
 
+def check_timeout(timeout) -> None:
+    if timeout is not None and not (0 < timeout < math.inf):
+        raise UserError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+
+
+def report_invalid(rows, names, out=None) -> None:
+    """One line per heuristic that failed somewhere: on how many instances, the first
+    reason, and how many of them were skipped after a failure that repeats."""
+    for h in names:
+        bad = [r for r in rows if r.heuristic == h and not r.valid]
+        if not bad:
+            continue
+        skipped = sum(1 for r in bad if r.skipped)
+        first = next((r.reason for r in bad if not r.skipped), bad[0].reason)
+        tail = f" ({skipped} skipped after it)" if skipped else ""
+        print(f"{h}: invalid on {len(bad)} instances: {first}{tail}", file=out)
+
+
 def run(args) -> int:
     task = resolve_task(args.task)
     heuristics = collect_heuristics(task, args.heuristics, args.baselines)
@@ -65,6 +84,7 @@ def run(args) -> int:
         datasets = task.test_suite()
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
+    check_timeout(args.timeout)
     rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
                           progress=not args.no_progress, executor=args.executor)
     names, ds, means = dataset_means(rows)
@@ -83,10 +103,7 @@ def run(args) -> int:
     body.append(["mean", ""] + overall)
     print(f"{task.name}: mean metric per dataset (lower is better)")
     print(render_table(["family", "sizes"] + names, body))
-    for h in names:
-        reasons = sorted({r.reason for r in rows if r.heuristic == h and not r.valid})
-        if reasons:
-            print(f"{h}: invalid on {sum(1 for r in rows if r.heuristic == h and not r.valid)} instances: {reasons[0]}")
+    report_invalid(rows, names)
     if args.out:
         write_rows_csv(rows, args.out)
         print(f"wrote {len(rows)} rows to {args.out}")

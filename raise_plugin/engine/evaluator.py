@@ -106,13 +106,21 @@ class Engine:
         limit = self.limits.timeout if timeout is None else timeout
         return self._submit_job(Job(self.task_name, spec, iset.id, iset.version, chosen, limit, stop_on_failure), iset)
 
-    def submit_each(self, program, instances, *, timeout: float | None = None) -> list[cf.Future]:
-        """One future per instance (each an ``EvalResult`` of one metric); the timeout is per instance."""
+    def submit_each(self, program, instances, *, timeout=None, fail_fast: bool = False) -> list[cf.Future]:
+        """One future per instance (each an ``EvalResult`` of one metric); the timeout is per instance.
+
+        ``timeout``: seconds for every instance, or one value per instance (default: the
+        engine's limit). ``fail_fast``: once the program fails in a way that repeats
+        (``FailureKind.REPEATING``: timeout, memory, does not compile, worker died, ...),
+        its instances not yet finished are not run: their futures resolve at once to
+        results marked ``skipped`` with that failure's kind and reason.
+        """
         spec = as_program(program)
         iset = self.instance_set(instances)
-        limit = self.limits.timeout if timeout is None else timeout
-        return [self._submit_job(Job(self.task_name, spec, iset.id, iset.version, (i,), limit, False), iset)
-                for i in range(len(iset))]
+        limits = self._timeouts(timeout, len(iset))
+        jobs = [Job(self.task_name, spec, iset.id, iset.version, (i,), limits[i], False) for i in range(len(iset))]
+        inner = [self._submit_job(job, iset) for job in jobs]
+        return _fail_fast(inner) if fail_fast else inner
 
     def evaluate(self, program, instances, **kwargs) -> EvalResult:
         return self.submit(program, instances, **kwargs).result()
@@ -144,6 +152,14 @@ class Engine:
             return count
         return int(split)
 
+    def _timeouts(self, timeout, count: int) -> list[float | None]:
+        if timeout is None or isinstance(timeout, (int, float)):
+            return [self.limits.timeout if timeout is None else float(timeout)] * count
+        values = [float(t) for t in timeout]
+        if len(values) != count:
+            raise ValueError(f"{len(values)} timeouts for {count} instances")
+        return values
+
     def _submit_job(self, job: Job, iset: InstanceSet) -> cf.Future:
         if hasattr(self.executor, "submit_job"):
             return self.executor.submit_job(job, iset)
@@ -173,6 +189,46 @@ def _gather(parts: list[cf.Future], start: float) -> cf.Future:
     for p in parts:
         p.add_done_callback(settle)
     return out
+
+
+def _fail_fast(inner: list[cf.Future]) -> list[cf.Future]:
+    """Futures mirroring ``inner`` until one result is a repeating failure; from then on the
+    unfinished ones resolve to skipped results and their queued jobs are cancelled (a job
+    already running finishes on its own; its result is dropped)."""
+    outer: list[cf.Future] = []
+    for _ in inner:
+        f: cf.Future = cf.Future()
+        f.set_running_or_notify_cancel()
+        outer.append(f)
+    lock = threading.Lock()
+    failure: list[EvalResult] = []
+
+    def settle(index: int, fut: cf.Future) -> None:
+        try:
+            result = fut.result()
+        except cf.CancelledError:
+            return  # cancelled below: its outer future is already settled
+        except BaseException as exc:  # noqa: BLE001 - delivered through the future
+            with lock:
+                if not outer[index].done():
+                    outer[index].set_exception(exc)
+            return
+        with lock:
+            if outer[index].done():
+                return
+            outer[index].set_result(result)
+            if failure or result.kind not in FailureKind.REPEATING:
+                return
+            failure.append(result)
+            pending = [k for k, f in enumerate(outer) if not f.done()]
+            for k in pending:
+                outer[k].set_result(EvalResult.skipped_after(result))
+        for k in pending:
+            inner[k].cancel()
+
+    for index, fut in enumerate(inner):
+        fut.add_done_callback(lambda f, i=index: settle(i, f))
+    return outer
 
 
 class EngineEvaluator:

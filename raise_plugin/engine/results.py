@@ -20,6 +20,10 @@ class FailureKind:
     TAMPERED = "tampered"      # the program modified the cached instance data
     ERROR = "error"            # anything else (the task itself raised)
 
+    # Failures that would repeat on every other instance of the same program: once one
+    # happens, the program's remaining instances of that evaluation are skipped.
+    REPEATING = frozenset({PROGRAM, TIMEOUT, MEMORY, WORKER_DIED, PROCESSES, TAMPERED})
+
 
 @dataclass(frozen=True)
 class EvalResult:
@@ -28,7 +32,9 @@ class EvalResult:
     ``metrics[i]`` is the metric (lower is better) on the i-th instance of the job, NaN
     where it failed or was not reached; ``reasons[i]`` is "" or why it failed. ``valid``
     is true when every instance gave a finite metric; ``reason`` and ``kind`` describe
-    the first failure. ``seconds`` is the wall time seen by the caller.
+    the first failure. ``seconds`` is the wall time seen by the caller. ``skipped``: not
+    run at all, because the program already failed in a way that repeats (``reason`` then
+    starts with ``"skipped: "`` and names that failure).
     """
 
     metrics: tuple[float, ...]
@@ -37,6 +43,7 @@ class EvalResult:
     kind: str = FailureKind.OK
     reason: str = ""
     worker: int | None = field(default=None, compare=False)
+    skipped: bool = False
 
     @property
     def valid(self) -> bool:
@@ -46,9 +53,15 @@ class EvalResult:
     def failed(cls, count: int, kind: str, reason: str, seconds: float = 0.0, worker: int | None = None):
         return cls((math.nan,) * count, (reason,) * count, seconds, kind, reason, worker)
 
+    @classmethod
+    def skipped_after(cls, failure: "EvalResult", count: int = 1) -> "EvalResult":
+        """Not run: ``failure`` (a repeating failure of the same program) came first."""
+        reason = f"skipped: {failure.reason}"
+        return cls((math.nan,) * count, (reason,) * count, 0.0, failure.kind, reason, None, True)
+
     def with_seconds(self, seconds: float, worker: int | None = None) -> "EvalResult":
         return EvalResult(self.metrics, self.reasons, seconds, self.kind, self.reason,
-                          self.worker if worker is None else worker)
+                          self.worker if worker is None else worker, self.skipped)
 
     @classmethod
     def combine(cls, parts: list["EvalResult"], seconds: float) -> "EvalResult":

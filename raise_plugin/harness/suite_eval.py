@@ -1,9 +1,11 @@
 """Evaluate heuristics (program text or baselines) on every instance of a suite, in parallel.
 
 Each (heuristic, instance) evaluation is a job of the evaluation engine: it runs in a
-sandboxed worker process with a wall-clock limit per instance; a failure becomes a row
-with ``valid=False`` and its reason, never a crash. The suite's instances are sent to
-each worker once.
+sandboxed worker process with a wall-clock limit per instance (by default the task's,
+``Task.instance_timeout``); a failure becomes a row with ``valid=False`` and its reason,
+never a crash. A heuristic that fails in a way that repeats (times out, does not compile,
+kills its worker, exhausts memory) is not run on its remaining instances: those rows say
+they were skipped. The suite's instances are sent to each worker once.
 """
 from __future__ import annotations
 
@@ -50,24 +52,38 @@ class Row:
     valid: bool
     reason: str = ""
 
+    @property
+    def skipped(self) -> bool:
+        """Not run: the heuristic had already failed in a way that repeats."""
+        return self.reason.startswith("skipped: ")
+
     def as_dict(self) -> dict:
         return asdict(self)
 
 
 def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *, workers: int | None = None,
-                   timeout: float | None = 300.0, progress: bool = True, executor=None,
-                   limits: SandboxLimits | None = None) -> list[Row]:
+                   timeout: float | None = None, progress: bool = True, executor=None,
+                   limits: SandboxLimits | None = None, fail_fast: bool = True) -> list[Row]:
     """Every heuristic on every instance of ``datasets``; rows in a deterministic order.
 
     ``executor``: an executor spec (``"serial"``, ``"process:N"``, ``"dask://HOST:PORT"``, ...)
     or object; by default a process pool of ``workers`` sandboxed workers (one per core).
-    ``timeout`` is per instance.
+    ``timeout``: seconds per instance (default: the task's ``instance_timeout`` of each
+    instance). ``fail_fast``: skip a heuristic's remaining instances after a repeating
+    failure (``FailureKind.REPEATING``).
     """
+    from tasks import get_task
     heuristics = list(heuristics)
     datasets = list(datasets)
     instances = [inst for d in datasets for inst in d.instances]
     if executor is None:
         executor = f"process:{max(1, int(workers))}" if workers is not None else "process"
+    if timeout is None:
+        task = get_task(task_name)
+        timeouts = [task.instance_timeout(inst) for inst in instances]
+        timeout = max(timeouts, default=None)
+    else:
+        timeouts = [float(timeout)] * len(instances)
     base = limits or SandboxLimits()
     limits = dataclasses.replace(base, timeout=timeout)
     results: dict[tuple[int, int], tuple[float, str]] = {}
@@ -76,7 +92,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     with Engine(task_name, executor, limits=limits) as engine:
         futures = {}
         for h_index, h in enumerate(heuristics):
-            for i, fut in enumerate(engine.submit_each(h.spec, instances)):
+            for i, fut in enumerate(engine.submit_each(h.spec, instances, timeout=timeouts, fail_fast=fail_fast)):
                 futures[fut] = (h_index, i)
         for fut in cf.as_completed(futures):
             result = fut.result()

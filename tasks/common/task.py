@@ -30,7 +30,8 @@ class Task(ABC):
     task_description: str
     baselines: dict[str, Callable]
     nominal_params: dict[str, Any]
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = 60.0       # one evaluation on the whole nominal set (the host's limit)
+    instance_timeout_floor: float = 10.0  # no instance gets less, however small
 
     # -- instances -------------------------------------------------------------
     @abstractmethod
@@ -133,6 +134,24 @@ class Task(ABC):
 
         Raises ``HeuristicError`` with a one-line reason when the heuristic fails.
         """
+
+    def instance_work(self, instance: Instance) -> float:
+        """How much work evaluating a heuristic on ``instance`` takes, in the task's own unit
+        (heuristic calls times candidates per call); only ratios between instances matter."""
+        return float(self.instance_length(instance))
+
+    def instance_timeout(self, instance: Instance) -> float:
+        """The default wall-clock limit, in seconds, for one heuristic on ``instance``.
+
+        The nominal set's limit (``timeout_seconds``) shared equally among its instances,
+        scaled by the instance's work relative to a nominal instance, and never below
+        ``instance_timeout_floor``. A constant of the task, not a measurement, so the same
+        heuristic gets the same limit on a busy machine as on an idle one.
+        """
+        nominal = self.nominal_instances()
+        share = self.timeout_seconds / len(nominal)
+        ratio = self.instance_work(instance) / self.instance_work(nominal[0])
+        return max(float(self.instance_timeout_floor), share * ratio)
 
     def evaluation(self, instances: list[Instance] | None = None, **kwargs):
         """The host ``Evaluation`` over ``instances`` (the nominal set by default)."""

@@ -52,6 +52,10 @@ class OJSPTask(Task):
     def nominal_length(self) -> int:
         return _inst.NOMINAL_JOBS
 
+    def instance_work(self, instance: dict) -> float:
+        # one decision per operation (J * M), each among at most J candidates
+        return float(instance["num_jobs"]) ** 2 * float(instance["num_machines"])
+
     def high_of(self, params) -> int:
         return _inst.MAX_DURATION
 

@@ -47,6 +47,10 @@ class OVRPTask(Task):
     def nominal_length(self) -> int:
         return _inst.NUM_CUSTOMERS
 
+    def instance_work(self, instance: dict) -> float:
+        # one decision per customer, among about one insertion per stop and per route
+        return float(instance["num_customers"]) * (float(instance["num_customers"]) + float(instance["vehicles"]))
+
     @property
     def length_can_change(self) -> bool:
         return False

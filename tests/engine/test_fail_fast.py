@@ -1,0 +1,99 @@
+"""A program that fails in a way that repeats is not run on its other instances; limits come from the task."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from raise_plugin.engine import Engine, EvalResult, FailureKind, ProcessExecutor, SandboxLimits
+from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from tasks import get_task, list_tasks
+from tasks.common.suite import Dataset
+
+from .conftest import BEST_FIT
+
+LOOP = "def priority(item, bins):\n    while True:\n        pass\n"
+LIMITS = SandboxLimits(timeout=60, memory_mb=512)
+
+
+@pytest.fixture(scope="module")
+def many(task):
+    rng = np.random.default_rng(11)
+    return [task.make_instance(rng.integers(1, 100, size=40), rng, capacity=100) for _ in range(8)]
+
+
+def test_after_a_timeout_the_remaining_instances_are_skipped_not_run(many):
+    with ProcessExecutor(1, LIMITS) as pool:
+        engine = Engine("obp", pool, limits=LIMITS)
+        results = [f.result() for f in engine.submit_each(LOOP, many, timeout=1.0, fail_fast=True)]
+        assert pool.restarts() <= 1  # one worker killed by one timeout: nothing else ran to its limit
+    assert results[0].kind == FailureKind.TIMEOUT and not results[0].skipped
+    assert all(r.skipped and r.kind == FailureKind.TIMEOUT for r in results[1:])
+    assert all(r.reason == "skipped: timed out after 1 s" and math.isnan(r.metrics[0]) for r in results[1:])
+
+
+@pytest.mark.parametrize("code, kind", [
+    ("def priority(item, bins)\n    return bins\n", FailureKind.PROGRAM),
+    ("import os\n\ndef priority(item, bins):\n    os._exit(3)\n", FailureKind.WORKER_DIED),
+    ("import numpy as np\n\ndef priority(item, bins):\n    x = np.ones(20 * 10**9 // 8)\n    return -bins\n",
+     FailureKind.MEMORY),
+])
+def test_repeating_failures_skip_the_rest(pool, many, code, kind):
+    results = [f.result() for f in Engine("obp", pool, limits=LIMITS).submit_each(code, many, fail_fast=True)]
+    assert {r.kind for r in results} == {kind}
+    assert sum(not r.skipped for r in results) <= pool.workers  # at most one per worker actually ran
+    assert sum(r.skipped for r in results) >= len(many) - pool.workers
+
+
+def test_a_failure_on_one_instance_only_does_not_skip_the_others(pool, task, many):
+    picky = ("import numpy as np\n\ndef priority(item, bins):\n"
+             "    if len(bins) and bins.max() == 100 and item == 1:\n        raise ValueError('one instance')\n"
+             "    return -bins\n")
+    results = [f.result() for f in Engine("obp", pool, limits=LIMITS).submit_each(picky, many, fail_fast=True)]
+    assert not any(r.skipped for r in results)
+    assert {r.kind for r in results} <= {FailureKind.OK, FailureKind.HEURISTIC}
+    expected = [task.evaluate(task.baselines["BestFit"], s) for s in many]
+    for r, e in zip(results, expected):
+        assert not r.valid or r.metrics[0] == e
+
+
+def test_without_fail_fast_every_instance_runs(pool, many):
+    code = "def priority(item, bins)\n    return bins\n"
+    results = [f.result() for f in Engine("obp", pool, limits=LIMITS).submit_each(code, many)]
+    assert not any(r.skipped for r in results) and {r.kind for r in results} == {FailureKind.PROGRAM}
+
+
+def test_timeouts_per_instance_must_match_the_instances(pool, many):
+    with pytest.raises(ValueError, match="timeouts"):
+        Engine("obp", pool, limits=LIMITS).submit_each(BEST_FIT, many, timeout=[1.0, 2.0])
+
+
+def test_a_skipped_result_keeps_kind_and_reason_of_the_failure():
+    failure = EvalResult.failed(1, FailureKind.TIMEOUT, "timed out after 3 s", 3.0)
+    skipped = EvalResult.skipped_after(failure)
+    assert skipped.skipped and not skipped.valid and skipped.kind == FailureKind.TIMEOUT
+    assert skipped.reason == "skipped: timed out after 3 s" and skipped.with_seconds(1.0).skipped
+
+
+@pytest.mark.parametrize("name", list_tasks())
+def test_the_task_limit_grows_with_the_instance_and_has_a_floor(name):
+    task = get_task(name)
+    nominal = task.nominal_instances()
+    assert task.instance_timeout(nominal[0]) == pytest.approx(
+        max(task.instance_timeout_floor, task.timeout_seconds / len(nominal)))
+    by_work = sorted((task.instance_work(s), task.instance_timeout(s)) for d in task.test_suite() for s in d.instances)
+    limits = [t for _, t in by_work]
+    assert limits == sorted(limits) and min(limits) >= task.instance_timeout_floor
+
+
+def test_suite_evaluation_uses_the_task_limit_and_marks_skipped_rows(monkeypatch, many):
+    task_class = type(get_task("obp"))
+    monkeypatch.setattr(task_class, "instance_timeout", lambda self, instance: 1.5)
+    data = [Dataset("small", {"n": 40}, many)]
+    rows = evaluate_suite("obp", [Heuristic("loop", code=LOOP), Heuristic("BestFit", baseline="BestFit")], data,
+                          executor="process:1", progress=False)
+    loop = [r for r in rows if r.heuristic == "loop"]
+    assert loop[0].reason == "timed out after 1.5 s" and not loop[0].skipped
+    assert all(r.skipped and not r.valid and r.reason == "skipped: timed out after 1.5 s" for r in loop[1:])
+    assert all(r.valid for r in rows if r.heuristic == "BestFit")

@@ -1,8 +1,10 @@
-"""``raise-ahd compare``: plain and robust methods plus baselines in one harness, with the paper's tables."""
+"""``raise-ahd compare``: plain and robust methods plus baselines in one harness, with the paper's tables
+and paired tests of every method against the best baseline and its plain twin."""
 from __future__ import annotations
 
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import CompareConfig, run_compare
+from raise_plugin.harness.paper_tables import significance_summary
 
 
 def add_compare_arguments(p, **defaults) -> None:
@@ -14,7 +16,8 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--ablations", action="store_true", help="also run the paper's three component ablations")
     p.add_argument("--budget", type=int, default=defaults.get("budget", 1000), help="samples per run (N_max)")
     p.add_argument("--pop-size", type=int, default=defaults.get("pop_size", 10))
-    p.add_argument("--seeds", type=int, default=defaults.get("seeds", 1), help="number of seeds (0..N-1)")
+    p.add_argument("--seeds", type=int, default=defaults.get("seeds", 5),
+                   help="number of seeds (0..N-1; default 5: fewer cannot tell most differences from seed noise)")
     p.add_argument("--llm", default="offline", help="offline (default), openai[:MODEL] or replay:FILE")
     p.add_argument("--tau", type=int, default=defaults.get("tau", 5), help="refresh interval in generations")
     p.add_argument("--inner-population", type=int, default=8, help="P_in (default 8)")
@@ -50,9 +53,14 @@ def config_from(args) -> CompareConfig:
 
 
 def run(args) -> int:
-    result = run_compare(config_from(args))
+    config = config_from(args)
+    result = run_compare(config)
     for name, table in result.tables.items():
         print()
         print(table.markdown())
+    if result.comparisons:
+        print("\nWhat is significant (paired over seed and instance, p < 0.05 and a 95 % interval excluding 0):")
+        for line in significance_summary(result.comparisons, len(config.seeds)):
+            print(f"- {line.replace('**', '')}")
     print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")
     return 0

@@ -9,7 +9,7 @@ finished training runs, resumes interrupted ones, and re-uses evaluated results.
       runs/<variant>-seed<S>/     one run directory per training run (see raise_plugin.rundir)
       results/<variant>-seed<S>.csv, results/baseline-<name>.csv
       results.csv                 every (method, seed, dataset, instance) result
-      table*.md                   the paper's tables
+      table*.md                   the paper's tables; table_significance.md, the paired tests
       convergence.png, adversarial_distributions.png
       report.md
 """
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Iterable
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.paper_tables import Table, build_table, family_columns, param_columns, size_columns
+from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, param_columns, significance,
+                                               significance_markdown, significance_summary, size_columns)
 from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from tasks import get_task
 from tasks.common.suite import Dataset
@@ -82,7 +83,7 @@ class CompareConfig:
     ablations: bool = False
     budget: int = 1000
     pop_size: int = 10
-    seeds: tuple = (0,)
+    seeds: tuple = (0, 1, 2, 3, 4)
     llm: str = "offline"
     out: str = "compare-out"
     tau: int = 5
@@ -130,6 +131,7 @@ class CompareResult:
     rows: list[dict]
     tables: dict[str, Table]
     files: list[Path] = field(default_factory=list)
+    comparisons: list = field(default_factory=list)  # stats.Comparison: each method vs best baseline and plain twin
 
 
 def _say(message: str, quiet: bool) -> None:
@@ -205,36 +207,38 @@ def _evaluate_cell(config: CompareConfig, heuristic: Heuristic, path: Path, meth
 
 
 def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_rows: list[str],
-                 ablation_names: dict[str, str] | None = None) -> dict[str, Table]:
-    """The paper's layouts that apply to the task and to the datasets present."""
+                 ablation_names: dict[str, str] | None = None, *, baselines=(), twins=None) -> dict[str, Table]:
+    """The paper's layouts that apply to the task and to the datasets present; with ``baselines``
+    and ``twins`` (method -> plain twin) every cell is tested against both."""
     from raise_plugin.harness.paper_tables import parse_params
+    tested = {"baselines": baselines, "twins": twins}
     present = [parse_params(r["params"]) for r in rows]
     tables: dict[str, Table] = {}
     if task_name == "obp":
         if any(p.get("n") == 5000 and p.get("C") == 200 for p in present):
             tables["table1_per_distribution"] = build_table(
-                rows, family_columns(n=5000, C=200), methods=order,
+                rows, family_columns(n=5000, C=200), **tested, methods=order,
                 title="Table 1: OBP waste ratio (%) per distribution at n=5000, C=200 (lower is better)")
         combos = sorted({(p["C"], p["n"]) for p in present if "C" in p and "n" in p})
         tables["table2_per_size"] = build_table(
-            rows, size_columns(("C", "n"), combos), methods=order, average=False,
+            rows, size_columns(("C", "n"), combos), **tested, methods=order, average=False,
             title="Table 2: OBP waste ratio (%) per size, averaged over the five distributions")
     elif task_name == "ojsp":
         machines = sorted({p["M"] for p in present if "M" in p})
         tables["table3_ojsp"] = build_table(
-            rows, param_columns("M", machines, lambda v: f"{v}-machine"), methods=order, average=False,
+            rows, param_columns("M", machines, lambda v: f"{v}-machine"), **tested, methods=order, average=False,
             title="Table 3 (OJSP): normalised makespan per machine count (mean over distributions and job counts)")
     elif task_name == "ovrp":
         fleets = sorted({p["V"] for p in present if "V" in p})
         tables["table3_ovrp"] = build_table(
-            rows, param_columns("V", fleets, lambda v: f"{v}-vehicle"), methods=order, average=False,
+            rows, param_columns("V", fleets, lambda v: f"{v}-vehicle"), **tested, methods=order, average=False,
             title="Table 3 (OVRP): route length / Clarke-Wright per fleet size (mean over distributions)")
     tables["table_all_distributions"] = build_table(
-        rows, family_columns(), methods=order,
+        rows, family_columns(), **tested, methods=order,
         title=f"{task_name}: metric per distribution, averaged over all sizes (lower is better)")
     if ablation_rows:
         tables["table4_ablation"] = build_table(
-            rows, family_columns(), methods=ablation_rows, rename=ablation_names,
+            rows, family_columns(), **tested, methods=ablation_rows, rename=ablation_names,
             title="Table 4: ablations, metric per distribution averaged over all sizes (lower is better)")
     return tables
 
@@ -284,12 +288,19 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
             ablation_names[METHOD_LABELS.get(m, m)] = f"{METHOD_LABELS.get(m, m)} (= RAISE w/o Robust Search)"
             ablation_rows += [v.label for v in variants if v.method == m and v.kind == "ablation"]
             ablation_rows.append(f"RAISE-{METHOD_LABELS.get(m, m)} (eps={first:g})")
-    tables = paper_tables(task.name, rows, order, ablation_rows, ablation_names)
+    baselines = list(task.baselines)
+    twins = {v.label: METHOD_LABELS.get(v.method, v.method) for v in variants if v.kind != "plain"}
+    tables = paper_tables(task.name, rows, order, ablation_rows, ablation_names, baselines=baselines, twins=twins)
     files = [out / "results.csv"]
     for name, table in tables.items():
         path = out / f"{name}.md"
         path.write_text(table.markdown() + "\n")
         files.append(path)
+    comparisons = significance(rows, [v.label for v in variants], baselines, twins)
+    (out / "table_significance.md").write_text(significance_markdown(
+        comparisons, f"{task.name}: each method against the best baseline and its plain twin, whole test suite")
+        + "\n")
+    files.append(out / "table_significance.md")
 
     robust_runs = {f"{v.label}, seed {config.seeds[0]}": RunLog.load(run_dirs[(v.key, config.seeds[0])])
                    for v in variants if v.kind == "robust"}
@@ -299,13 +310,13 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
         plot_adversarial_distributions(task, robust_runs, out / "adversarial_distributions.png")
         figures = [out / "convergence.png", out / "adversarial_distributions.png"]
     files += figures
-    report = _report(config, task, variants, tables, figures, run_dirs)
+    report = _report(config, task, variants, tables, figures, run_dirs, comparisons)
     (out / "report.md").write_text(report)
     files.append(out / "report.md")
-    return CompareResult(out, rows, tables, files)
+    return CompareResult(out, rows, tables, files, comparisons)
 
 
-def _report(config, task, variants, tables, figures, run_dirs) -> str:
+def _report(config, task, variants, tables, figures, run_dirs, comparisons=()) -> str:
     lines = [f"# RAISE compare on {task.name}", "",
              f"Methods {', '.join(config.methods)}; eps {', '.join(f'{e:g}' for e in config.epsilons)}; "
              f"budget {config.budget} samples, population {config.pop_size}, tau {config.tau}, "
@@ -314,6 +325,11 @@ def _report(config, task, variants, tables, figures, run_dirs) -> str:
     if config.llm == "offline":
         lines += ["> No LLM was used: programs came from the offline program sampler, an LLM-free search "
                   "that rewrites parent programs. Results show the harness, not what an LLM would reach.", ""]
+    if comparisons:
+        lines += ["## What is significant", ""]
+        lines += [f"- {s}" for s in significance_summary(comparisons, len(config.seeds))]
+        lines += ["", "([table_significance.md](table_significance.md): mean differences, 95 % intervals, "
+                  "Wilcoxon p and pairs; how they are computed: docs/harness.md)", ""]
     lines += ["## Tables", ""]
     for name, table in tables.items():
         lines += [table.markdown(), "", f"([{name}.md]({name}.md))", ""]

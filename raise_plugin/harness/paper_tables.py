@@ -140,8 +140,9 @@ class Table:
         notes = []
         most = int(self.seeds.max()) if self.seeds.size else 0
         if most > 1:
-            notes.append(f"± half-width of the {LEVEL:.0%} Student-t interval of the mean over seeds (up to {most} "
-                         "seeds); a cell without ± comes from one seed (the baselines are deterministic).")
+            notes.append(f"± half-width of the {LEVEL * 100:g} % Student-t interval of the mean over seeds "
+                         f"(up to {most} seeds); a cell without ± comes from one seed (the baselines are "
+                         "deterministic).")
         if self.tests:
             notes.append(f"† / ‡: differs significantly (p < {ALPHA:g}) from the column's best baseline / the "
                          "method's plain twin, + better, − worse; unmarked: no significant difference. Paired "
@@ -286,7 +287,7 @@ def significance_markdown(comparisons: list[Comparison], title: str, digits: int
     lines += ["", "Difference = method − reference on the same instance (a baseline's value is repeated for "
               "every seed; the plain twin is matched by seed); lower is better, so negative means the method "
               f"is better. Significant: two-sided Wilcoxon signed-rank p < {ALPHA:g} over the (seed, instance) "
-              f"pairs and the {LEVEL:.0%} percentile bootstrap interval of the mean difference, resampling "
+              f"pairs and the {LEVEL * 100:g} % percentile bootstrap interval of the mean difference, resampling "
               "seeds, excludes 0. Pairs with an invalid side are dropped and counted."]
     if over_instances:
         lines.append("With one seed the interval resamples instances only and says nothing about "
@@ -310,6 +311,10 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
             lines.append(f"{head}: **{c.direction}, significant** ({numbers}).")
         elif c.verdict.startswith("no difference"):
             lines.append(f"{head}: identical results on every pair.")
+        elif c.p < c.alpha:
+            lines.append(f"{head}: no significant difference ({numbers}): the test over pairs rejects, but the "
+                         "interval over seeds includes 0, so the difference depends on the seed and is not "
+                         "established.")
         else:
             lines.append(f"{head}: no significant difference ({numbers}); this difference is not established.")
     if seeds == 1:

@@ -29,11 +29,29 @@ def test_every_table_and_figure_is_written(compared):
     out = compared.out
     names = {p.name for p in compared.files}
     assert {"results.csv", "table3_ovrp.md", "table_all_distributions.md", "table4_ablation.md",
-            "convergence.png", "adversarial_distributions.png", "report.md"} <= names
+            "table_significance.md", "convergence.png", "adversarial_distributions.png", "report.md"} <= names
     for png in ("convergence.png", "adversarial_distributions.png"):
         assert (out / png).read_bytes()[:8] == PNG
     report = (out / "report.md").read_text()
     assert "No LLM was used" in report and "table3_ovrp.md" in report and "convergence.png" in report
+    assert "## What is significant" in report and "Only 2 seeds" in report
+
+
+def test_every_method_is_tested_against_the_best_baseline_and_its_plain_twin(compared):
+    tests = {(c.method, c.relation): c for c in compared.comparisons}
+    # the plain run has no twin; the robust run and the three ablations have the plain run as twin
+    assert ("EoH", "best baseline") in tests and ("EoH", "plain twin") not in tests
+    assert tests[("RAISE-EoH (eps=0.002)", "plain twin")].reference == "EoH"
+    assert len(compared.comparisons) == 5 + 4
+    assert {c.reference for c in compared.comparisons if c.relation == "best baseline"} == {"SP-Insert"}
+    for c in compared.comparisons:
+        assert c.pairs + c.dropped == 2 * 15 and c.seeds <= 2 and c.over == "seeds"
+    table = (compared.out / "table_significance.md").read_text()
+    assert table.count("| RAISE-EoH (eps=0.002) |") == 2 and "Wilcoxon p" in table
+    t3 = compared.tables["table3_ovrp"]
+    i = t3.methods.index("RAISE-EoH (eps=0.002)")
+    assert t3.tests[(i, 0, "twin")].reference == "EoH" and t3.tests[(i, 0, "baseline")].reference == "SP-Insert"
+    assert (0, 0, "baseline") not in t3.tests  # baselines are not tested against themselves
 
 
 def test_rows_and_columns(compared):

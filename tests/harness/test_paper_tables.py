@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from raise_plugin.harness.paper_tables import build_table, family_columns, param_columns, size_columns
+from raise_plugin.harness.paper_tables import (build_table, family_columns, param_columns, significance,
+                                               significance_markdown, significance_summary, size_columns)
 
 
 def rows_for(method, seed, values):
@@ -61,3 +62,43 @@ def test_size_and_parameter_columns():
     assert t.columns == ["10-machine", "20-machine"] and list(t.mean[0]) == [1.5, 2.5]
     empty = build_table(jsp, param_columns("M", [30]), title="t", average=False)
     assert math.isnan(empty.mean[0, 0]) and "—" in empty.markdown()
+
+
+def seeded(method, seeds, shift, noise=0.001):
+    """Five uniform instances per seed around a common profile, moved by ``shift``, with some noise."""
+    rng = np.random.default_rng(7)
+    base = rng.uniform(1.0, 2.0, size=5)
+    out = []
+    for s in seeds:
+        jitter = np.random.default_rng([s, sum(map(ord, method))]).normal(0, noise, size=5)
+        out += rows_for(method, s, {("uniform", 1, 1): list(base + shift + jitter)})
+    return out
+
+
+def test_significant_cells_are_marked_with_their_direction():
+    rows = (seeded("Base", [0], 0.0, noise=0) + seeded("Other", [0], 0.5) + seeded("Plain", range(5), -0.1)
+            + seeded("Robust", range(5), 0.05) + seeded("Level", range(5), 0.0, noise=0.2))
+    t = build_table(rows, family_columns(["uniform"]), title="t", average=False, baselines=["Base", "Other"],
+                    twins={"Robust": "Plain"})
+    cell = {m: t.cell(i, 0) for i, m in enumerate(t.methods)}
+    assert cell["Plain"].endswith("†+")               # better than the best baseline
+    assert cell["Robust"].endswith("†− ‡−")           # worse than both
+    assert "†" not in cell["Base"] and "‡" not in cell["Plain"]
+    level = t.tests[(t.methods.index("Level"), 0, "baseline")]
+    assert level.reference == "Base" and not level.significant and "†" not in cell["Level"]
+    assert "† / ‡" in t.markdown()
+
+
+def test_significance_in_words_says_what_is_not_established():
+    rows = seeded("Base", [0], 0.0) + seeded("Plain", range(3), -0.1) + seeded("Robust", range(3), -0.1)
+    comparisons = significance(rows, ["Plain", "Robust"], ["Base"], {"Robust": "Plain"})
+    assert [(c.method, c.relation) for c in comparisons] == [
+        ("Plain", "best baseline"), ("Robust", "best baseline"), ("Robust", "plain twin")]
+    words = significance_summary(comparisons, seeds=3)
+    assert "better, significant" in words[0] and "no significant difference" in words[2]
+    assert words[-1].startswith("Only 3 seeds") and "not established" not in words[0]
+    assert "not established" in words[2]
+    one = significance_summary(significance(seeded("Base", [0], 0) + seeded("A", [0], -0.1), ["A"], ["Base"]), 1)
+    assert "One seed" in one[-1]
+    table = significance_markdown(comparisons, "t")
+    assert "| Robust | Plain (plain twin) |" in table and "better, significant" in table

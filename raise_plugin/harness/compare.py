@@ -25,6 +25,7 @@ from typing import Iterable
 from raise_plugin.errors import UserError
 from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, param_columns, significance,
                                                significance_markdown, significance_summary, size_columns)
+from raise_plugin.harness.selection import selects_on
 from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from tasks import get_task
 from tasks.common.suite import Dataset
@@ -170,6 +171,7 @@ def train(config: CompareConfig, variant: Variant, seed: int, quiet: bool = Fals
     return path
 
 
+@selects_on("nominal", "robust")  # the run's best on the set it trained on (grown by adversarial instances with RAISE)
 def best_program(run_dir: Path) -> str | None:
     data = json.loads((run_dir / "summary.json").read_text())
     best = data.get("best") or {}

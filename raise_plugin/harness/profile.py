@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from raise_plugin.harness.selection import selects_on
 from raise_plugin.harness.suite_eval import Heuristic, default_workers
 from tasks import get_task
 from tasks.common.errors import HeuristicError
@@ -94,6 +95,7 @@ def _nominal_mean(task_name: str, heuristic: Heuristic) -> float:
         return float("nan")
 
 
+@selects_on("nominal")  # compares heuristics around the nominal set
 def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: list[float], seeds: list[int], *,
                        population: int = 8, generations: int = 4, workers: int | None = None,
                        progress: bool = True, **switches) -> Profile:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from raise_plugin.harness.selection import selects_on
 from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from raise_plugin.programs import ProgramError, compile_priority
 from tasks import get_task
@@ -73,6 +74,7 @@ def _metrics(task_name: str, programs: list[RankedProgram], instances: list, wor
     return out
 
 
+@selects_on("robust")  # ranks on the nominal set grown by adversarial instances
 def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.002, refreshes: int = 3,
            top: int = 20, aggregation: str = "mean", seed: int = 0, population: int = 8, generations: int = 4,
            workers: int | None = None, progress: bool = True) -> dict:

@@ -1,9 +1,10 @@
 """``raise-ahd profile``: how badly a heuristic can fail near the nominal data, as eps grows."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from raise_plugin.commands.evaluate import resolve_task
+from raise_plugin.commands.evaluate import check_timeout, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness.profile import robustness_profile, save_profile
 from raise_plugin.harness.suite_eval import Heuristic
@@ -22,6 +23,9 @@ def register(sub) -> None:
     p.add_argument("--generations", type=int, default=4, help="inner generations G_in (default 4)")
     p.add_argument("--projection", choices=("paper", "sphere"), default="paper")
     p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds allowed per instance (default: the task's); a search may take that "
+                        "times the instances it evaluates")
     p.add_argument("--out", default="profile-out", help="output directory (default profile-out)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -42,6 +46,9 @@ def run(args) -> int:
     epsilons = parse_eps(args.eps)
     if args.seeds < 1 or args.population < 2 or args.generations < 1:
         raise UserError("--seeds must be >= 1, --population >= 2 and --generations >= 1")
+    if args.workers is not None and args.workers < 1:
+        raise UserError("--workers must be at least 1")
+    check_timeout(args.timeout)
     heuristics = []
     for source in args.heuristics:
         try:
@@ -60,9 +67,17 @@ def run(args) -> int:
         raise UserError("nothing to profile: give heuristic files or --compare baselines")
     profile = robustness_profile(task.name, heuristics, epsilons, list(range(args.seeds)),
                                  population=args.population, generations=args.generations,
-                                 workers=args.workers, progress=not args.no_progress, projection=args.projection)
+                                 workers=args.workers, progress=not args.no_progress, timeout=args.timeout,
+                                 projection=args.projection)
     written = save_profile(profile, Path(args.out))
     print(f"{task.name}: worst metric found within eps (lower is better)")
     print(profile.markdown())
+    for h in profile.heuristics():
+        failed = [p for p in profile.points if p.heuristic == h and p.reason and math.isnan(p.metric)]
+        if failed:
+            skipped = sum(p.skipped for p in failed)
+            first = next((p.reason for p in failed if not p.skipped), failed[0].reason)
+            print(f"{h}: {len(failed)} of {len(profile.points) // len(profile.heuristics())} searches failed: "
+                  f"{first}" + (f" ({skipped} skipped)" if skipped else ""))
     print("wrote " + ", ".join(str(w) for w in written))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from raise_plugin.commands.evaluate import resolve_task
+from raise_plugin.commands.evaluate import check_timeout, report_invalid, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness.rerank import load_run_programs, rerank
 from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
@@ -25,6 +25,9 @@ def register(sub) -> None:
     p.add_argument("--suite-instances", type=int, default=None,
                    help="at most N instances per test dataset when comparing the two bests (default all)")
     p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds allowed per instance (default: the task's); a search may take that "
+                        "times the instances it evaluates")
     p.add_argument("--out", default=None, help="write rerank.csv and rerank.md here")
     p.set_defaults(func=run)
 
@@ -33,13 +36,18 @@ def run(args) -> int:
     task = resolve_task(args.task)
     if not args.epsilon > 0 or args.refreshes < 1 or args.top < 2:
         raise UserError("--epsilon must be > 0, --refreshes >= 1 and --top >= 2")
+    if args.workers is not None and args.workers < 1:
+        raise UserError("--workers must be at least 1")
+    check_timeout(args.timeout)
     try:
         programs = load_run_programs(args.log_dir)
     except ProgramError as exc:
         raise UserError(str(exc)) from None
     print(f"re-ranking the best {min(args.top, len(programs))} of {len(programs)} programs of {args.log_dir}")
     out = rerank(task.name, programs, epsilon=args.epsilon, refreshes=args.refreshes, top=args.top,
-                 aggregation=args.aggregation, seed=args.seed, workers=args.workers)
+                 aggregation=args.aggregation, seed=args.seed, workers=args.workers, timeout=args.timeout)
+    if out["skipped"]:
+        print(f"{out['skipped']} evaluations skipped: their programs had already failed in a way that repeats")
     chosen = out["programs"]
     by_original = sorted(chosen, key=lambda p: -p.original_score)
     by_robust = sorted(chosen, key=lambda p: -p.robust_score)
@@ -53,7 +61,8 @@ def run(args) -> int:
     if args.suite_instances:
         suite = [Dataset(d.family, d.params, d.instances[: args.suite_instances]) for d in suite]
     pair = [by_original[0]] if by_original[0] is by_robust[0] else [by_original[0], by_robust[0]]
-    rows = evaluate_suite(task.name, [Heuristic(p.name, code=p.code) for p in pair], suite, workers=args.workers)
+    rows = evaluate_suite(task.name, [Heuristic(p.name, code=p.code) for p in pair], suite, workers=args.workers,
+                          timeout=args.timeout)
     lines = []
     for p in pair:
         vals = [r.metric for r in rows if r.heuristic == p.name and r.valid]
@@ -62,6 +71,7 @@ def run(args) -> int:
         mean = sum(vals) / len(vals) if vals else float("nan")
         lines.append(f"{role} ({p.name}): mean test-suite metric {mean:.4f} over {len(vals)} instances")
     print("\n".join(lines))
+    report_invalid(rows, [p.name for p in pair])
     if args.out:
         folder = Path(args.out)
         folder.mkdir(parents=True, exist_ok=True)

@@ -1,24 +1,28 @@
 """Robustness profile: the worst metric the adversary finds within eps, for growing eps.
 
-For every heuristic, eps and seed one adversarial search runs (in parallel worker
-processes); the profile reports the nominal mean and, per eps, the mean and spread
-over seeds of the worst metric found, and keeps the worst distribution of each eps.
+For every heuristic, eps and seed one adversarial search runs (in parallel, in the
+engine's sandboxed workers, under a time limit); the profile reports the nominal mean
+and, per eps, the mean and spread over seeds of the worst metric found, and keeps the
+worst distribution of each eps. A heuristic that fails on the nominal set in a way that
+repeats (times out, does not compile, ...), or whose search runs out of time, is not
+searched further: its remaining points are marked skipped with the reason.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 import json
-import multiprocessing as mp
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
+from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied
 from raise_plugin.harness.selection import selects_on
-from raise_plugin.harness.suite_eval import Heuristic, default_workers
+from raise_plugin.harness.suite_eval import Heuristic, default_workers, evaluate_suite
 from tasks import get_task
-from tasks.common.errors import HeuristicError
+from tasks.common.suite import Dataset
 
 __all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions"]
 
@@ -32,6 +36,10 @@ class ProfilePoint:
     distance: float
     distribution: list[float] = field(repr=False)
     reason: str = ""
+
+    @property
+    def skipped(self) -> bool:
+        return self.reason.startswith("skipped: ")
 
 
 @dataclass
@@ -53,19 +61,25 @@ class Profile:
         w = self.worst(heuristic, epsilon)
         return float(np.mean(w)), float(np.std(w))
 
+    def skipped(self) -> int:
+        """How many searches were not run (their heuristic had already failed in a way that repeats)."""
+        return sum(p.skipped for p in self.points)
+
     def worst_distribution(self, heuristic: str, epsilon: float) -> np.ndarray:
-        pts = [p for p in self.points if p.heuristic == heuristic and p.epsilon == epsilon]
+        pts = [p for p in self.points if p.heuristic == heuristic and p.epsilon == epsilon and p.distribution]
+        if not pts:
+            return np.full(len(self.nominal_histogram), math.nan)
         return np.asarray(max(pts, key=lambda p: p.metric).distribution)
 
     def markdown(self) -> str:
         names = self.heuristics()
         lines = ["| eps | " + " | ".join(names) + " |", "|---|" + "|".join("---:" for _ in names) + "|",
-                 "| nominal | " + " | ".join(f"{self.nominal[h]:.3f}" for h in names) + " |"]
+                 "| nominal | " + " | ".join(_cell(self.nominal[h]) for h in names) + " |"]
         for e in self.epsilons:
             cells = []
             for h in names:
                 m, s = self.summary(h, e)
-                cells.append(f"{m:.3f} ± {s:.3f}" if len(self.seeds) > 1 else f"{m:.3f}")
+                cells.append(_cell(m) + (f" ± {s:.3f}" if len(self.seeds) > 1 and math.isfinite(m) else ""))
             lines.append(f"| {e:g} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
@@ -73,6 +87,10 @@ class Profile:
         return {"task": self.task, "epsilons": self.epsilons, "seeds": self.seeds, "nominal": self.nominal,
                 "nominal_histogram": self.nominal_histogram,
                 "points": [p.__dict__ for p in self.points]}
+
+
+def _cell(value: float) -> str:
+    return f"{value:.3f}" if math.isfinite(value) else ("invalid" if math.isnan(value) else f"{value}")
 
 
 def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int, population: int,
@@ -86,42 +104,83 @@ def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int,
                         np.asarray(result.distribution, dtype=float).tolist(), reason)
 
 
-def _nominal_mean(task_name: str, heuristic: Heuristic) -> float:
-    task = get_task(task_name)
-    priority = heuristic.resolve(task)
-    try:
-        return float(np.mean([task.evaluate(priority, inst) for inst in task.nominal_instances()]))
-    except HeuristicError:
-        return float("nan")
+def search_timeout(task, population: int, generations: int, per_instance: float | None = None) -> float:
+    """Seconds one inner search may take: the limit for one instance (default: the task's
+    for an instance a little longer than the nominal ones, as the length gene reaches
+    1.1 x) for every candidate of every generation, plus one generation's worth more."""
+    if per_instance is None:
+        per_instance = task.instance_timeout(task.nominal_instances()[0]) * 1.1 ** 2
+    return per_instance * population * (generations + 1)
+
+
+def _failed_point(heuristic: str, epsilon: float, seed: int, reason: str) -> ProfilePoint:
+    return ProfilePoint(heuristic, float(epsilon), int(seed), math.nan, math.nan, [], reason)
 
 
 @selects_on("nominal")  # compares heuristics around the nominal set
 def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: list[float], seeds: list[int], *,
                        population: int = 8, generations: int = 4, workers: int | None = None,
-                       progress: bool = True, **switches) -> Profile:
-    """Run the adversary for every (heuristic, eps, seed); deterministic under the seeds."""
+                       progress: bool = True, timeout: float | None = None, **switches) -> Profile:
+    """Run the adversary for every (heuristic, eps, seed); deterministic under the seeds.
+
+    The nominal means and the searches run in the engine's sandboxed workers; ``timeout``:
+    seconds per instance (default: the task's), from which ``search_timeout`` gives the
+    limit of one search. A heuristic that fails on the
+    nominal set in a way that repeats, or whose search runs out of time or kills its
+    worker, gets no further searches: its points are NaN with the reason (``skipped``).
+    """
     task = get_task(task_name)
-    jobs = [(h, e, s) for h in heuristics for e in epsilons for s in seeds]
     workers = default_workers() if workers is None else max(1, workers)
-    bar = tqdm(total=len(jobs) + len(heuristics), desc=f"profiling on {task_name}", unit="search",
-               disable=not progress, leave=False)
-    points: list[ProfilePoint | None] = [None] * len(jobs)
-    nominal: dict[str, float] = {}
-    context = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        nominal_futures = {pool.submit(_nominal_mean, task_name, h): h.name for h in heuristics}
-        futures = {pool.submit(_search_one, task_name, h, e, s, population, generations, switches): j
-                   for j, (h, e, s) in enumerate(jobs)}
-        for fut in cf.as_completed(list(nominal_futures) + list(futures)):
-            if fut in nominal_futures:
-                nominal[nominal_futures[fut]] = fut.result()
+    limit = search_timeout(task, population, generations, timeout)
+    points: list[ProfilePoint] = []
+    with ProcessExecutor(workers, SandboxLimits(timeout=limit)) as pool:
+        rows = evaluate_suite(task_name, heuristics, [Dataset("nominal", {}, task.nominal_instances())],
+                              executor=pool, progress=False, timeout=timeout)
+        nominal: dict[str, float] = {}
+        broken: dict[str, str] = {}
+        for h in heuristics:
+            mine = [r for r in rows if r.heuristic == h.name]
+            nominal[h.name] = float(np.mean([r.metric for r in mine])) if all(r.valid for r in mine) else math.nan
+            fatal = next((r for r in mine if r.kind in FailureKind.REPEATING and not r.skipped), None)
+            if fatal is not None:
+                broken[h.name] = f"on the nominal set: {fatal.reason}"
+        jobs = [(h, e, s) for h in heuristics for e in epsilons for s in seeds]
+        bar = tqdm(total=len(jobs), desc=f"profiling on {task_name}", unit="search", disable=not progress,
+                   leave=False)
+        futures: dict[cf.Future, int] = {}
+        slots: list[ProfilePoint | None] = [None] * len(jobs)
+        for j, (h, e, s) in enumerate(jobs):
+            if h.name in broken:
+                slots[j] = _failed_point(h.name, e, s, f"skipped: {broken[h.name]}")
+                bar.update()
             else:
-                points[futures[fut]] = fut.result()
+                futures[pool.submit(_search_one, task_name, h, e, s, population, generations, switches)] = j
+        for fut in cf.as_completed(futures):
+            j = futures[fut]
+            h, e, s = jobs[j]
+            if fut.cancelled():
+                continue
+            try:
+                slots[j] = fut.result()
+            except (CallTimeout, WorkerDied) as exc:
+                reason = f"the search {'timed out' if isinstance(exc, CallTimeout) else 'failed'}: {exc}"
+                slots[j] = _failed_point(h.name, e, s, reason)
+                if h.name not in broken:
+                    broken[h.name] = reason
+                    for other, k in futures.items():
+                        if jobs[k][0].name == h.name and other.cancel():
+                            slots[k] = _failed_point(h.name, jobs[k][1], jobs[k][2], f"skipped: {reason}")
+                            bar.update()
+            except Exception as exc:  # noqa: BLE001 - one search failed; the profile goes on
+                slots[j] = _failed_point(h.name, e, s, f"the search raised {type(exc).__name__}: {exc}")
             bar.update()
-    bar.close()
-    ordered = {h.name: nominal[h.name] for h in heuristics}
+        bar.close()
+    for j, (h, e, s) in enumerate(jobs):
+        if slots[j] is None:  # its future was cancelled after the heuristic's first failure
+            slots[j] = _failed_point(h.name, e, s, f"skipped: {broken.get(h.name, 'not run')}")
+        points.append(slots[j])
     p_bar = np.mean([task.histogram(inst) for inst in task.nominal_instances()], axis=0)
-    return Profile(task_name, list(epsilons), list(seeds), ordered, points, p_bar.tolist())
+    return Profile(task_name, list(epsilons), list(seeds), nominal, points, p_bar.tolist())
 
 
 def plot_profile(profile: Profile, path: str | Path) -> list[str]:

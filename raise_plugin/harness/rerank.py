@@ -3,7 +3,10 @@
 The adversary attacks the current robust best; its instance joins the set and every
 candidate is re-scored; this repeats ``refreshes`` times, as RAISE's inner loop would
 have done. The report compares the original and the robust ranking and, on the test
-suite, the original best against the robust best.
+suite, the original best against the robust best. Programs and searches run in the
+engine's sandboxed workers under the task's time limits; a program that has failed in
+a way that repeats (timed out, ...) is not evaluated again, and a search that runs out
+of time makes its program invalid.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from raise_plugin.engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
 from raise_plugin.harness.selection import selects_on
 from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from raise_plugin.programs import ProgramError, compile_priority
@@ -63,45 +67,91 @@ def load_run_programs(path: str | Path) -> list[RankedProgram]:
     return programs
 
 
-def _metrics(task_name: str, programs: list[RankedProgram], instances: list, workers) -> np.ndarray:
-    rows = evaluate_suite(task_name, [Heuristic(p.name, code=p.code) for p in programs],
-                          [Dataset("set", {}, instances)], workers=workers, progress=False)
+def _metrics(task_name: str, programs: list[RankedProgram], instances: list, executor,
+             skipped: list[int], timeout: float | None = None) -> np.ndarray:
+    """Metrics of ``programs`` on ``instances`` (+inf where invalid); adds the rows skipped
+    after a repeating failure to ``skipped[0]``."""
     out = np.full((len(programs), len(instances)), math.inf)
+    if not programs:
+        return out
+    rows = evaluate_suite(task_name, [Heuristic(p.name, code=p.code) for p in programs],
+                          [Dataset("set", {}, instances)], executor=executor, progress=False, timeout=timeout)
     index = {p.name: i for i, p in enumerate(programs)}
     for r in rows:
+        skipped[0] += r.skipped
         if r.valid:
             out[index[r.heuristic], r.instance] = r.metric
     return out
 
 
+def _attack(task_name: str, code: str, epsilon: float, seed: int, population: int, generations: int):
+    """The adversarial search on one program (run in a sandboxed worker)."""
+    from raise_plugin.adversary import search
+    task = get_task(task_name)
+    return search(task, compile_priority(code, None), epsilon, nominal=task.nominal_instances(), seed=seed,
+                  population=population, generations=generations)
+
+
 @selects_on("robust")  # ranks on the nominal set grown by adversarial instances
 def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.002, refreshes: int = 3,
            top: int = 20, aggregation: str = "mean", seed: int = 0, population: int = 8, generations: int = 4,
-           workers: int | None = None, progress: bool = True) -> dict:
-    """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances."""
-    from raise_plugin.adversary import search
+           workers: int | None = None, progress: bool = True, timeout: float | None = None) -> dict:
+    """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances.
+
+    ``timeout``: seconds per instance (default: the task's limit of each instance); a
+    search may take that times the instances it evaluates (``profile.search_timeout``)."""
+    from raise_plugin.harness.profile import search_timeout
 
     task = get_task(task_name)
     agg = Aggregation.parse(aggregation)
     chosen = sorted(programs, key=lambda p: -p.original_score)[:top]
     nominal = task.nominal_instances()
     instances = list(nominal)
-    metrics = _metrics(task_name, chosen, instances, workers)
-    found = []
-    for k in range(refreshes):
-        scores = [agg(-m, len(nominal)) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
-        victim = chosen[int(np.argmax(scores))]
-        result = search(task, compile_priority(victim.code, None), epsilon, nominal=nominal,
-                        seed=int(np.random.SeedSequence([seed, k]).generate_state(1)[0]),
-                        population=population, generations=generations)
-        instances.append(result.instance)
-        found.append({"refresh": k + 1, "attacked": victim.name, "metric": float(result.metric),
-                      "distance": float(result.distance)})
-        metrics = np.hstack([metrics, _metrics(task_name, chosen, [result.instance], workers)])
-        if progress:
-            print(f"  refresh {k + 1}/{refreshes}: attacked {victim.name}, its metric {result.metric:.4f} "
-                  f"at distance {result.distance:.4g}", flush=True)
+    limit = search_timeout(task, population, generations, timeout)
+    pool = ProcessExecutor(workers, SandboxLimits(timeout=limit))
+    skipped = [0]
+    try:
+        metrics, found = _refresh(task_name, agg, chosen, nominal, instances, pool, skipped, epsilon=epsilon,
+                                  refreshes=refreshes, seed=seed, population=population,
+                                  generations=generations, progress=progress, timeout=timeout)
+    finally:
+        pool.shutdown()
     for p, m in zip(chosen, metrics):
         p.nominal_metric = float(np.mean(m[: len(nominal)]))
         p.robust_score = agg(-m, len(nominal)) if np.all(np.isfinite(m)) else -math.inf
-    return {"programs": chosen, "adversarial": found, "instances": instances}
+    return {"programs": chosen, "adversarial": found, "instances": instances, "skipped": skipped[0]}
+
+
+def _refresh(task_name, agg, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed, population,
+             generations, progress, timeout):
+    """The refreshes: attack the robust best, add its worst instance, re-score the others."""
+    metrics = _metrics(task_name, chosen, instances, pool, skipped, timeout)
+    found = []
+    for k in range(refreshes):
+        scores = [agg(-m, len(nominal)) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
+        if max(scores) == -math.inf:
+            break  # no program is valid on every instance: nothing left to attack
+        victim_index = int(np.argmax(scores))
+        victim = chosen[victim_index]
+        future = pool.submit(_attack, task_name, victim.code, epsilon,
+                             int(np.random.SeedSequence([seed, k]).generate_state(1)[0]), population, generations)
+        try:
+            result = future.result()
+        except (CallTimeout, WorkerDied) as exc:
+            metrics[victim_index] = math.inf  # it hangs or crashes on a shifted instance: not robust
+            found.append({"refresh": k + 1, "attacked": victim.name, "failed": str(exc)})
+            if progress:
+                print(f"  refresh {k + 1}/{refreshes}: the search on {victim.name} failed ({exc}); "
+                      f"{victim.name} is invalid", flush=True)
+            continue
+        instances.append(result.instance)
+        found.append({"refresh": k + 1, "attacked": victim.name, "metric": float(result.metric),
+                      "distance": float(result.distance)})
+        alive = [i for i, m in enumerate(metrics) if np.all(np.isfinite(m))]  # the others stay invalid
+        column = np.full((len(chosen), 1), math.inf)
+        column[alive] = _metrics(task_name, [chosen[i] for i in alive], [result.instance], pool, skipped, timeout)
+        metrics = np.hstack([metrics, column])
+        if progress:
+            print(f"  refresh {k + 1}/{refreshes}: attacked {victim.name}, its metric {result.metric:.4f} "
+                  f"at distance {result.distance:.4g}", flush=True)
+    return metrics, found

@@ -51,6 +51,7 @@ class Row:
     metric: float
     valid: bool
     reason: str = ""
+    kind: str = "ok"
 
     @property
     def skipped(self) -> bool:
@@ -86,7 +87,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
         timeouts = [float(timeout)] * len(instances)
     base = limits or SandboxLimits()
     limits = dataclasses.replace(base, timeout=timeout)
-    results: dict[tuple[int, int], tuple[float, str]] = {}
+    results: dict[tuple[int, int], tuple[float, str, str]] = {}
     bar = tqdm(total=len(heuristics) * len(instances), desc=f"evaluating on {task_name}", unit="inst",
                disable=not progress, leave=False)
     with Engine(task_name, executor, limits=limits) as engine:
@@ -96,7 +97,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                 futures[fut] = (h_index, i)
         for fut in cf.as_completed(futures):
             result = fut.result()
-            results[futures[fut]] = (result.metrics[0], result.reasons[0])
+            results[futures[fut]] = (result.metrics[0], result.reasons[0], result.kind)
             bar.update()
     bar.close()
     rows = []
@@ -105,7 +106,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
         for d in datasets:
             params = ";".join(f"{k}={v}" for k, v in d.params.items())
             for i in range(len(d.instances)):
-                metric, reason = results[(h_index, flat)]
-                rows.append(Row(h.name, task_name, d.name, d.family, params, i, metric, not reason, reason))
+                metric, reason, kind = results[(h_index, flat)]
+                rows.append(Row(h.name, task_name, d.name, d.family, params, i, metric, not reason, reason, kind))
                 flat += 1
     return rows

@@ -97,3 +97,29 @@ def test_suite_evaluation_uses_the_task_limit_and_marks_skipped_rows(monkeypatch
     assert loop[0].reason == "timed out after 1.5 s" and not loop[0].skipped
     assert all(r.skipped and not r.valid and r.reason == "skipped: timed out after 1.5 s" for r in loop[1:])
     assert all(r.valid for r in rows if r.heuristic == "BestFit")
+
+
+def test_a_profile_does_not_search_a_heuristic_that_times_out_on_the_nominal_set():
+    from raise_plugin.harness.profile import robustness_profile
+    loop = "def priority(current_time, candidate_operations):\n    while True:\n        pass\n"
+    profile = robustness_profile("ojsp", [Heuristic("loop", code=loop), Heuristic("SPT", baseline="SPT")],
+                                 [0.002, 0.01], [0, 1], population=2, generations=1, workers=2, progress=False,
+                                 timeout=1.0)
+    looping = [p for p in profile.points if p.heuristic == "loop"]
+    assert len(looping) == 4 and all(p.skipped and "timed out after 1 s" in p.reason for p in looping)
+    assert profile.skipped() == 4 and math.isnan(profile.nominal["loop"])
+    assert all(not p.reason and math.isfinite(p.metric) for p in profile.points if p.heuristic == "SPT")
+    assert "invalid" in profile.markdown()
+
+
+def test_rerank_skips_a_program_that_timed_out_and_ranks_the_others():
+    from raise_plugin.harness.rerank import RankedProgram, rerank
+    spt = "import numpy as np\n\ndef priority(current_time, candidate_operations):\n    return -candidate_operations[:, 1]\n"
+    loop = "def priority(current_time, candidate_operations):\n    while True:\n        pass\n"
+    programs = [RankedProgram("loop", loop, 1.0), RankedProgram("spt", spt, 0.5),
+                RankedProgram("edd", spt.replace("[:, 1]", "[:, 3]"), 0.2)]
+    out = rerank("ojsp", programs, epsilon=0.005, refreshes=1, top=3, population=2, generations=1, workers=2,
+                 progress=False, timeout=1.0)
+    scores = {p.name: p.robust_score for p in out["programs"]}
+    assert scores["loop"] == -math.inf and math.isfinite(scores["spt"]) and math.isfinite(scores["edd"])
+    assert out["skipped"] >= 3  # the loop's other nominal instances, and it is not run on the new one

@@ -110,3 +110,16 @@ def test_variants_follow_the_paper():
 def test_bad_configs_name_the_field(tmp_path, field, value, message):
     with pytest.raises(UserError, match=message):
         tiny(tmp_path, **{field: value})
+
+
+def test_compare_defaults_to_five_seeds_and_the_demo_to_three():
+    import argparse
+
+    from raise_plugin.commands.compare import add_compare_arguments, config_from
+    from raise_plugin.commands.demo import PRESET
+
+    compare, demo = argparse.ArgumentParser(), argparse.ArgumentParser()
+    add_compare_arguments(compare)
+    add_compare_arguments(demo, **PRESET)
+    assert config_from(compare.parse_args([])).seeds == (0, 1, 2, 3, 4) == CompareConfig().seeds
+    assert config_from(demo.parse_args([])).seeds == (0, 1, 2)

@@ -28,7 +28,50 @@ import numpy as np
 log = logging.getLogger("raise_plugin.callback")
 
 __all__ = ["Callback", "AdversarialInstanceCallback", "RunSnapshot", "ProgramView", "InstanceView",
-           "SampleView", "InstanceUpdate"]
+           "SampleView", "InstanceUpdate", "Objective", "parse_objective", "POPULATION_REFERENCES"]
+
+# regret:population compares the attacked best with this many other members (the next best
+# by robust score): enough to find an instance on which some other member does better,
+# and few enough that references cost at most three extra evaluations per candidate
+POPULATION_REFERENCES = 3
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What the inner search maximises: the attacked program's ``metric`` (the paper's), or its
+    regret against a reference on the same instance: the best of the task's classical
+    ``baselines``, or of the ``population``'s next ``members`` best programs."""
+
+    kind: str = "metric"
+    reference: str | None = None
+    members: int = POPULATION_REFERENCES
+
+    def __str__(self) -> str:
+        if self.kind == "metric":
+            return "metric"
+        if self.reference == "population" and self.members != POPULATION_REFERENCES:
+            return f"regret:population:{self.members}"
+        return f"regret:{self.reference}"
+
+
+def parse_objective(spec: "str | Objective") -> Objective:
+    """``metric``, ``regret:baselines`` or ``regret:population[:K]``; a ``ValueError`` names what is wrong."""
+    if isinstance(spec, Objective):
+        return spec
+    text = str(spec).strip().lower()
+    if text == "metric":
+        return Objective()
+    parts = text.split(":")
+    if parts[0] == "regret" and len(parts) == 2 and parts[1] == "baselines":
+        return Objective("regret", "baselines")
+    if parts[0] == "regret" and len(parts) in (2, 3) and parts[1] == "population":
+        members = POPULATION_REFERENCES
+        if len(parts) == 3:
+            if not parts[2].isdigit() or int(parts[2]) < 1:
+                raise ValueError(f"adversary objective {spec!r}: K in regret:population:K must be an integer >= 1")
+            members = int(parts[2])
+        return Objective("regret", "population", members)
+    raise ValueError(f"adversary objective {spec!r}: use metric, regret:baselines or regret:population[:K]")
 
 
 @dataclass(frozen=True)
@@ -139,12 +182,13 @@ class AdversarialInstanceCallback(Callback):
         tau: refresh interval tau in generations (the loop runs when generation % tau == 0).
         inner_population: P_in, genes per inner generation.
         inner_generations: G_in, inner GA generations.
-        aggregation: A over the instance set: ``mean``, ``min`` or ``cvar:ALPHA``; set on the
-            method's evaluation when the run starts.
+        aggregation: A over the instance set: ``mean``, ``min``, ``cvar:ALPHA`` or ``balanced[:W]``;
+            set on the method's evaluation when the run starts.
         max_adversarial: window of adversarial instances kept (oldest dropped); nominal ones always stay.
         seed: the inner search of refresh k uses seed ``(seed, k)``, so a run is reproducible.
         searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
-            generations, **switches)``; ``raise_plugin.adversary.search`` by default.
+            generations, draws, references, objective, **switches)``; ``raise_plugin.adversary.search``
+            by default.
         search_timeout: wall-clock seconds allowed for one inner search, which then runs in a
             forked child (the attacked program is generated code: it may hang on a shifted
             instance). ``None``: the evaluation's time limit times ``inner_generations`` (each
@@ -152,16 +196,28 @@ class AdversarialInstanceCallback(Callback):
             ``0``: no limit, in the calling thread (also whenever an ``executor`` switch is
             given). A search that runs out of time, or whose child dies, is skipped, logged
             and kept in ``skipped``; the run goes on.
-        **adversary_switches: passed to the search (``encoding``, ``projection``, ``constraint``, ``executor``).
+        objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
+            paper's), ``regret:baselines`` or ``regret:population[:K]``. Whatever the objective,
+            the instance's provenance records ``metric``, ``reference_metric`` (the best
+            classical baseline's, or the best reference's under regret) and ``regret``.
+        draws: instances R each candidate distribution is scored on (the task's default,
+            ``raise_plugin.adversary.default_draws``, when ``None``).
+        **adversary_switches: passed to the search (``encoding``, ``projection``, ``constraint``,
+            ``noise``, ``executor``). Every setting is checked here: a bad one is a
+            ``ValueError`` naming the field when the callback is made, not a failed refresh.
     """
 
     def __init__(self, epsilon: float, tau: int = 5, inner_population: int = 8, inner_generations: int = 4,
                  aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
-                 searcher: Callable | None = None, search_timeout: float | None = None, **adversary_switches):
+                 searcher: Callable | None = None, search_timeout: float | None = None,
+                 objective: "str | Objective" = "metric", draws: int | None = None, **adversary_switches):
         from tasks.common.aggregation import Aggregation
 
-        if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon) and epsilon >= 0):
-            raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+        if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)
+                                             and epsilon > 0):
+            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        if draws is not None and (not isinstance(draws, int) or isinstance(draws, bool) or draws < 1):
+            raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
         for name, value, low in (("tau", tau, 1), ("inner_population", inner_population, 2),
                                  ("inner_generations", inner_generations, 1), ("max_adversarial", max_adversarial, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -173,7 +229,13 @@ class AdversarialInstanceCallback(Callback):
         self.aggregation = Aggregation.parse(aggregation)
         self.max_adversarial = max_adversarial
         self.seed = int(seed)
+        self.objective = parse_objective(objective)
+        self.draws = draws
         self.adversary_switches = dict(adversary_switches)
+        if searcher is None:  # the real search: check its settings now, naming the field
+            from .adversary import SearchConfig
+            SearchConfig(epsilon=self.epsilon, population=inner_population, generations=inner_generations,
+                         draws=draws or 1, **{k: v for k, v in adversary_switches.items() if k != "executor"})
         if search_timeout is not None and not (math.isfinite(search_timeout) and search_timeout >= 0):
             raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
         self._searcher = searcher
@@ -197,6 +259,7 @@ class AdversarialInstanceCallback(Callback):
 
     def refresh(self, method, snapshot: RunSnapshot, best: ProgramView) -> None:
         """One inner search on ``best`` and the update of the instance set."""
+        from .adversary import AdversaryReferenceError
         from .programs import compile_priority
 
         search = self._searcher
@@ -206,20 +269,28 @@ class AdversarialInstanceCallback(Callback):
         seed = int(np.random.SeedSequence([self.seed, k]).generate_state(1)[0])
         start = time.perf_counter()
         code = method.program_text(best.program_id)
+        references = self._references(method, snapshot, best)
+        draws = self.draws or _default_draws(method.task)
 
         def inner():
+            refs = [(name, compile_priority(text, None) if isinstance(text, str) else text)
+                    for name, text in references]
             return search(method.task, compile_priority(code, None), self.epsilon,
                           nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
-                          generations=self.inner_generations, **self.adversary_switches)
+                          generations=self.inner_generations, draws=draws, references=refs or None,
+                          objective=self.objective.kind, **self.adversary_switches)
 
         limit = self.search_timeout
         if limit is None:
             limit = float(getattr(method.evaluation, "timeout_seconds", None) or 0) * self.inner_generations
+            limit *= 1 + len(references)  # the references run on every candidate too
         if self.adversary_switches.get("executor") is not None:
             limit = 0  # a pool made in this process does not survive a fork: its own limits apply
         try:
+            if self.objective.kind == "regret" and not references:
+                raise _SearchFailed(f"no reference for {self.objective}: the population has no other valid member")
             result = _run_with_time_limit(inner, limit)
-        except _SearchFailed as exc:
+        except (_SearchFailed, AdversaryReferenceError) as exc:  # no usable reference: skip, as a hang
             seconds = time.perf_counter() - start
             record = getattr(method, "record_inner_search", None)
             if record is not None:
@@ -232,9 +303,10 @@ class AdversarialInstanceCallback(Callback):
             return
         search_seconds = time.perf_counter() - start
         inner_evaluations = int(getattr(result, "evaluations", 0) or 0) if result is not None else 0
+        reference_evaluations = int(getattr(result, "reference_evaluations", 0) or 0) if result is not None else 0
         record = getattr(method, "record_inner_search", None)
         if record is not None:
-            record(inner_evaluations, search_seconds)
+            record(inner_evaluations + reference_evaluations, search_seconds)
         if result is None:  # the inner search is switched off (enabled=False or generations=0)
             self.last_refresh_generation = snapshot.generation
             return
@@ -249,9 +321,17 @@ class AdversarialInstanceCallback(Callback):
             "inner_population": self.inner_population,
             "inner_generations": self.inner_generations,
             "switches": {key: _jsonable(v) for key, v in self.adversary_switches.items()},
+            "objective": str(self.objective),
+            "draws": getattr(result, "draws", draws),
+            "fitness": _float_or_none(getattr(result, "fitness", None)),
             "metric": _float_or_none(getattr(result, "metric", None)),
+            "reference_metric": _float_or_none(getattr(result, "reference_metric", None)),
+            "regret": _float_or_none(getattr(result, "regret", None)),
+            "reference": getattr(result, "reference_name", None),
+            "references": [name for name, _ in references],
             "search_seconds": search_seconds,
             "inner_evaluations": inner_evaluations,
+            "reference_evaluations": reference_evaluations,
         }
         arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
                   if getattr(result, name, None) is not None}
@@ -262,10 +342,25 @@ class AdversarialInstanceCallback(Callback):
                                      generation=snapshot.generation, max_adversarial=self.max_adversarial,
                                      provenance=provenance, arrays=arrays)
         self.history.append({"refresh": k, "generation": snapshot.generation, "instance_id": f"adv-{k}",
-                             "metric": provenance["metric"], "distance": _float_or_none(getattr(result, "distance", None)),
+                             "objective": provenance["objective"], "metric": provenance["metric"],
+                             "reference_metric": provenance["reference_metric"], "regret": provenance["regret"],
+                             "distance": _float_or_none(getattr(result, "distance", None)),
                              "search_seconds": search_seconds, "inner_evaluations": inner_evaluations,
+                             "reference_evaluations": reference_evaluations,
                              "rescored": len(update.rescored),
                              "evaluations": update.evaluations, "rescore_seconds": update.seconds})
+
+    def _references(self, method, snapshot: RunSnapshot, best: ProgramView) -> list[tuple[str, Any]]:
+        """``(name, priority or program text)`` of the references: the task's baselines (under
+        ``metric`` too, so every instance records its regret), or the population's next best."""
+        if self.objective.reference == "population":
+            others = sorted((p for p in snapshot.population
+                             if p.program_id != best.program_id and math.isfinite(p.score)),
+                            key=lambda p: -p.score)
+            chosen = list(dict.fromkeys(p.program_id for p in others))[: self.objective.members]
+            return [(pid, method.program_text(pid)) for pid in chosen]
+        baselines = getattr(method.task, "baselines", None) or {}
+        return list(baselines.items())
 
     def state_dict(self) -> dict:
         return {"refreshes": self.refreshes, "last_refresh_generation": self.last_refresh_generation,
@@ -314,6 +409,11 @@ def _run_with_time_limit(fn: Callable, seconds: float):
     if status == "error":
         raise value
     return value
+
+
+def _default_draws(task) -> int:
+    from .adversary import default_draws
+    return int(default_draws(task))
 
 
 def _float_or_none(x):

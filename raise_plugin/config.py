@@ -35,6 +35,11 @@ class RunConfig:
     ``tau`` the refresh interval, ``inner_population``/``inner_generations`` P_in/G_in,
     ``nominal`` the number of nominal instances used (all when unset), ``projection``,
     ``encoding`` and ``constraint`` the adversary's switches (its defaults when unset).
+    ``adversary_objective`` what the inner search maximises (``metric``, the paper's;
+    ``regret:baselines``; ``regret:population[:K]``), ``inner_draws`` the instances R each
+    candidate distribution is scored on (the task's default when unset),
+    ``validation_trace`` whether the best program's validation metric is traced in the
+    run directory every ``tau`` generations.
     """
 
     task: str = "obp"
@@ -61,6 +66,9 @@ class RunConfig:
     host_profiler: bool = True
     record: str | None = None
     executor: str | None = None
+    adversary_objective: str = "metric"
+    inner_draws: int | None = None
+    validation_trace: bool = True
 
     def __post_init__(self):
         def bad(name, why):
@@ -82,17 +90,22 @@ class RunConfig:
                 bad(f.name, "must be a string")
         for name, low in (("tau", 1), ("inner_population", 2), ("inner_generations", 1), ("max_adversarial", 1),
                           ("budget", 1), ("pop_size", 2), ("seed", 0), ("num_samplers", 1), ("num_evaluators", 1),
-                          ("nominal", 1)):
+                          ("nominal", 1), ("inner_draws", 1)):
             value = getattr(self, name)
             if value is not None and value < low:
                 bad(name, f"must be >= {low}")
-        if self.epsilon < 0:
-            bad("epsilon", "must be >= 0")
+        if self.epsilon <= 0:
+            bad("epsilon", "must be > 0 (a plain run is --no-robust)")
         if self.timeout is not None and self.timeout <= 0:
             bad("timeout", "must be > 0 seconds")
         why = _aggregation_ok(self.aggregation)
         if why:
-            bad("aggregation", "use mean, min or cvar:ALPHA with ALPHA in (0, 1]")
+            bad("aggregation", "use mean, min, cvar:ALPHA with ALPHA in (0, 1], or balanced[:W] with W in [0, 1]")
+        from .callback import parse_objective
+        try:
+            parse_objective(self.adversary_objective)
+        except ValueError as exc:
+            bad("adversary_objective", str(exc))
         from .methods import METHODS
         if self.method not in METHODS:
             bad("method", f"must be one of {', '.join(sorted(METHODS))}")
@@ -144,5 +157,5 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def adversary_switches(self) -> dict[str, str]:
+    def adversary_switches(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("projection", "encoding", "constraint") if getattr(self, k) is not None}

@@ -16,6 +16,7 @@ from .errors import UserError
 from .methods import get_method
 from .robust import robust
 from .rundir import RunDirectory, RunLog
+from .validation import ValidationTrace
 
 __all__ = ["start_run", "resume_run", "default_out", "HostProfiler"]
 
@@ -70,7 +71,10 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
         all_callbacks.append(AdversarialInstanceCallback(
             config.epsilon, tau=config.tau, inner_population=config.inner_population,
             inner_generations=config.inner_generations, aggregation=config.aggregation,
-            max_adversarial=config.max_adversarial, seed=config.seed, **config.adversary_switches()))
+            max_adversarial=config.max_adversarial, seed=config.seed, objective=config.adversary_objective,
+            draws=config.inner_draws, **config.adversary_switches()))
+    if config.validation_trace:
+        all_callbacks.append(ValidationTrace(every=config.tau))
     all_callbacks.extend(callbacks)
     profiler = None
     if config.host_profiler:

@@ -56,11 +56,11 @@ class Recorder(Callback):
 
 
 def robust_run(budget=40, pop_size=4, tau=2, seed=0, aggregation="mean", max_adversarial=10, samplers=1,
-               llm=None, searcher=fake_search, **kwargs):
+               llm=None, searcher=fake_search, objective="metric", draws=None, **kwargs):
     rec = Recorder(aggregation)
     cb = AdversarialInstanceCallback(epsilon=0.002, tau=tau, inner_population=4, inner_generations=2,
                                      aggregation=aggregation, max_adversarial=max_adversarial, seed=seed,
-                                     searcher=searcher)
+                                     searcher=searcher, objective=objective, draws=draws)
     method = robust(EoH, callbacks=[cb, rec])(
         llm=llm or ScriptedLLM(seed), evaluation=small_obp_evaluation(), max_sample_nums=budget,
         pop_size=pop_size, max_generations=None, num_samplers=samplers, seed=seed, **kwargs)
@@ -147,9 +147,18 @@ def test_callback_state_round_trips():
     assert other.refreshes == cb.refreshes and other.last_refresh_generation == cb.last_refresh_generation
 
 
-@pytest.mark.parametrize("kwargs, field", [({"epsilon": -1}, "epsilon"), ({"epsilon": 0.1, "tau": 0}, "tau"),
+@pytest.mark.parametrize("kwargs, field", [({"epsilon": -1}, "epsilon"), ({"epsilon": 0}, "epsilon"),
+                                          ({"epsilon": float("nan")}, "epsilon"),
+                                          ({"epsilon": 0.1, "tau": 0}, "tau"),
                                           ({"epsilon": 0.1, "max_adversarial": 0}, "max_adversarial"),
-                                          ({"epsilon": 0.1, "inner_population": 1}, "inner_population")])
+                                          ({"epsilon": 0.1, "inner_population": 1}, "inner_population"),
+                                          ({"epsilon": 0.1, "aggregation": "median"}, "aggregation"),
+                                          ({"epsilon": 0.1, "aggregation": "balanced:2"}, "aggregation"),
+                                          ({"epsilon": 0.1, "draws": 0}, "draws"),
+                                          ({"epsilon": 0.1, "objective": "regret:nope"}, "objective"),
+                                          ({"epsilon": 0.1, "objective": "regret:population:0"}, "objective"),
+                                          ({"epsilon": 0.1, "projection": "cube"}, "projection"),
+                                          ({"epsilon": 0.1, "encoding": "bits"}, "encoding")])
 def test_bad_callback_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         AdversarialInstanceCallback(**kwargs)
@@ -200,3 +209,32 @@ def test_an_inner_search_that_hangs_is_skipped_and_the_run_goes_on():
 def test_search_timeout_is_validated():
     with pytest.raises(ValueError, match="search_timeout"):
         AdversarialInstanceCallback(0.002, search_timeout=-1)
+
+
+@pytest.mark.parametrize("objective", ["metric", "regret:baselines", "regret:population:2"])
+def test_every_adversarial_instance_records_objective_metric_reference_and_regret(objective):
+    method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None, objective=objective, draws=2)
+    assert cb.refreshes >= 1 and method.hook_errors == 0
+    for entry in method.instance_entries():
+        if entry.origin != "adversarial":
+            continue
+        prov = entry.provenance
+        assert prov["objective"] == objective and prov["draws"] == 2
+        assert prov["regret"] == pytest.approx(prov["metric"] - prov["reference_metric"])
+        if objective == "regret:population:2":
+            assert prov["reference"] in prov["references"] and len(prov["references"]) <= 2
+            assert prov["program_id"] not in prov["references"]
+        else:
+            assert set(prov["references"]) == set(get_task("obp").baselines)
+        assert prov["reference_evaluations"] > 0
+    # the references' evaluations are part of the inner loop's count
+    compute = method.compute()
+    inner = sum(h["inner_evaluations"] + h["reference_evaluations"] for h in cb.history)
+    assert compute["inner_evaluations"] == inner
+
+
+def test_objective_text_round_trips():
+    from raise_plugin.callback import parse_objective
+    for text in ("metric", "regret:baselines", "regret:population", "regret:population:5"):
+        assert str(parse_objective(text)) == (text if text != "regret:population" else "regret:population")
+    assert parse_objective("regret:population").members == 3

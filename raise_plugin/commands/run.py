@@ -10,7 +10,8 @@ from raise_plugin.config import RunConfig
 
 FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
-         "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler", "record", "executor")
+         "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler", "record", "executor",
+         "adversary_objective", "inner_draws", "validation_trace")
 
 
 def register(sub) -> None:
@@ -28,7 +29,12 @@ def register(sub) -> None:
     p.add_argument("--tau", type=int, help=f"refresh interval in generations (default {d.tau})")
     p.add_argument("--inner-population", type=int, help=f"P_in (default {d.inner_population})")
     p.add_argument("--inner-generations", type=int, help=f"G_in (default {d.inner_generations})")
-    p.add_argument("--aggregation", help="mean, min or cvar:ALPHA (default mean)")
+    p.add_argument("--aggregation", help="A over the instance set: mean, min, cvar:ALPHA or balanced[:W] "
+                                         "(nominal and adversarial means weighed 1-W and W; default mean)")
+    p.add_argument("--adversary-objective", help="what the inner search maximises: metric (the paper's, default), "
+                                                 "regret:baselines or regret:population[:K]")
+    p.add_argument("--inner-draws", type=int, help="instances R each candidate distribution is scored on "
+                                                   "(default: the task's)")
     p.add_argument("--max-adversarial", type=int, help=f"adversarial instances kept (default {d.max_adversarial})")
     p.add_argument("--budget", type=int, help=f"samples N_max (default {d.budget})")
     p.add_argument("--pop-size", type=int, help=f"population size (default {d.pop_size})")
@@ -48,6 +54,9 @@ def register(sub) -> None:
     p.add_argument("--constraint", help="adversary constraint: ball or none")
     p.add_argument("--host-profiler", action=argparse.BooleanOptionalAction, default=None,
                    help="also write the host's EoHProfiler logs to RUN_DIR/host (default on)")
+    p.add_argument("--validation-trace", action=argparse.BooleanOptionalAction, default=None,
+                   help="trace the best program's validation-suite metric in RUN_DIR/validation.jsonl "
+                        "every tau generations (default on)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 

@@ -1,0 +1,191 @@
+"""Robustness during a run: the current best program's metric on the task's validation suite.
+
+``ValidationTrace`` is a callback: every ``every`` generations (after the adversarial
+callback's refresh, when it runs first) and at the end of the run it evaluates the
+current best program on the validation suite (a few instances per validation family,
+never the test suite), caches the result per program, and appends a point to
+``validation.jsonl`` in the run directory. ``trace_run_directory`` computes the same
+points after the fact from a run directory's population records, for runs made without
+the callback. A rising validation metric while the robust and nominal scores improve is
+the sign of a run that has started to overfit.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from .callback import Callback, RunSnapshot
+
+__all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "TRACE_FILE"]
+
+TRACE_FILE = "validation.jsonl"
+
+
+def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = 1, baselines: Iterable[str] = (),
+                       timeout: float | None = None, workers: int | None = None) -> dict[str, dict]:
+    """Mean validation metric (and per family) of each program text in ``codes`` and of the named baselines.
+
+    Returns ``name -> {"metric": mean over valid instances or inf, "families": {family: mean},
+    "failures": count}``. A program that fails on an instance counts as failed there (its
+    mean is taken over the rest; ``metric`` is ``inf`` when it fails everywhere).
+    """
+    from .harness.suite_eval import Heuristic, evaluate_suite
+
+    datasets = task.validation_suite(per_dataset=per_dataset)
+    heuristics = [Heuristic(name, code=code) for name, code in codes.items()]
+    heuristics += [Heuristic(name, baseline=name) for name in baselines]
+    if not heuristics:
+        return {}
+    rows = evaluate_suite(task.name, heuristics, datasets, workers=workers, timeout=timeout, progress=False)
+    out: dict[str, dict] = {}
+    for h in heuristics:
+        mine = [r for r in rows if r.heuristic == h.name]
+        valid = [r for r in mine if r.valid and math.isfinite(r.metric)]
+        families = {}
+        for family in dict.fromkeys(r.family for r in mine):
+            values = [r.metric for r in valid if r.family == family]
+            families[family] = float(np.mean(values)) if values else math.inf
+        out[h.name] = {"metric": float(np.mean([r.metric for r in valid])) if valid else math.inf,
+                       "families": families, "failures": len(mine) - len(valid)}
+    return out
+
+
+class ValidationTrace(Callback):
+    """Every ``every`` generations and at the end, the best program's metric on the validation suite.
+
+    Args:
+        every: generations between two points (the paper's tau, 5, by default).
+        per_dataset: validation instances per (family, size) dataset (1: ten instances).
+        timeout: seconds per instance (the task's limit when ``None``).
+        workers: engine worker processes (one per core when ``None``).
+    """
+
+    def __init__(self, every: int = 5, per_dataset: int = 1, *, timeout: float | None = None,
+                 workers: int | None = None):
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise ValueError(f"every must be an integer >= 1, got {every!r}")
+        if not isinstance(per_dataset, int) or isinstance(per_dataset, bool) or per_dataset < 1:
+            raise ValueError(f"per_dataset must be an integer >= 1, got {per_dataset!r}")
+        self.every = every
+        self.per_dataset = per_dataset
+        self.timeout = timeout
+        self.workers = workers
+        self.points: list[dict] = []
+        self.baselines: dict[str, float] = {}
+        self._cache: dict[str, dict] = {}
+        self._last_generation = -1
+
+    @property
+    def state_key(self) -> str:
+        return f"ValidationTrace(every={self.every},per_dataset={self.per_dataset})"
+
+    def on_run_start(self, method, snapshot: RunSnapshot) -> None:
+        if not self.baselines and method.task is not None:
+            scores = validation_metrics(method.task, {}, per_dataset=self.per_dataset,
+                                        baselines=method.task.baselines, timeout=self._timeout(method),
+                                        workers=self.workers)
+            self.baselines = {name: s["metric"] for name, s in scores.items()}
+
+    def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
+        if snapshot.generation % self.every == 0:
+            self.measure(method)
+
+    def on_run_end(self, method, snapshot: RunSnapshot) -> None:
+        self.measure(method)
+
+    def measure(self, method) -> dict | None:
+        """One point on the current best program (skipped when this generation has one)."""
+        snap = method.snapshot()
+        best = snap.best
+        if best is None or method.task is None or snap.generation == self._last_generation:
+            return None
+        started = time.perf_counter()
+        if best.program_id not in self._cache:
+            scores = validation_metrics(method.task, {best.program_id: method.program_text(best.program_id)},
+                                        per_dataset=self.per_dataset, timeout=self._timeout(method),
+                                        workers=self.workers)
+            self._cache[best.program_id] = scores[best.program_id]
+        score = self._cache[best.program_id]
+        nominal_ids = [v.instance_id for v in snap.instance_set if v.origin == "nominal"]
+        metrics = method.program_metrics(best.program_id)
+        nominal = [metrics.get(i) for i in nominal_ids]
+        point = {
+            "generation": snap.generation, "samples": snap.samples, "refreshes": snap.refreshes,
+            "program_id": best.program_id, "robust_score": best.score,
+            "nominal_metric": float(np.mean(nominal)) if nominal and None not in nominal else None,
+            "validation_metric": score["metric"], "validation_families": score["families"],
+            "validation_failures": score["failures"], "best_baseline": _best(self.baselines),
+            "seconds": time.perf_counter() - started,
+        }
+        self.points.append(point)
+        self._last_generation = snap.generation
+        directory = getattr(getattr(method, "_recorder", None), "path", None)
+        if directory is not None:
+            with open(Path(directory) / TRACE_FILE, "a") as fh:
+                fh.write(json.dumps(_finite(point)) + "\n")
+        return point
+
+    def state_dict(self) -> dict:
+        return {"points": len(self.points), "last_generation": self._last_generation,
+                "baselines": dict(self.baselines)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._last_generation = int(state.get("last_generation", -1))
+        self.baselines = dict(state.get("baselines") or {})
+
+    @staticmethod
+    def _timeout(method) -> float | None:
+        return getattr(getattr(method, "evaluation", None), "timeout_seconds", None)
+
+
+def _best(baselines: dict[str, float]) -> dict | None:
+    if not baselines:
+        return None
+    name = min(baselines, key=baselines.get)
+    return {"name": name, "metric": baselines[name]}
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+def read_trace(run_dir) -> list[dict]:
+    """The points of a run directory's ``validation.jsonl`` (empty when it has none)."""
+    from .rundir import read_jsonl
+    return read_jsonl(Path(run_dir) / TRACE_FILE)
+
+
+def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = 1, workers: int | None = None,
+                        timeout: float | None = None) -> list[dict]:
+    """The validation trace of a finished run, from its population records (every ``every``
+    generations and the last): each point is that generation's best member by robust score."""
+    from .rundir import read_jsonl
+
+    path = Path(run_dir)
+    populations = read_jsonl(path / "population.jsonl")
+    programs = {s["program_id"]: s["program"] for s in read_jsonl(path / "samples.jsonl")}
+    chosen = []
+    for k, pop in enumerate(populations):
+        if pop["generation"] % every and k != len(populations) - 1:
+            continue
+        members = [m for m in pop["members"] if m.get("score") is not None and math.isfinite(m["score"])]
+        if members:
+            best = max(members, key=lambda m: m["score"])
+            chosen.append((pop, best))
+    codes = {best["program_id"]: programs[best["program_id"]] for _, best in chosen}
+    scores = validation_metrics(task, codes, per_dataset=per_dataset, baselines=task.baselines,
+                                workers=workers, timeout=timeout)
+    baselines = {name: scores[name]["metric"] for name in task.baselines}
+    return [{"generation": pop["generation"], "samples": pop["samples"], "program_id": best["program_id"],
+             "robust_score": best["score"], "validation_metric": scores[best["program_id"]]["metric"],
+             "validation_families": scores[best["program_id"]]["families"],
+             "best_baseline": _best(baselines)} for pop, best in chosen]

@@ -1,0 +1,64 @@
+"""The validation trace: the best program's validation metric during a run, cached, written, resumable."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from llm4ad.method.eoh import EoH
+
+from robust_helpers import ScriptedLLM, small_obp_evaluation
+from raise_plugin.robust import robust
+from raise_plugin.rundir import RunDirectory
+from raise_plugin.validation import ValidationTrace, read_trace, trace_run_directory, validation_metrics
+from tasks import get_task
+
+
+def test_validation_metrics_match_a_direct_evaluation_on_the_validation_suite():
+    task = get_task("obp")
+    code = "import numpy as np\n\ndef priority(item, bins):\n    return -(bins - item)\n"
+    scores = validation_metrics(task, {"bf": code}, per_dataset=1, baselines=["BestFit", "FirstFit"], workers=1)
+    direct = {d.family: task.evaluate(task.baselines["BestFit"], d.instances[0]) for d in task.validation_suite(1)}
+    suite = task.validation_suite(1)
+    expected = np.mean([task.evaluate(task.baselines["BestFit"], d.instances[0]) for d in suite])
+    assert scores["BestFit"]["metric"] == pytest.approx(expected)
+    assert scores["bf"]["metric"] == pytest.approx(expected)  # best fit written as a program
+    assert scores["FirstFit"]["metric"] > scores["BestFit"]["metric"]
+    assert set(scores["bf"]["families"]) == set(direct) and scores["bf"]["failures"] == 0
+
+
+def test_trace_writes_a_point_every_few_generations_and_at_the_end(tmp_path):
+    trace = ValidationTrace(every=2, workers=1)
+    method = robust(EoH, callbacks=[trace])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(),
+                                             max_sample_nums=24, pop_size=4, max_generations=None,
+                                             recorder=RunDirectory(tmp_path))
+    method.run()
+    points = read_trace(tmp_path)
+    assert points == json.loads(json.dumps(points)) and len(points) == len(trace.points) >= 3
+    generations = [p["generation"] for p in points]
+    assert generations == sorted(set(generations))
+    assert all(g % 2 == 0 for g in generations[:-1]) and generations[-1] == method.generation
+    assert points[-1]["program_id"] == method.snapshot().best.program_id
+    assert points[0]["best_baseline"]["name"] == "BestFit"
+    for p in points:
+        assert p["validation_metric"] > 0 and set(p["validation_families"]) == {
+            "beta", "gamma", "weibull", "bimodal", "poisson"}
+    # a program met twice is evaluated once
+    same = [p for p in trace.points if p["program_id"] == points[-1]["program_id"]]
+    assert all(p["validation_metric"] == same[0]["validation_metric"] for p in same)
+
+
+def test_trace_of_a_finished_run_directory_names_each_generations_best(tmp_path):
+    method = robust(EoH)(llm=ScriptedLLM(1), evaluation=small_obp_evaluation(), max_sample_nums=20, pop_size=4,
+                         max_generations=None, recorder=RunDirectory(tmp_path))
+    method.run()
+    points = trace_run_directory(tmp_path, get_task("obp"), every=2, workers=1)
+    assert points and points[-1]["program_id"] == method.snapshot().best.program_id
+    assert all(p["best_baseline"]["name"] in ("BestFit", "FirstFit") for p in points)
+
+
+def test_trace_settings_are_checked():
+    with pytest.raises(ValueError, match="every"):
+        ValidationTrace(every=0)
+    with pytest.raises(ValueError, match="per_dataset"):
+        ValidationTrace(per_dataset=0)

@@ -15,7 +15,7 @@ from .config import RunConfig
 from .errors import UserError
 from .methods import get_method
 from .robust import robust
-from .rundir import RunDirectory, RunLog
+from .rundir import RunDirectory, RunLock, RunLog
 from .validation import ValidationTrace
 
 __all__ = ["start_run", "resume_run", "default_out", "HostProfiler"]
@@ -90,27 +90,40 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
     """A new run writing to ``config.out`` (refused when that directory already holds one); call ``.run()``."""
     out = Path(config.out or default_out(config))
-    if (out / "samples.jsonl").exists() or (out / "config.json").exists():
-        raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
-    config = RunConfig.from_dict({**config.to_dict(), "out": str(out)})
-    run_dir = RunDirectory(out)
-    run_dir.write_config(config.to_dict())
-    return _build(config, run_dir, llm, callbacks)
-
-
-def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None):
-    """The run recorded in ``path``, restored and ready to continue until its budget; call ``.run()``."""
+    lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
     try:
-        log = RunLog.load(path)
-    except FileNotFoundError as exc:
-        raise UserError(str(exc)) from None
-    data = dict(log.config)
-    if budget is not None:
-        data["budget"] = budget
-    config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
-    run_dir = RunDirectory(path)
-    if budget is not None:
+        if (out / "samples.jsonl").exists() or (out / "config.json").exists():
+            raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
+        config = RunConfig.from_dict({**config.to_dict(), "out": str(out)})
+        run_dir = RunDirectory(out, lock=lock)
         run_dir.write_config(config.to_dict())
-    method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
-    method.restore(log)
-    return method
+        return _build(config, run_dir, llm, callbacks)
+    except BaseException:
+        lock.release()
+        raise
+
+
+def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None, on_repair=None):
+    """The run recorded in ``path``, restored and ready to continue until its budget; call ``.run()``.
+
+    Refused when another process writes ``path``; damaged records are repaired or rebuilt
+    first (``on_repair(message)`` hears of each), or refused in one line (``UserError``)."""
+    if not (Path(path) / "config.json").exists():
+        missing = "no config.json" if Path(path).is_dir() else "no such directory"
+        raise UserError(f"{path} is not a run directory ({missing})")
+    lock = RunLock(path).acquire()
+    try:
+        log = RunLog.load(path, on_repair=on_repair)
+        data = dict(log.config)
+        if budget is not None:
+            data["budget"] = budget
+        config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
+        run_dir = RunDirectory(path, lock=lock)
+        if budget is not None:
+            run_dir.write_config(config.to_dict())
+        method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
+        method.restore(log)
+        return method
+    except BaseException:
+        lock.release()
+        raise

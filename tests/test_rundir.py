@@ -203,3 +203,143 @@ def test_each_task_runs_robustly_with_the_offline_sampler_and_reproduces_under_a
         s = fresh.evaluate_program(code, compile_priority(code))
         assert (float("-inf") if s is None else s) == p.score
     assert _comparable(tmp_path / "a") == _comparable(tmp_path / "b")
+
+
+# -- one writer per run directory ---------------------------------------------------------------
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from raise_plugin.rundir import RunLock
+    RunLock(sys.argv[1]).acquire()
+    print("locked", flush=True)
+    time.sleep(120)
+""")
+
+
+def _hold_in_another_process(path: Path) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).parents[1])
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+@pytest.fixture()
+def finished_run(tmp_path):
+    method = start_run(config(tmp_path / "run", budget=8, host_profiler=False), llm=ScriptedLLM(0))
+    method.run()
+    method._recorder.close()  # this process lets go of the directory
+    return tmp_path / "run"
+
+
+def test_a_run_directory_in_use_by_another_process_is_refused_naming_it(finished_run, monkeypatch, capsys):
+    from raise_plugin import runner
+    from raise_plugin.cli import main
+    from raise_plugin.rundir import RunDirectoryBusy
+
+    holder = _hold_in_another_process(finished_run)
+    try:
+        with pytest.raises(RunDirectoryBusy, match=f"in use by process {holder.pid}"):
+            resume_run(finished_run, llm=ScriptedLLM(0))
+        with pytest.raises(RunDirectoryBusy, match=f"in use by process {holder.pid}"):
+            start_run(config(finished_run, budget=8), llm=ScriptedLLM(0))
+        monkeypatch.setattr(runner, "make_llm", lambda cfg: ScriptedLLM(cfg.seed))
+        assert main(["resume", str(finished_run), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"in use by process {holder.pid}" in err[0]
+    finally:
+        holder.kill()
+        holder.wait()
+    # the holder was killed: its lock went with it and the directory is taken over
+    method = resume_run(finished_run, llm=ScriptedLLM(0), budget=10)
+    method.run()
+    check_complete(finished_run, 10)
+    lock = json.loads((finished_run / "lock").read_text())
+    assert lock["pid"] == os.getpid()
+
+
+def test_a_process_holding_a_run_blocks_another_one_until_it_ends(tmp_path):
+    path = tmp_path / "run"
+    holder = _hold_in_another_process(path)
+    try:
+        probe = subprocess.run([sys.executable, "-m", "raise_plugin.cli", "run", "--task", "obp", "--budget", "4",
+                                "--out", str(path), "--no-progress"], capture_output=True, text=True,
+                               cwd=Path(__file__).parents[1], timeout=300)
+        assert probe.returncode == 2 and "Traceback" not in probe.stderr
+        assert len(probe.stderr.strip().splitlines()) == 1 and f"process {holder.pid}" in probe.stderr
+        assert not (path / "config.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+# -- damaged run directories ----------------------------------------------------------------------
+
+def _cut(path: Path, size: int) -> None:
+    path.write_bytes(path.read_bytes()[:size])
+
+
+def _garble_line(path: Path, number: int) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    lines[number - 1] = '{"sample": 3, "program_id": \x00 garbage\n'
+    path.write_text("".join(lines))
+
+
+DAMAGE = {
+    "samples cut at 300 bytes": lambda d: _cut(d / "samples.jsonl", 300),
+    "samples last line cut short": lambda d: _cut(d / "samples.jsonl", (d / "samples.jsonl").stat().st_size - 40),
+    "samples line garbled": lambda d: _garble_line(d / "samples.jsonl", 3),
+    "samples missing": lambda d: (d / "samples.jsonl").unlink(),
+    "scores cut short": lambda d: _cut(d / "scores.jsonl", (d / "scores.jsonl").stat().st_size - 30),
+    "scores garbled": lambda d: (d / "scores.jsonl").write_text("not json\n{\"program_id\": 1}\n"),
+    "scores missing": lambda d: (d / "scores.jsonl").unlink(),
+    "checkpoint garbled": lambda d: (d / "checkpoint.json").write_text("{\"generation\": 2, \"instance_se"),
+    "checkpoint wrong shape": lambda d: (d / "checkpoint.json").write_text('{"instance_set": ["nope"]}'),
+    "checkpoint missing": lambda d: (d / "checkpoint.json").unlink(),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_resume_repairs_damaged_records_says_what_it_did_and_finishes(finished_run, damage, monkeypatch, capsys):
+    from raise_plugin import runner
+    from raise_plugin.cli import main
+
+    before = RunLog.load(finished_run)
+    adversarial = [i for i in before.checkpoint["instance_set"] if before.instances[i]["origin"] != "nominal"]
+    DAMAGE[damage](finished_run)
+    monkeypatch.setattr(runner, "make_llm", lambda cfg: ScriptedLLM(cfg.seed))
+    assert main(["resume", str(finished_run), "--budget", "12", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    warnings = [line for line in err.splitlines() if line.startswith("raise-ahd: warning: ")]
+    assert warnings, err
+    records = [json.loads(line) for line in (finished_run / "samples.jsonl").read_text().splitlines()]
+    assert [r["sample"] for r in records] == list(range(1, 13))  # numbered on, no clash, no torn line
+    summary = json.loads((finished_run / "summary.json").read_text())
+    assert summary["finished"] and summary["samples"] == 12
+    if damage.startswith(("checkpoint", "scores")):
+        kept = {e["instance_id"] for e in summary["instance_set"]}
+        assert set(adversarial) <= kept  # the adversarial instances found before were not lost
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: (d / "config.json").write_text('{"task": "obp", "budg'), "config.json is damaged"),
+    (lambda d: (d / "config.json").write_bytes(b"\xff\xfe\x00garbage"), "config.json is damaged"),
+    (lambda d: (d / "config.json").write_text("[1, 2]"), "config.json is damaged"),
+    (lambda d: (d / "config.json").unlink(), "not a run directory"),
+    (lambda d: (d / "config.json").write_text('{"task": "obp", "budget": "many"}'), "budget"),
+    (lambda d: (d / "config.json").write_text('{"task": "obp", "colour": 1}'), "unknown field"),
+])
+def test_resume_of_an_unrepairable_directory_says_why_in_one_line(finished_run, damage, message, capsys):
+    from raise_plugin.cli import main
+
+    damage(finished_run)
+    assert main(["resume", str(finished_run), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+
+
+def test_a_line_cut_by_a_kill_is_dropped_with_a_repair_note(finished_run):
+    _cut(finished_run / "samples.jsonl", (finished_run / "samples.jsonl").stat().st_size - 10)
+    log = RunLog.load(finished_run)
+    assert len(log.samples) == 7 and any("cut short" in r for r in log.repairs)
+    assert not (finished_run / "samples.jsonl.damaged").exists()  # a torn tail is routine, not damage

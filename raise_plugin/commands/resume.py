@@ -1,6 +1,8 @@
 """``raise-ahd resume RUN_DIR``: continue a recorded run (after a crash or a kill) until its budget."""
 from __future__ import annotations
 
+import sys
+
 from raise_plugin.commands.run import execute
 
 
@@ -15,7 +17,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from raise_plugin.runner import resume_run
 
-    method = resume_run(args.run_dir, budget=args.budget)
+    method = resume_run(args.run_dir, budget=args.budget,
+                        on_repair=lambda message: print(f"raise-ahd: warning: {message}", file=sys.stderr))
     if method.samples >= method.budget:
         print(f"{args.run_dir}: already at its budget ({method.samples} samples); nothing to do")
     return execute(method, args.run_dir, progress=not args.no_progress)

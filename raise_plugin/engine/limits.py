@@ -9,7 +9,7 @@ from dataclasses import dataclass
 __all__ = ["SandboxLimits", "SECRET_PATTERNS", "scrub_environment", "default_start_method"]
 
 # Environment variables never passed to generated programs (matched case-insensitively).
-SECRET_PATTERNS = ("*_API_KEY", "*API_KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
+SECRET_PATTERNS = ("*_API_KEY", "*API_KEY*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
                    "*CREDENTIAL*", "*_KEY", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS",
                    "OPENAI_*", "ANTHROPIC_*", "HF_*", "HUGGING*", "WANDB_*", "GITHUB_*", "SSH_AUTH_SOCK")
 

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM4AD := llm4ad==1.11
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test test-under-load bench clean
 
 $(BIN)/raise-ahd: pyproject.toml setup.py tasks/common/fastcheck.h $(wildcard tasks/*/_fast*.c)
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# the whole suite with two busy-loop processes beside it (the tests must hold on a busy machine)
+test-under-load: setup
+	$(BIN)/python tests/stress.py --busy 2 -- $(BIN)/python -m pytest -q
 
 bench: setup
 	$(BIN)/python benchmarks/obp_vs_host.py

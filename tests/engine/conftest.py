@@ -9,7 +9,9 @@ from tasks import get_task
 
 BEST_FIT = "import numpy as np\n\ndef priority(item, bins):\n    return -bins\n"
 FIRST_FIT = "import numpy as np\n\ndef priority(item, bins):\n    return np.zeros(len(bins))\n"
+# SHORT: for programs meant to time out; ROOMY: for the others, a limit no busy machine reaches
 SHORT = SandboxLimits(timeout=2.0, memory_mb=512, file_mb=1, output_mb=1)
+ROOMY = SandboxLimits(timeout=120.0, memory_mb=512, file_mb=1, output_mb=1)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import pytest
 from raise_plugin.engine import (CallTimeout, Engine, FailureKind, ProcessExecutor, SandboxLimits, SerialExecutor,
                                  SourcePriority, make_executor)
 
-from .conftest import BEST_FIT, FIRST_FIT, SHORT
+from .conftest import BEST_FIT, FIRST_FIT, ROOMY, SHORT
 
 PROGRAMS = [BEST_FIT, FIRST_FIT,
             "import numpy as np\n\ndef priority(item, bins):\n    return -np.abs(bins - item - 3) + 0.01 * bins\n",
@@ -26,7 +26,7 @@ def _outcomes(results):
 
 @pytest.fixture(scope="module")
 def reference(small_instances):
-    with Engine("obp", "serial", limits=SHORT) as engine:
+    with Engine("obp", "serial", limits=ROOMY) as engine:
         return _outcomes(engine.map(PROGRAMS, small_instances))
 
 
@@ -38,7 +38,7 @@ def test_serial_results_match_direct_evaluation(task, reference, small_instances
 
 @pytest.mark.parametrize("split", [1, 2, "instance"])
 def test_process_pool_gives_the_serial_results(pool, reference, small_instances, split):
-    engine = Engine("obp", pool, limits=SHORT)
+    engine = Engine("obp", pool, limits=ROOMY)
     outcomes = _outcomes([engine.evaluate(p, small_instances, split=split, stop_on_failure=False)
                           for p in PROGRAMS])
     # with stop_on_failure=False every instance has its own reason; compare the valid ones whole
@@ -50,20 +50,21 @@ def test_process_pool_gives_the_serial_results(pool, reference, small_instances,
 
 def test_a_foreign_executor_gives_the_serial_results(reference, small_instances):
     with cf.ThreadPoolExecutor(2) as threads:
-        engine = Engine("obp", threads, limits=SHORT)
+        engine = Engine("obp", threads, limits=ROOMY)
         assert _outcomes(engine.map(PROGRAMS, small_instances)) == reference
 
 
 def test_dask_gives_the_serial_results(reference, small_instances):
     pytest.importorskip("distributed")
     from raise_plugin.engine import DaskExecutor
-    with DaskExecutor("local", workers=2, processes=False, limits=SHORT) as dask:
-        engine = Engine("obp", dask, limits=SHORT)
+    with DaskExecutor("local", workers=2, processes=False, limits=ROOMY) as dask:
+        engine = Engine("obp", dask, limits=ROOMY)
         assert engine.workers == 2
         assert _outcomes(engine.map(PROGRAMS, small_instances)) == reference
         assert _outcomes([engine.evaluate(p, small_instances, split=3) for p in PROGRAMS]) == reference
         assert dask.submit(pow, 2, 10).result() == 1024
-        hostile = engine.evaluate("def priority(item, bins):\n    while True:\n        pass\n", small_instances)
+        hostile = engine.evaluate("def priority(item, bins):\n    while True:\n        pass\n", small_instances,
+                                  timeout=SHORT.timeout)
         assert hostile.kind == FailureKind.TIMEOUT
 
 
@@ -84,8 +85,8 @@ def test_make_executor_specs():
 
 
 def test_instance_sets_are_sent_once_per_worker_and_version(task, small_instances):
-    with ProcessExecutor(1, SHORT) as pool:
-        engine = Engine("obp", pool, limits=SHORT)
+    with ProcessExecutor(1, ROOMY) as pool:
+        engine = Engine("obp", pool, limits=ROOMY)
         worker = pool._slots[0]
         for k in range(10):
             assert engine.evaluate(BEST_FIT.replace("-bins", f"-bins + {k}"), small_instances).valid

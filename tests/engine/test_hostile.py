@@ -10,7 +10,7 @@ import pytest
 
 from raise_plugin.engine import Engine, FailureKind, ProcessExecutor, SandboxLimits
 
-from .conftest import BEST_FIT, SHORT
+from .conftest import BEST_FIT, ROOMY, SHORT
 
 H = "import numpy as np\nimport os, sys, time, gc\n\ndef priority(item, bins):\n"
 
@@ -70,24 +70,38 @@ def program(name: str) -> str:
     return SPECIAL[name] if body is None else H + body
 
 
+def _kinds(name: str) -> tuple:
+    return HOSTILE[name][1] if isinstance(HOSTILE[name][1], tuple) else (HOSTILE[name][1],)
+
+
 @pytest.fixture(scope="module")
 def engine(pool):
     return Engine("obp", pool, limits=SHORT)
 
 
+# Programs not meant to time out get a limit no busy machine reaches (a gc scan of the
+# worker's heap can take seconds under load); the ones meant to, the short one.
+GENEROUS = ROOMY.timeout
+
+
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_program_is_invalid_with_its_reason(engine, small_instances, name):
-    result = engine.evaluate(program(name), small_instances, split=1)
-    kinds = HOSTILE[name][1] if isinstance(HOSTILE[name][1], tuple) else (HOSTILE[name][1],)
+    kinds = _kinds(name)
+    limit = SHORT.timeout if FailureKind.TIMEOUT in kinds else GENEROUS
+    result = engine.evaluate(program(name), small_instances, split=1, timeout=limit)
     assert not result.valid, result
     assert result.kind in kinds, result
     assert HOSTILE[name][2] in result.reason, result.reason
-    assert result.seconds < 10
+    if FailureKind.TIMEOUT in kinds:
+        assert result.seconds < limit + 60  # killed at its limit, not left running
 
 
 def test_pool_recovers_and_good_programs_still_score_right(task, pool, engine, small_instances):
     expected = [task.evaluate(task.baselines["BestFit"], s) for s in small_instances]
-    results = engine.map([program(n) for n in HOSTILE] + [BEST_FIT] * 4, small_instances)
+    timed = [(program(n), SHORT.timeout if FailureKind.TIMEOUT in _kinds(n) else GENEROUS) for n in HOSTILE]
+    futures = [engine.submit(code, small_instances, split=1, timeout=limit)
+               for code, limit in timed + [(BEST_FIT, GENEROUS)] * 4]  # all submitted, then collected
+    results = [f.result() for f in futures]
     assert [r.valid for r in results] == [False] * len(HOSTILE) + [True] * 4
     for r in results[len(HOSTILE):]:
         assert list(r.metrics) == expected
@@ -115,7 +129,7 @@ def test_timeout_kills_the_whole_process_tree(small_instances):
 
 
 def test_children_left_behind_make_the_result_invalid_and_are_killed(small_instances):
-    limits = SandboxLimits(timeout=5, memory_mb=512, audit=False)
+    limits = SandboxLimits(timeout=GENEROUS, memory_mb=512, audit=False)
     code = ("import os, time\n\ndef priority(item, bins):\n"
             "    if not hasattr(priority, 'done'):\n        priority.done = True\n"
             "        for _ in range(50):\n            if os.fork() == 0:\n                time.sleep(60)\n"
@@ -135,8 +149,8 @@ def test_files_written_stay_in_the_private_directory(small_instances, tmp_path, 
     monkeypatch.chdir(tmp_path)
     code = ("import os\n\ndef priority(item, bins):\n"
             "    with open('note.txt', 'a') as f:\n        f.write('x')\n    return -bins\n")
-    with ProcessExecutor(1, SHORT) as pool:
-        result = Engine("obp", pool, limits=SHORT).evaluate(code, small_instances)
+    with ProcessExecutor(1, ROOMY) as pool:
+        result = Engine("obp", pool, limits=ROOMY).evaluate(code, small_instances)
     assert result.valid, result
     assert not (tmp_path / "note.txt").exists()
     assert not Path("/tmp/raise-hostile-probe").exists()
@@ -148,8 +162,8 @@ def test_secrets_are_not_inherited(small_instances, monkeypatch):
     code = ("import os\n\ndef priority(item, bins):\n"
             "    leaked = [k for k in os.environ if 'API_KEY' in k or 'TOKEN' in k]\n"
             "    if leaked:\n        raise RuntimeError('leaked ' + ','.join(leaked))\n    return -bins\n")
-    with ProcessExecutor(1, SHORT) as pool:
-        result = Engine("obp", pool, limits=SHORT).evaluate(code, small_instances)
+    with ProcessExecutor(1, ROOMY) as pool:
+        result = Engine("obp", pool, limits=ROOMY).evaluate(code, small_instances)
     assert result.valid, result.reason
     assert os.environ["RAISE_TEST_API_KEY"] == "sk-not-for-programs"  # the engine's own environment is intact
 
@@ -157,14 +171,15 @@ def test_secrets_are_not_inherited(small_instances, monkeypatch):
 def test_modifying_the_bins_argument_does_not_leak_into_the_simulation(task, engine, small_instances):
     code = "import numpy as np\n\ndef priority(item, bins):\n    bins -= item\n    bins[:] = -bins\n    return bins\n"
     pure = "import numpy as np\n\ndef priority(item, bins):\n    return -(bins - item)\n"
-    mutated, clean = engine.evaluate(code, small_instances), engine.evaluate(pure, small_instances)
+    mutated = engine.evaluate(code, small_instances, timeout=GENEROUS)
+    clean = engine.evaluate(pure, small_instances, timeout=GENEROUS)
     assert mutated.valid and mutated.metrics == clean.metrics
 
 
 def test_the_programs_output_does_not_reach_the_engine(engine, small_instances, capfd):
     code = "import sys\n\ndef priority(item, bins):\n    print('hello from the program')\n" \
            "    sys.stderr.write('oops')\n    return -bins\n"
-    assert engine.evaluate(code, small_instances).valid
+    assert engine.evaluate(code, small_instances, timeout=GENEROUS).valid
     out, err = capfd.readouterr()
     assert "hello from the program" not in out and "oops" not in err
 

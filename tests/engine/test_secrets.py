@@ -13,7 +13,7 @@ from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from raise_plugin.runner import start_run
 from tasks.common.suite import Dataset
 
-from .conftest import SHORT
+from .conftest import ROOMY
 
 SECRETS = {"OPENAI_API_KEY": "sk-never-for-programs", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
            "GITHUB_TOKEN": "ghp-x", "MY_SERVICE_SECRET": "s", "DEPLOY_KEY_PATH": "/k", "hf_token": "t"}
@@ -40,7 +40,7 @@ def test_suite_evaluation_hides_secrets_from_programs(secrets, small_instances):
 
 
 def test_the_engine_evaluator_hides_secrets_from_programs(secrets, task, small_instances):
-    with ProcessExecutor(1, SHORT) as pool:
+    with ProcessExecutor(1, ROOMY) as pool:
         evaluator = EngineEvaluator(task.evaluation(list(small_instances), timeout_seconds=30), pool)
         assert evaluator.evaluate_program(PROBE) is not None, evaluator.last_error
 

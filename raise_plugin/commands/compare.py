@@ -13,7 +13,14 @@ def add_compare_arguments(p, **defaults) -> None:
                    help="comma-separated: eoh, reevo, partevo, eohs (default eoh)")
     p.add_argument("--robust-eps", default=defaults.get("robust_eps", "0.002"),
                    help="comma-separated eps for the RAISE runs (default 0.002)")
-    p.add_argument("--ablations", action="store_true", help="also run the paper's three component ablations")
+    p.add_argument("--ablations", action="store_true",
+                   help="also run the paper's three component ablations and the regret and balanced rows")
+    p.add_argument("--aggregation", default=defaults.get("aggregation", "mean"),
+                   help="robust runs' A over the instance set: mean (default), min, cvar:ALPHA, balanced[:W]")
+    p.add_argument("--adversary-objective", default=defaults.get("adversary_objective", "metric"),
+                   help="robust runs' inner objective: metric (default), regret:baselines, regret:population[:K]")
+    p.add_argument("--inner-draws", type=int, default=None,
+                   help="instances per candidate distribution in the inner search (default: the task's)")
     p.add_argument("--budget", type=int, default=defaults.get("budget", 1000), help="samples per run (N_max)")
     p.add_argument("--pop-size", type=int, default=defaults.get("pop_size", 10))
     p.add_argument("--seeds", type=int, default=defaults.get("seeds", 5),
@@ -49,7 +56,8 @@ def config_from(args) -> CompareConfig:
                          seeds=tuple(range(args.seeds)), llm=args.llm, out=args.out, tau=args.tau,
                          inner_population=args.inner_population, inner_generations=args.inner_generations,
                          nominal=args.nominal, suite_instances=args.suite_instances, workers=args.workers,
-                         executor=args.executor)
+                         executor=args.executor, aggregation=args.aggregation,
+                         adversary_objective=args.adversary_objective, inner_draws=args.inner_draws)
 
 
 def run(args) -> int:

@@ -34,11 +34,17 @@ __all__ = ["Variant", "CompareConfig", "plan_variants", "run_compare", "METHOD_L
 
 METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S"}
 
-# the paper's Table 4: switch -> (label suffix, adversary switches)
+# the paper's Table 4: switch -> (label suffix, run settings), then this plugin's rows beyond the
+# paper: the regret adversary and the balanced score (issue "a regret adversary"), each alone and together
 ABLATIONS = {
     "no-constraint": ("w/o Dis. Constraints", {"constraint": "none"}),
     "flat": ("w/o Base Distributions", {"encoding": "flat"}),
     "no-mapping": ("w/o eps-Mapping", {"projection": "none"}),
+    "regret-baselines": ("w/ regret:baselines adversary", {"adversary_objective": "regret:baselines"}),
+    "regret-population": ("w/ regret:population adversary", {"adversary_objective": "regret:population"}),
+    "balanced": ("w/ balanced score", {"aggregation": "balanced"}),
+    "regret-balanced": ("w/ regret:baselines + balanced", {"adversary_objective": "regret:baselines",
+                                                           "aggregation": "balanced"}),
 }
 
 
@@ -94,6 +100,9 @@ class CompareConfig:
     suite_instances: int | None = None   # at most this many instances per test dataset (all by default)
     workers: int | None = None
     executor: str | None = None
+    aggregation: str = "mean"
+    adversary_objective: str = "metric"
+    inner_draws: int | None = None
 
     def __post_init__(self):
         from raise_plugin.methods import METHODS
@@ -121,6 +130,12 @@ class CompareConfig:
             raise UserError("seeds: give at least one seed")
         if self.suite_instances is not None and self.suite_instances < 1:
             raise UserError("suite_instances: must be at least 1")
+        from raise_plugin.config import ConfigError, RunConfig
+        try:  # the run settings compare passes on, checked by the run config itself
+            RunConfig(task=self.task, aggregation=self.aggregation, adversary_objective=self.adversary_objective,
+                      inner_draws=self.inner_draws)
+        except ConfigError as exc:
+            raise UserError(str(exc).replace("config field ", "")) from None
         if self.executor is not None:
             from raise_plugin.engine.executors import parse_executor_spec
             parse_executor_spec(self.executor)  # a bad spec fails here, before any training
@@ -154,13 +169,14 @@ def train(config: CompareConfig, variant: Variant, seed: int, quiet: bool = Fals
         _say(f"  resuming {variant.label}, seed {seed}", quiet)
         method = resume_run(path)
     else:
-        switches = dict(variant.switches)
+        settings = {"aggregation": config.aggregation, "adversary_objective": config.adversary_objective,
+                    "inner_draws": config.inner_draws, **dict(variant.switches)}
         run_config = RunConfig(task=config.task, method=variant.method, robust=variant.robust,
                                epsilon=variant.epsilon if variant.robust else 0.002, tau=config.tau,
                                inner_population=config.inner_population,
                                inner_generations=config.inner_generations, budget=config.budget,
                                pop_size=config.pop_size, llm=config.llm, seed=seed, out=str(path),
-                               nominal=config.nominal, executor=config.executor, **switches)
+                               nominal=config.nominal, executor=config.executor, **settings)
         method = start_run(run_config)
     method.run()
     data = json.loads(summary.read_text()) if summary.exists() else {}
@@ -304,8 +320,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
         + "\n")
     files.append(out / "table_significance.md")
 
+    # plain runs too: their validation trace shows where a search starts to overfit
     robust_runs = {f"{v.label}, seed {config.seeds[0]}": RunLog.load(run_dirs[(v.key, config.seeds[0])])
-                   for v in variants if v.kind == "robust"}
+                   for v in variants if v.kind in ("plain", "robust")}
     figures = []
     if robust_runs:
         plot_convergence(robust_runs, out / "convergence.png")

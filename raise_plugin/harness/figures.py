@@ -17,22 +17,35 @@ def _pyplot():
 
 
 def convergence_series(log) -> dict:
-    """Per generation: best and mean population score, and the generations where the set was refreshed."""
+    """Per generation: best and mean population robust metric (-score), the generations where the
+    set was refreshed, and the validation trace of the best program (``raise_plugin.validation``)."""
+    from raise_plugin.validation import read_trace
+
     gens, best, mean = [], [], []
     for pop in log.populations:
         scores = [m["score"] for m in pop["members"] if m.get("score") is not None and math.isfinite(m["score"])]
         if not scores:
             continue
         gens.append(pop["generation"])
-        best.append(max(scores))
-        mean.append(float(np.mean(scores)))
+        best.append(-max(scores))
+        mean.append(-float(np.mean(scores)))
     refreshes = sorted({r["generation"] for r in log.instances.values()
                         if r.get("origin") == "adversarial" and r.get("generation") is not None})
-    return {"generation": gens, "best": best, "mean": mean, "refreshes": refreshes}
+    trace = read_trace(log.path) if getattr(log, "path", None) is not None else []
+    points = [p for p in trace if p.get("validation_metric") is not None]
+    baseline = next((p["best_baseline"] for p in points if p.get("best_baseline")), None)
+    return {"generation": gens, "best": best, "mean": mean, "refreshes": refreshes,
+            "trace_generation": [p["generation"] for p in points],
+            "validation": [p["validation_metric"] for p in points],
+            "nominal": [p.get("nominal_metric") for p in points],
+            "baseline": baseline}
 
 
 def plot_convergence(runs: dict, path: str | Path) -> list[str]:
-    """One panel per run (label -> RunLog): best and mean robust score per generation, refreshes marked.
+    """One panel per run (label -> RunLog): the best and mean robust metric per generation with the
+    refreshes marked and, where the run traced it, the best program's nominal and validation
+    metric beside the best baseline's validation metric: a validation curve that rises while
+    the robust one falls is a run that has started to overfit.
 
     Returns the labels of the series drawn.
     """
@@ -43,17 +56,27 @@ def plot_convergence(runs: dict, path: str | Path) -> list[str]:
     labels = []
     for ax, (label, log) in zip(axes[0], runs.items()):
         s = convergence_series(log)
-        ax.plot(s["generation"], s["best"], marker=".", label="best")
-        ax.plot(s["generation"], s["mean"], marker=".", alpha=0.8, label="population mean")
+        ax.plot(s["generation"], s["best"], marker=".", label="best, robust metric")
+        ax.plot(s["generation"], s["mean"], marker=".", alpha=0.6, label="population mean")
+        labels += [f"{label}: best", f"{label}: mean"]
+        if s["validation"]:
+            ax.plot(s["trace_generation"], s["validation"], marker="s", color="darkgreen",
+                    label="best, validation metric")
+            nominal = [(g, v) for g, v in zip(s["trace_generation"], s["nominal"]) if v is not None]
+            if nominal:
+                ax.plot(*zip(*nominal), marker="^", ls=":", color="gray", label="best, nominal metric")
+            if s["baseline"]:
+                ax.axhline(s["baseline"]["metric"], color="darkgreen", ls=":", lw=1,
+                           label=f"{s['baseline']['name']}, validation")
+            labels.append(f"{label}: validation")
         for i, g in enumerate(s["refreshes"]):
             ax.axvline(g, color="crimson", ls="--", lw=0.8, label="adversarial refresh" if i == 0 else None)
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("generation")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("robust score (-metric, higher is better)")
+        ax.set_ylabel("metric (lower is better)")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        labels += [f"{label}: best", f"{label}: mean"]
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

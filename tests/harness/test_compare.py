@@ -39,10 +39,10 @@ def test_every_table_and_figure_is_written(compared):
 
 def test_every_method_is_tested_against_the_best_baseline_and_its_plain_twin(compared):
     tests = {(c.method, c.relation): c for c in compared.comparisons}
-    # the plain run has no twin; the robust run and the three ablations have the plain run as twin
+    # the plain run has no twin; the robust run and the seven ablations have the plain run as twin
     assert ("EoH", "best baseline") in tests and ("EoH", "plain twin") not in tests
     assert tests[("RAISE-EoH (eps=0.002)", "plain twin")].reference == "EoH"
-    assert len(compared.comparisons) == 5 + 4
+    assert len(compared.comparisons) == 9 + 8
     assert {c.reference for c in compared.comparisons if c.relation == "best baseline"} == {"SP-Insert"}
     for c in compared.comparisons:
         assert c.pairs + c.dropped == 2 * 15 and c.seeds <= 2 and c.over == "seeds"
@@ -63,10 +63,12 @@ def test_rows_and_columns(compared):
     assert t4.columns == ["Uniform", "Normal", "Lognormal", "Exponential", "Triangular", "Avg."]
     assert t4.methods[0].startswith("EoH") and "w/o Robust Search" in t4.methods[0]
     assert t4.methods[1:] == ["RAISE-EoH w/o Dis. Constraints", "RAISE-EoH w/o Base Distributions",
-                              "RAISE-EoH w/o eps-Mapping", "RAISE-EoH (eps=0.002)"]
+                              "RAISE-EoH w/o eps-Mapping", "RAISE-EoH w/ regret:baselines adversary",
+                              "RAISE-EoH w/ regret:population adversary", "RAISE-EoH w/ balanced score",
+                              "RAISE-EoH w/ regret:baselines + balanced", "RAISE-EoH (eps=0.002)"]
     rows = list(csv.DictReader((compared.out / "results.csv").open()))
-    # 3 baselines x 15 datasets + 5 variants x 2 seeds x 15 datasets, one instance each
-    assert len(rows) == 3 * 15 + 5 * 2 * 15
+    # 3 baselines x 15 datasets + 9 variants x 2 seeds x 15 datasets, one instance each
+    assert len(rows) == 3 * 15 + 9 * 2 * 15
     assert {r["kind"] for r in rows} == {"baseline", "plain", "robust", "ablation"}
 
 
@@ -100,12 +102,15 @@ def test_variants_follow_the_paper():
     keys = [v.key for v in plan_variants(["eoh", "reevo"], [0.001, 0.01], ablations=True)]
     assert keys[:3] == ["eoh-plain", "eoh-raise-eps0.001", "eoh-raise-eps0.01"]
     assert "eoh-raise-eps0.001-no-mapping" in keys and "reevo-raise-eps0.001-flat" in keys
-    assert len(keys) == 2 * (1 + 2 + 3)
+    assert "eoh-raise-eps0.001-regret-balanced" in keys
+    assert len(keys) == 2 * (1 + 2 + 7)
 
 
 @pytest.mark.parametrize("field, value, message", [
     ("task", "tsp", "task"), ("methods", ("gp",), "methods"), ("epsilons", (0.0,), "epsilons"),
     ("budget", 0, "budget"), ("pop_size", 1, "pop_size"), ("seeds", (), "seeds"),
+    ("aggregation", "median", "aggregation"), ("adversary_objective", "regret:nope", "adversary_objective"),
+    ("inner_draws", 0, "inner_draws"),
 ])
 def test_bad_configs_name_the_field(tmp_path, field, value, message):
     with pytest.raises(UserError, match=message):
@@ -123,3 +128,14 @@ def test_compare_defaults_to_five_seeds_and_the_demo_to_three():
     add_compare_arguments(demo, **PRESET)
     assert config_from(compare.parse_args([])).seeds == (0, 1, 2, 3, 4) == CompareConfig().seeds
     assert config_from(demo.parse_args([])).seeds == (0, 1, 2)
+
+
+def test_convergence_figure_draws_each_runs_validation_trace(compared):
+    from raise_plugin.harness.figures import convergence_series
+    from raise_plugin.rundir import RunLog
+
+    for key in ("eoh-plain", "eoh-raise-eps0.002"):
+        s = convergence_series(RunLog.load(compared.out / "runs" / f"{key}-seed0"))
+        assert s["validation"] and len(s["validation"]) == len(s["trace_generation"])
+        assert s["baseline"]["name"] == "SP-Insert" and s["baseline"]["metric"] > 1
+        assert all(b > 0 for b in s["best"])  # metrics (route-length ratios), not scores

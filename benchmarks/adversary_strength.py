@@ -13,7 +13,18 @@ heuristic's mean nominal metric (what the outer loop receives), and with
 from the worst distribution (whether the distribution, not one lucky sample, is bad).
 Means over ``--seeds`` seeds; ``ratio`` = GA / random.
 
+``--resample``: the re-sampling check instead (does the search find distributions
+that hurt, or draws that happen to?). On OBP, OJSP and OVRP, with every baseline of
+the task as the attacked heuristic, at each eps and for ``draws`` R in 1, 2, 4, the
+search (P_in = 8, G_in = 4) reports a degradation over the heuristic's nominal mean;
+M = 5 fresh instances from the returned distribution (seeds disjoint from the
+search's) give the degradation the distribution really has. ``share`` = fresh /
+reported per cell (cells with a reported degradation <= 0 are left out), median over
+the cells (baselines x eps x seeds) of a task; ``pooled`` = mean fresh / mean reported.
+
 Usage: python benchmarks/adversary_strength.py [--seeds 3] [--quick] [--noise common] [--holdout 3] [--eps ...]
+       python benchmarks/adversary_strength.py --resample [--seeds 8] [--eps 0.002 0.005] [--draws 1 2 4]
+                                               [--tasks obp ojsp ovrp]
 """
 from __future__ import annotations
 
@@ -30,7 +41,7 @@ sys.path.insert(0, str(ROOT / "examples" / "heuristics"))
 
 from obp_weibull_specialised import priority as weibull_specialised  # noqa: E402
 
-from raise_plugin.adversary import instance_seed, project, sample_and_evaluate, search  # noqa: E402
+from raise_plugin.adversary import default_draws, instance_seed, project, sample_and_evaluate, search  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.obp.baselines import best_fit  # noqa: E402
 
@@ -61,6 +72,64 @@ def held_out(task, priority, p, length, seed, count):
     return float(np.mean([sample_and_evaluate(task, priority, p, length, int(s))[1] for s in rng_seeds]))
 
 
+def fresh_mean(task, priority, p, length, seed, count):
+    """Mean metric over ``count`` fresh instances from ``p``, seeded apart from any search seed."""
+    seeds = np.random.SeedSequence([seed, 0xF4E5]).generate_state(count, np.uint64)
+    return float(np.mean([sample_and_evaluate(task, priority, p, length, int(s))[1] for s in seeds]))
+
+
+def resample_check(seeds, epsilons, draws, fresh, noise, tasks=("obp", "ojsp", "ovrp")) -> None:
+    """The re-sampling check of every task's baselines: reported vs fresh degradation per R."""
+    started = time.time()
+    print(f"re-sampling check: P_in = 8, G_in = 4, noise = {noise}, {seeds} seed(s), eps {list(epsilons)}, "
+          f"M = {fresh} fresh instances; share = fresh degradation / reported degradation")
+    summary = {}
+    for task_name in tasks:
+        task = get_task(task_name)
+        nominal = task.nominal_instances()
+        print(f"\n{task_name.upper()} (K = {task.shift.cells}, n = {task.nominal_length}, "
+              f"{len(nominal)} nominal instances)")
+        header = (f"{'heuristic':<10} {'eps':>6} {'R':>2}  {'reported':>9} {'fitness':>9} {'fresh':>9} "
+                  f"{'share':>6} {'share fit':>9}")
+        print(header)
+        print("-" * len(header))
+        for name, priority in task.baselines.items():
+            base = float(np.mean([task.evaluate(priority, s) for s in nominal]))
+            for eps in epsilons:
+                for R in draws:
+                    rep, fit, frs, shares, shares_fit = [], [], [], [], []
+                    for seed in range(seeds):
+                        r = search(task, priority, eps, nominal=nominal, seed=seed, draws=R, noise=noise)
+                        reported, fitness = r.metric - base, r.fitness - base
+                        kept = fresh_mean(task, priority, r.distribution, r.length, seed, fresh) - base
+                        rep.append(reported)
+                        fit.append(fitness)
+                        frs.append(kept)
+                        if reported > 0:
+                            shares.append(kept / reported)
+                        if fitness > 0:
+                            shares_fit.append(kept / fitness)
+                        cell = summary.setdefault((task_name, R), ([], [], [], []))
+                        if reported > 0:
+                            cell[0].append(kept / reported)
+                        if fitness > 0:
+                            cell[1].append(kept / fitness)
+                        cell[2].append(kept)
+                        cell[3].append(reported)
+                    print(f"{name:<10} {eps:6.3f} {R:2d}  {np.mean(rep):+9.4f} {np.mean(fit):+9.4f} "
+                          f"{np.mean(frs):+9.4f} {np.median(shares) if shares else float('nan'):6.2f} "
+                          f"{np.median(shares_fit) if shares_fit else float('nan'):9.2f}")
+    print("\nshare kept, per task: median over the cells (baselines x eps x seeds) of fresh / reported, "
+          "of the candidate's mean fitness in brackets; pooled = mean fresh / mean reported")
+    print(f"{'task':<6} " + " ".join(f"{'R = ' + str(R):>24}" for R in draws) + "   default_draws")
+    for task_name in tasks:
+        cells = [summary[(task_name, R)] for R in draws]
+        print(f"{task_name:<6} " + " ".join(f"{np.median(a):6.2f} ({np.median(b):5.2f}) {np.mean(k) / np.mean(r):6.2f}p"
+                                            for a, b, k, r in cells)
+              + f"   {default_draws(task_name)}")
+    print(f"\n{time.time() - started:.0f} s")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds per setting (default 3)")
@@ -68,7 +137,16 @@ def main(argv=None) -> int:
     parser.add_argument("--noise", choices=("common", "independent"), default="common")
     parser.add_argument("--holdout", type=int, default=3, help="fresh instances per worst distribution")
     parser.add_argument("--eps", type=float, nargs="+", default=None, help=f"radii (default {EPSILONS})")
+    parser.add_argument("--resample", action="store_true",
+                        help="the re-sampling check on OBP, OJSP and OVRP instead (see the module docstring)")
+    parser.add_argument("--draws", type=int, nargs="+", default=[1, 2, 4], help="R values of --resample")
+    parser.add_argument("--fresh", type=int, default=5, help="fresh instances per distribution in --resample")
+    parser.add_argument("--tasks", nargs="+", choices=("obp", "ojsp", "ovrp"), default=["obp", "ojsp", "ovrp"],
+                        help="tasks of --resample")
     args = parser.parse_args(argv)
+    if args.resample:
+        resample_check(args.seeds, args.eps or (0.002, 0.005), args.draws, args.fresh, args.noise, args.tasks)
+        return 0
     seeds = 1 if args.quick else args.seeds
     epsilons = args.eps or ((0.002, 0.010) if args.quick else EPSILONS)
     holdout = 0 if args.quick else args.holdout

@@ -22,6 +22,9 @@ def register(sub) -> None:
     p.add_argument("--population", type=int, default=8, help="inner population P_in (default 8)")
     p.add_argument("--generations", type=int, default=4, help="inner generations G_in (default 4)")
     p.add_argument("--projection", choices=("paper", "sphere"), default="paper")
+    p.add_argument("--adversary-objective", choices=("metric", "regret:baselines"), default="metric",
+                   help="what the search maximises: the metric (default) or the regret against the task's "
+                        "baselines on the same instance; the profile reports the metric of the instance found")
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds allowed per instance (default: the task's); a search may take that "
@@ -29,6 +32,10 @@ def register(sub) -> None:
     p.add_argument("--out", default="profile-out", help="output directory (default profile-out)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
+
+
+def _objective_switches(objective: str) -> dict:
+    return {"objective": "regret", "references": "baselines"} if objective == "regret:baselines" else {}
 
 
 def parse_eps(text: str) -> list[float]:
@@ -68,7 +75,7 @@ def run(args) -> int:
     profile = robustness_profile(task.name, heuristics, epsilons, list(range(args.seeds)),
                                  population=args.population, generations=args.generations,
                                  workers=args.workers, progress=not args.no_progress, timeout=args.timeout,
-                                 projection=args.projection)
+                                 projection=args.projection, **_objective_switches(args.adversary_objective))
     written = save_profile(profile, Path(args.out))
     print(f"{task.name}: worst metric found within eps (lower is better)")
     print(profile.markdown())

@@ -98,6 +98,9 @@ def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int,
     from raise_plugin.adversary import search
     task = get_task(task_name)
     priority = heuristic.resolve(task)
+    switches = dict(switches)
+    if switches.get("references") == "baselines":  # regret against every baseline but the heuristic itself
+        switches["references"] = [(n, f) for n, f in task.baselines.items() if n != heuristic.baseline]
     result = search(task, priority, epsilon, seed=seed, population=population, generations=generations, **switches)
     reason = getattr(result, "reason", "") or ""
     return ProfilePoint(heuristic.name, float(epsilon), int(seed), float(result.metric), float(result.distance),
@@ -131,7 +134,9 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
     """
     task = get_task(task_name)
     workers = default_workers() if workers is None else max(1, workers)
-    limit = search_timeout(task, population, generations, timeout)
+    limit = search_timeout(task, population, generations, timeout) * int(switches.get("draws", 1))
+    if switches.get("references") == "baselines":  # the references run on every draw too
+        limit *= 1 + len(task.baselines)
     points: list[ProfilePoint] = []
     with ProcessExecutor(workers, SandboxLimits(timeout=limit)) as pool:
         rows = evaluate_suite(task_name, heuristics, [Dataset("nominal", {}, task.nominal_instances())],

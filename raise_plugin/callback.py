@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import multiprocessing
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -189,13 +188,14 @@ class AdversarialInstanceCallback(Callback):
         searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
             generations, draws, references, objective, **switches)``; ``raise_plugin.adversary.search``
             by default.
-        search_timeout: wall-clock seconds allowed for one inner search, which then runs in a
-            forked child (the attacked program is generated code: it may hang on a shifted
-            instance). ``None``: the evaluation's time limit times ``inner_generations`` (each
+        search_timeout: wall-clock seconds allowed for one inner search, which then runs in one of
+            the engine's sandboxed workers, under its memory cap and audit hook and without the
+            environment's secrets (the attacked program is generated code: it may hang, or
+            allocate without bound, on a shifted instance). ``None``: the evaluation's time limit times ``inner_generations`` (each
             inner generation evaluates about as many instances as one evaluation of the set).
             ``0``: no limit, in the calling thread (also whenever an ``executor`` switch is
-            given). A search that runs out of time, or whose child dies, is skipped, logged
-            and kept in ``skipped``; the run goes on.
+            given). A search that runs out of time, or whose worker dies (the memory cap among
+            the reasons), is skipped, logged and kept in ``skipped``; the run goes on.
         objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
             paper's), ``regret:baselines`` or ``regret:population[:K]``. Whatever the objective,
             the instance's provenance records ``metric``, ``reference_metric`` (the best
@@ -260,7 +260,6 @@ class AdversarialInstanceCallback(Callback):
     def refresh(self, method, snapshot: RunSnapshot, best: ProgramView) -> None:
         """One inner search on ``best`` and the update of the instance set."""
         from .adversary import AdversaryReferenceError
-        from .programs import compile_priority
 
         search = self._searcher
         if search is None:
@@ -272,13 +271,10 @@ class AdversarialInstanceCallback(Callback):
         references = self._references(method, snapshot, best)
         draws = self.draws or _default_draws(method.task)
 
-        def inner():
-            refs = [(name, compile_priority(text, None) if isinstance(text, str) else text)
-                    for name, text in references]
-            return search(method.task, compile_priority(code, None), self.epsilon,
-                          nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
-                          generations=self.inner_generations, draws=draws, references=refs or None,
-                          objective=self.objective.kind, **self.adversary_switches)
+        options = dict(nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
+                       generations=self.inner_generations, draws=draws, objective=self.objective.kind,
+                       **self.adversary_switches)
+        call = (search, method.task, code, references, self.epsilon, options)
 
         limit = self.search_timeout
         if limit is None:
@@ -289,7 +285,7 @@ class AdversarialInstanceCallback(Callback):
         try:
             if self.objective.kind == "regret" and not references:
                 raise _SearchFailed(f"no reference for {self.objective}: the population has no other valid member")
-            result = _run_with_time_limit(inner, limit)
+            result = _inner_search(*call) if not limit else _in_sandbox(_inner_search, call, limit)
         except (_SearchFailed, AdversaryReferenceError) as exc:  # no usable reference: skip, as a hang
             seconds = time.perf_counter() - start
             record = getattr(method, "record_inner_search", None)
@@ -377,38 +373,29 @@ class _SearchFailed(Exception):
     """The inner search ran out of time or its process died."""
 
 
-def _run_with_time_limit(fn: Callable, seconds: float):
-    """``fn()`` in a forked child killed after ``seconds`` (in this thread when ``seconds`` is 0)."""
-    if not seconds or "fork" not in multiprocessing.get_all_start_methods():
-        return fn()
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
+def _inner_search(search: Callable, task, code: str, references: list, epsilon: float, options: dict):
+    """One inner search on the program ``code``; ``references`` are ``(name, program text or priority)``."""
+    from .programs import compile_priority
 
-    def child():
+    refs = [(name, compile_priority(ref, None) if isinstance(ref, str) else ref) for name, ref in references]
+    return search(task, compile_priority(code, None), epsilon, references=refs or None, **options)
+
+
+def _in_sandbox(fn: Callable, args: tuple, seconds: float):
+    """``fn(*args)`` in one of the engine's sandboxed workers (memory cap, audit hook, no secrets in
+    its environment), killed after ``seconds``: the attacked program is generated code."""
+    from .engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
+
+    with ProcessExecutor(1, SandboxLimits(timeout=seconds)) as pool:
         try:
-            sender.send(("ok", fn()))
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent, which re-raises
-            sender.send(("error", exc))
-        finally:
-            sender.close()
-
-    proc = context.Process(target=child, daemon=True)
-    proc.start()
-    sender.close()
-    try:
-        if not receiver.poll(seconds):
-            raise _SearchFailed(f"the inner search exceeded {seconds:g} s")
-        status, value = receiver.recv()
-    except (EOFError, OSError):
-        raise _SearchFailed("the inner search process died") from None
-    finally:
-        receiver.close()
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-    if status == "error":
-        raise value
-    return value
+            return pool.submit(fn, *args).result()
+        except CallTimeout:
+            raise _SearchFailed(f"the inner search exceeded {seconds:g} s") from None
+        except MemoryError:
+            raise _SearchFailed(f"the inner search ran out of memory (the sandbox caps it at "
+                                f"{pool.limits.memory_mb} MB)") from None
+        except WorkerDied as exc:
+            raise _SearchFailed(f"the inner search's worker died ({exc})") from None
 
 
 def _default_draws(task) -> int:

@@ -72,3 +72,24 @@ def fake_search(task, priority, epsilon, *, nominal=None, seed=0, population=8, 
 def small_obp_evaluation(count: int = 3, num_items: int = 300, **kwargs):
     task = get_task("obp")
     return task.evaluation(instances=weibull_instances(count=count, num_items=num_items), **kwargs)
+
+
+def hanging_search(task, priority, epsilon, **kwargs):
+    """An inner search that never ends (its caller's time limit must cut it)."""
+    import time
+    time.sleep(60)
+
+
+def hoarding_search(task, priority, epsilon, **kwargs):
+    """An inner search that allocates far past the sandbox's memory cap."""
+    hoard = np.ones(int(20e9 // 8))
+    return hoard
+
+
+def secret_seeing_search(task, priority, epsilon, **kwargs):
+    """The stand-in search, refusing to run where it can see a secret of the environment."""
+    import os
+    seen = sorted(k for k in os.environ if any(w in k.upper() for w in ("KEY", "TOKEN", "SECRET")))
+    if seen:
+        raise RuntimeError(f"generated code could read {', '.join(seen)}")
+    return fake_search(task, priority, epsilon, **kwargs)

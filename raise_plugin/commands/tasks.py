@@ -14,7 +14,12 @@ def run(args) -> int:
         task = get_task(name)
         nominal = task.nominal_instances()
         suite = task.test_suite()
-        print(f"{name:6s} {type(task).__name__:10s} shift: {task.shift.name} (K={task.shift.cells}); "
-              f"nominal {len(nominal)} instances; test suite {len(suite)} datasets, "
-              f"{sum(len(d.instances) for d in suite)} instances; baselines: {', '.join(task.baselines)}")
+        validation = task.validation_suite()
+        spread = task.nominal_spread
+        print(f"{name:6s} {type(task).__name__}: shift {task.shift.name}, K = {task.shift.cells}\n"
+              f"       nominal {len(nominal)} instances, spread {spread:.3g} (mean d between two of them); "
+              f"eps 0.002 = {0.002 / spread:.3g} x spread, an L1 shift of {task.shift.cells * 0.002:.3g}\n"
+              f"       validation suite {len(validation)} datasets, {sum(len(d.instances) for d in validation)} "
+              f"instances; test suite {len(suite)} datasets, {sum(len(d.instances) for d in suite)} instances\n"
+              f"       baselines: {', '.join(task.baselines)}")
     return 0

@@ -103,6 +103,14 @@ class Task(ABC):
         """Whether the adversary's length gene may change the instance length."""
         return True
 
+    @cached_property
+    def nominal_spread(self) -> float:
+        """Mean distance d between two nominal histograms (mean absolute difference over the K
+        cells): how far apart the training instances already are, the yardstick of eps."""
+        histograms = [self.histogram(s) for s in self.nominal_instances()]
+        pairs = [float(np.abs(a - b).mean()) for i, a in enumerate(histograms) for b in histograms[i + 1:]]
+        return float(np.mean(pairs)) if pairs else 0.0
+
     @property
     def nominal_high(self) -> int:
         return self.shift_values(self.nominal_instances()[0])[1]

@@ -53,3 +53,12 @@ def test_validation_families_differ_from_every_test_family_in_distribution():
     for v in VALIDATION_FAMILIES:
         for t in FAMILIES:
             assert np.abs(cells(v) - cells(t)).sum() > 0.15, (v, t)
+
+
+@pytest.mark.parametrize("name, spread", [("obp", 0.00084), ("ojsp", 0.0076), ("ovrp", 0.0448)])
+def test_nominal_spread_is_the_mean_distance_between_two_nominal_histograms(name, spread):
+    task = get_task(name)
+    h = [task.histogram(s) for s in task.nominal_instances()]
+    pairs = [np.abs(h[i] - h[j]).mean() for i in range(5) for j in range(i + 1, 5)]
+    assert task.nominal_spread == pytest.approx(np.mean(pairs))
+    assert task.nominal_spread == pytest.approx(spread, rel=0.01)

@@ -29,6 +29,8 @@ log = logging.getLogger("raise_plugin.callback")
 __all__ = ["Callback", "AdversarialInstanceCallback", "RunSnapshot", "ProgramView", "InstanceView",
            "SampleView", "InstanceUpdate", "Objective", "parse_objective", "POPULATION_REFERENCES"]
 
+TAU_UNITS = ("generations", "samples")
+
 # regret:population compares the attacked best with this many other members (the next best
 # by robust score): enough to find an instance on which some other member does better,
 # and few enough that references cost at most three extra evaluations per candidate
@@ -178,7 +180,13 @@ class AdversarialInstanceCallback(Callback):
     Args:
         epsilon: radius eps of the ball B_eps(S) around the nominal set (mean absolute
             difference of histograms).
-        tau: refresh interval tau in generations (the loop runs when generation % tau == 0).
+        tau: refresh interval tau: in host generations (the loop runs when generation % tau == 0),
+            or in samples with ``tau_unit="samples"`` (the loop runs at the first generation end
+            after each multiple of tau samples).
+        tau_unit: ``generations`` (default: a host generation is ``pop_size`` samples, so 1000
+            samples at pop 10 and tau 5 give 19-20 refreshes) or ``samples`` (the paper's cost
+            appendix counts 200 generations of 5 samples for 1000 samples, 40 refreshes at
+            tau 5: ``tau=25, tau_unit="samples"`` reproduces that count).
         inner_population: P_in, genes per inner generation.
         inner_generations: G_in, inner GA generations.
         aggregation: A over the instance set: ``mean``, ``min``, ``cvar:ALPHA`` or ``balanced[:W]``;
@@ -210,7 +218,8 @@ class AdversarialInstanceCallback(Callback):
     def __init__(self, epsilon: float, tau: int = 5, inner_population: int = 8, inner_generations: int = 4,
                  aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
                  searcher: Callable | None = None, search_timeout: float | None = None,
-                 objective: "str | Objective" = "metric", draws: int | None = None, **adversary_switches):
+                 objective: "str | Objective" = "metric", draws: int | None = None,
+                 tau_unit: str = "generations", **adversary_switches):
         from tasks.common.aggregation import Aggregation
 
         if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)
@@ -218,6 +227,9 @@ class AdversarialInstanceCallback(Callback):
             raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
         if draws is not None and (not isinstance(draws, int) or isinstance(draws, bool) or draws < 1):
             raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
+        if tau_unit not in TAU_UNITS:
+            raise ValueError(f"tau_unit must be one of {', '.join(TAU_UNITS)}, got {tau_unit!r}")
+        self.tau_unit = tau_unit
         for name, value, low in (("tau", tau, 1), ("inner_population", inner_population, 2),
                                  ("inner_generations", inner_generations, 1), ("max_adversarial", max_adversarial, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -243,6 +255,7 @@ class AdversarialInstanceCallback(Callback):
         self.skipped: list[dict] = []
         self.refreshes = 0
         self.last_refresh_generation = 0
+        self.last_refresh_samples = 0
         self.history: list[dict] = []
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
@@ -250,7 +263,11 @@ class AdversarialInstanceCallback(Callback):
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         g = snapshot.generation
-        if g == 0 or g % self.tau or g <= self.last_refresh_generation:
+        if g == 0 or g <= self.last_refresh_generation:
+            return
+        if self.tau_unit == "generations" and g % self.tau:
+            return
+        if self.tau_unit == "samples" and snapshot.samples // self.tau <= self.last_refresh_samples // self.tau:
             return
         best = snapshot.best
         if best is None:  # every member failed: nothing to attack
@@ -293,7 +310,7 @@ class AdversarialInstanceCallback(Callback):
                 record(0, seconds)
             self.skipped.append({"refresh": k, "generation": snapshot.generation, "program_id": best.program_id,
                                  "reason": str(exc), "seconds": seconds})
-            self.last_refresh_generation = snapshot.generation
+            self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
             log.warning("inner search on %s skipped at generation %d: %s", best.program_id,
                         snapshot.generation, exc)
             return
@@ -304,7 +321,7 @@ class AdversarialInstanceCallback(Callback):
         if record is not None:
             record(inner_evaluations + reference_evaluations, search_seconds)
         if result is None:  # the inner search is switched off (enabled=False or generations=0)
-            self.last_refresh_generation = snapshot.generation
+            self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
             return
         provenance = {
             "refresh": k,
@@ -332,7 +349,7 @@ class AdversarialInstanceCallback(Callback):
         arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
                   if getattr(result, name, None) is not None}
         self.refreshes = k
-        self.last_refresh_generation = snapshot.generation
+        self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
         update = method.add_instance(result.instance, instance_id=f"adv-{k}", origin="adversarial",
                                      distance=float(getattr(result, "distance", float("nan"))),
                                      generation=snapshot.generation, max_adversarial=self.max_adversarial,
@@ -360,11 +377,13 @@ class AdversarialInstanceCallback(Callback):
 
     def state_dict(self) -> dict:
         return {"refreshes": self.refreshes, "last_refresh_generation": self.last_refresh_generation,
+                "last_refresh_samples": self.last_refresh_samples,
                 "history": list(self.history), "skipped": list(self.skipped)}
 
     def load_state_dict(self, state: dict) -> None:
         self.refreshes = int(state.get("refreshes", 0))
         self.last_refresh_generation = int(state.get("last_refresh_generation", 0))
+        self.last_refresh_samples = int(state.get("last_refresh_samples", 0))
         self.history = list(state.get("history", []))
         self.skipped = list(state.get("skipped", []))
 

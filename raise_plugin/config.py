@@ -39,7 +39,8 @@ class RunConfig:
     ``regret:baselines``; ``regret:population[:K]``), ``inner_draws`` the instances R each
     candidate distribution is scored on (the task's default when unset),
     ``validation_trace`` whether the best program's validation metric is traced in the
-    run directory every ``tau`` generations.
+    run directory every ``tau`` generations, ``tau_unit`` whether tau counts host generations
+    (``pop_size`` samples each) or samples.
     """
 
     task: str = "obp"
@@ -68,6 +69,7 @@ class RunConfig:
     executor: str | None = None
     adversary_objective: str = "metric"
     inner_draws: int | None = None
+    tau_unit: str = "generations"
     validation_trace: bool = True
 
     def __post_init__(self):
@@ -120,7 +122,8 @@ class RunConfig:
                 parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:
                 bad("executor", str(exc))
-        for name, choices in (("projection", ("paper", "sphere", "none")), ("encoding", ("basis", "flat")),
+        for name, choices in (("tau_unit", ("generations", "samples")),
+                              ("projection", ("paper", "sphere", "none")), ("encoding", ("basis", "flat")),
                               ("constraint", ("ball", "none"))):
             value = getattr(self, name)
             if value is not None and value not in choices:

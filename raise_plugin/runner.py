@@ -72,9 +72,10 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
             config.epsilon, tau=config.tau, inner_population=config.inner_population,
             inner_generations=config.inner_generations, aggregation=config.aggregation,
             max_adversarial=config.max_adversarial, seed=config.seed, objective=config.adversary_objective,
-            draws=config.inner_draws, **config.adversary_switches()))
+            draws=config.inner_draws, tau_unit=config.tau_unit, **config.adversary_switches()))
     if config.validation_trace:
-        all_callbacks.append(ValidationTrace(every=config.tau))
+        every = config.tau if config.tau_unit == "generations" else max(1, config.tau // config.pop_size)
+        all_callbacks.append(ValidationTrace(every=every))
     all_callbacks.extend(callbacks)
     profiler = None
     if config.host_profiler:

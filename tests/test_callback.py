@@ -56,11 +56,11 @@ class Recorder(Callback):
 
 
 def robust_run(budget=40, pop_size=4, tau=2, seed=0, aggregation="mean", max_adversarial=10, samplers=1,
-               llm=None, searcher=fake_search, objective="metric", draws=None, **kwargs):
+               llm=None, searcher=fake_search, objective="metric", draws=None, tau_unit="generations", **kwargs):
     rec = Recorder(aggregation)
     cb = AdversarialInstanceCallback(epsilon=0.002, tau=tau, inner_population=4, inner_generations=2,
                                      aggregation=aggregation, max_adversarial=max_adversarial, seed=seed,
-                                     searcher=searcher, objective=objective, draws=draws)
+                                     searcher=searcher, objective=objective, draws=draws, tau_unit=tau_unit)
     method = robust(EoH, callbacks=[cb, rec])(
         llm=llm or ScriptedLLM(seed), evaluation=small_obp_evaluation(), max_sample_nums=budget,
         pop_size=pop_size, max_generations=None, num_samplers=samplers, seed=seed, **kwargs)
@@ -158,7 +158,8 @@ def test_callback_state_round_trips():
                                           ({"epsilon": 0.1, "objective": "regret:nope"}, "objective"),
                                           ({"epsilon": 0.1, "objective": "regret:population:0"}, "objective"),
                                           ({"epsilon": 0.1, "projection": "cube"}, "projection"),
-                                          ({"epsilon": 0.1, "encoding": "bits"}, "encoding")])
+                                          ({"epsilon": 0.1, "encoding": "bits"}, "encoding"),
+                                          ({"epsilon": 0.1, "tau_unit": "weeks"}, "tau_unit")])
 def test_bad_callback_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         AdversarialInstanceCallback(**kwargs)
@@ -247,3 +248,12 @@ def test_objective_text_round_trips():
     for text in ("metric", "regret:baselines", "regret:population", "regret:population:5"):
         assert str(parse_objective(text)) == (text if text != "regret:population" else "regret:population")
     assert parse_objective("regret:population").members == 3
+
+
+def test_tau_in_samples_refreshes_at_the_first_generation_end_after_each_multiple():
+    method, cb, rec = robust_run(budget=48, pop_size=4, tau=10, tau_unit="samples")
+    refreshed = [snapshot_gen for snapshot_gen, _ in rec.updates]
+    samples_at = {e[1]: e[2] for e in rec.events if e[0] == "generation"}
+    # generations end every 4 samples; multiples of 10 are crossed at 12, 20, 32, 40
+    assert [samples_at[g] for g in refreshed] == [12, 20, 32, 40]
+    assert cb.state_dict()["last_refresh_samples"] == 40

@@ -11,7 +11,7 @@ from raise_plugin.config import RunConfig
 FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
          "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler", "record", "executor",
-         "adversary_objective", "inner_draws", "validation_trace")
+         "adversary_objective", "inner_draws", "validation_trace", "tau_unit")
 
 
 def register(sub) -> None:
@@ -26,7 +26,9 @@ def register(sub) -> None:
     p.add_argument("--robust", action=argparse.BooleanOptionalAction, default=None,
                    help="with the adversarial inner loop (default) or without (--no-robust)")
     p.add_argument("--epsilon", type=float, help=f"radius eps of the ball (default {d.epsilon})")
-    p.add_argument("--tau", type=int, help=f"refresh interval in generations (default {d.tau})")
+    p.add_argument("--tau", type=int, help=f"refresh interval (default {d.tau} generations)")
+    p.add_argument("--tau-unit", help="what tau counts: generations (default; pop-size samples each) or samples "
+                                      "(the paper's 40 refreshes per 1000 samples: --tau 25 --tau-unit samples)")
     p.add_argument("--inner-population", type=int, help=f"P_in (default {d.inner_population})")
     p.add_argument("--inner-generations", type=int, help=f"G_in (default {d.inner_generations})")
     p.add_argument("--aggregation", help="A over the instance set: mean, min, cvar:ALPHA or balanced[:W] "

@@ -15,8 +15,15 @@ from .errors import UserError
 COMMANDS = ("tasks", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes in one line (argparse's usage block stays behind ``--help``)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="raise-ahd", description="Robust LLM-driven heuristic design (RAISE) for LLM4AD.")
+    parser = _Parser(prog="raise-ahd", description="Robust LLM-driven heuristic design (RAISE) for LLM4AD.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:

@@ -51,6 +51,8 @@ def config_from(args) -> CompareConfig:
         raise UserError(f"--robust-eps: not a list of numbers: {args.robust_eps!r}") from None
     if args.seeds < 1:
         raise UserError("--seeds must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise UserError("--workers must be at least 1")
     return CompareConfig(task=args.task, methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
                          epsilons=eps, ablations=args.ablations, budget=args.budget, pop_size=args.pop_size,
                          seeds=tuple(range(args.seeds)), llm=args.llm, out=args.out, tau=args.tau,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from raise_plugin.errors import UserError
@@ -49,12 +50,39 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
         path = Path(f)
         try:
             load_priority(path)  # fail early, in this process, with a one-line reason
+            code = path.read_text()
         except ProgramError as exc:
             raise UserError(str(exc)) from None
-        chosen.append(Heuristic(path.stem, code=path.read_text()))
+        except UnicodeDecodeError:
+            raise UserError(f"{path}: not a Python file (not UTF-8 text)") from None
+        chosen.append(Heuristic(path.stem, code=code))
     if not chosen:
         raise UserError("nothing to evaluate: give heuristic files or --baselines")
     return chosen
+
+
+def check_output(path, *, folder: bool = False) -> None:
+    """Refuse, before any work, an output path that cannot be written: a directory where a
+    file is wanted (or the reverse), or a place under a file or without write permission."""
+    if path is None:
+        return
+    p = Path(path)
+    flag = "--out"
+    if p.exists() and p.is_dir() != folder:
+        raise UserError(f"{flag} {p}: {'not a directory' if folder else 'is a directory'}")
+    parent = p if folder and p.exists() else p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UserError(f"{flag} {p}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{flag} {p}: {parent} is not writable")
+
+
+def check_executor(spec) -> None:
+    from raise_plugin.engine.executors import parse_executor_spec
+    if spec is not None:
+        parse_executor_spec(spec)  # a one-line ExecutorSpecError (a UserError) for a bad spec
 
 
 def check_timeout(timeout) -> None:
@@ -85,6 +113,8 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
     check_timeout(args.timeout)
+    check_executor(args.executor)
+    check_output(args.out)
     rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
                           progress=not args.no_progress, executor=args.executor)
     names, ds, means = dataset_means(rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from raise_plugin.commands.evaluate import check_timeout, resolve_task
+from raise_plugin.commands.evaluate import check_output, check_timeout, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness.profile import robustness_profile, save_profile
 from raise_plugin.harness.suite_eval import Heuristic
@@ -56,6 +56,7 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
     check_timeout(args.timeout)
+    check_output(args.out, folder=True)
     heuristics = []
     for source in args.heuristics:
         try:
@@ -63,6 +64,8 @@ def run(args) -> int:
             compile_priority(code, None, source=str(source))
         except ProgramError as exc:
             raise UserError(str(exc)) from None
+        except UnicodeDecodeError:
+            raise UserError(f"{source}: not a Python file (not UTF-8 text)") from None
         heuristics.append(Heuristic(name, code=code))
     wanted = list(task.baselines) if args.compare == "all" else [c.strip() for c in args.compare.split(",") if c.strip()]
     lookup = {b.lower(): b for b in task.baselines}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from raise_plugin.commands.evaluate import check_timeout, report_invalid, resolve_task
+from raise_plugin.commands.evaluate import check_output, check_timeout, report_invalid, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness.rerank import load_run_programs, rerank
 from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
@@ -39,6 +39,7 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
     check_timeout(args.timeout)
+    check_output(args.out, folder=True)
     try:
         programs = load_run_programs(args.log_dir)
     except ProgramError as exc:

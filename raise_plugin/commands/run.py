@@ -7,6 +7,7 @@ import sys
 
 from raise_plugin.callback import Callback
 from raise_plugin.config import RunConfig
+from raise_plugin.errors import UserError
 
 FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
@@ -66,7 +67,10 @@ def register(sub) -> None:
 def config_from_args(args) -> RunConfig:
     flags = {name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None}
     if args.config:
-        return RunConfig.from_toml(args.config, **flags)
+        try:
+            return RunConfig.from_toml(args.config, **flags)
+        except UnicodeDecodeError:
+            raise UserError(f"config file {args.config}: not UTF-8 text") from None
     return RunConfig.from_dict(flags, source="flags")
 
 

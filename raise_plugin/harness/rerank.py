@@ -43,27 +43,34 @@ def load_run_programs(path: str | Path) -> list[RankedProgram]:
     """Distinct valid programs with their recorded scores, from either kind of run folder."""
     p = Path(path)
     found: dict[str, float] = {}
+    damaged: list[str] = []
     if (p / "samples.jsonl").is_file():
-        for line in (p / "samples.jsonl").read_text().splitlines():
+        for line in (p / "samples.jsonl").read_text(errors="replace").splitlines():
             try:
                 r = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if r.get("score") is not None and r.get("program"):
+            if isinstance(r, dict) and isinstance(r.get("score"), (int, float)) and isinstance(r.get("program"), str):
                 found.setdefault(r["program"], float(r["score"]))
     elif (p / "samples").is_dir():
         for f in sorted((p / "samples").glob("samples_*.json")):
             if f.name == "samples_best.json":
                 continue
-            for r in json.loads(f.read_text()):
-                score = r.get("score")
-                if score is not None and math.isfinite(float(score)) and r.get("function"):
+            try:
+                records = json.loads(f.read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                damaged.append(f.name)  # e.g. cut short by a killed run: the other files still count
+                continue
+            for r in records if isinstance(records, list) else []:
+                score = r.get("score") if isinstance(r, dict) else None
+                if isinstance(score, (int, float)) and math.isfinite(float(score)) and isinstance(r.get("function"), str):
                     found.setdefault(_HOST_PREFACE + r["function"], float(score))
     else:
         raise ProgramError(f"{p}: neither a run directory (samples.jsonl) nor an llm4ad log (samples/)")
     programs = [RankedProgram(f"p{i:03d}", code, s) for i, (code, s) in enumerate(found.items()) if math.isfinite(s)]
     if not programs:
-        raise ProgramError(f"{p}: no program with a valid score")
+        note = f" ({len(damaged)} damaged sample file(s), e.g. {damaged[0]})" if damaged else ""
+        raise ProgramError(f"{p}: no program with a valid score{note}")
     return programs
 
 

@@ -88,9 +88,9 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     base = limits or SandboxLimits()
     limits = dataclasses.replace(base, timeout=timeout)
     results: dict[tuple[int, int], tuple[float, str, str]] = {}
-    bar = tqdm(total=len(heuristics) * len(instances), desc=f"evaluating on {task_name}", unit="inst",
-               disable=not progress, leave=False)
     with Engine(task_name, executor, limits=limits) as engine:
+        bar = tqdm(total=len(heuristics) * len(instances), desc=f"evaluating on {task_name}", unit="inst",
+                   disable=not progress, leave=False)
         futures = {}
         for h_index, h in enumerate(heuristics):
             for i, fut in enumerate(engine.submit_each(h.spec, instances, timeout=timeouts, fail_fast=fail_fast)):

@@ -1,0 +1,185 @@
+"""Hostile input on every subcommand: a non-zero exit, exactly one line on stderr, no traceback.
+
+The CLI runs in this process (``raise_plugin.cli.main``), so the whole table takes seconds;
+an alarm turns a case that starts real work instead of refusing into a failure, not a hang.
+"""
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from raise_plugin.cli import main
+
+GOOD = "import numpy as np\n\ndef priority(item, bins):\n    return -bins\n"
+
+
+@pytest.fixture()
+def files(tmp_path):
+    """A workspace: a good heuristic, a plain file, a directory, TOML configs, replay files."""
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "plain.txt").write_text("just a file\n")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "syntax.toml").write_text("task = 'obp\nbudget = \n")
+    (tmp_path / "unknown.toml").write_text("task = 'obp'\ncolour = 'blue'\n")
+    (tmp_path / "types.toml").write_text("task = 'obp'\ntau = 'often'\n")
+    (tmp_path / "range.toml").write_text("[run]\ntask = 'obp'\nepsilon = -1.0\n")
+    (tmp_path / "binary.toml").write_bytes(b"\xff\xfe\x00\x01task")
+    (tmp_path / "truncated.jsonl").write_text('{"prompt": "a", "resp')
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "damaged-run").mkdir()
+    (tmp_path / "damaged-run" / "samples.jsonl").write_bytes(b'{"score": 1.0, "program": "x\xff\n[1]\n')
+    (tmp_path / "damaged-log" / "samples").mkdir(parents=True)
+    (tmp_path / "damaged-log" / "samples" / "samples_1~200.json").write_text('[{"function": "def pri')
+    return tmp_path
+
+
+RUN = ["run", "--budget", "4", "--pop-size", "2", "--nominal", "1", "--no-progress", "--no-host-profiler"]
+
+CASES = {
+    # run
+    "run: unknown task": RUN + ["--task", "nope", "--out", "{tmp}/r"],
+    "run: unknown method": RUN + ["--method", "gpt-evolve", "--out", "{tmp}/r"],
+    "run: eps negative": RUN + ["--epsilon", "-0.1", "--out", "{tmp}/r"],
+    "run: eps zero": RUN + ["--epsilon", "0", "--out", "{tmp}/r"],
+    "run: eps nan": RUN + ["--epsilon", "nan", "--out", "{tmp}/r"],
+    "run: eps not a number": RUN + ["--epsilon", "small", "--out", "{tmp}/r"],
+    "run: tau zero": RUN + ["--tau", "0", "--out", "{tmp}/r"],
+    "run: budget zero": ["run", "--budget", "0", "--out", "{tmp}/r", "--no-progress"],
+    "run: budget negative": ["run", "--budget", "-3", "--out", "{tmp}/r", "--no-progress"],
+    "run: pop-size one": RUN + ["--pop-size", "1", "--out", "{tmp}/r"],
+    "run: pop-size not an int": RUN + ["--pop-size", "ten", "--out", "{tmp}/r"],
+    "run: inner population zero": RUN + ["--inner-population", "0", "--out", "{tmp}/r"],
+    "run: timeout negative": RUN + ["--timeout", "-1", "--out", "{tmp}/r"],
+    "run: unknown aggregation": RUN + ["--aggregation", "median", "--out", "{tmp}/r"],
+    "run: config missing": RUN + ["--config", "{tmp}/missing.toml", "--out", "{tmp}/r"],
+    "run: config is a directory": RUN + ["--config", "{tmp}/folder", "--out", "{tmp}/r"],
+    "run: config syntax": RUN + ["--config", "{tmp}/syntax.toml", "--out", "{tmp}/r"],
+    "run: config unknown key": RUN + ["--config", "{tmp}/unknown.toml", "--out", "{tmp}/r"],
+    "run: config bad type": RUN + ["--config", "{tmp}/types.toml", "--out", "{tmp}/r"],
+    "run: config out of range": RUN + ["--config", "{tmp}/range.toml", "--out", "{tmp}/r"],
+    "run: config not text": RUN + ["--config", "{tmp}/binary.toml", "--out", "{tmp}/r"],
+    "run: out is a file": RUN + ["--out", "{tmp}/plain.txt"],
+    "run: out under a file": RUN + ["--out", "{tmp}/plain.txt/run"],
+    "run: bad llm": RUN + ["--llm", "claude-please", "--out", "{tmp}/r"],
+    "run: openai without a key": RUN + ["--llm", "openai:gpt-x", "--out", "{tmp}/r"],
+    "run: replay of a missing file": RUN + ["--llm", "replay:{tmp}/missing.jsonl", "--out", "{tmp}/r"],
+    "run: replay of a truncated file": RUN + ["--llm", "replay:{tmp}/truncated.jsonl", "--out", "{tmp}/r"],
+    "run: replay without a file": RUN + ["--llm", "replay:", "--out", "{tmp}/r"],
+    "run: bad executor": RUN + ["--executor", "threads:9", "--out", "{tmp}/r"],
+    "run: bad executor count": RUN + ["--executor", "process:x", "--out", "{tmp}/r"],
+    "run: unknown flag": RUN + ["--colour", "blue"],
+    # resume
+    "resume: missing directory": ["resume", "{tmp}/nothing-here"],
+    "resume: a file": ["resume", "{tmp}/plain.txt"],
+    "resume: not a run directory": ["resume", "{tmp}/folder"],
+    "resume: budget not an int": ["resume", "{tmp}/folder", "--budget", "lots"],
+    "resume: no directory given": ["resume"],
+    # compare
+    "compare: unknown task": ["compare", "--task", "nope", "--out", "{tmp}/c"],
+    "compare: unknown method": ["compare", "--methods", "eoh,nope", "--out", "{tmp}/c"],
+    "compare: eps not numbers": ["compare", "--robust-eps", "a,b", "--out", "{tmp}/c"],
+    "compare: eps negative": ["compare", "--robust-eps", "-0.1", "--out", "{tmp}/c"],
+    "compare: budget zero": ["compare", "--budget", "0", "--out", "{tmp}/c"],
+    "compare: seeds zero": ["compare", "--seeds", "0", "--out", "{tmp}/c"],
+    "compare: pop-size one": ["compare", "--pop-size", "1", "--out", "{tmp}/c"],
+    "compare: tau zero": ["compare", "--tau", "0", "--out", "{tmp}/c"],
+    "compare: out is a file": ["compare", "--budget", "4", "--pop-size", "2", "--seeds", "1", "--out",
+                               "{tmp}/plain.txt"],
+    "compare: bad llm": ["compare", "--llm", "nope", "--out", "{tmp}/c"],
+    "compare: replay of a missing file": ["compare", "--llm", "replay:{tmp}/missing.jsonl", "--out", "{tmp}/c"],
+    "compare: bad executor": ["compare", "--executor", "ray://x", "--out", "{tmp}/c"],
+    "compare: workers zero": ["compare", "--workers", "0", "--out", "{tmp}/c"],
+    # demo
+    "demo: out is a file": ["demo", "--out", "{tmp}/plain.txt"],
+    "demo: bad executor": ["demo", "--executor", "nope", "--out", "{tmp}/d"],
+    "demo: seeds zero": ["demo", "--seeds", "0", "--out", "{tmp}/d"],
+    # evaluate
+    "evaluate: unknown task": ["evaluate", "{tmp}/good.py", "--task", "nope"],
+    "evaluate: missing file": ["evaluate", "{tmp}/missing.py", "--task", "obp"],
+    "evaluate: a directory": ["evaluate", "{tmp}/folder", "--task", "obp"],
+    "evaluate: not python": ["evaluate", "{tmp}/plain.txt", "--task", "obp"],
+    "evaluate: binary file": ["evaluate", "{tmp}/binary.toml", "--task", "obp"],
+    "evaluate: timeout zero": ["evaluate", "{tmp}/good.py", "--task", "obp", "--timeout", "0"],
+    "evaluate: timeout negative": ["evaluate", "{tmp}/good.py", "--task", "obp", "--timeout", "-5"],
+    "evaluate: workers zero": ["evaluate", "{tmp}/good.py", "--task", "obp", "--workers", "0"],
+    "evaluate: unknown suite": ["evaluate", "{tmp}/good.py", "--task", "obp", "--suite", "huge"],
+    "evaluate: out is a directory": ["evaluate", "{tmp}/good.py", "--task", "obp", "--out", "{tmp}/folder"],
+    "evaluate: out under a file": ["evaluate", "{tmp}/good.py", "--task", "obp", "--out", "{tmp}/plain.txt/r.csv"],
+    "evaluate: bad executor": ["evaluate", "{tmp}/good.py", "--task", "obp", "--executor", "nope"],
+    "evaluate: no task": ["evaluate", "{tmp}/good.py"],
+    # profile
+    "profile: unknown task": ["profile", "{tmp}/good.py", "--task", "nope"],
+    "profile: missing file": ["profile", "{tmp}/missing.py", "--task", "obp"],
+    "profile: binary file": ["profile", "{tmp}/binary.toml", "--task", "obp"],
+    "profile: eps not numbers": ["profile", "{tmp}/good.py", "--task", "obp", "--eps", "x"],
+    "profile: eps negative": ["profile", "{tmp}/good.py", "--task", "obp", "--eps", "-0.1"],
+    "profile: seeds zero": ["profile", "{tmp}/good.py", "--task", "obp", "--seeds", "0"],
+    "profile: population one": ["profile", "{tmp}/good.py", "--task", "obp", "--population", "1"],
+    "profile: unknown baseline": ["profile", "--task", "obp", "--compare", "worstfit"],
+    "profile: nothing to profile": ["profile", "--task", "obp"],
+    "profile: workers zero": ["profile", "{tmp}/good.py", "--task", "obp", "--workers", "0"],
+    "profile: timeout zero": ["profile", "{tmp}/good.py", "--task", "obp", "--timeout", "0"],
+    "profile: out is a file": ["profile", "{tmp}/good.py", "--task", "obp", "--out", "{tmp}/plain.txt"],
+    "profile: unknown projection": ["profile", "{tmp}/good.py", "--task", "obp", "--projection", "cube"],
+    # rerank
+    "rerank: missing log": ["rerank", "{tmp}/nothing-here", "--task", "obp"],
+    "rerank: not a log": ["rerank", "{tmp}/folder", "--task", "obp"],
+    "rerank: a file": ["rerank", "{tmp}/plain.txt", "--task", "obp"],
+    "rerank: damaged log": ["rerank", "{tmp}/damaged-log", "--task", "obp"],
+    "rerank: damaged run directory": ["rerank", "{tmp}/damaged-run", "--task", "obp"],
+    "rerank: unknown task": ["rerank", "{tmp}/folder", "--task", "nope"],
+    "rerank: epsilon zero": ["rerank", "{tmp}/folder", "--task", "obp", "--epsilon", "0"],
+    "rerank: top one": ["rerank", "{tmp}/folder", "--task", "obp", "--top", "1"],
+    "rerank: refreshes zero": ["rerank", "{tmp}/folder", "--task", "obp", "--refreshes", "0"],
+    "rerank: unknown aggregation": ["rerank", "{tmp}/folder", "--task", "obp", "--aggregation", "median"],
+    "rerank: workers zero": ["rerank", "{tmp}/folder", "--task", "obp", "--workers", "0"],
+    "rerank: out is a file": ["rerank", "{tmp}/folder", "--task", "obp", "--out", "{tmp}/plain.txt"],
+    # tasks, and no command at all
+    "tasks: unexpected argument": ["tasks", "obp"],
+    "no command": [],
+    "unknown command": ["train"],
+}
+
+
+class _Alarm(Exception):
+    pass
+
+
+@pytest.fixture()
+def alarm():
+    def ring(*_):
+        raise _Alarm("the command started real work instead of refusing")
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code if isinstance(exc.code, int) else 1
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_exits_non_zero_with_one_line_and_no_traceback(case, files, alarm, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(files)
+    argv = [a.replace("{tmp}", str(files)) for a in CASES[case]]
+    code, err = run_cli(argv, capsys)
+    lines = err.strip().splitlines()
+    assert code != 0, (case, err)
+    assert "Traceback" not in err, err
+    assert len(lines) == 1, (case, lines)
+    assert lines[0].startswith("raise-ahd"), lines[0]
+
+
+def test_a_command_that_succeeds_prints_nothing_on_stderr(files, capsys):
+    code, err = run_cli(["evaluate", str(files / "good.py"), "--task", "obp", "--suite",
+                         "nominal", "--baselines", "none", "--workers", "1", "--no-progress"], capsys)
+    assert code == 0 and err == ""

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, Sequence
 
-from .executors import executor_workers, make_executor, run_job
+from .executors import SerialExecutor, executor_workers, make_executor, run_job
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
@@ -119,8 +119,25 @@ class Engine:
         iset = self.instance_set(instances)
         limits = self._timeouts(timeout, len(iset))
         jobs = [Job(self.task_name, spec, iset.id, iset.version, (i,), limits[i], False) for i in range(len(iset))]
+        if fail_fast and isinstance(self.executor, SerialExecutor):
+            return self._serial_fail_fast(jobs, iset)
         inner = [self._submit_job(job, iset) for job in jobs]
         return _fail_fast(inner) if fail_fast else inner
+
+    def _serial_fail_fast(self, jobs: list[Job], iset: InstanceSet) -> list[cf.Future]:
+        """A serial executor runs each job as it is submitted: stop submitting after a repeating failure."""
+        out, failure = [], None
+        for job in jobs:
+            if failure is not None:
+                future: cf.Future = cf.Future()
+                future.set_result(EvalResult.skipped_after(failure))
+            else:
+                future = self._submit_job(job, iset)
+                result = future.result()
+                if result.kind in FailureKind.REPEATING:
+                    failure = result
+            out.append(future)
+        return out
 
     def evaluate(self, program, instances, **kwargs) -> EvalResult:
         return self.submit(program, instances, **kwargs).result()

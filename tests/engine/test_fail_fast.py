@@ -33,6 +33,13 @@ def test_after_a_timeout_the_remaining_instances_are_skipped_not_run(many):
     assert all(r.reason == "skipped: timed out after 1 s" and math.isnan(r.metrics[0]) for r in results[1:])
 
 
+def test_a_serial_executor_stops_after_the_first_timeout_too(many):
+    with Engine("obp", "serial", limits=LIMITS) as engine:
+        results = [f.result() for f in engine.submit_each(LOOP, many, timeout=1.0, fail_fast=True)]
+    assert not results[0].skipped and results[0].kind == FailureKind.TIMEOUT
+    assert all(r.skipped for r in results[1:])
+
+
 @pytest.mark.parametrize("code, kind", [
     ("def priority(item, bins)\n    return bins\n", FailureKind.PROGRAM),
     ("import os\n\ndef priority(item, bins):\n    os._exit(3)\n", FailureKind.WORKER_DIED),

@@ -158,7 +158,8 @@ class InstanceSetEvaluator:
 
     Only instances the program has not met are evaluated. With ``evaluation.safe_evaluate``
     (the host default) evaluations run in the sandboxed engine (``raise_plugin.engine``):
-    reused worker processes, one per evaluator thread, that keep the instance set cached,
+    reused worker processes, one per core by default (a sample's instances are shared among
+    them, so one sampler uses every core), that keep the instance set cached,
     under the evaluation's time limit, a memory cap and the engine's audit hook;
     ``executor`` chooses another engine executor (``"process:N"``, ``"dask://..."``), or
     ``"fork"`` a fresh child per evaluation (about 5 ms each, killed after the time limit,
@@ -170,7 +171,9 @@ class InstanceSetEvaluator:
         evaluation = method.evaluation
         self._engine = None
         if executor is None and evaluation.safe_evaluate:
-            executor = f"process:{max(1, int(getattr(method, '_num_evaluators', 1) or 1))}"
+            from .engine import default_workers
+            # every core: a sample's instances are shared among the workers
+            executor = f"process:{max(default_workers(), int(getattr(method, '_num_evaluators', 1) or 1))}"
         if executor is not None and executor != "fork":
             from .engine import Engine
             self._engine = Engine(method.task, executor, timeout=evaluation.timeout_seconds, split=1)
@@ -237,17 +240,22 @@ class InstanceSetEvaluator:
         if not all(e.instance_id in position for e in entries):  # a set that changed under us
             full = list(entries)
             position = {e.instance_id: i for i, e in enumerate(full)}
-        result = self._engine.submit_indices(ProgramSpec(code=program_str, function=name),
-                                             [e.instance for e in full],
-                                             [position[e.instance_id] for e in entries]).result()
-        if result.kind in self._BROKEN:
-            return [], result.reason, True
+        spec, instances = ProgramSpec(code=program_str, function=name), [e.instance for e in full]
+        indices = [position[e.instance_id] for e in entries]
+        parts = max(1, min(len(indices), self._engine.workers))
+        chunks = [c.tolist() for c in np.array_split(np.asarray(indices), parts)]
+        futures = [self._engine.submit_indices(spec, instances, chunk) for chunk in chunks]
         values: list = []
-        for metric, reason in zip(result.metrics, result.reasons):
-            if reason or not math.isfinite(metric):
-                values.append(None)
-                return values, reason or result.reason or "invalid metric", False
-            values.append(float(metric))
+        # in order, as one job would: the first chunk that fails decides, later ones are ignored
+        for future in futures:
+            result = future.result()
+            if result.kind in self._BROKEN:
+                return [], result.reason, True
+            for metric, reason in zip(result.metrics, result.reasons):
+                if reason or not math.isfinite(metric):
+                    values.append(None)
+                    return values, reason or result.reason or "invalid metric", False
+                values.append(float(metric))
         return values, None, False
 
     def close(self) -> None:

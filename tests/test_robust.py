@@ -227,3 +227,18 @@ def test_hostile_samples_are_invalid_with_their_reason_and_the_run_goes_on(tmp_p
     assert all(x["score"] is None and "memory" in (x["error"] or "").lower() for x in hoards)
     assert all(x["score"] is None and "process" in (x["error"] or "").lower() for x in spawns)
     assert any(x["score"] is not None for x in lines)
+
+
+def test_results_do_not_depend_on_the_number_of_evaluation_workers():
+    def run(executor):
+        cb = AdversarialInstanceCallback(epsilon=0.002, tau=2, searcher=fake_search, inner_population=3)
+        method = robust(EoH, callbacks=[cb])(llm=ScriptedLLM(4), evaluation=small_obp_evaluation(count=4),
+                                             max_sample_nums=20, pop_size=4, max_generations=None, seed=4,
+                                             executor=executor)
+        method.run()
+        return ([(r.program_id, dict(r.metrics)) for r in method._book.records()],
+                [e.instance_id for e in method.instance_entries()], method.snapshot().population)
+
+    one, three = run("process:1"), run("process:3")
+    assert one == three
+    assert len(one[1]) > 4  # the set grew, and each re-scoring was shared among the workers too

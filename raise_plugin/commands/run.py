@@ -49,7 +49,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="seed of selection, inner search and offline sampler (default 0)")
     p.add_argument("--out", help="run directory (default runs/TASK-METHOD-KIND-seedS-TIME)")
     p.add_argument("--num-samplers", type=int, help="sampler threads (default 1; >1 is not reproducible)")
-    p.add_argument("--num-evaluators", type=int, help="evaluation threads (default 1)")
+    p.add_argument("--num-evaluators", type=int, help="evaluation threads of the host (default 1); the sandboxed engine uses "
+                                                    "every core whatever this says (--executor process:N to limit it)")
     p.add_argument("--nominal", type=int, help="use only the first N nominal instances")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation (default: the task's)")
     p.add_argument("--projection", help="adversary projection: paper, sphere or none")

@@ -40,7 +40,10 @@ class RunConfig:
     candidate distribution is scored on (the task's default when unset),
     ``validation_trace`` whether the best program's validation metric is traced in the
     run directory every ``tau`` generations, ``tau_unit`` whether tau counts host generations
-    (``pop_size`` samples each) or samples.
+    (``pop_size`` samples each) or samples. ``max_cost_usd`` and ``max_llm_calls`` end the
+    run cleanly when the LLM spend reaches them (``resume`` with higher caps continues);
+    ``prices`` adds models to the price table (model -> [input, output] dollars per million
+    tokens).
     """
 
     task: str = "obp"
@@ -70,6 +73,9 @@ class RunConfig:
     adversary_objective: str = "metric"
     inner_draws: int | None = None
     tau_unit: str = "generations"
+    max_cost_usd: float | None = None
+    max_llm_calls: int | None = None
+    prices: dict | None = None
     validation_trace: bool = True
 
     def __post_init__(self):
@@ -98,6 +104,17 @@ class RunConfig:
                 bad(name, f"must be >= {low}")
         if self.epsilon <= 0:
             bad("epsilon", "must be > 0 (a plain run is --no-robust)")
+        if self.max_cost_usd is not None and self.max_cost_usd <= 0:
+            bad("max_cost_usd", "must be > 0 dollars")
+        if self.max_llm_calls is not None and self.max_llm_calls < 1:
+            bad("max_llm_calls", "must be >= 1")
+        if self.prices is not None:
+            if not isinstance(self.prices, dict):
+                bad("prices", "must be a table: model = [input, output] dollars per million tokens")
+            for model, pair in self.prices.items():
+                if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in pair)):
+                    bad("prices", f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
         if self.timeout is not None and self.timeout <= 0:
             bad("timeout", "must be > 0 seconds")
         why = _aggregation_ok(self.aggregation)

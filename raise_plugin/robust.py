@@ -461,6 +461,10 @@ def _robust_population_from(old, method, rng):
     return new
 
 
+class _Stopped(BaseException):
+    """Raised past the host's initial loop (which swallows ``Exception``) when a stop was requested."""
+
+
 # --------------------------------------------------------------------------- the method mixin
 class RobustMethodMixin:
     """Everything the wrapped method adds; callbacks reach the run through these methods."""
@@ -494,6 +498,7 @@ class RobustMethodMixin:
         self._book = ScoreBook()
         self._stale_samples = 0
         self.hook_errors = 0
+        self.stop_reason: str | None = None
         self._refreshes = 0
         self._set_version = 0
         self._catch_up: list[RunSnapshot] = []
@@ -651,10 +656,38 @@ class RobustMethodMixin:
                     self._recorder.write_summary(self.summary())
             self._fire("on_run_end", self.snapshot())
             if self._recorder is not None:
-                self._recorder.write_summary(self.summary(finished=True))
+                self._recorder.write_summary(self.summary(finished=self.stop_reason is None))
         finally:
             self._evaluator.close()
         return result
+
+    # -- ending a run early ----------------------------------------------------
+    def request_stop(self, reason: str) -> None:
+        """End the run cleanly before its budget (a callback's ``should_stop``): no new sample is
+        started, those under way are registered, everything is saved, and ``resume`` continues."""
+        if self.stop_reason is None:
+            self.stop_reason = str(reason)
+            log.warning("stopping: %s", reason)
+
+    def _continue_loop(self) -> bool:
+        return self.stop_reason is None and super()._continue_loop()
+
+    def _sample_evaluate_register(self, *args, **kwargs):
+        if self.stop_reason is not None:
+            raise _Stopped()  # past the host's loops, which swallow ``Exception``
+        return super()._sample_evaluate_register(*args, **kwargs)
+
+    def _iteratively_init_population(self):
+        try:
+            super()._iteratively_init_population()
+        except _Stopped:
+            pass
+
+    def _iteratively_use_eoh_operator(self):
+        try:
+            super()._iteratively_use_eoh_operator()
+        except _Stopped:
+            pass
 
     def state_dict(self) -> dict:
         """Checkpoint: generation, samples, instance set, callback states and the selection RNG."""
@@ -768,6 +801,7 @@ class RobustMethodMixin:
         describe = getattr(llm, "describe", None)
         return {
             "finished": finished,
+            "stopped": self.stop_reason,
             "samples": snap.samples,
             "budget": snap.budget,
             "generations": snap.generation,

@@ -16,6 +16,7 @@ from .errors import UserError
 from .methods import get_method
 from .robust import robust
 from .rundir import RunDirectory, RunLock, RunLog
+from .budget import LLMBudget
 from .validation import ValidationTrace
 
 __all__ = ["start_run", "resume_run", "default_out", "HostProfiler"]
@@ -52,7 +53,8 @@ def make_llm(config: RunConfig):
     except ImportError as exc:
         raise UserError(f"no LLM back-end available ({exc})") from None
     kind = config.llm.split(":", 1)[0]
-    options = {"offline": {"seed": config.seed, "task": config.task}, "openai": {"seed": config.seed}}.get(kind, {})
+    options = {"offline": {"seed": config.seed, "task": config.task},
+               "openai": {"seed": config.seed, **({"prices": config.prices} if config.prices else {})}}.get(kind, {})
     return factory(config.llm, record=config.record, **options)
 
 
@@ -73,6 +75,8 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
             inner_generations=config.inner_generations, aggregation=config.aggregation,
             max_adversarial=config.max_adversarial, seed=config.seed, objective=config.adversary_objective,
             draws=config.inner_draws, tau_unit=config.tau_unit, **config.adversary_switches()))
+    if config.max_cost_usd is not None or config.max_llm_calls is not None:
+        all_callbacks.append(LLMBudget(config.max_cost_usd, config.max_llm_calls))
     if config.validation_trace:
         every = config.tau if config.tau_unit == "generations" else max(1, config.tau // config.pop_size)
         all_callbacks.append(ValidationTrace(every=every))
@@ -104,11 +108,15 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         raise
 
 
-def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None, on_repair=None):
+def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None, on_repair=None,
+               **overrides):
     """The run recorded in ``path``, restored and ready to continue until its budget; call ``.run()``.
 
     Refused when another process writes ``path``; damaged records are repaired or rebuilt
-    first (``on_repair(message)`` hears of each), or refused in one line (``UserError``)."""
+    first (``on_repair(message)`` hears of each), or refused in one line (``UserError``).
+    ``budget`` and ``overrides`` (``max_cost_usd``, ``max_llm_calls``; ``None`` leaves one
+    as recorded) change the recorded config before the run continues. The LLM usage
+    recorded so far is carried over, so cost caps count the whole run."""
     if not (Path(path) / "config.json").exists():
         missing = "no config.json" if Path(path).is_dir() else "no such directory"
         raise UserError(f"{path} is not a run directory ({missing})")
@@ -116,15 +124,30 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     try:
         log = RunLog.load(path, on_repair=on_repair)
         data = dict(log.config)
-        if budget is not None:
-            data["budget"] = budget
+        changes = {k: v for k, v in {"budget": budget, **overrides}.items() if v is not None}
+        data.update(changes)
         config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
         run_dir = RunDirectory(path, lock=lock)
-        if budget is not None:
+        if changes:
             run_dir.write_config(config.to_dict())
         method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
+        _carry_usage(method, Path(path) / "llm_usage.json")
         method.restore(log)
         return method
     except BaseException:
         lock.release()
         raise
+
+
+def _carry_usage(method, path: Path) -> None:
+    """Add the usage a run directory recorded to the new back-end's ledger (cost caps count it)."""
+    import json
+
+    llm = getattr(getattr(method, "_sampler", None), "_sampler", None)
+    usage = getattr(llm, "usage", None)
+    if usage is None or not hasattr(usage, "merge") or not path.exists():
+        return
+    try:
+        usage.merge(json.loads(path.read_text()))
+    except (ValueError, TypeError, KeyError):
+        pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)

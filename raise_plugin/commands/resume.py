@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import sys
 
-from raise_plugin.commands.run import execute
+from raise_plugin.commands.run import add_cap_arguments, execute
 
 
 def register(sub) -> None:
     p = sub.add_parser("resume", help="continue a run directory until its budget (after a crash or kill -9)")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory written by `raise-ahd run`")
     p.add_argument("--budget", type=int, help="raise the sample budget before continuing")
+    add_cap_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -17,7 +18,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from raise_plugin.runner import resume_run
 
-    method = resume_run(args.run_dir, budget=args.budget,
+    method = resume_run(args.run_dir, budget=args.budget, max_cost_usd=args.max_cost_usd,
+                        max_llm_calls=args.max_llm_calls,
                         on_repair=lambda message: print(f"raise-ahd: warning: {message}", file=sys.stderr))
     if method.samples >= method.budget:
         print(f"{args.run_dir}: already at its budget ({method.samples} samples); nothing to do")

@@ -12,7 +12,8 @@ from raise_plugin.errors import UserError
 FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
          "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler", "record", "executor",
-         "adversary_objective", "inner_draws", "validation_trace", "tau_unit")
+         "adversary_objective", "inner_draws", "validation_trace", "tau_unit", "max_cost_usd", "max_llm_calls",
+         "prices")
 
 
 def register(sub) -> None:
@@ -44,6 +45,10 @@ def register(sub) -> None:
     p.add_argument("--llm", help="offline (default; no LLM is used), openai[:MODEL] or replay:FILE")
     p.add_argument("--executor", help="where programs are evaluated: process[:N] (default: sandboxed workers, "
                                       "one per evaluator), dask://HOST:PORT, dask://local, or fork")
+    add_cap_arguments(p)
+    p.add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
+                   help="add a model to the price table: dollars per million input and output tokens "
+                        "(repeatable; the [prices] table of a TOML config likewise)")
     p.add_argument("--record", metavar="FILE",
                    help="record every prompt and response to this JSONL file (replay it with --llm replay:FILE)")
     p.add_argument("--seed", type=int, help="seed of selection, inner search and offline sampler (default 0)")
@@ -65,7 +70,31 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def add_cap_arguments(p) -> None:
+    p.add_argument("--max-cost-usd", type=float, metavar="DOLLARS",
+                   help="stop cleanly once the LLM cost reaches this (resume with a higher cap continues)")
+    p.add_argument("--max-llm-calls", type=int, metavar="N",
+                   help="stop cleanly once this many LLM calls are made (resume with a higher cap continues)")
+
+
+def parse_prices(items) -> dict | None:
+    """``["model=0.25,2.0", ...]`` -> ``{"model": [0.25, 2.0]}``; a malformed item is a one-line error."""
+    from raise_plugin.config import ConfigError
+    if not items:
+        return None
+    prices = {}
+    for item in items:
+        model, _, pair = item.partition("=")
+        try:
+            low, high = (float(x) for x in pair.split(","))
+        except ValueError:
+            raise ConfigError(f"--price {item!r}: use MODEL=IN,OUT (dollars per million input and output tokens)") from None
+        prices[model.strip()] = [low, high]
+    return prices
+
+
 def config_from_args(args) -> RunConfig:
+    args.prices = parse_prices(getattr(args, "price_items", None))
     flags = {name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None}
     if args.config:
         try:
@@ -83,25 +112,29 @@ class ProgressBar(Callback):
         self._bar = tqdm(total=total, initial=initial, unit="sample", disable=not enabled, file=sys.stderr,
                          dynamic_ncols=True)
 
-    def _post(self, snapshot):
+    def _post(self, method, snapshot):
+        from raise_plugin.budget import llm_usage_total
         best = snapshot.best
-        self._bar.set_postfix_str(f"gen {snapshot.generation} best {best.score:.4g} set {snapshot.instance_set_size}"
-                                  if best else f"gen {snapshot.generation} set {snapshot.instance_set_size}",
-                                  refresh=False)
+        text = f"gen {snapshot.generation} best {best.score:.4g} set {snapshot.instance_set_size}" if best else \
+            f"gen {snapshot.generation} set {snapshot.instance_set_size}"
+        used = llm_usage_total(method)
+        if used["calls"]:
+            text += f" llm {used['calls']} calls ${used['cost_usd']:.3f}"
+        self._bar.set_postfix_str(text, refresh=False)
 
     def on_run_start(self, method, snapshot):
-        self._post(snapshot)
+        self._post(method, snapshot)
 
     def on_sample_evaluated(self, method, snapshot, sample):
-        self._post(snapshot)
+        self._post(method, snapshot)
         self._bar.update(snapshot.samples - self._bar.n)
 
     def on_instances_updated(self, method, snapshot, update):
-        self._post(snapshot)
+        self._post(method, snapshot)
         self._bar.refresh()
 
     def on_run_end(self, method, snapshot):
-        self._post(snapshot)
+        self._post(method, snapshot)
         self._bar.close()
 
 
@@ -135,6 +168,8 @@ def print_summary(summary: dict, run_dir, out=None) -> None:
     if summary.get("llm"):
         print(f"llm             {summary['llm']}", file=out)
     print(f"seconds         {summary['seconds']:.1f}", file=out)
+    if summary.get("stopped"):
+        print(f"stopped early   {summary['stopped']}".replace("RUN_DIR", str(run_dir)), file=out)
 
 
 def _usage_line(usage: dict) -> str:
@@ -153,7 +188,7 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         method.run()
     finally:
         bar._bar.close()
-    print_summary(method.summary(finished=True), run_dir, out=out)
+    print_summary(method.summary(finished=method.stop_reason is None), run_dir, out=out)
     return 0
 
 

@@ -1,0 +1,78 @@
+"""Cost caps: a run stops cleanly at its LLM cap, says why, and resumes with a higher cap, nothing lost."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from robust_helpers import ScriptedLLM
+from raise_plugin.budget import LLMBudget
+from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.llm.usage import UsageLedger
+from raise_plugin.rundir import read_jsonl
+from raise_plugin.runner import resume_run, start_run
+
+
+class PricedLLM(ScriptedLLM):
+    """The scripted OBP LLM with a ledger: every call costs one cent."""
+
+    def __init__(self, seed=0):
+        super().__init__(seed, fail_every=0)
+        self.usage = UsageLedger(backend="scripted", model="priced")
+
+    def draw_sample(self, prompt, *args, **kwargs):
+        answer = super().draw_sample(prompt, *args, **kwargs)
+        self.usage.record("sample", input_tokens=100, output_tokens=50, cost_usd=0.01)
+        return answer
+
+
+def config(tmp_path, **kw):
+    base = dict(task="obp", robust=False, budget=40, pop_size=4, nominal=1, out=str(tmp_path / "run"),
+                validation_trace=False, host_profiler=False)
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def test_a_cost_cap_stops_the_run_cleanly_and_resume_with_a_higher_cap_continues(tmp_path):
+    method = start_run(config(tmp_path, max_cost_usd=0.10), llm=PricedLLM())
+    method.run()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert method.samples == 10 and summary["samples"] == 10
+    assert not summary["finished"] and "cost cap of $0.1" in summary["stopped"]
+    assert summary["llm_usage"]["total"]["cost_usd"] == pytest.approx(0.10)
+
+    again = resume_run(tmp_path / "run", llm=PricedLLM(1), max_cost_usd=0.25)
+    again.run()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert again.samples == 25 and "cost cap of $0.25" in summary["stopped"]
+    assert summary["llm_usage"]["total"]["cost_usd"] == pytest.approx(0.25)  # the first 10 cents counted
+    samples = [s["sample"] for s in read_jsonl(tmp_path / "run" / "samples.jsonl")]
+    assert samples == list(range(1, 26))  # nothing lost, nothing twice
+
+    last = resume_run(tmp_path / "run", llm=PricedLLM(2), max_cost_usd=1.0)
+    last.run()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert last.samples == 40 and summary["finished"] and summary["stopped"] is None
+
+
+def test_a_call_cap_stops_during_the_initial_population(tmp_path):
+    method = start_run(config(tmp_path, max_llm_calls=3), llm=PricedLLM())
+    method.run()
+    assert method.samples == 3 and "cap of 3 LLM calls" in method.stop_reason
+
+
+def test_a_run_already_at_its_cap_stops_before_any_sample(tmp_path):
+    method = start_run(config(tmp_path, max_llm_calls=3), llm=PricedLLM())
+    method.run()
+    again = resume_run(tmp_path / "run", llm=PricedLLM(1))
+    again.run()
+    assert again.samples == 3 and again.stop_reason is not None
+
+
+@pytest.mark.parametrize("kw, field", [({"max_cost_usd": 0}, "max_cost_usd"), ({"max_llm_calls": 0}, "max_llm_calls"),
+                                       ({"prices": {"m": [1]}}, "prices"), ({"prices": {"m": [1, -2]}}, "prices")])
+def test_bad_caps_and_prices_name_the_field(tmp_path, kw, field):
+    with pytest.raises(ConfigError, match=field):
+        config(tmp_path, **kw)
+    with pytest.raises(ValueError):
+        LLMBudget(max_cost_usd=-1)

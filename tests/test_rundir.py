@@ -343,3 +343,19 @@ def test_a_line_cut_by_a_kill_is_dropped_with_a_repair_note(finished_run):
     log = RunLog.load(finished_run)
     assert len(log.samples) == 7 and any("cut short" in r for r in log.repairs)
     assert not (finished_run / "samples.jsonl.damaged").exists()  # a torn tail is routine, not damage
+
+
+def test_a_regret_balanced_run_killed_inside_a_refresh_resumes_with_every_provenance_field(tmp_path):
+    cfg = config(tmp_path / "run", budget=20, adversary_objective="regret:baselines", aggregation="balanced")
+    run_and_kill(cfg, None, "instances", 1)
+    method = resume_run(tmp_path / "run", llm=ScriptedLLM(1))
+    assert method.evaluation.aggregation.kind == "balanced" and method.evaluation.nominal_count == 1
+    method.run()
+    log, summary = check_complete(tmp_path / "run", 20)
+    adversarial = [m for m in log.instances.values() if m["origin"] == "adversarial"]
+    assert adversarial and len(adversarial) == summary["refreshes"]
+    for meta in adversarial:
+        prov = meta["provenance"]
+        assert prov["objective"] == "regret:baselines"
+        assert prov["regret"] == pytest.approx(prov["metric"] - prov["reference_metric"])
+        assert prov["reference"] in ("BestFit", "FirstFit")

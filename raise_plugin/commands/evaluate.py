@@ -1,4 +1,4 @@
-"""``raise-ahd evaluate``: score heuristic files (and baselines) on a task's nominal set or test suite."""
+"""``raise-ahd evaluate``: score heuristic files (and baselines) on a task's nominal set, validation or test suite."""
 from __future__ import annotations
 
 import math
@@ -10,14 +10,15 @@ from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, load_priority
 from tasks import get_task, list_tasks
-from tasks.common.suite import Dataset
 
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate heuristic files on a task's nominal set or test suite")
     p.add_argument("heuristics", nargs="*", metavar="HEURISTIC.py", help="Python files defining the priority function")
     p.add_argument("--task", required=True, help="task name (see `raise-ahd tasks`)")
-    p.add_argument("--suite", choices=("nominal", "test"), default="test", help="instances to use (default: test)")
+    p.add_argument("--suite", choices=("nominal", "validation", "test"), default="test",
+                   help="instances to use: the nominal set, the validation suite (for choices) or the test "
+                        "suite (default; for the final report)")
     p.add_argument("--baselines", default="all",
                    help="comma-separated baseline names to include, 'all' (default) or 'none'")
     p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
@@ -106,10 +107,7 @@ def report_invalid(rows, names, out=None) -> None:
 def run(args) -> int:
     task = resolve_task(args.task)
     heuristics = collect_heuristics(task, args.heuristics, args.baselines)
-    if args.suite == "nominal":
-        datasets = [Dataset("nominal", {}, task.nominal_instances())]
-    else:
-        datasets = task.test_suite()
+    datasets = task.suite(args.suite)
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
     check_timeout(args.timeout)

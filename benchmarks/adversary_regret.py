@@ -27,21 +27,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples" / "heuristics"))
 
+from obp_small_items_worst_fit import priority as small_items_worst_fit  # noqa: E402
 from obp_weibull_specialised import priority as weibull_specialised  # noqa: E402
 
 from raise_plugin.adversary import search  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.obp.baselines import best_fit  # noqa: E402
-
-
-def small_items_worst_fit(item, bins):
-    """BestFit, except that items under C / 20 go to the emptiest bin already opened."""
-    capacity = bins.max()
-    if item < capacity / 20:
-        scores = bins.astype(float)
-        scores[bins == capacity] = -1.0
-        return scores
-    return -bins
 
 
 HEURISTICS = {"Weibull-specialised": weibull_specialised, "small-items WorstFit": small_items_worst_fit}

@@ -1,13 +1,17 @@
 """search(objective="regret"): fitness = metric minus the best reference on the same instance; provenance and errors."""
 from __future__ import annotations
 
+import importlib.util
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from raise_plugin.adversary import AdversaryReferenceError, SearchConfig, search
 from tasks.obp.baselines import best_fit
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "heuristics"
 
 EPS = 0.02
 
@@ -31,18 +35,14 @@ def always_fails(values):
     raise ValueError("no")
 
 
-def small_items_worst_fit(item, bins):
-    """BestFit, except that items under C / 20 go to the emptiest bin already opened.
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.priority
 
-    Good on the nominal Weibull sizes (few small items), poor when small items become
-    common; instances that are hard for every packer do not hurt it more than BestFit.
-    """
-    capacity = bins.max()
-    if item < capacity / 20:
-        scores = bins.astype(float)
-        scores[bins == capacity] = -1.0
-        return scores
-    return -bins
+
+small_items_worst_fit = _example("obp_small_items_worst_fit")
 
 
 def test_a_reference_identical_to_the_heuristic_has_zero_regret_everywhere(toy):

@@ -4,7 +4,9 @@ Tell it what to answer next with ``server.script(...)``: a list of behaviours us
 per request, then ``server.default``. Behaviours: ``"ok"``, ``"429"`` (with
 ``Retry-After``), ``"500"``, ``"slow"`` (sleeps past the client's timeout, then
 answers), ``"empty"`` (content ""), ``"none"`` (content null), ``"nochoices"``,
-``"malformed"`` (a body that is not JSON), ``"401"``, ``"404"``.
+``"malformed"`` (a body that is not JSON), ``"401"``, ``"404"``. ``answer``: a function
+of the prompt whose text an ``"ok"`` request gets (an echo by default); ``delay``: seconds
+every request waits before it is answered (a slow endpoint, for throughput measurements).
 """
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ChatServer:
-    def __init__(self, *, retry_after: str = "0.01", slow_seconds: float = 1.0):
+    def __init__(self, *, retry_after: str = "0.01", slow_seconds: float = 1.0, answer=None, delay: float = 0.0):
         self.retry_after = retry_after
         self.slow_seconds = slow_seconds
+        self.answer = answer
+        self.delay = delay
         self.default = "ok"
         self.requests: list[dict] = []
         self._script: deque[str] = deque()
@@ -76,6 +80,8 @@ class ChatServer:
                     server.requests.append(request)
                 behaviour = server._next()
                 prompt = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
+                if server.delay:
+                    time.sleep(server.delay)
                 if behaviour == "slow":
                     time.sleep(server.slow_seconds)
                     behaviour = "ok"
@@ -86,7 +92,8 @@ class ChatServer:
                     return self._send(status, json.dumps(error), headers)
                 if behaviour == "malformed":
                     return self._send(200, "{this is not json")
-                content = {"ok": f"echo: {prompt[:40]}", "empty": "", "none": None}.get(behaviour)
+                echo = server.answer(prompt) if server.answer is not None else f"echo: {prompt[:40]}"
+                content = {"ok": echo, "empty": "", "none": None}.get(behaviour)
                 choices = [] if behaviour == "nochoices" else [
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]
                 body = {

@@ -1,0 +1,82 @@
+"""Characterisation: a short offline robust run per task records exactly what it recorded before.
+
+An offline run (seed 0, one sampler, budget 60, tau 2) on each task; its samples, their
+per-instance metrics, the re-scores, the populations, the instance set (digests and
+provenance) and the checkpoint, with every timing field removed, are hashed and compared
+with ``golden/characterisation.json``. A change to the robust core that is meant to keep
+behaviour (a refactor) must keep these hashes; a change that is meant to alter behaviour
+rewrites them, on purpose, with
+
+    .venv/bin/python tests/test_characterisation.py --write
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+GOLDEN = Path(__file__).parent / "golden" / "characterisation.json"
+TASKS = ("obp", "ojsp", "ovrp")
+TIMING = {"sample_time", "evaluate_time", "search_seconds", "seconds", "rescore_seconds", "outer_seconds",
+          "inner_seconds", "total_seconds", "inner_loop_share_seconds"}
+
+
+def _strip(value):
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(_strip(value), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def characterise(task: str, out: Path) -> dict:
+    """Run the characterisation run of ``task`` into ``out``; the hashes of what it recorded."""
+    from raise_plugin.config import RunConfig
+    from raise_plugin.rundir import read_jsonl
+    from raise_plugin.runner import start_run
+
+    config = RunConfig(task=task, robust=True, budget=60, pop_size=6, tau=2, seed=0, num_samplers=1,
+                       nominal=2 if task == "obp" else None, out=str(out), validation_trace=False,
+                       host_profiler=False)
+    start_run(config).run()
+    index = read_jsonl(out / "instances" / "index.jsonl")
+    samples = read_jsonl(out / "samples.jsonl")
+    checkpoint = json.loads((out / "checkpoint.json").read_text())
+    return {
+        "samples": _digest([{k: s[k] for k in ("sample", "program_id", "score", "joined", "duplicate", "error",
+                                               "metrics", "failed_on")} for s in samples]),
+        "scores": _digest(read_jsonl(out / "scores.jsonl")),
+        "populations": _digest(read_jsonl(out / "population.jsonl")),
+        "instances": _digest(index),
+        "checkpoint": _digest(checkpoint),
+        "count": {"samples": len(samples), "refreshes": checkpoint["refreshes"],
+                  "instances": sum(r.get("kind") == "instance" for r in index)},
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
+def test_a_short_robust_run_records_what_it_recorded_before(task, tmp_path):
+    golden = json.loads(GOLDEN.read_text())[task]
+    now = characterise(task, tmp_path / task)
+    assert now["count"] == golden["count"]
+    changed = [k for k in ("samples", "scores", "populations", "instances", "checkpoint") if now[k] != golden[k]]
+    assert not changed, f"{task}: the run recorded other {', '.join(changed)} than before"
+
+
+if __name__ == "__main__" and "--write" in sys.argv:
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    with tempfile.TemporaryDirectory() as tmp:
+        result = {task: characterise(task, Path(tmp) / task) for task in TASKS}
+    GOLDEN.parent.mkdir(exist_ok=True)
+    GOLDEN.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(json.dumps(result, indent=1))

@@ -19,8 +19,11 @@ def test_outer_inner_and_rescore_add_up(tmp_path):
     method.run()
     c = method.compute()
     assert callback.refreshes >= 2
-    # the inner searches: every candidate instance the GA evaluated, as each search reported it
-    assert c["inner_evaluations"] == sum(h["inner_evaluations"] for h in callback.history) > 0
+    # the inner searches: every candidate instance the GA evaluated, and the references (the task's
+    # baselines, run on each returned instance to record its regret), as each search reported them
+    assert c["inner_evaluations"] == sum(h["inner_evaluations"] + h["reference_evaluations"]
+                                         for h in callback.history) > 0
+    assert all(h["reference_evaluations"] > 0 for h in callback.history)
     assert c["inner_seconds"] > 0
     # re-scoring: one new instance per member per refresh (the cache spares the rest)
     assert c["rescore_evaluations"] == sum(h["evaluations"] for h in callback.history) > 0

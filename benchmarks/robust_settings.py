@@ -123,7 +123,10 @@ def evaluate(args, out: Path, settings: dict[str, str]) -> None:
     for name in settings:
         for seed in args.seeds:
             run_dir = out / "runs" / f"{name}-seed{seed}"
-            if not (run_dir / "summary.json").exists():
+            summary_file = run_dir / "summary.json"
+            if not summary_file.exists() or not json.loads(summary_file.read_text()).get("finished"):
+                if summary_file.exists():
+                    print(f"left out: {name} seed {seed} has not finished (resume it with the same command)")
                 continue
             final = final_programs(run_dir)
             results = per_instance(final["members"])

@@ -19,6 +19,8 @@ def add_compare_arguments(p, **defaults) -> None:
                    help="robust runs' A over the instance set: mean (default), min, cvar:ALPHA, balanced[:W]")
     p.add_argument("--adversary-objective", default=defaults.get("adversary_objective", "metric"),
                    help="robust runs' inner objective: metric (default), regret:baselines, regret:population[:K]")
+    p.add_argument("--projection", default=defaults.get("projection"),
+                   help="robust runs' eps-projection: paper (default) or sphere")
     p.add_argument("--inner-draws", type=int, default=None,
                    help="instances per candidate distribution in the inner search (default: the task's)")
     p.add_argument("--budget", type=int, default=defaults.get("budget", 1000), help="samples per run (N_max)")
@@ -59,7 +61,8 @@ def config_from(args) -> CompareConfig:
                          inner_population=args.inner_population, inner_generations=args.inner_generations,
                          nominal=args.nominal, suite_instances=args.suite_instances, workers=args.workers,
                          executor=args.executor, aggregation=args.aggregation,
-                         adversary_objective=args.adversary_objective, inner_draws=args.inner_draws)
+                         adversary_objective=args.adversary_objective, inner_draws=args.inner_draws,
+                         projection=args.projection)
 
 
 def run(args) -> int:

@@ -103,6 +103,7 @@ class CompareConfig:
     aggregation: str = "mean"
     adversary_objective: str = "metric"
     inner_draws: int | None = None
+    projection: str | None = None
 
     def __post_init__(self):
         from raise_plugin.methods import METHODS
@@ -133,7 +134,7 @@ class CompareConfig:
         from raise_plugin.config import ConfigError, RunConfig
         try:  # the run settings compare passes on, checked by the run config itself
             RunConfig(task=self.task, aggregation=self.aggregation, adversary_objective=self.adversary_objective,
-                      inner_draws=self.inner_draws)
+                      inner_draws=self.inner_draws, projection=self.projection)
         except ConfigError as exc:
             raise UserError(str(exc).replace("config field ", "")) from None
         if self.executor is not None:
@@ -170,7 +171,7 @@ def train(config: CompareConfig, variant: Variant, seed: int, quiet: bool = Fals
         method = resume_run(path)
     else:
         settings = {"aggregation": config.aggregation, "adversary_objective": config.adversary_objective,
-                    "inner_draws": config.inner_draws, **dict(variant.switches)}
+                    "inner_draws": config.inner_draws, "projection": config.projection, **dict(variant.switches)}
         run_config = RunConfig(task=config.task, method=variant.method, robust=variant.robust,
                                epsilon=variant.epsilon if variant.robust else 0.002, tau=config.tau,
                                inner_population=config.inner_population,

@@ -110,7 +110,7 @@ def test_variants_follow_the_paper():
     ("task", "tsp", "task"), ("methods", ("gp",), "methods"), ("epsilons", (0.0,), "epsilons"),
     ("budget", 0, "budget"), ("pop_size", 1, "pop_size"), ("seeds", (), "seeds"),
     ("aggregation", "median", "aggregation"), ("adversary_objective", "regret:nope", "adversary_objective"),
-    ("inner_draws", 0, "inner_draws"),
+    ("inner_draws", 0, "inner_draws"), ("projection", "cube", "projection"),
 ])
 def test_bad_configs_name_the_field(tmp_path, field, value, message):
     with pytest.raises(UserError, match=message):

@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the long options typed, by destination (a preset fills in only the others)
+    typed = sys.argv[1:] if argv is None else argv
+    args.given = {t[2:].split("=", 1)[0].replace("-", "_") for t in typed if t.startswith("--")}
     try:
         return int(args.func(args) or 0)
     except UserError as exc:

@@ -7,7 +7,23 @@ from raise_plugin.harness.compare import CompareConfig, run_compare
 from raise_plugin.harness.paper_tables import significance_summary
 
 
+# Named settings of whole studies; any flag given beside --preset overrides its value.
+PRESETS = {
+    # the OBP table of the README: the setting the validation suite chose, its plain twin
+    # and the baselines, 300-sample slices, three seeds, one instance per test dataset
+    "obp-validated": {"task": "obp", "methods": "eoh", "robust_eps": "0.01", "projection": "sphere",
+                      "adversary_objective": "regret:baselines", "aggregation": "balanced", "budget": 300,
+                      "seeds": 3, "suite_instances": 1, "out": "obp-validated"},
+    # the paper's OBP setting at the paper's scale (1000 samples), three seeds, the whole test suite
+    "paper-obp": {"task": "obp", "methods": "eoh", "robust_eps": "0.002", "budget": 1000, "seeds": 3,
+                  "out": "paper-obp"},
+}
+
+
 def add_compare_arguments(p, **defaults) -> None:
+    p.add_argument("--preset", choices=sorted(PRESETS),
+                   help="a named study: obp-validated (the README's OBP table) or paper-obp (the paper's "
+                        "setting at 1000 samples); flags given beside it override it")
     p.add_argument("--task", default=defaults.get("task", "obp"))
     p.add_argument("--methods", default=defaults.get("methods", "eoh"),
                    help="comma-separated: eoh, reevo, partevo, eohs (default eoh)")
@@ -46,7 +62,19 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _apply_preset(args) -> None:
+    """The preset's values for every flag the user left unset (argparse defaults are ``None``-free, so
+    ``args.given`` names the flags that were typed)."""
+    if not getattr(args, "preset", None):
+        return
+    given = getattr(args, "given", set())
+    for key, value in PRESETS[args.preset].items():
+        if key not in given:
+            setattr(args, key, value)
+
+
 def config_from(args) -> CompareConfig:
+    _apply_preset(args)
     try:
         eps = tuple(float(e) for e in str(args.robust_eps).split(",") if e.strip())
     except ValueError:

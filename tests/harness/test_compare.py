@@ -139,3 +139,22 @@ def test_convergence_figure_draws_each_runs_validation_trace(compared):
         assert s["validation"] and len(s["validation"]) == len(s["trace_generation"])
         assert s["baseline"]["name"] == "SP-Insert" and s["baseline"]["metric"] > 1
         assert all(b > 0 for b in s["best"])  # metrics (route-length ratios), not scores
+
+
+def test_a_preset_fills_in_only_the_flags_left_out():
+    import argparse
+
+    from raise_plugin.commands.compare import add_compare_arguments, config_from
+
+    parser = argparse.ArgumentParser()
+    add_compare_arguments(parser)
+    args = parser.parse_args(["--preset", "obp-validated", "--seeds", "2"])
+    args.given = {"preset", "seeds"}
+    config = config_from(args)
+    assert (config.task, config.epsilons, config.projection, config.aggregation) == ("obp", (0.01,), "sphere",
+                                                                                     "balanced")
+    assert config.adversary_objective == "regret:baselines" and config.budget == 300
+    assert config.seeds == (0, 1) and config.suite_instances == 1
+    paper = parser.parse_args(["--preset", "paper-obp"])
+    paper.given = {"preset"}
+    assert config_from(paper).budget == 1000 and config_from(paper).epsilons == (0.002,)

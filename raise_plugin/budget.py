@@ -19,8 +19,7 @@ __all__ = ["LLMBudget", "llm_usage_total"]
 
 def llm_usage_total(method) -> dict:
     """``{"calls": ..., "cost_usd": ...}`` of the run's LLM back-end (zeros when it keeps no ledger)."""
-    llm = getattr(getattr(method, "_sampler", None), "_sampler", None)
-    usage = getattr(llm, "usage", None)
+    usage = getattr(method.llm, "usage", None)
     if usage is None or not hasattr(usage, "total"):
         return {"calls": 0, "cost_usd": 0.0}
     total = usage.total()

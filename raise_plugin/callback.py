@@ -276,7 +276,7 @@ class AdversarialInstanceCallback(Callback):
 
     def refresh(self, method, snapshot: RunSnapshot, best: ProgramView) -> None:
         """One inner search on ``best`` and the update of the instance set."""
-        from .adversary import AdversaryReferenceError
+        from .adversary import AdversaryReferenceError, default_draws
 
         search = self._searcher
         if search is None:
@@ -286,7 +286,7 @@ class AdversarialInstanceCallback(Callback):
         start = time.perf_counter()
         code = method.program_text(best.program_id)
         references = self._references(method, snapshot, best)
-        draws = self.draws or _default_draws(method.task)
+        draws = self.draws or default_draws(method.task)
 
         options = dict(nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
                        generations=self.inner_generations, draws=draws, objective=self.objective.kind,
@@ -310,7 +310,7 @@ class AdversarialInstanceCallback(Callback):
                 record(0, seconds)
             self.skipped.append({"refresh": k, "generation": snapshot.generation, "program_id": best.program_id,
                                  "reason": str(exc), "seconds": seconds})
-            self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
+            self._mark_refreshed(snapshot)
             log.warning("inner search on %s skipped at generation %d: %s", best.program_id,
                         snapshot.generation, exc)
             return
@@ -321,7 +321,7 @@ class AdversarialInstanceCallback(Callback):
         if record is not None:
             record(inner_evaluations + reference_evaluations, search_seconds)
         if result is None:  # the inner search is switched off (enabled=False or generations=0)
-            self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
+            self._mark_refreshed(snapshot)
             return
         provenance = {
             "refresh": k,
@@ -349,7 +349,7 @@ class AdversarialInstanceCallback(Callback):
         arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
                   if getattr(result, name, None) is not None}
         self.refreshes = k
-        self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
+        self._mark_refreshed(snapshot)
         update = method.add_instance(result.instance, instance_id=f"adv-{k}", origin="adversarial",
                                      distance=float(getattr(result, "distance", float("nan"))),
                                      generation=snapshot.generation, max_adversarial=self.max_adversarial,
@@ -362,6 +362,10 @@ class AdversarialInstanceCallback(Callback):
                              "reference_evaluations": reference_evaluations,
                              "rescored": len(update.rescored),
                              "evaluations": update.evaluations, "rescore_seconds": update.seconds})
+
+    def _mark_refreshed(self, snapshot: RunSnapshot) -> None:
+        """This generation's refresh is done (made, skipped or switched off): not again until tau more."""
+        self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
 
     def _references(self, method, snapshot: RunSnapshot, best: ProgramView) -> list[tuple[str, Any]]:
         """``(name, priority or program text)`` of the references: the task's baselines (under
@@ -415,11 +419,6 @@ def _in_sandbox(fn: Callable, args: tuple, seconds: float):
                                 f"{pool.limits.memory_mb} MB)") from None
         except WorkerDied as exc:
             raise _SearchFailed(f"the inner search's worker died ({exc})") from None
-
-
-def _default_draws(task) -> int:
-    from .adversary import default_draws
-    return int(default_draws(task))
 
 
 def _float_or_none(x):

@@ -120,7 +120,7 @@ class RunConfig:
         why = _aggregation_ok(self.aggregation)
         if why:
             bad("aggregation", "use mean, min, cvar:ALPHA with ALPHA in (0, 1], or balanced[:W] with W in [0, 1]")
-        from .callback import parse_objective
+        from .callback import TAU_UNITS, parse_objective
         try:
             parse_objective(self.adversary_objective)
         except ValueError as exc:
@@ -139,7 +139,7 @@ class RunConfig:
                 parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:
                 bad("executor", str(exc))
-        for name, choices in (("tau_unit", ("generations", "samples")),
+        for name, choices in (("tau_unit", TAU_UNITS),
                               ("projection", ("paper", "sphere", "none")), ("encoding", ("basis", "flat")),
                               ("constraint", ("ball", "none"))):
             value = getattr(self, name)

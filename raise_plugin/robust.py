@@ -562,6 +562,11 @@ class RobustMethodMixin:
         return self.snapshot().best
 
     @property
+    def llm(self):
+        """The LLM back-end behind the host's sampler (its ``usage`` ledger, when it keeps one)."""
+        return getattr(self._sampler, "_sampler", None)
+
+    @property
     def evaluations(self) -> int:
         """Program-instance evaluations so far (the cache saves the rest)."""
         return self._evaluator.evaluations
@@ -795,7 +800,7 @@ class RobustMethodMixin:
         best = snap.best
         entries, version = self._instance_state()
         usage = None
-        llm = getattr(self._sampler, "_sampler", None)
+        llm = self.llm
         if hasattr(getattr(llm, "usage", None), "to_dict"):
             usage = llm.usage.to_dict()
         describe = getattr(llm, "describe", None)

@@ -143,8 +143,7 @@ def _carry_usage(method, path: Path) -> None:
     """Add the usage a run directory recorded to the new back-end's ledger (cost caps count it)."""
     import json
 
-    llm = getattr(getattr(method, "_sampler", None), "_sampler", None)
-    usage = getattr(llm, "usage", None)
+    usage = getattr(method.llm, "usage", None)
     if usage is None or not hasattr(usage, "merge") or not path.exists():
         return
     try:

@@ -20,8 +20,8 @@ import numpy as np
 from raise_plugin.harness.stats import ALPHA, LEVEL, Comparison, compare_paired, mean_half_width, row_is_valid
 from tasks.common.families import FAMILIES
 
-__all__ = ["Column", "Table", "build_table", "family_columns", "size_columns", "param_columns", "parse_params",
-           "significance", "significance_markdown", "significance_summary", "best_baseline"]
+__all__ = ["Column", "Table", "build_table", "layout_table", "family_columns", "size_columns", "param_columns",
+           "parse_params", "significance", "significance_markdown", "significance_summary", "best_baseline"]
 
 FAMILY_LABELS = {"uniform": "Uniform", "normal": "Normal", "lognormal": "Lognormal",
                  "exponential": "Exponential", "triangular": "Triangular"}
@@ -228,6 +228,27 @@ def build_table(rows: Iterable[dict], columns: list[Column], *, title: str, meth
                     tests[(i, j, "twin")] = compare_paired(part, m, twin, "plain twin", by_seed=True)
     shown = [(rename or {}).get(m, m) for m in methods]
     return Table(title, shown, labels, mean, std, seeds, invalid, average, half, tests)
+
+
+def layout_table(layout, rows: list[dict], **options) -> Table | None:
+    """The table a task's ``TableLayout`` asks for, over the datasets present in ``rows``;
+    ``None`` when none of them is in the layout's slices. ``options`` go to ``build_table``
+    (``methods``, ``baselines``, ``twins``)."""
+    present = [parse_params(r["params"]) for r in rows]
+    if layout.by == "family":
+        if layout.at and not any(all(p.get(k) == v for k, v in layout.at.items()) for p in present):
+            return None
+        columns = family_columns(**layout.at)
+    else:
+        keys = tuple(layout.keys) or tuple(dict.fromkeys(k for p in present for k in p))
+        combos = sorted({tuple(p[k] for k in keys) for p in present if all(k in p for k in keys)})
+        if not keys or not combos:
+            return None
+        if layout.label is not None:
+            columns = param_columns(keys[0], [c[0] for c in combos], layout.label.format)
+        else:
+            columns = size_columns(keys, combos)
+    return build_table(rows, columns, title=layout.title, average=layout.average, **options)
 
 
 def _lowest(values: Mapping[str, float]) -> str | None:

@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .layout import TableLayout
 from .shift import ShiftDimension
 from .suite import Dataset
 
@@ -22,6 +23,11 @@ class Task(ABC):
     ``baselines`` (name -> priority function) and ``nominal_params`` (the keyword
     arguments ``make_instance`` needs besides the shifted values), and implement the
     abstract methods. Metrics are lower-is-better; the host score is ``-metric``.
+
+    Optional: ``metric_name`` (for table titles), ``table_layouts()`` (the paper tables),
+    ``offline_library`` (what the offline program sampler may build programs from: a
+    mapping read by ``raise_plugin.llm.offline_library``; without one the sampler takes
+    its generic path).
     """
 
     name: str
@@ -32,6 +38,8 @@ class Task(ABC):
     nominal_params: dict[str, Any]
     timeout_seconds: float = 60.0       # one evaluation on the whole nominal set (the host's limit)
     instance_timeout_floor: float = 10.0  # no instance gets less, however small
+    metric_name: str = "metric"
+    offline_library: dict[str, Any] | None = None
 
     # -- instances -------------------------------------------------------------
     @abstractmethod
@@ -134,6 +142,14 @@ class Task(ABC):
     def high_of(self, params: dict[str, Any]) -> int:
         """The maximum of the shift dimension for instances built with ``params``."""
         return int(params.get("high", self.shift_values(self.nominal_instances()[0])[1]))
+
+    # -- reporting -------------------------------------------------------------
+    def table_layouts(self) -> tuple[TableLayout, ...]:
+        """The task's own paper tables (the harness adds the per-distribution and ablation
+        tables every task gets). By default one table per size of the test suite, averaged
+        over the families."""
+        return (TableLayout("table_per_size", f"{self.name}: {self.metric_name} per size, averaged over the "
+                                              "distributions (lower is better)", by="size", average=False),)
 
     # -- evaluation ------------------------------------------------------------
     @abstractmethod

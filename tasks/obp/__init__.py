@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from tasks.common.layout import TableLayout
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
@@ -24,6 +25,13 @@ class OBPTask(Task):
     baselines = dict(BASELINES)
     nominal_params = {"capacity": _inst.NOMINAL_CAPACITY}
     timeout_seconds = 120.0
+    metric_name = "waste ratio (%)"
+
+    def table_layouts(self):
+        return (TableLayout("table1_per_distribution", "Table 1: OBP waste ratio (%) per distribution at n=5000, "
+                                                       "C=200 (lower is better)", at={"n": 5000, "C": 200}),
+                TableLayout("table2_per_size", "Table 2: OBP waste ratio (%) per size, averaged over the five "
+                                               "distributions", by="size", keys=("C", "n"), average=False))
 
     def make_nominal(self) -> list[dict]:
         return _inst.weibull_instances()

@@ -5,6 +5,7 @@ from typing import Callable
 
 import numpy as np
 
+from tasks.common.layout import TableLayout
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
@@ -32,6 +33,12 @@ class OJSPTask(Task):
     baselines = dict(BASELINES)
     nominal_params = {"M": _inst.NOMINAL_MACHINES}
     timeout_seconds = 60.0
+    metric_name = "normalised makespan"
+
+    def table_layouts(self):
+        return (TableLayout("table3_ojsp", "Table 3 (OJSP): normalised makespan per machine count (mean over "
+                                           "distributions and job counts)", by="size", keys=("M",),
+                            label="{}-machine", average=False),)
 
     def make_nominal(self) -> list[dict]:
         return _inst.nominal_instances()

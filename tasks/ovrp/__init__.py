@@ -5,6 +5,7 @@ from typing import Callable
 
 import numpy as np
 
+from tasks.common.layout import TableLayout
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
@@ -27,6 +28,12 @@ class OVRPTask(Task):
     baselines = dict(BASELINES)
     nominal_params = {"vehicles": _inst.NOMINAL_VEHICLES}
     timeout_seconds = 60.0
+    metric_name = "route length / Clarke-Wright"
+
+    def table_layouts(self):
+        return (TableLayout("table3_ovrp", "Table 3 (OVRP): route length / Clarke-Wright per fleet size (mean "
+                                           "over distributions)", by="size", keys=("V",), label="{}-vehicle",
+                            average=False),)
 
     def make_nominal(self) -> list[dict]:
         return _inst.nominal_instances()

@@ -227,31 +227,16 @@ def _evaluate_cell(config: CompareConfig, heuristic: Heuristic, path: Path, meth
 
 def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_rows: list[str],
                  ablation_names: dict[str, str] | None = None, *, baselines=(), twins=None) -> dict[str, Table]:
-    """The paper's layouts that apply to the task and to the datasets present; with ``baselines``
-    and ``twins`` (method -> plain twin) every cell is tested against both."""
-    from raise_plugin.harness.paper_tables import parse_params
+    """The task's own tables (``Task.table_layouts``) that apply to the datasets present, then
+    the per-distribution and ablation tables every task gets; with ``baselines`` and ``twins``
+    (method -> plain twin) every cell is tested against both."""
+    from raise_plugin.harness.paper_tables import layout_table
     tested = {"baselines": baselines, "twins": twins}
-    present = [parse_params(r["params"]) for r in rows]
     tables: dict[str, Table] = {}
-    if task_name == "obp":
-        if any(p.get("n") == 5000 and p.get("C") == 200 for p in present):
-            tables["table1_per_distribution"] = build_table(
-                rows, family_columns(n=5000, C=200), **tested, methods=order,
-                title="Table 1: OBP waste ratio (%) per distribution at n=5000, C=200 (lower is better)")
-        combos = sorted({(p["C"], p["n"]) for p in present if "C" in p and "n" in p})
-        tables["table2_per_size"] = build_table(
-            rows, size_columns(("C", "n"), combos), **tested, methods=order, average=False,
-            title="Table 2: OBP waste ratio (%) per size, averaged over the five distributions")
-    elif task_name == "ojsp":
-        machines = sorted({p["M"] for p in present if "M" in p})
-        tables["table3_ojsp"] = build_table(
-            rows, param_columns("M", machines, lambda v: f"{v}-machine"), **tested, methods=order, average=False,
-            title="Table 3 (OJSP): normalised makespan per machine count (mean over distributions and job counts)")
-    elif task_name == "ovrp":
-        fleets = sorted({p["V"] for p in present if "V" in p})
-        tables["table3_ovrp"] = build_table(
-            rows, param_columns("V", fleets, lambda v: f"{v}-vehicle"), **tested, methods=order, average=False,
-            title="Table 3 (OVRP): route length / Clarke-Wright per fleet size (mean over distributions)")
+    for layout in get_task(task_name).table_layouts():
+        table = layout_table(layout, rows, **tested, methods=order)
+        if table is not None:
+            tables[layout.key] = table
     tables["table_all_distributions"] = build_table(
         rows, family_columns(), **tested, methods=order,
         title=f"{task_name}: metric per distribution, averaged over all sizes (lower is better)")

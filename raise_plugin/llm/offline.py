@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from llm4ad.base import LLM
 
-from .offline_library import GENERIC_HINTS, Feature, TaskLibrary, library_for_params
+from .offline_library import (GENERIC_HINTS, Feature, TaskLibrary, library_for_params, library_for_task,
+                              template_for)
 from .operators import infer_operator, operator_kind, prompt_text
 from .usage import UsageLedger
 
@@ -180,11 +181,12 @@ def read_terms(source: str, lib: TaskLibrary, params: list[str]) -> TermProgram 
         return None
     body = _strip_docstring(node.body)
     pre = [ast.dump(ast.parse(line).body[0]) for line in _preamble(lib, params)]
-    if len(body) >= len(pre) + 2 and [ast.dump(s) for s in body[: len(pre)]] == pre:
+    tail = len(lib.finish)
+    if len(body) >= len(pre) + 1 + tail and [ast.dump(s) for s in body[: len(pre)]] == pre:
         rest = body[len(pre):]
         if ast.unparse(rest[0]) == "score = np.zeros(n)" and isinstance(rest[-1], ast.Return):
             terms = []
-            for stmt in rest[1:-1]:
+            for stmt in rest[1:len(rest) - tail]:
                 if not (isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add)
                         and isinstance(stmt.target, ast.Name) and stmt.target.id == "score"):
                     return None
@@ -207,7 +209,7 @@ def render(header: str, lib: TaskLibrary, params: list[str], program: TermProgra
     lines.append("    score = np.zeros(n)")
     for coef, expr in program.terms:
         lines.append(f"    score += {_round(coef)!r} * ({_norm(expr)})")
-    lines.append("    return np.nan_to_num(score, nan=-1e9, posinf=1e9, neginf=-1e9)")
+    lines += ["    " + line for line in lib.finish]
     return "\n".join(lines)
 
 
@@ -252,6 +254,68 @@ def _perturb_tree(tree: ast.AST, rng: np.random.Generator, k_max: int = 3) -> in
         else:
             node.value = _round(node.value * factor)
     return k
+
+
+# -- the generic path: varying any program ------------------------------------------
+
+class _Edits(ast.NodeVisitor):
+    """Where a program can be varied without knowing its task: divisions (a shift of the
+    numerator or denominator changes the ranking a ratio gives) and subtractions (a weight
+    on the subtrahend); both stay numeric wherever the original was."""
+
+    def __init__(self):
+        self.divisions: list[ast.BinOp] = []
+        self.subtractions: list[ast.BinOp] = []
+
+    def visit_Subscript(self, node):
+        self.visit(node.value)  # never the index
+
+    def visit_BinOp(self, node):
+        if isinstance(node.op, ast.Div):
+            self.divisions.append(node)
+        elif isinstance(node.op, ast.Sub) and not isinstance(node.right, ast.Constant):
+            self.subtractions.append(node)
+        self.generic_visit(node)
+
+
+def _vary(parent: str, name: str | None, rng: np.random.Generator) -> tuple[str, str]:
+    """A variant of ``parent`` (one function): its constants retuned, a division shifted or a
+    subtraction weighted, one or two edits; with nothing to vary, the parent as it is."""
+    tree = ast.parse(parent)
+    func = tree.body[0]
+    func.body = _strip_docstring(func.body) or [ast.Pass()]
+    if name and isinstance(func, ast.FunctionDef):
+        func.name = name
+    done = []
+    for _ in range(int(rng.integers(1, 3))):
+        edits = _Edits()
+        edits.visit(func)
+        constants = _Constants()
+        constants.visit(func)
+        kinds = [k for k, there in (("constants", constants.found), ("division", edits.divisions),
+                                    ("subtraction", edits.subtractions)) if there]
+        if not kinds:
+            break
+        kind = kinds[int(rng.integers(len(kinds)))]
+        if kind == "constants":
+            _perturb_tree(func, rng)
+        elif kind == "division":
+            node = edits.divisions[int(rng.integers(len(edits.divisions)))]
+            shift = ast.Constant(_round(float(np.exp(rng.uniform(np.log(0.05), np.log(20.0))))))
+            side = "left" if rng.random() < 0.5 else "right"
+            operand = getattr(node, side)
+            if isinstance(operand, ast.BinOp) and isinstance(operand.op, ast.Add) \
+                    and isinstance(operand.right, ast.Constant):
+                operand.right = shift  # shifted before: a new shift, not a second one
+            else:
+                setattr(node, side, ast.BinOp(operand, ast.Add(), shift))
+        else:
+            node = edits.subtractions[int(rng.integers(len(edits.subtractions)))]
+            weight = ast.Constant(_round(float(np.exp(rng.normal(0.0, 0.5)))))
+            node.right = ast.BinOp(weight, ast.Mult(), node.right)
+        done.append({"constants": "constant perturbation", "division": "shifted ratio",
+                     "subtraction": "weighted difference"}[kind])
+    return ast.unparse(ast.fix_missing_locations(tree)), " and ".join(done) or "unchanged copy"
 
 
 # -- the sampler -----------------------------------------------------------------
@@ -307,13 +371,17 @@ class OfflineSampler(LLM):
         return f"{hints[int(rng.integers(len(hints)))]} (offline sampler, no LLM)"
 
     def _library(self, found: PromptPrograms) -> TaskLibrary | None:
-        lib = library_for_params(found.params)
+        lib = library_for_params(found.params, declared=False)
         if lib is None and found.parents:
             head = _header_of(found.parents[-1])
-            lib = library_for_params(head[2]) if head else None
+            lib = library_for_params(head[2], declared=False) if head else None
         if lib is None and self.task is not None:
             from .offline_library import LIBRARIES
             lib = LIBRARIES.get(self.task)
+        if lib is None:
+            # any other task: the one named is the authority (its library, or none: the generic
+            # path), else the registered task whose heuristic takes these parameters
+            lib = library_for_task(self.task) if self.task is not None else library_for_params(found.params)
         return lib
 
     def _program(self, text: str, op: str, nth: int, rng: np.random.Generator) -> str:
@@ -321,7 +389,7 @@ class OfflineSampler(LLM):
         lib = self._library(found)
         header, params = found.header, found.params
         if lib is not None and (header is None or len(params) != len(lib.params)):
-            header, params = f"def priority({', '.join(lib.params)}):", list(lib.params)
+            header, params = f"def {lib.function}({', '.join(lib.params)}):", list(lib.params)
         if lib is None:
             return self._generic(found, op, rng)
         parents = [p for p in (read_terms(src, lib, params) for src in found.parents) if p is not None]
@@ -351,9 +419,18 @@ class OfflineSampler(LLM):
         return self._answer(f"{how}: {summary}", source)
 
     def _generic(self, found: PromptPrograms, op: str, rng: np.random.Generator) -> str:
-        if found.parents:
-            src = self._perturbed_source(found.parents[int(rng.integers(len(found.parents)))], found, rng)
-            return self._answer("parameter perturbation of a parent (unknown task)", src)
+        template = template_for(found.params, self.task)
+        sources = found.parents or ([template.source] if template is not None else [])
+        if sources:
+            name = found.name or (template.function if template is not None else None)
+            for attempt in range(self.novelty_tries):
+                source, how = _vary(sources[int(rng.integers(len(sources)))], name, rng)
+                with self._lock:
+                    if source not in self._written or attempt == self.novelty_tries - 1:
+                        self._written.add(source)
+                        break
+            whose = "a parent" if found.parents else "the task's template"
+            return self._answer(f"{how} of {whose} (a task without an offline library)", source)
         header = found.header or "def priority(*args):"
         arg = found.params[-1] if found.params else "args[-1]"
         src = f"{header}\n    return np.zeros(len({arg}))"

@@ -6,12 +6,24 @@ preamble that names the columns, then ``score = np.zeros(n)``, then one line
 the building blocks the sampler inserts, deletes and swaps; the seeds are the
 classical baselines (SPEC 3) and variations of them. Tasks are recognised from the
 parameter names of the function to implement.
+
+Any other task may declare its own library (``Task.offline_library``, a plain mapping:
+see ``declared_library``); a task without one still lends the sampler its template
+program, which the generic path varies.
 """
 from __future__ import annotations
 
+import ast
+import logging
 from dataclasses import dataclass
+from typing import Any, Mapping
 
-__all__ = ["Feature", "TaskLibrary", "LIBRARIES", "library_for_params", "GENERIC_HINTS"]
+__all__ = ["Feature", "TaskLibrary", "TaskTemplate", "LIBRARIES", "library_for_params", "library_for_task",
+           "template_for", "declared_library", "GENERIC_HINTS", "DEFAULT_FINISH"]
+
+log = logging.getLogger("raise_plugin.llm")
+
+DEFAULT_FINISH = ("return np.nan_to_num(score, nan=-1e9, posinf=1e9, neginf=-1e9)",)
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,18 @@ class TaskLibrary:
     features: tuple[Feature, ...]
     seeds: tuple[tuple[str, tuple[tuple[float, str], ...]], ...]   # (name, ((coef, expr), ...))
     hints: tuple[str, ...]
+    function: str = "priority"       # the name of the function to implement
+    finish: tuple[str, ...] = DEFAULT_FINISH  # body lines after the terms; the last one returns
+
+
+@dataclass(frozen=True)
+class TaskTemplate:
+    """What the generic path knows of a task without a library: its template function."""
+
+    task: str
+    function: str
+    params: tuple[str, ...]
+    source: str                      # the template function, with its body
 
 
 OBP = TaskLibrary(
@@ -182,9 +206,93 @@ GENERIC_HINTS = (
 )
 
 
-def library_for_params(params: list[str] | tuple[str, ...]) -> TaskLibrary | None:
-    """The task whose heuristic takes exactly these parameter names, if any."""
+def library_for_params(params: list[str] | tuple[str, ...], *, declared: bool = True) -> TaskLibrary | None:
+    """The library of the task whose heuristic takes exactly these parameter names, if any:
+    the built-in ones first, then (with ``declared``) those the registered tasks declare."""
     for lib in LIBRARIES.values():
         if tuple(params) == lib.params:
             return lib
+    if declared:
+        for known in _registered().values():
+            if isinstance(known, TaskLibrary) and known.params == tuple(params):
+                return known
     return None
+
+
+def library_for_task(name: str) -> TaskLibrary | None:
+    """The library of the task registered as ``name`` (built-in or declared), if any."""
+    if name in LIBRARIES:
+        return LIBRARIES[name]
+    known = _knowledge(name)
+    return known if isinstance(known, TaskLibrary) else None
+
+
+def template_for(params: list[str] | tuple[str, ...], task: str | None = None) -> TaskTemplate | None:
+    """The template of ``task`` (when it has no library), else of the registered task without a
+    library whose heuristic takes these parameter names."""
+    if task is not None:
+        known = _knowledge(task)
+        return known if isinstance(known, TaskTemplate) else None
+    for known in _registered().values():
+        if isinstance(known, TaskTemplate) and known.params == tuple(params):
+            return known
+    return None
+
+
+def declared_library(task: str, template_program: str, declaration: Mapping[str, Any]) -> TaskLibrary:
+    """A library from a task's declaration: a mapping with ``preamble`` (body lines; ``{p0}``,
+    ``{p1}``, ... are the parameter names), ``features`` (``(name, expr, sign, scale)`` rows),
+    ``seeds`` (``(name, ((coef, expr), ...))`` rows), ``finish`` (the lines after the terms,
+    turning ``score`` into the heuristic's answer; the last one returns) and ``hints``. The
+    function's name and parameters are read from the task's template program."""
+    function, params, _ = _template_function(template_program)
+    unknown = set(declaration) - {"preamble", "features", "seeds", "finish", "hints"}
+    if unknown:
+        raise ValueError(f"{task}: offline library has unknown fields {', '.join(sorted(unknown))}")
+    return TaskLibrary(
+        task=task, params=params, function=function,
+        preamble=tuple(declaration["preamble"]),
+        features=tuple(Feature(*row) for row in declaration["features"]),
+        seeds=tuple((name, tuple((float(c), e) for c, e in terms)) for name, terms in declaration["seeds"]),
+        hints=tuple(declaration.get("hints", GENERIC_HINTS)),
+        finish=tuple(declaration.get("finish", DEFAULT_FINISH)))
+
+
+def _template_function(template_program: str) -> tuple[str, tuple[str, ...], str]:
+    """(name, parameter names, source) of the first function of a template program."""
+    tree = ast.parse(template_program)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            params = tuple(a.arg for a in node.args.posonlyargs + node.args.args)
+            return node.name, params, ast.get_source_segment(template_program, node) or ast.unparse(node)
+    raise ValueError("the template program defines no function")
+
+
+_KNOWN: dict[str, TaskLibrary | TaskTemplate | None] = {}
+
+
+def _knowledge(name: str) -> TaskLibrary | TaskTemplate | None:
+    """What the registered task ``name`` (not a built-in) lends the sampler; read once."""
+    if name not in _KNOWN:
+        from tasks import get_task
+        try:
+            task = get_task(name)
+            function, params, source = _template_function(task.template_program)
+            declaration = getattr(task, "offline_library", None)
+            _KNOWN[name] = (declared_library(task.name, task.template_program, declaration) if declaration
+                            else TaskTemplate(task.name, function, params, source))
+        except (ImportError, KeyError, TypeError, ValueError, AttributeError, SyntaxError) as exc:
+            log.warning("offline sampler: task %s lends no knowledge (%s: %s)", name, type(exc).__name__, exc)
+            _KNOWN[name] = None
+    return _KNOWN[name]
+
+
+def _registered() -> dict[str, TaskLibrary | TaskTemplate]:
+    from tasks import list_tasks
+    found = {}
+    for name in list_tasks():
+        if name not in LIBRARIES:
+            known = _knowledge(name)
+            if known is not None:
+                found[name] = known
+    return found

@@ -1,0 +1,43 @@
+"""knapsack and cvrp through the command line: listed, evaluated by baseline name and from a file."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from raise_plugin.cli import main
+from tasks import get_task
+
+
+def test_tasks_lists_the_host_tasks(capsys):
+    assert main(["tasks"]) == 0
+    out = capsys.readouterr().out
+    assert "KnapsackTask: shift item weight, K = 50" in out
+    assert "CVRPTask: shift customer demand, K = 9" in out
+    assert "baselines: GreedyRatio, GreedyValue, LightestFirst" in out
+
+
+@pytest.mark.parametrize("name, baseline", [("knapsack", "GreedyRatio"), ("cvrp", "nearestneighbour")])
+def test_evaluate_a_baseline_by_name_gives_the_tasks_metrics(name, baseline, tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    assert main(["evaluate", "--task", name, "--suite", "nominal", "--baselines", baseline, "--out", str(out),
+                 "--workers", "1", "--no-progress"]) == 0
+    task = get_task(name)
+    chosen = next(b for b in task.baselines if b.lower() == baseline.lower())
+    rows = list(csv.DictReader(out.open()))
+    expected = [task.evaluate(task.baselines[chosen], s) for s in task.nominal_instances()]
+    assert [float(r["metric"]) for r in rows] == pytest.approx(expected, rel=1e-12)
+    assert chosen in capsys.readouterr().out
+
+
+def test_evaluate_the_hosts_template_from_a_file(tmp_path, capsys):
+    task = get_task("cvrp")
+    f = tmp_path / "host_template.py"
+    f.write_text(task.template_program)
+    out = tmp_path / "r.csv"
+    assert main(["evaluate", str(f), "--task", "cvrp", "--suite", "nominal", "--baselines", "DemandPerDistance",
+                 "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    mine = [float(r["metric"]) for r in rows if r["heuristic"] == "host_template"]
+    theirs = [float(r["metric"]) for r in rows if r["heuristic"] == "DemandPerDistance"]
+    assert len(mine) == 5 and mine == theirs  # the baseline is the host's template, vectorised

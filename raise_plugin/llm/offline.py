@@ -260,12 +260,18 @@ def _perturb_tree(tree: ast.AST, rng: np.random.Generator, k_max: int = 3) -> in
 
 class _Edits(ast.NodeVisitor):
     """Where a program can be varied without knowing its task: divisions (a shift of the
-    numerator or denominator changes the ranking a ratio gives) and subtractions (a weight
-    on the subtrahend); both stay numeric wherever the original was."""
+    numerator or denominator changes the ranking a ratio gives), subtractions (a weight on
+    the subtrahend), both numeric wherever the original was, and loops (the order in which
+    a first-found or tie-breaking rule meets the candidates)."""
 
     def __init__(self):
         self.divisions: list[ast.BinOp] = []
         self.subtractions: list[ast.BinOp] = []
+        self.loops: list[ast.For] = []
+
+    def visit_For(self, node):
+        self.loops.append(node)
+        self.generic_visit(node)
 
     def visit_Subscript(self, node):
         self.visit(node.value)  # never the index
@@ -293,7 +299,7 @@ def _vary(parent: str, name: str | None, rng: np.random.Generator) -> tuple[str,
         constants = _Constants()
         constants.visit(func)
         kinds = [k for k, there in (("constants", constants.found), ("division", edits.divisions),
-                                    ("subtraction", edits.subtractions)) if there]
+                                    ("subtraction", edits.subtractions), ("order", edits.loops)) if there]
         if not kinds:
             break
         kind = kinds[int(rng.integers(len(kinds)))]
@@ -309,12 +315,25 @@ def _vary(parent: str, name: str | None, rng: np.random.Generator) -> tuple[str,
                 operand.right = shift  # shifted before: a new shift, not a second one
             else:
                 setattr(node, side, ast.BinOp(operand, ast.Add(), shift))
-        else:
+        elif kind == "subtraction":
             node = edits.subtractions[int(rng.integers(len(edits.subtractions)))]
             weight = ast.Constant(_round(float(np.exp(rng.normal(0.0, 0.5)))))
             node.right = ast.BinOp(weight, ast.Mult(), node.right)
+        else:
+            loop = edits.loops[int(rng.integers(len(edits.loops)))]
+            it = loop.iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "sorted":
+                flag = next((k for k in it.keywords if k.arg == "reverse"), None)
+                if flag is None:
+                    it.keywords.append(ast.keyword("reverse", ast.Constant(True)))
+                else:
+                    flag.value = ast.UnaryOp(ast.Not(), flag.value) if not isinstance(flag.value, ast.Constant) \
+                        else ast.Constant(not flag.value.value)
+            else:
+                loop.iter = ast.Call(ast.Name("sorted", ast.Load()), [it],
+                                     [ast.keyword("reverse", ast.Constant(bool(rng.random() < 0.5)))])
         done.append({"constants": "constant perturbation", "division": "shifted ratio",
-                     "subtraction": "weighted difference"}[kind])
+                     "subtraction": "weighted difference", "order": "reordered loop"}[kind])
     return ast.unparse(ast.fix_missing_locations(tree)), " and ".join(done) or "unchanged copy"
 
 

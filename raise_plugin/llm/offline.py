@@ -6,7 +6,8 @@ program by rule: new numeric constants for parameter-tuning prompts, a feature t
 inserted, deleted or swapped for modification prompts, recombined terms of the
 parents for crossover prompts, and classical baselines and their variations for
 creation prompts (features and seeds: ``offline_library``). Reflection and summary
-prompts get a short hint instead of code.
+prompts get a short hint instead of code. A task without a library (built in or declared
+by the task) gets the generic path: its template and the parents varied as code.
 """
 from __future__ import annotations
 
@@ -285,8 +286,9 @@ class _Edits(ast.NodeVisitor):
 
 
 def _vary(parent: str, name: str | None, rng: np.random.Generator) -> tuple[str, str]:
-    """A variant of ``parent`` (one function): its constants retuned, a division shifted or a
-    subtraction weighted, one or two edits; with nothing to vary, the parent as it is."""
+    """A variant of ``parent`` (one function): its constants retuned, a division shifted, a
+    subtraction weighted or a loop reordered, one or two edits; with nothing to vary, the
+    parent as it is."""
     tree = ast.parse(parent)
     func = tree.body[0]
     func.body = _strip_docstring(func.body) or [ast.Pass()]

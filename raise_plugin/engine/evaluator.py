@@ -14,7 +14,7 @@ from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
 
-__all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program"]
+__all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "host_code_edits"]
 
 
 def as_program(program) -> ProgramSpec:
@@ -278,7 +278,6 @@ class EngineEvaluator:
         self.engine = Engine(task if self.is_task else "none", executor, limits=limits, timeout=limit,
                              memory_mb=memory_mb, split=split)
         self._lock = threading.Lock()
-        self._local = threading.local()
         self._set: InstanceSet | None = None
         self._snapshot: tuple = ()
         self.last_result: EvalResult | None = None
@@ -344,23 +343,9 @@ class EngineEvaluator:
             return None
 
     def _prepare(self, program_str: str) -> tuple[str, str | None]:
-        """The host's program edits (numba, protected division, seed), as ``SecureEvaluator`` does."""
-        ev = self._evaluator
-        edits = (getattr(ev, "use_numba_accelerate", False) or getattr(ev, "use_protected_div", False)
-                 or getattr(ev, "random_seed", None) is not None)
-        if not edits and self._function_name is not None:
+        if not _has_edits(self._evaluator) and self._function_name is not None:
             return program_str, self._function_name
-        from llm4ad.base import TextFunctionProgramConverter
-        from llm4ad.base.modify_code import ModifyCode
-        name = TextFunctionProgramConverter.text_to_function(program_str).name
-        if getattr(ev, "use_numba_accelerate", False):
-            program_str = ModifyCode.add_numba_decorator(program_str, function_name=name)
-        if getattr(ev, "use_protected_div", False):
-            program_str = ModifyCode.replace_div_with_protected_div(
-                program_str, ev.protected_div_delta, ev.use_numba_accelerate)
-        if getattr(ev, "random_seed", None) is not None:
-            program_str = ModifyCode.add_numpy_random_seed_to_func(program_str, name, ev.random_seed)
-        return program_str, name
+        return host_code_edits(self._evaluator, program_str)
 
     def _evaluate_host(self, code: str, name: str, kwargs: dict, start: float):
         future = self.engine.executor.submit(_host_evaluate, self._evaluator, code, name, kwargs)
@@ -376,7 +361,6 @@ class EngineEvaluator:
         return score, EvalResult((math.nan,), ("",), seconds)
 
     def _record(self, score, result: EvalResult):
-        self._local.result = result
         with self._lock:
             self.evaluations += 1
             self.last_result = result
@@ -389,10 +373,27 @@ class EngineEvaluator:
             print(f"DEBUG: invalid program ({result.kind}): {result.reason}")
         return score, result
 
-    @property
-    def thread_result(self) -> EvalResult | None:
-        """The latest result of the calling thread (host methods evaluate from several threads)."""
-        return getattr(self._local, "result", None)
+
+def _has_edits(evaluation) -> bool:
+    return bool(getattr(evaluation, "use_numba_accelerate", False) or getattr(evaluation, "use_protected_div", False)
+                or getattr(evaluation, "random_seed", None) is not None)
+
+
+def host_code_edits(evaluation, program_str: str) -> tuple[str, str]:
+    """The host's edits to a program before it runs (numba, protected division, a seed), as its
+    ``SecureEvaluator`` makes them, through the host's public ``ModifyCode``; and the name of the
+    program's function. The one place generated code is edited."""
+    from llm4ad.base import TextFunctionProgramConverter
+    from llm4ad.base.modify_code import ModifyCode
+    name = TextFunctionProgramConverter.text_to_function(program_str).name
+    if getattr(evaluation, "use_numba_accelerate", False):
+        program_str = ModifyCode.add_numba_decorator(program_str, function_name=name)
+    if getattr(evaluation, "use_protected_div", False):
+        program_str = ModifyCode.replace_div_with_protected_div(
+            program_str, evaluation.protected_div_delta, evaluation.use_numba_accelerate)
+    if getattr(evaluation, "random_seed", None) is not None:
+        program_str = ModifyCode.add_numpy_random_seed_to_func(program_str, name, evaluation.random_seed)
+    return program_str, name
 
 
 def _host_evaluate(evaluation, code: str, name: str, kwargs: dict):

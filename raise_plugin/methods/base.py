@@ -12,20 +12,21 @@ import concurrent.futures
 import copy
 import logging
 import math
-import multiprocessing
 import re
 import threading
 import time
 from typing import Any, Callable, Literal, Optional, Sequence
 
 import numpy as np
-from llm4ad.base import Evaluation, Function, LLM, SecureEvaluator, TextFunctionProgramConverter
+from llm4ad.base import Evaluation, Function, LLM, TextFunctionProgramConverter
 from llm4ad.method.eoh import EoH
 from llm4ad.method.eoh.population import Population
 from llm4ad.method.eoh.sampler import EoHSampler
 from llm4ad.tools.profiler import ProfilerBase
 
-from ..robust import QuietProfiler, _child_main, _evaluate_metrics, program_id_of
+from ..engine.evaluator import host_code_edits
+from ..robust import QuietProfiler, program_id_of
+from ..robust.evaluator import ProgramRunner, outcome
 
 __all__ = ["MethodBase", "MethodPopulation", "MetricsEvaluator", "TracingSampler", "best_by_score",
            "finite", "choose", "clean_text", "MAX_CONSECUTIVE_FAILURES"]
@@ -92,16 +93,14 @@ class MetricsEvaluator:
 
     Used in unwrapped runs when the evaluation offers ``instances``, ``metrics()`` and
     ``score_of()`` (tasks' ``TaskEvaluation``); ``robust()`` replaces it with its own
-    instance-set evaluator. With ``evaluation.safe_evaluate`` (the host default) each
-    program runs in a forked child killed after ``evaluation.timeout_seconds``; otherwise
-    in the calling thread. A program that fails on any instance scores ``None``.
+    instance-set evaluator. Programs run as the wrapper's do (``ProgramRunner``: the engine's
+    sandboxed workers under ``evaluation.timeout_seconds``, or in the calling thread when
+    ``safe_evaluate`` is off). A program that fails on any instance scores ``None``.
     """
 
     def __init__(self, evaluation: Evaluation):
         self._evaluation = evaluation
-        # fork_proc='default' leaves the global multiprocessing start method alone.
-        self._modifier = SecureEvaluator(evaluation, fork_proc="default")
-        self._context = multiprocessing.get_context("fork")
+        self._runner = ProgramRunner(evaluation.task, evaluation)
         self._lock = threading.Lock()
         self._metrics: dict[str, np.ndarray | None] = {}
         self.evaluations = 0
@@ -134,40 +133,19 @@ class MetricsEvaluator:
         return values
 
     def _compute(self, text: str) -> np.ndarray | None:
-        evaluation = self._evaluation
         try:
-            name = TextFunctionProgramConverter.text_to_function(text).name
-            program_str = self._modifier._modify_program_code(text)
+            code, name = host_code_edits(self._evaluation, text)
         except Exception:  # not a parseable program: it fails everywhere
             return None
-        instances = list(evaluation.instances)
-        if getattr(evaluation, "safe_evaluate", True):
-            values, broken = self._in_child(evaluation, program_str, name, instances)
-        else:
-            values, _, broken = _evaluate_metrics(evaluation, program_str, name, instances)
+        instances = list(self._evaluation.instances)
+        values, _, broken = outcome(self._runner.run(code, name, instances, range(len(instances))))
         if broken or len(values) < len(instances) or any(v is None for v in values):
             return None
         out = np.asarray(values, dtype=float)
         return out if np.all(np.isfinite(out)) else None
 
-    def _in_child(self, evaluation, program_str, name, instances):
-        receiver, sender = self._context.Pipe(duplex=False)
-        proc = self._context.Process(target=_child_main, args=(sender, evaluation, program_str, name, instances))
-        proc.start()
-        sender.close()
-        try:
-            if receiver.poll(evaluation.timeout_seconds):
-                values, _, broken = receiver.recv()
-            else:
-                values, broken = [], True
-        except (EOFError, OSError):
-            values, broken = [], True
-        finally:
-            receiver.close()
-            if proc.is_alive():
-                proc.kill()
-            proc.join()
-        return values, broken
+    def close(self) -> None:
+        self._runner.close()
 
 
 # --------------------------------------------------------------------------- sampler
@@ -242,7 +220,7 @@ class MethodBase(EoH):
         if all(hasattr(evaluation, a) for a in ("instances", "metrics", "score_of")):
             self._evaluator = MetricsEvaluator(evaluation)
             if not isinstance(self._evaluation_executor, concurrent.futures.ThreadPoolExecutor):
-                # the evaluator forks per program and keeps its cache in this process
+                # the evaluator keeps its cache in this process: the host's threads only wait on it
                 self._evaluation_executor.shutdown(wait=False)
                 self._evaluation_executor = concurrent.futures.ThreadPoolExecutor(max_workers=num_evaluators)
         self._header = self._empty_template()
@@ -352,10 +330,10 @@ class MethodBase(EoH):
     def _members(self) -> list[Function]:
         """A snapshot of the current population (waits out a robust refresh)."""
         pop = self._population
-        cond = getattr(pop, "_cond", None)
-        if cond is not None:
-            with cond:
-                pop._wait_refresh()
+        gate = getattr(pop, "_gate", None)
+        if gate is not None:
+            with gate.cond:
+                gate.wait()
                 return list(pop.population)
         with pop._lock:
             return list(pop.population)

@@ -1,0 +1,64 @@
+"""Where a run's compute went, and its summary (``summary.json``)."""
+from __future__ import annotations
+
+import time
+
+__all__ = ["Accounting"]
+
+_PARTS = ("outer", "inner", "rescore")
+
+
+class Accounting:
+    def compute(self) -> dict:
+        """Instance evaluations and wall time in the outer loop, the inner searches and re-scoring.
+
+        ``outer + inner + rescore`` is every instance evaluation of the run; the inner loop's
+        share counts the inner searches and the re-scoring they cause. A resumed run adds
+        what was spent before the interruption.
+        """
+        counts = self._evaluator.counts()
+        with self._inner_lock:
+            counts["inner"] = list(self._inner)
+        before = self._compute_before
+        out = {}
+        for part in _PARTS:
+            out[f"{part}_evaluations"] = counts[part][0] + int(before.get(f"{part}_evaluations", 0))
+        for part in _PARTS:
+            out[f"{part}_seconds"] = counts[part][1] + float(before.get(f"{part}_seconds", 0.0))
+        total_e = sum(out[f"{p}_evaluations"] for p in _PARTS)
+        total_s = sum(out[f"{p}_seconds"] for p in _PARTS)
+        out["total_evaluations"] = total_e
+        out["total_seconds"] = total_s
+        out["inner_loop_share_evaluations"] = (out["inner_evaluations"] + out["rescore_evaluations"]) / total_e if total_e else 0.0
+        out["inner_loop_share_seconds"] = (out["inner_seconds"] + out["rescore_seconds"]) / total_s if total_s else 0.0
+        return out
+
+    def summary(self, finished: bool = False) -> dict:
+        snap = self.snapshot()
+        best = snap.best
+        entries, version = self._instances.state()
+        llm = self.llm
+        usage = llm.usage.to_dict() if hasattr(getattr(llm, "usage", None), "to_dict") else None
+        describe = getattr(llm, "describe", None)
+        return {
+            "finished": finished,
+            "stopped": self.stop_reason,
+            "samples": snap.samples,
+            "budget": snap.budget,
+            "generations": snap.generation,
+            "refreshes": self._refreshes,
+            "best": None if best is None else {"program_id": best.program_id, "robust_score": best.score,
+                                               "algorithm": best.algorithm,
+                                               "program": self.program_text(best.program_id)},
+            "instance_set_version": version,
+            "instance_set": [{"instance_id": e.instance_id, "origin": e.origin, "distance": e.distance,
+                              "generation": e.generation} for e in entries],
+            "evaluations": self._evaluator.evaluations,
+            "evaluation_calls": self._evaluator.calls,
+            "stale_samples_reevaluated": self._stale_samples,
+            "hook_errors": self.hook_errors,
+            "compute": self.compute(),
+            "seconds": time.time() - self._started,
+            "llm": describe() if callable(describe) else type(llm).__name__,
+            "llm_usage": usage,
+        }

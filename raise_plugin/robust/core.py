@@ -1,0 +1,260 @@
+"""The wrapper's core: the instance set, the score book, the evaluator and the run's events."""
+from __future__ import annotations
+
+import concurrent.futures
+import inspect
+import logging
+import math
+import threading
+import time
+from types import MappingProxyType
+from typing import Iterable
+
+from llm4ad.base import Function, TextFunctionProgramConverter
+from llm4ad.tools.profiler import ProfilerBase
+
+from ..callback import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
+from .evaluator import InstanceSetEvaluator
+from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest
+from .scores import ProgramRecord, ScoreBook, program_id_of
+
+__all__ = ["RobustCore", "QuietProfiler"]
+log = logging.getLogger("raise_plugin.robust")
+
+
+class QuietProfiler(ProfilerBase):
+    """Counts samples and writes nothing; attached when the caller passes ``profiler=None``."""
+
+    def __init__(self):
+        super().__init__(log_dir=None, create_random_path=False, method_name="robust")
+
+    def record_parameters(self, llm, prob, method):
+        self._parameters = [llm, prob, method]
+
+    def register_function(self, function, *, resume_mode=False):
+        with self._register_function_lock:
+            self.__class__._num_samples += 1
+
+
+def _bind_host_arguments(host_init, args, kwargs) -> dict:
+    bound = inspect.signature(host_init).bind_partial(*args, **kwargs)
+    params = dict(bound.arguments)
+    extra = params.pop("kwargs", {}) if "kwargs" in inspect.signature(host_init).parameters else {}
+    params.update(extra)
+    return params
+
+
+def _state_keys(callbacks: list[Callback]) -> list[str]:
+    """Checkpoint keys: a callback's ``state_key``, with ``#2``, ``#3``... for later ones sharing it."""
+    keys, seen = [], {}
+    for cb in callbacks:
+        key = cb.state_key
+        seen[key] = seen.get(key, 0) + 1
+        keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return keys
+
+
+class RobustCore:
+    """Built after the host's constructor; the shape adapter (a mixin after this one) gives the
+    host's search state. Callbacks reach the run through ``RunView``'s methods."""
+
+    _bound_callbacks: tuple = ()
+
+    def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
+                 recorder=None, executor=None, generation_size: int = 10, **kwargs):
+        host_init = super().__init__
+        params = _bind_host_arguments(host_init, args, kwargs)
+        evaluation = params.get("evaluation")
+        for attr in ("instances", "metrics", "score_of"):
+            if not hasattr(evaluation, attr):
+                raise TypeError(f"robust methods need an evaluation with instances, metrics() and score_of() "
+                                f"(tasks' TaskEvaluation); {type(evaluation).__name__} has no {attr!r}")
+        if params.get("profiler") is None:
+            params["profiler"] = QuietProfiler()  # without one the host never counts a sample
+        if "fork_proc" in inspect.signature(host_init).parameters or "kwargs" in inspect.signature(host_init).parameters:
+            params.setdefault("fork_proc", "default")  # do not let the host switch the start method to spawn
+        host_init(**params)
+
+        self.evaluation = evaluation
+        self.task = getattr(evaluation, "task", None)
+        self.callbacks: list[Callback] = list(self._bound_callbacks) + list(callbacks or [])
+        self._state_keys = _state_keys(self.callbacks)
+        self.seed = int(seed)
+        self._generation_size = max(1, int(generation_size))  # samples per generation of hosts without one
+        self._recorder = recorder
+        self._hook_lock = threading.RLock()
+        self._book = ScoreBook()
+        self._stale_samples = 0
+        self.hook_errors = 0
+        self.stop_reason: str | None = None
+        self._refreshes = 0
+        self._catch_up: list[RunSnapshot] = []
+        self._started = time.time()
+        self._inner = [0, 0.0]  # evaluations and seconds of the inner (adversarial) searches
+        self._inner_lock = threading.Lock()
+        self._compute_before: dict = {}  # what a resumed run had spent before this process
+        self._instances = InstanceSet(evaluation, evaluation.instances)
+        self._evaluator = InstanceSetEvaluator(self.task, evaluation, self._book, self._instances, executor,
+                                               int(getattr(self, "_num_evaluators", 1) or 1))
+        if not isinstance(self._evaluation_executor, concurrent.futures.ThreadPoolExecutor):
+            # our evaluator keeps its cache in this process: the host's threads only wait on it
+            self._evaluation_executor.shutdown(wait=False)
+            self._evaluation_executor = concurrent.futures.ThreadPoolExecutor(max_workers=self._num_evaluators)
+        self._install_shape()
+        if recorder is not None:
+            recorder.log_nominal(self._instances.state()[0])
+
+    # -- the instance set -----------------------------------------------------
+    def add_instance(self, instance, *, instance_id: str = "adv", origin: str = ADVERSARIAL, distance: float = 0.0,
+                     generation: int | None = None, max_adversarial: int | None = None,
+                     provenance: dict | None = None, arrays: dict | None = None) -> InstanceUpdate:
+        """Add ``instance`` to the set, drop the oldest adversarial ones beyond ``max_adversarial``,
+        re-score the population and the pending samples on the new set, fire ``on_instances_updated``.
+
+        Call it from ``on_generation_end`` (selection paused) or before ``run``.
+        """
+        start = time.perf_counter()
+        entry = InstanceEntry(f"{instance_id}-{instance_digest(instance)}", origin, instance, float(distance),
+                              generation, dict(provenance or {}))
+        entries, dropped, version = self._instances.add(entry, max_adversarial)
+        self._refreshes += origin == ADVERSARIAL
+        if self._recorder is not None:
+            self._recorder.log_instance(entry, arrays or {})
+            self._recorder.log_instance_set(version, entries, self._refreshes)
+        before = self._evaluator.evaluations
+        rescored = self._rescore(entries)
+        update = InstanceUpdate(version, (entry.view(),), tuple(e.view() for e in dropped), rescored,
+                                self._evaluator.evaluations - before, time.perf_counter() - start,
+                                MappingProxyType(dict(entry.provenance)))
+        if self._recorder is not None:
+            self._recorder.log_scores(version, [(p, self._book.metrics(p.program_id)) for p in rescored],
+                                      [e.instance_id for e in entries])
+        self._fire("on_instances_updated", self.snapshot(), update)
+        if self._recorder is not None:
+            self._recorder.write_summary(self.summary())
+        return update
+
+    def record_inner_search(self, evaluations: int, seconds: float) -> None:
+        """Account an inner (adversarial) search: its instance evaluations and wall time."""
+        with self._inner_lock:
+            self._inner[0] += int(evaluations)
+            self._inner[1] += float(seconds)
+
+    def _rescore(self, entries: list[InstanceEntry]) -> tuple[ProgramView, ...]:
+        ids = [e.instance_id for e in entries]
+        members, pending = self._search_members_locked()
+        everyone = members + pending
+        for func in everyone:
+            self._evaluator.score_on(self._record_of(func), entries, purpose="rescore")
+        with self._gate.cond:
+            for func in everyone:
+                if getattr(func, "_raise_duplicate", False):
+                    continue
+                score = self._book.score(self._record_of(func), ids, self.evaluation.score_of)
+                func.score = float("-inf") if score is None or math.isnan(score) else score
+            self._scores_changed()
+            return tuple(self._view(f) for f in everyone)
+
+    def _with_current_score(self, rec: ProgramRecord, then):
+        """``then(score, version, ids)`` with the gate lock held, once ``rec`` has met every member
+        of the current set (a sample scored on an older set is evaluated on what it missed)."""
+        while True:
+            with self._gate.cond:
+                self._gate.wait()
+                entries, version = self._instances.state()
+                ids = [e.instance_id for e in entries]
+                if not self._book.missing(rec, ids):
+                    return then(self._book.score(rec, ids, self.evaluation.score_of), version, ids)
+            self._evaluator.score_on(rec, entries)
+            self._stale_samples += 1
+
+    def _search_members_locked(self) -> tuple[list, list]:
+        with self._gate.cond:
+            return self._search_members()
+
+    # -- run ------------------------------------------------------------------
+    def run(self):
+        self._fire("on_run_start", self.snapshot())
+        catch_up, self._catch_up = self._catch_up, []
+        if catch_up:
+            with self._gate.cond:
+                for snapshot in catch_up:
+                    self._gate.push(self._dispatch_generation_end, snapshot)
+            self._gate.dispatch()
+        try:
+            try:
+                result = super().run()
+            finally:
+                if self._recorder is not None:
+                    self._recorder.write_summary(self.summary())
+            self._fire("on_run_end", self.snapshot())
+            if self._recorder is not None:
+                self._recorder.write_summary(self.summary(finished=self.stop_reason is None))
+        finally:
+            self._evaluator.close()
+        return result
+
+    def request_stop(self, reason: str) -> None:
+        """End the run cleanly before its budget (a callback's ``should_stop``): no new sample is
+        started, those under way are registered, everything is saved, and ``resume`` continues."""
+        if self.stop_reason is None:
+            self.stop_reason = str(reason)
+            log.warning("stopping: %s", reason)
+
+    # -- events ---------------------------------------------------------------
+    def _fire(self, hook: str, snapshot: RunSnapshot, *extra) -> None:
+        with self._hook_lock:
+            for cb in self.callbacks:
+                try:
+                    getattr(cb, hook)(self, snapshot, *extra)
+                except Exception:  # the host's loop would swallow it silently: log and count instead
+                    self.hook_errors += 1
+                    log.exception("%s.%s failed", type(cb).__name__, hook)
+
+    def _sample_registered(self, n, func, rec, score, version, ids, joined, duplicate) -> None:
+        """A sample joined (gate lock held): record it, queue ``on_sample_evaluated``."""
+        metrics = {i: rec.metrics.get(i) for i in ids}
+        view = SampleView(n, self._view(func) if joined else ProgramView(rec.program_id, str(func),
+                                                                          float("-inf"), func.algorithm or ""),
+                          MappingProxyType(metrics), version, rec.error if score is None else None)
+        if self._recorder is not None:
+            self._recorder.log_sample(view, rec, score, joined, duplicate, self.generation,
+                                      getattr(func, "sample_time", None), getattr(func, "evaluate_time", None))
+        self._gate.push(self._fire, "on_sample_evaluated", self._snapshot_locked(), view)
+
+    def _generation_ended(self) -> None:
+        """A generation ended (gate lock held): record the population, queue ``on_generation_end``."""
+        snapshot = self._snapshot_locked()
+        if self._recorder is not None:
+            self._recorder.log_population(snapshot)
+        self._gate.push(self._dispatch_generation_end, snapshot)
+
+    def _dispatch_generation_end(self, snapshot: RunSnapshot) -> None:
+        self._fire("on_generation_end", snapshot)
+        if self._recorder is not None:
+            self._recorder.write_checkpoint(self.state_dict())
+
+    # -- programs -------------------------------------------------------------
+    def _program_text_of(self, func: Function) -> str:
+        key = getattr(func, "_raise_key", None)
+        if key is None:
+            key = str(TextFunctionProgramConverter.function_to_program(func, self._template_program))
+            func._raise_key = key
+        return key
+
+    def _record_of(self, func: Function) -> ProgramRecord:
+        return self._book.record(self._program_text_of(func))
+
+    def _view(self, func: Function) -> ProgramView:
+        score = func.score
+        score = float("-inf") if score is None or (isinstance(score, float) and math.isnan(score)) else float(score)
+        return ProgramView(program_id_of(self._program_text_of(func)), str(func), score, func.algorithm or "")
+
+    def _snapshot_locked(self) -> RunSnapshot:
+        entries, version = self._instances.state()
+        pending = self._search_members()[1]
+        return RunSnapshot(
+            generation=self.generation, samples=self.samples, budget=self._max_sample_nums,
+            population=tuple(self._view(f) for f in self._shown()), pending=tuple(self._view(f) for f in pending),
+            instance_set=tuple(e.view() for e in entries), instance_set_version=version,
+            refreshes=self._refreshes)

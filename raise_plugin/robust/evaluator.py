@@ -1,0 +1,159 @@
+"""One evaluator: a program on the members of the instance set it has not met, cached and counted.
+
+Generated code runs one way: as engine jobs (``raise_plugin.engine``), in its sandboxed
+workers (time limit, memory cap, audit hook, reused processes) or, when the evaluation
+sets ``safe_evaluate=False``, in the calling thread; an ``EvalResult`` either way.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Sequence
+
+import numpy as np
+
+from ..engine.evaluator import host_code_edits
+from ..engine.jobs import Job, ProgramSpec, execute_job
+from ..engine.results import EvalResult, FailureKind
+from .instances import InstanceEntry, InstanceSet
+from .scores import ProgramRecord, ScoreBook
+
+__all__ = ["ProgramRunner", "InstanceSetEvaluator", "outcome"]
+
+
+class ProgramRunner:
+    """Runs a program on chosen members of an instance list.
+
+    With ``evaluation.safe_evaluate`` (the host default) through an ``Engine`` on ``executor``
+    (default: every core, ``process:max(cores, workers)``), a program's instances shared
+    among the workers; without it, in the calling thread with no limit.
+    """
+
+    def __init__(self, task, evaluation, executor=None, workers: int = 1):
+        self._task = task
+        self._safe = bool(evaluation.safe_evaluate)
+        self._timeout = evaluation.timeout_seconds
+        self._executor = executor
+        self._workers = int(workers or 1)
+        self._engine = None
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self):
+        """The engine (started on first use; ``None`` when programs run in the calling thread)."""
+        if not self._safe:
+            return None
+        with self._lock:
+            if self._engine is None:
+                from ..engine import Engine, default_workers
+                executor = self._executor
+                if executor is None:
+                    executor = f"process:{max(default_workers(), self._workers)}"
+                self._engine = Engine(self._task, executor, timeout=self._timeout, split=1)
+            return self._engine
+
+    def run(self, code: str, function: str, instances: list, indices: Sequence[int]) -> list[EvalResult]:
+        """``EvalResult``s covering ``instances[i] for i in indices``, in order (the whole list is
+        the set the engine caches in its workers)."""
+        spec = ProgramSpec(code=code, function=function)
+        engine = self.engine
+        if engine is None:
+            job = Job(self._task.name, spec, "local", 0, tuple(int(i) for i in indices))
+            return [execute_job(job, instances)]
+        parts = max(1, min(len(indices), engine.workers))
+        chunks = [c.tolist() for c in np.array_split(np.asarray(indices), parts)]
+        futures = [engine.submit_indices(spec, instances, chunk) for chunk in chunks]
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.shutdown()
+
+
+def outcome(results: Sequence[EvalResult]) -> tuple[list, str | None, bool]:
+    """``(values, error, broken)`` of consecutive results: metrics up to and including the first
+    failure (``None``), its reason, and whether it repeats on every instance (then no values)."""
+    values: list = []
+    for result in results:
+        if result.kind in FailureKind.REPEATING:
+            return [], result.reason, True
+        for metric, reason in zip(result.metrics, result.reasons):
+            if reason or not math.isfinite(metric):
+                values.append(None)
+                return values, reason or result.reason or "invalid metric", False
+            values.append(float(metric))
+    return values, None, False
+
+
+class InstanceSetEvaluator:
+    """Stands in for the host's ``SecureEvaluator``: scores a program on the current instance set.
+
+    Given the score book and the instance set (not the method): only members a program has
+    not met are evaluated, the metrics go into the book, and evaluations are counted by
+    purpose: ``outer`` (a new sample, or one that missed a refresh) and ``rescore`` (the
+    population after the set changed).
+    """
+
+    def __init__(self, task, evaluation, book: ScoreBook, instance_set: InstanceSet, executor=None,
+                 workers: int = 1):
+        self._evaluation = evaluation
+        self._book = book
+        self._set = instance_set
+        self._runner = ProgramRunner(task, evaluation, executor, workers)
+        self.evaluations = 0
+        self.calls = 0
+        self.by_purpose = {"outer": [0, 0.0], "rescore": [0, 0.0]}
+        self._count_lock = threading.Lock()
+
+    # host interface
+    def evaluate_program_record_time(self, program, **kwargs):
+        start = time.time()
+        return self.evaluate_program(program), time.time() - start
+
+    def evaluate_program(self, program, **kwargs) -> float | None:
+        rec = self._book.record(str(program))
+        entries, _ = self._set.state()
+        return self.score_on(rec, entries)
+
+    # ours
+    def score_on(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], purpose: str = "outer") -> float | None:
+        """The score of ``rec`` on ``entries``, evaluating the members it has not met."""
+        ids = [e.instance_id for e in entries]
+        missing = set(self._book.missing(rec, ids))
+        if missing:
+            self.evaluate(rec, [e for e in entries if e.instance_id in missing], purpose)
+        return self._book.score(rec, ids, self._evaluation.score_of)
+
+    def counts(self) -> dict:
+        with self._count_lock:
+            return {"outer": list(self.by_purpose["outer"]), "rescore": list(self.by_purpose["rescore"])}
+
+    def evaluate(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], purpose: str = "outer") -> None:
+        """Evaluate ``rec`` on ``entries`` (in order, stopping at the first failure) and store the metrics."""
+        if not entries:
+            return
+        started = time.perf_counter()
+        code, _ = host_code_edits(self._evaluation, rec.text)
+        full, _ = self._set.state()
+        position = {e.instance_id: i for i, e in enumerate(full)}
+        if not all(e.instance_id in position for e in entries):  # a set that changed under us
+            full = list(entries)
+            position = {e.instance_id: i for i, e in enumerate(full)}
+        results = self._runner.run(code, rec.function_name, [e.instance for e in full],
+                                   [position[e.instance_id] for e in entries])
+        values, error, broken = outcome(results)
+        metrics = {} if broken else {e.instance_id: v for e, v in zip(entries, values)}
+        with self._count_lock:
+            self.calls += 1
+            self.evaluations += len(values)
+            counter = self.by_purpose[purpose]
+            counter[0] += len(values)
+            counter[1] += time.perf_counter() - started
+        self._book.store(rec, metrics, error, broken)
+
+    def close(self) -> None:
+        """Stop the engine's workers (when one is used)."""
+        self._runner.close()

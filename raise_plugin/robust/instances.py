@@ -1,0 +1,92 @@
+"""The run's instance set: nominal instances first, then the adversarial ones, versioned."""
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..callback import InstanceView
+
+__all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest"]
+
+NOMINAL, ADVERSARIAL = "nominal", "adversarial"
+
+
+@dataclass
+class InstanceEntry:
+    """A member of the instance set. ``instance_id`` ends in a digest of the content."""
+
+    instance_id: str
+    origin: str
+    instance: Any = field(repr=False)
+    distance: float = 0.0
+    generation: int | None = None
+    provenance: dict = field(default_factory=dict, repr=False)
+
+    def view(self) -> InstanceView:
+        return InstanceView(self.instance_id, self.origin, self.distance, self.generation)
+
+
+def instance_digest(instance) -> str:
+    """A short, stable digest of an instance (a dict of arrays and scalars)."""
+    h = hashlib.sha1()
+    items = sorted(instance.items()) if isinstance(instance, dict) else [("", instance)]
+    for key, value in items:
+        h.update(str(key).encode())
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            h.update(repr(value).encode())
+        else:
+            h.update(str(arr.dtype).encode() + str(arr.shape).encode())
+            h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()[:10]
+
+
+class InstanceSet:
+    """The ordered members and a version that grows with every change; thread-safe.
+
+    ``evaluation.instances`` (the host evaluation's list) follows every change, so anything
+    that evaluates through the host evaluation sees the same set.
+    """
+
+    def __init__(self, evaluation, nominal: Sequence):
+        self._lock = threading.Lock()
+        self._evaluation = evaluation
+        self._entries = [InstanceEntry(f"nom-{i}-{instance_digest(inst)}", NOMINAL, inst)
+                         for i, inst in enumerate(nominal)]
+        self._version = 0
+        self.nominal = [e.instance for e in self._entries]
+        evaluation.nominal_count = len(self.nominal)  # nominal instances lead the set
+
+    def state(self) -> tuple[list[InstanceEntry], int]:
+        """The members (a new list) and the version."""
+        with self._lock:
+            return list(self._entries), self._version
+
+    def add(self, entry: InstanceEntry, max_adversarial: int | None = None):
+        """Append ``entry`` (replacing a member with its id), drop the oldest adversarial members
+        beyond ``max_adversarial``; ``(members, dropped, version)`` after the change."""
+        with self._lock:
+            entries = [e for e in self._entries if e.instance_id != entry.instance_id] + [entry]
+            dropped = []
+            if max_adversarial is not None:
+                adversarial = [e for e in entries if e.origin != NOMINAL]
+                dropped = adversarial[:max(0, len(adversarial) - max_adversarial)]
+                entries = [e for e in entries if e not in dropped]
+            self._set(entries, self._version + 1)
+            return list(entries), dropped, self._version
+
+    def restore(self, entries: list[InstanceEntry], version: int, nominal: list) -> None:
+        """Set the members, version and nominal instances recorded by a run directory."""
+        with self._lock:
+            self._set(entries, version)
+            self.nominal = list(nominal)
+            self._evaluation.nominal_count = len(self.nominal)
+
+    def _set(self, entries: list[InstanceEntry], version: int) -> None:
+        self._entries = entries
+        self._version = version
+        self._evaluation.instances = [e.instance for e in entries]

@@ -1,0 +1,173 @@
+"""The population shape (llm4ad's ``EoH`` and its family: ReEvo, PartEvo, EoH-S).
+
+The host keeps ``self._population``, an llm4ad ``Population`` (or subclass) whose
+``register_function`` receives every evaluated sample, whose ``survival`` ends a generation
+and whose ``selection`` picks parents. The adapter puts ``RobustPopulationMixin`` in front
+of that class: survival queues ``on_generation_end`` (fired after the population lock is
+released), duplicates are found by program text (not by score), ``None``/NaN scores count as
+``-inf``, selection never spins on an all-``-inf`` population and draws from its own seeded
+``numpy.random.Generator``, and a sample scored on an older instance set is evaluated on the
+instances it missed before it joins.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+from llm4ad.base import Function
+
+from .gate import EventGate
+from .shape import HostShape, Stopped
+
+__all__ = ["RobustPopulationMixin", "PopulationShape"]
+
+
+class RobustPopulationMixin:
+    """Mixed in front of a host population class; see the module docstring for what it changes."""
+
+    def _robust_init(self, method, rng: np.random.Generator) -> None:
+        self._gate = EventGate()
+        self._cond = self._gate.cond
+        self._method = method
+        self._rng = rng
+        self._local = threading.local()
+        self.samples = 0
+
+    # -- host interface -------------------------------------------------------
+    def register_function(self, func: Function):
+        method = self._method
+        rec = method._record_of(func)
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:
+            method._with_current_score(rec, lambda score, version, ids: self._register_locked(
+                func, rec, score, version, ids))
+        finally:
+            self._local.depth -= 1
+        self._gate.dispatch()
+
+    def _register_locked(self, func, rec, score, version, ids) -> None:
+        self.samples += 1
+        func.score = score
+        joined = not (self._generation == 0 and score is None)  # the host keeps only valid ones at first
+        duplicate = False
+        if joined:
+            if score is None or math.isnan(score):
+                func.score = float("-inf")
+            if self.has_duplicate_function(func):
+                func.score = float("-inf")
+                duplicate = True
+            func._raise_duplicate = duplicate
+            self._next_gen_pop.append(func)
+        self._method._sample_registered(self.samples, func, rec, score, version, ids, joined, duplicate)
+        if len(self._next_gen_pop) >= self._pop_size:
+            self.survival()
+
+    def has_duplicate_function(self, func) -> bool:
+        # By program text: the host also calls two programs with equal scores duplicates.
+        key = self._method._program_text_of(func)
+        return any(self._method._program_text_of(f) == key for f in list(self._population) + self._next_gen_pop)
+
+    def survival(self):
+        with self._cond:
+            if self._generation > 0 and not self._next_gen_pop:
+                return  # nothing new: not a generation (the host calls survival once more after its init)
+            for f in self._population + self._next_gen_pop:
+                if f.score is None or math.isnan(f.score):
+                    f.score = float("-inf")
+            super().survival()
+            self._method._generation_ended()
+        if getattr(self._local, "depth", 0) == 0:
+            self._gate.dispatch()
+
+    def selection(self) -> Function:
+        with self._cond:
+            self._gate.wait()
+            funcs = [f for f in self._population if f.score is not None and math.isfinite(f.score)]
+            if not funcs:  # every member failed: pick uniformly rather than spin without sampling
+                funcs = list(self._population)
+                if not funcs:
+                    raise RuntimeError("selection from an empty population")
+                return funcs[int(self._rng.integers(len(funcs)))]
+            ranked = sorted(funcs, key=lambda f: f.score, reverse=True)
+            p = np.array([1.0 / (r + len(ranked)) for r in range(len(ranked))])
+            return ranked[int(self._rng.choice(len(ranked), p=p / p.sum()))]
+
+    def members(self) -> list[Function]:
+        with self._cond:
+            return list(self._population) + list(self._next_gen_pop)
+
+
+def _robust_population_from(old, method, rng):
+    cls = type(old)
+    if not isinstance(old, RobustPopulationMixin):
+        cls = type(f"Robust{cls.__name__}", (RobustPopulationMixin, cls), {})
+    new = cls.__new__(cls)
+    new.__dict__.update(old.__dict__)
+    new._robust_init(method, rng)
+    return new
+
+
+class PopulationShape(HostShape):
+    """Adapter for hosts with ``self._population`` (EoH, ReEvo, PartEvo, EoH-S)."""
+
+    @classmethod
+    def fits(cls, method_cls: type) -> bool:
+        return hasattr(method_cls, "_iteratively_use_eoh_operator") or hasattr(method_cls, "_population")
+
+    def _install_shape(self) -> None:
+        self._population = _robust_population_from(self._population, self, np.random.default_rng(self.seed))
+
+    @property
+    def _gate(self) -> EventGate:
+        return self._population._gate
+
+    @property
+    def generation(self) -> int:
+        return self._population.generation
+
+    @property
+    def samples(self) -> int:
+        return self._population.samples
+
+    def _search_members(self) -> tuple[list, list]:
+        pop = self._population
+        return list(pop._population), list(pop._next_gen_pop)
+
+    def _rng_state(self):
+        return self._population._rng.bit_generator.state
+
+    def _set_rng_state(self, state) -> None:
+        self._population._rng.bit_generator.state = state
+
+    def _resume_mode_after_restore(self) -> bool:
+        return self.generation >= 1  # the host then skips its initial population
+
+    def _restore_members(self, members: list, pending: list, generation: int, samples: int) -> None:
+        pop = self._population
+        with pop._cond:
+            pop._population = members
+            pop._next_gen_pop = pending
+            pop._generation = generation
+            pop.samples = samples
+
+    # the host's loops swallow ``Exception``: a requested stop passes them as ``Stopped``
+    def _continue_loop(self) -> bool:
+        return self.stop_reason is None and super()._continue_loop()
+
+    def _sample_evaluate_register(self, *args, **kwargs):
+        if self.stop_reason is not None:
+            raise Stopped()
+        return super()._sample_evaluate_register(*args, **kwargs)
+
+    def _iteratively_init_population(self):
+        try:
+            super()._iteratively_init_population()
+        except Stopped:
+            pass
+
+    def _iteratively_use_eoh_operator(self):
+        try:
+            super()._iteratively_use_eoh_operator()
+        except Stopped:
+            pass

@@ -1,0 +1,111 @@
+"""Checkpoints: what a run saves at every generation end, and how it continues from a run directory."""
+from __future__ import annotations
+
+from llm4ad.base import Function, TextFunctionProgramConverter
+
+from .instances import InstanceEntry
+
+__all__ = ["Checkpoints", "function_from_record"]
+
+
+def function_from_record(sample: dict, duplicate: bool = False) -> Function:
+    """A host ``Function`` rebuilt from a recorded sample, scored ``-inf`` until re-scored."""
+    f = TextFunctionProgramConverter.text_to_function(sample["function"])
+    f.algorithm = sample.get("algorithm") or ""
+    f._raise_key = sample["program"]
+    f._raise_duplicate = duplicate
+    f.score = float("-inf")
+    return f
+
+
+class Checkpoints:
+    def state_dict(self) -> dict:
+        """Checkpoint: generation, samples, instance set, callback states and the selection RNG."""
+        entries, version = self._instances.state()
+        state = {
+            "generation": self.generation,
+            "samples": self.samples,
+            "instance_set_version": version,
+            "instance_set": [e.instance_id for e in entries],
+            "refreshes": self._refreshes,
+            "compute": self.compute(),
+            "rng": self._rng_state(),
+            "callbacks": {key: cb.state_dict() for key, cb in zip(self._state_keys, self.callbacks)},
+            # the wrapped method's own state (ReEvo's reflections, PartEvo's niches, ...)
+            "method": super().state_dict() if hasattr(super(), "state_dict") else None,
+        }
+        if state["rng"] is None:
+            del state["rng"]
+        return state
+
+    def restore(self, log) -> None:
+        """Continue from a run directory's records (``raise_plugin.rundir.RunLog``), before ``run``.
+
+        The instance set, callback states and selection RNG come from the last checkpoint;
+        the members from the last generation record, plus every sample registered after it
+        as pending; per-instance metrics from every sample and re-score line. Members are
+        then scored on the restored set (evaluating what a kill left missing). When a
+        generation ended after the last checkpoint, its ``on_generation_end`` fires again at
+        the start of ``run`` (the adversarial callback skips refreshes it already made).
+        """
+        ckpt = log.checkpoint or {}
+        nominal_ids = log.sets[0]["members"] if log.sets else [e.instance_id for e in self._instances.state()[0]]
+        ids = ckpt.get("instance_set") or nominal_ids
+
+        def entry(iid):
+            meta = log.instances[iid]
+            return InstanceEntry(iid, meta["origin"], log.instance(iid), float(meta.get("distance") or 0.0),
+                                 meta.get("generation"), dict(meta.get("provenance") or {}))
+
+        entries = [entry(i) for i in ids]
+        self._instances.restore(entries, int(ckpt.get("instance_set_version", 0)),
+                                [log.instance(i) for i in nominal_ids])
+        self._refreshes = int(ckpt.get("refreshes", 0))
+        self._compute_before = dict(ckpt.get("compute") or {})
+        first = self._restore_book(log)
+
+        last = log.populations[-1] if log.populations else {"generation": 0, "samples": 0, "members": []}
+        members, seen = [], set()
+        for m in last["members"]:
+            members.append(function_from_record(first[m["program_id"]], m["program_id"] in seen))
+            seen.add(m["program_id"])
+        pending = [function_from_record(s, bool(s.get("duplicate"))) for s in log.samples
+                   if s["sample"] > last["samples"] and s.get("joined")]
+        n = len(log.samples)
+        self._restore_members(members, pending, int(last["generation"]), n)
+        self._tot_sample_nums = n
+        profiler = self._profiler
+        if profiler is not None:
+            type(profiler)._num_samples = n
+            if hasattr(type(profiler), "_cur_gen"):
+                type(profiler)._cur_gen = self.generation
+        self._rescore(entries)
+        if ckpt.get("rng") is not None:
+            self._set_rng_state(ckpt["rng"])
+        states = ckpt.get("callbacks", {})
+        for key, cb in zip(self._state_keys, self.callbacks):
+            if key in states:
+                cb.load_state_dict(states[key])
+        if ckpt.get("method") is not None and hasattr(super(), "load_state_dict"):
+            super().load_state_dict(ckpt["method"])
+        if self.generation > int(ckpt.get("generation", 0)):
+            self._catch_up = [self.snapshot()]
+        if self._resume_mode_after_restore():
+            self._resume_mode = True
+
+    def _restore_book(self, log) -> dict[str, dict]:
+        """Per-instance metrics from every sample and re-score line; the first sample of each program."""
+        def store(rec, line):
+            metrics = {k: v for k, v in (line.get("metrics") or {}).items() if v is not None}
+            metrics.update({k: None for k in line.get("failed_on") or []})
+            self._book.store(rec, metrics, line.get("error"), bool(line.get("broken")))
+
+        first: dict[str, dict] = {}
+        for s in log.samples:
+            store(self._book.record(s["program"]), s)
+            first.setdefault(s["program_id"], s)
+        for line in log.scores:
+            rec = self._book.get(line["program_id"])
+            if rec is not None:
+                store(rec, line)
+        return first

@@ -1,0 +1,67 @@
+"""What the wrapper needs from a host method, by the shape of its search state.
+
+One adapter per shape (``population.py``: the EoH family; ``database.py``: FunSearch's
+programs database with islands; ``incumbent.py``: HillClimb and RandSample). An adapter is
+a mixin between the wrapper's core and the host class; wrapping a new host method means
+writing one and listing it in ``SHAPES`` (``wrap.py``).
+"""
+from __future__ import annotations
+
+__all__ = ["HostShape", "Stopped"]
+
+
+class Stopped(BaseException):
+    """Raised past the host's loops (which swallow ``Exception``) when a stop was requested."""
+
+
+class HostShape:
+    """The interface every adapter provides (the core calls nothing else of the host's state)."""
+
+    #: what ``raise-ahd methods`` says about the adapter
+    describe = ""
+
+    @classmethod
+    def fits(cls, method_cls: type) -> bool:
+        """Whether a host class has this shape."""
+        raise NotImplementedError
+
+    def _install_shape(self) -> None:
+        """Swap the host's parts for robust ones, after the host's constructor."""
+        raise NotImplementedError
+
+    @property
+    def _gate(self):
+        """The ``EventGate`` guarding the search state."""
+        raise NotImplementedError
+
+    @property
+    def generation(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def samples(self) -> int:
+        raise NotImplementedError
+
+    def _search_members(self) -> tuple[list, list]:
+        """``(members, pending)``: host ``Function``s whose scores follow the instance set."""
+        raise NotImplementedError
+
+    def _shown(self) -> list:
+        """The members a snapshot shows as the population (all of them by default)."""
+        return self._search_members()[0]
+
+    def _scores_changed(self) -> None:
+        """Called (gate lock held) after the members were re-scored on a new instance set."""
+
+    def _resume_mode_after_restore(self) -> bool:
+        """Whether the restored host should skip its start (a template or initial population)."""
+        return self.samples >= 1
+
+    def _rng_state(self):
+        return None
+
+    def _set_rng_state(self, state) -> None:
+        pass
+
+    def _restore_members(self, members: list, pending: list, generation: int, samples: int) -> None:
+        raise NotImplementedError

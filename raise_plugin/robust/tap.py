@@ -1,0 +1,93 @@
+"""Hosts without generations (FunSearch, HillClimb, RandSample): every sample reaches the wrapper
+through the host's profiler, and a generation is every ``generation_size`` samples.
+
+These hosts register every evaluated sample with ``self._profiler.register_function`` (the
+wrapper always attaches a profiler), so the adapter puts a tap in front of the profiler's
+class. Their sampler loops run ``while self._tot_sample_nums < self._max_sample_nums`` and
+swallow ``Exception``: a requested stop makes the count read as infinite, so every loop ends
+after the sample it is drawing.
+"""
+from __future__ import annotations
+
+import math
+
+from .gate import EventGate
+from .shape import HostShape
+
+__all__ = ["TappedShape"]
+
+
+class _ProfilerTap:
+    """Mixed in front of the host profiler's class: the sample goes to the wrapper first."""
+
+    def register_function(self, function, *args, **kwargs):
+        self._raise_method._tapped_sample(function)
+        return super().register_function(function, *args, **kwargs)
+
+
+def _tap(profiler, method):
+    cls = type(profiler)
+    tapped = type(f"Tapped{cls.__name__}", (_ProfilerTap, cls), {})
+    new = cls.__new__(tapped)
+    new.__dict__.update(profiler.__dict__)
+    new._raise_method = method
+    return new
+
+
+class TappedShape(HostShape):
+    """Shared by the adapters of hosts whose samples arrive through the profiler."""
+
+    def _install_shape(self) -> None:
+        self._tap_gate = EventGate()
+        self._tapped_samples = 0
+        self._tapped_generation = 0
+        self._profiler = _tap(self._profiler, self)
+
+    @property
+    def _gate(self) -> EventGate:
+        return self._tap_gate
+
+    @property
+    def generation(self) -> int:
+        return self._tapped_generation
+
+    @property
+    def samples(self) -> int:
+        return self._tapped_samples
+
+    # the host's loop condition reads this: infinite once a stop was requested
+    @property
+    def _tot_sample_nums(self):
+        count = self.__dict__.get("_raise_tot_sample_nums", 0)
+        return math.inf if getattr(self, "stop_reason", None) is not None else count
+
+    @_tot_sample_nums.setter
+    def _tot_sample_nums(self, value):
+        self.__dict__["_raise_tot_sample_nums"] = value
+
+    def _tapped_sample(self, function) -> None:
+        rec = self._record_of(function)
+        self._with_current_score(rec, lambda score, version, ids: self._register_locked(
+            function, rec, score, version, ids))
+        self._gate.dispatch()
+
+    def _register_locked(self, function, rec, score, version, ids) -> None:
+        self._tapped_samples += 1
+        joined = score is not None and math.isfinite(score)
+        function.score = score if joined else float("-inf")
+        duplicate = joined and self._admit(function)
+        self._sample_registered(self._tapped_samples, function, rec, score, version, ids, joined, duplicate)
+        if self._tapped_samples % self._generation_size == 0:
+            self._tapped_generation += 1
+            self._generation_ended()
+
+    def _admit(self, function) -> bool:
+        """Keep a valid sample (gate lock held); whether it was a duplicate of a kept program."""
+        raise NotImplementedError
+
+    def _restore_members(self, members: list, pending: list, generation: int, samples: int) -> None:
+        with self._gate.cond:
+            self._tapped_generation = generation
+            self._tapped_samples = samples
+            for function in members + pending:
+                self._admit(function)

@@ -1,0 +1,52 @@
+"""What callbacks read from the run: the instance set, programs, snapshots, the LLM."""
+from __future__ import annotations
+
+from ..callback import InstanceView, ProgramView, RunSnapshot
+from .instances import InstanceEntry
+
+__all__ = ["RunView"]
+
+
+class RunView:
+    @property
+    def budget(self) -> int | None:
+        return self._max_sample_nums
+
+    @property
+    def instance_set(self) -> tuple[InstanceView, ...]:
+        entries, _ = self._instances.state()
+        return tuple(e.view() for e in entries)
+
+    def instance_entries(self) -> list[InstanceEntry]:
+        return self._instances.state()[0]
+
+    def nominal_instances(self) -> list:
+        return list(self._instances.nominal)
+
+    def program_text(self, program_id: str) -> str:
+        """The full program text (imports and the function) of a program the run has met."""
+        rec = self._book.get(program_id)
+        if rec is None:
+            raise KeyError(f"unknown program {program_id!r}")
+        return rec.text
+
+    def program_metrics(self, program_id: str) -> dict:
+        return self._book.metrics(program_id)
+
+    def snapshot(self) -> RunSnapshot:
+        with self._gate.cond:
+            return self._snapshot_locked()
+
+    def best(self) -> ProgramView | None:
+        return self.snapshot().best
+
+    @property
+    def llm(self):
+        """The LLM back-end behind the host's sampler (its ``usage`` ledger, when it keeps one)."""
+        sampler = self._sampler  # EoH's sampler keeps it as ``_sampler``, the others' ``SampleTrimmer`` as ``_llm``
+        return getattr(sampler, "_sampler", None) or getattr(sampler, "_llm", None)
+
+    @property
+    def evaluations(self) -> int:
+        """Program-instance evaluations so far (the cache saves the rest)."""
+        return self._evaluator.evaluations

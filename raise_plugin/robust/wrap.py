@@ -1,0 +1,53 @@
+"""``robust(Method)``: the host class with the wrapper's core and the adapter for its shape."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..callback import Callback
+from .accounting import Accounting
+from .core import RobustCore
+from .population import PopulationShape
+from .resume import Checkpoints
+from .shape import HostShape
+from .view import RunView
+
+__all__ = ["robust", "RobustMethodMixin", "shape_of"]
+
+
+class RobustMethodMixin(RobustCore, RunView, Accounting, Checkpoints):
+    """Everything the wrapped method adds; callbacks reach the run through these methods."""
+
+
+def _shapes() -> list[type[HostShape]]:
+    from .database import DatabaseShape
+    from .incumbent import IncumbentShape
+    return [PopulationShape, DatabaseShape, IncumbentShape]
+
+
+
+def shape_of(method_cls: type) -> type[HostShape] | None:
+    """The adapter for ``method_cls``'s shape, or ``None`` when no adapter fits it."""
+    for shape in _shapes():
+        if shape.fits(method_cls):
+            return shape
+    return None
+
+
+def robust(method_cls: type, *, callbacks: Iterable[Callback] | None = None) -> type:
+    """A subclass of ``method_cls`` that fires callbacks on its events (see the package docstring).
+
+    ``callbacks`` given here are shared by every instance of the returned class; more can be
+    passed to its constructor (``callbacks=[...]``), together with ``seed`` (parent selection)
+    and ``recorder`` (a ``raise_plugin.rundir.RunDirectory``).
+    """
+    if not isinstance(method_cls, type):
+        raise TypeError(f"robust() takes a method class, got {type(method_cls).__name__}")
+    name = f"Robust{method_cls.__name__}"
+    if issubclass(method_cls, RobustMethodMixin):
+        return type(name, (method_cls,), {"_bound_callbacks": tuple(method_cls._bound_callbacks) + tuple(callbacks or ())})
+    shape = shape_of(method_cls)
+    if shape is None:
+        raise TypeError(f"robust() cannot wrap {method_cls.__name__}: it keeps neither a population (EoH), "
+                        f"a programs database (FunSearch) nor an incumbent (HillClimb, RandSample)")
+    return type(name, (RobustMethodMixin, shape, method_cls), {"_bound_callbacks": tuple(callbacks or ()),
+                                                              "__doc__": f"{method_cls.__name__} with callbacks (RAISE)."})

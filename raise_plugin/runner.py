@@ -89,7 +89,7 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
     return method_cls(llm=llm, evaluation=evaluation, profiler=profiler, max_sample_nums=config.budget,
                       max_generations=None, pop_size=config.pop_size, num_samplers=config.num_samplers,
                       num_evaluators=config.num_evaluators, callbacks=all_callbacks, seed=config.seed,
-                      recorder=run_dir, executor=config.executor)
+                      recorder=run_dir, executor=config.executor, generation_size=config.pop_size)
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):

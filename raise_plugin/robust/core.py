@@ -18,7 +18,7 @@ from .evaluator import InstanceSetEvaluator
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest
 from .scores import ProgramRecord, ScoreBook, program_id_of
 
-__all__ = ["RobustCore", "QuietProfiler"]
+__all__ = ["RobustCore", "QuietProfiler", "state_keys"]
 log = logging.getLogger("raise_plugin.robust")
 
 
@@ -44,7 +44,7 @@ def _bind_host_arguments(host_init, args, kwargs) -> dict:
     return params
 
 
-def _state_keys(callbacks: list[Callback]) -> list[str]:
+def state_keys(callbacks: list[Callback]) -> list[str]:
     """Checkpoint keys: a callback's ``state_key``, with ``#2``, ``#3``... for later ones sharing it."""
     keys, seen = [], {}
     for cb in callbacks:
@@ -78,7 +78,6 @@ class RobustCore:
         self.evaluation = evaluation
         self.task = getattr(evaluation, "task", None)
         self.callbacks: list[Callback] = list(self._bound_callbacks) + list(callbacks or [])
-        self._state_keys = _state_keys(self.callbacks)
         self.seed = int(seed)
         self._generation_size = max(1, int(generation_size))  # samples per generation of hosts without one
         self._recorder = recorder

@@ -111,6 +111,8 @@ def _robust_population_from(old, method, rng):
 class PopulationShape(HostShape):
     """Adapter for hosts with ``self._population`` (EoH, ReEvo, PartEvo, EoH-S)."""
 
+    describe = "population (every member and pending sample re-scored; survival ends a generation)"
+
     @classmethod
     def fits(cls, method_cls: type) -> bool:
         return hasattr(method_cls, "_iteratively_use_eoh_operator") or hasattr(method_cls, "_population")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from llm4ad.base import Function, TextFunctionProgramConverter
 
+from .core import state_keys
 from .instances import InstanceEntry
 
 __all__ = ["Checkpoints", "function_from_record"]
@@ -30,7 +31,7 @@ class Checkpoints:
             "refreshes": self._refreshes,
             "compute": self.compute(),
             "rng": self._rng_state(),
-            "callbacks": {key: cb.state_dict() for key, cb in zip(self._state_keys, self.callbacks)},
+            "callbacks": {key: cb.state_dict() for key, cb in zip(state_keys(self.callbacks), self.callbacks)},
             # the wrapped method's own state (ReEvo's reflections, PartEvo's niches, ...)
             "method": super().state_dict() if hasattr(super(), "state_dict") else None,
         }
@@ -83,7 +84,7 @@ class Checkpoints:
         if ckpt.get("rng") is not None:
             self._set_rng_state(ckpt["rng"])
         states = ckpt.get("callbacks", {})
-        for key, cb in zip(self._state_keys, self.callbacks):
+        for key, cb in zip(state_keys(self.callbacks), self.callbacks):
             if key in states:
                 cb.load_state_dict(states[key])
         if ckpt.get("method") is not None and hasattr(super(), "load_state_dict"):

@@ -1,0 +1,123 @@
+"""robust() on llm4ad's FunSearch (programs database), HillClimb and RandSample (incumbent):
+the same hooks, run directory, resume and accounting as EoH, and scores that follow the set."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from llm4ad.method.funsearch import FunSearch
+from llm4ad.method.hillclimb import HillClimb
+from llm4ad.method.randsample import RandSample
+
+from raise_plugin.callback import Callback
+from raise_plugin.config import RunConfig
+from raise_plugin.programs import compile_priority
+from raise_plugin.rundir import read_jsonl
+from raise_plugin.runner import resume_run, start_run
+from raise_plugin.robust import robust, shape_of
+from raise_plugin.robust.database import DatabaseShape
+from raise_plugin.robust.incumbent import IncumbentShape
+from tasks import get_task
+
+SHAPED = ["funsearch", "hillclimb", "randsample"]
+
+
+class FreshCheck(Callback):
+    """After every refresh: each shown program's score against a fresh evaluation on the new set."""
+
+    def __init__(self):
+        self.checked = 0
+        self.mismatches = []
+
+    def on_instances_updated(self, method, snapshot, update):
+        entries = method.instance_entries()
+        evaluation = method.task.evaluation(instances=[e.instance for e in entries])
+        evaluation.nominal_count = sum(e.origin == "nominal" for e in entries)
+        for p in snapshot.population:
+            code = method.program_text(p.program_id)
+            fresh = evaluation.evaluate_program(code, compile_priority(code))
+            self.checked += 1
+            if (float("-inf") if fresh is None else fresh) != p.score:
+                self.mismatches.append((p.program_id, p.score, fresh))
+
+
+def _config(tmp_path, method, budget=30, **kw):
+    base = dict(task="ovrp", method=method, robust=True, budget=budget, pop_size=5, tau=2, seed=0,
+                inner_population=4, inner_generations=2, out=str(tmp_path / method), validation_trace=False,
+                host_profiler=False)
+    return RunConfig(**{**base, **kw})
+
+
+def test_each_host_class_has_its_adapter():
+    assert shape_of(FunSearch) is DatabaseShape
+    assert shape_of(HillClimb) is IncumbentShape and shape_of(RandSample) is IncumbentShape
+    with pytest.raises(TypeError, match="cannot wrap"):
+        robust(dict)
+
+
+@pytest.mark.parametrize("method", SHAPED)
+def test_a_robust_run_refreshes_and_scores_follow_the_set(tmp_path, method):
+    check = FreshCheck()
+    run = start_run(_config(tmp_path, method), callbacks=[check])
+    run.run()
+    summary = json.loads((tmp_path / method / "summary.json").read_text())
+    samples = read_jsonl(tmp_path / method / "samples.jsonl")
+    assert summary["finished"] and summary["hook_errors"] == 0
+    assert [s["sample"] for s in samples] == list(range(1, len(samples) + 1))
+    assert len(samples) >= 30  # the host's template is a sample too
+    assert summary["generations"] == len(samples) // 5 and summary["refreshes"] >= 2
+    assert check.checked > 0 and check.mismatches == []
+    compute = summary["compute"]
+    assert compute["inner_evaluations"] > 0 and compute["rescore_evaluations"] > 0
+
+
+def test_hillclimb_incumbent_is_the_best_on_the_final_set(tmp_path):
+    run = start_run(_config(tmp_path, "hillclimb"))
+    run.run()
+    archive, _ = run._search_members()
+    assert run._best_function_found is archive[0]
+    assert all(archive[0].score >= f.score for f in archive)
+    assert run.best().score == archive[0].score
+
+
+def test_funsearch_islands_are_rebuilt_on_robust_scores(tmp_path):
+    run = start_run(_config(tmp_path, "funsearch"))
+    run.run()
+    assert run.snapshot().refreshes >= 2
+    for island in run._database.islands:
+        for key, cluster in island.clusters.items():
+            assert all(f.score == key == cluster.score for f in cluster.programs)
+            assert math.isfinite(key)
+    best = max(f.score for _, f in run._stored())
+    assert run.best().score == best
+
+
+@pytest.mark.parametrize("method", SHAPED)
+def test_same_seed_same_run(tmp_path, method):
+    runs = []
+    for k in range(2):
+        cfg = _config(tmp_path / str(k), method, budget=20)
+        start_run(cfg).run()
+        runs.append([(s["program_id"], s["score"]) for s in read_jsonl(tmp_path / str(k) / method / "samples.jsonl")])
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("method", SHAPED)
+def test_resume_continues_to_the_new_budget(tmp_path, method):
+    start_run(_config(tmp_path, method, budget=15)).run()
+    resume_run(tmp_path / method, budget=30).run()
+    resumed_dir = tmp_path / method
+    samples = read_jsonl(resumed_dir / "samples.jsonl")
+    assert [s["sample"] for s in samples] == list(range(1, len(samples) + 1))
+    assert 30 <= len(samples) <= 30 + 4  # FunSearch draws 4 samples per prompt, past the budget
+    summary = json.loads((resumed_dir / "summary.json").read_text())
+    assert summary["finished"] and summary["samples"] == len(samples)
+
+
+def test_a_call_cap_stops_a_hillclimb_cleanly(tmp_path):
+    run = start_run(_config(tmp_path, "hillclimb", budget=40, max_llm_calls=8))
+    run.run()
+    summary = json.loads((tmp_path / "hillclimb" / "summary.json").read_text())
+    assert summary["stopped"] and not summary["finished"]
+    assert summary["samples"] <= 10

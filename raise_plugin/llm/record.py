@@ -1,16 +1,28 @@
 """Record and replay: every prompt/response pair to a JSONL file, and answers served back from it.
 
-Each line: ``{"hash", "operator", "prompt", "response", "usage"}``, ``hash`` being the
-SHA-256 of the prompt (its text, or the canonical JSON of a message list). Replay
-answers a prompt from the recorded answers with the same hash, in recorded order
-when a prompt was asked several times, and fails with a one-line error naming the
-hash when the recording has no (more) answers for it.
+Each line: ``{"hash", "occurrence", "samplers", "operator", "prompt", "response", "usage"}``:
+``hash`` is the SHA-256 of the prompt (its text, or the canonical JSON of a message list),
+``occurrence`` how many times the same prompt was answered before it in the file, and
+``samplers`` how many sampler threads were calling the back-end at that moment.
+
+Replay answers a prompt with the recorded answer of the same hash and occurrence, so the
+order in which threads ask does not matter. A run with one sampler asks exactly the
+prompts it recorded; a prompt the recording does not hold (or holds fewer times) is a
+one-line error naming its hash. A run with several samplers does not: which program is
+in the population when a sampler builds its next prompt depends on thread timing, so a
+replay asks prompts the recording never saw. Replaying such a recording, a prompt it does
+not hold gets a stand-in, the earliest recorded answer no prompt has claimed yet: every
+recorded answer is served once, so a replay that asks as many prompts as were recorded
+reproduces the recorded programs, with any number of samplers (docs/llm.md says exactly
+what is and is not reproduced).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
+import time
 from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
@@ -19,11 +31,18 @@ from llm4ad.base import LLM
 
 from raise_plugin.errors import UserError
 
-from .errors import ReplayMissError
+from .errors import LLMAborted, ReplayMissError
 from .operators import infer_operator
 from .usage import UsageLedger
 
-__all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM"]
+__all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM", "ReplayExhausted"]
+
+log = logging.getLogger("raise_plugin.llm")
+
+
+class ReplayExhausted(LLMAborted):
+    """Every recorded answer was served and the run still asks: it ends the sampler thread
+    that asks (a ``BaseException``, like ``LLMAborted``, so host loops do not retry forever)."""
 
 
 def prompt_hash(prompt: Any) -> str:
@@ -41,6 +60,8 @@ class RecordingLLM(LLM):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._asked = _recorded_counts(self.path)  # a resumed run appends: occurrences go on counting
+        self._callers: dict[int, threading.Thread] = {}
 
     @property
     def usage(self) -> UsageLedger | None:
@@ -51,65 +72,143 @@ class RecordingLLM(LLM):
         return f"{inner}; recording to {self.path}"
 
     def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
+        samplers = self._samplers()
         response = self.inner.draw_sample(prompt, *args, **kwargs)
         ledger = self.usage
         usage = ledger.last_call() if ledger is not None else None
-        entry = {
-            "hash": prompt_hash(prompt),
-            "operator": (usage or {}).get("operator") or kwargs.get("operator") or infer_operator(prompt),
-            "prompt": prompt,
-            "response": response,
-            "usage": usage,
-        }
-        line = json.dumps(entry, ensure_ascii=False)
+        digest = prompt_hash(prompt)
+        operator = (usage or {}).get("operator") or kwargs.get("operator") or infer_operator(prompt)
         with self._lock, open(self.path, "a", encoding="utf-8") as out:
-            out.write(line + "\n")
+            entry = {"hash": digest, "occurrence": self._asked[digest], "samplers": samplers,
+                     "operator": operator, "prompt": prompt, "response": response, "usage": usage}
+            self._asked[digest] += 1
+            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
         return response
+
+    def _samplers(self) -> int:
+        """Threads other than the main one that have called and are still alive (at least 1): a
+        run's sampler threads; one sampler's initial and evolution threads never overlap."""
+        me = threading.current_thread()
+        with self._lock:
+            self._callers[me.ident] = me
+            return max(1, sum(1 for t in self._callers.values()
+                              if t.is_alive() and t is not threading.main_thread()))
+
+
+def _recorded_counts(path: Path) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    counts[json.loads(line)["hash"]] += 1
+                except (ValueError, KeyError, TypeError):
+                    continue  # a torn last line of an interrupted run
+    except FileNotFoundError:
+        pass
+    return counts
 
 
 class ReplayLLM(LLM):
-    """Answers prompts from a recording made by ``RecordingLLM``; never calls a model."""
+    """Answers prompts from a recording made by ``RecordingLLM``; never calls a model.
 
-    def __init__(self, path: str | Path):
+    ``stand_ins``: answer a prompt the recording does not hold with the earliest unclaimed
+    recorded answer (default: when the recording was made by several samplers). Once every
+    answer is served, further prompts get empty answers (no sample: the samples under way
+    finish the budget) for ``grace`` seconds, then ``ReplayExhausted``."""
+
+    def __init__(self, path: str | Path, *, stand_ins: bool | None = None, grace: float = 30.0):
         super().__init__()
         self.path = Path(path)
-        self._answers: dict[str, deque] = defaultdict(deque)
+        self._entries: list[dict] = []
+        self._answers: dict[str, deque] = defaultdict(deque)  # hash -> indices, in occurrence order
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             raise UserError(f"cannot read LLM recording {self.path}: {exc.strerror or exc}") from None
-        self.size = 0
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 entry = json.loads(line)
-                self._answers[entry["hash"]].append(entry)
+                self._answers[entry["hash"]].append(len(self._entries))
             except (ValueError, KeyError, TypeError):
                 raise UserError(f"LLM recording {self.path} line {number} is not a recorded answer") from None
-            self.size += 1
+            self._entries.append(entry)
+        self.size = len(self._entries)
+        self.samplers = max((int(e.get("samplers") or 1) for e in self._entries), default=1)
+        self.stand_ins = self.samplers > 1 if stand_ins is None else bool(stand_ins)
+        self.grace = float(grace)
+        self.claimed = [False] * self.size
+        self.substituted = 0   # prompts answered by a stand-in
+        self.unanswered = 0    # prompts asked after every answer was served
+        self._next_free = 0
+        self._ran_out_at: float | None = None
         self.usage = UsageLedger(backend="replay", model=str(self.path), priced=True)
 
     def describe(self) -> str:
-        return f"replay of {self.path} ({self.size} recorded answers; no LLM is called)"
+        made = f"by {self.samplers} samplers; prompts it lacks get stand-ins" if self.stand_ins else "by one sampler"
+        return f"replay of {self.path} ({self.size} recorded answers, {made}; no LLM is called)"
 
     def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
         digest = prompt_hash(prompt)
         with self._lock:
-            queue = self._answers.get(digest)
-            if not queue:
-                asked = self._served[digest] + 1
-                where = (f"asked {asked} times but recorded {asked - 1}" if asked > 1
-                         else "not in the recording")
-                raise ReplayMissError(f"replay {self.path}: prompt {digest[:16]} "
-                                      f"({kwargs.get('operator') or infer_operator(prompt)}) is {where}")
-            entry = queue.popleft()
+            index = self._own_answer(digest)
+            if index is None and self.stand_ins:
+                index = self._stand_in()
+                if index is not None:
+                    self.substituted += 1
+                    if self.substituted == 1:
+                        log.warning("replay %s: a prompt the recording lacks got the earliest unclaimed answer "
+                                    "(several samplers recorded it; see docs/llm.md)", self.path)
+            if index is None:
+                if not self.stand_ins or self.size == 0:
+                    raise self._miss(digest, prompt, kwargs)
+                return self._ran_out()
+            self.claimed[index] = True
             self._served[digest] += 1
+        entry = self._entries[index]
         usage = entry.get("usage") or {}
         self.usage.record(entry.get("operator") or usage.get("operator") or "other",
                           input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
                           cost_usd=usage.get("cost_usd", 0.0), failed=bool(usage.get("failed", False)),
                           retries=usage.get("retries", 0))
         return entry["response"]
+
+    # -- internals (lock held) ---------------------------------------------------------------
+    def _own_answer(self, digest: str) -> int | None:
+        """The next unclaimed recorded answer to this very prompt."""
+        queue = self._answers.get(digest)
+        while queue:
+            index = queue.popleft()
+            if not self.claimed[index]:
+                return index
+        return None
+
+    def _stand_in(self) -> int | None:
+        while self._next_free < self.size and self.claimed[self._next_free]:
+            self._next_free += 1
+        return self._next_free if self._next_free < self.size else None
+
+    def _miss(self, digest: str, prompt, kwargs) -> ReplayMissError:
+        asked = self._served[digest] + 1
+        where = f"asked {asked} times but recorded {asked - 1}" if asked > 1 else "not in the recording"
+        return ReplayMissError(f"replay {self.path}: prompt {digest[:16]} "
+                               f"({kwargs.get('operator') or infer_operator(prompt)}) is {where}")
+
+    def _ran_out(self) -> str:
+        """Every answer is served: an empty answer (no sample) while the samples under way may
+        still end the run, then ``ReplayExhausted``."""
+        now = time.monotonic()
+        if self._ran_out_at is None:
+            self._ran_out_at = now
+            log.warning("replay %s: all %d recorded answers are served; further prompts get no answer",
+                        self.path, self.size)
+        self.unanswered += 1
+        if now - self._ran_out_at >= self.grace:
+            raise ReplayExhausted(f"replay {self.path}: all {self.size} recorded answers are served and the run "
+                                  f"still asks; give it a budget of at most the recorded answers")
+        time.sleep(0.05)  # under the lock: the samplers that ran out wait in turn instead of spinning
+        return ""

@@ -133,7 +133,7 @@ class RunConfig:
             bad("task", f"must be one of {', '.join(list_tasks())}")
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
             bad("llm", "use offline, openai[:MODEL] or replay:FILE")
-        if self.executor is not None and self.executor != "fork":
+        if self.executor is not None:
             from .engine.executors import ExecutorSpecError, parse_executor_spec
             try:
                 parse_executor_spec(self.executor)

@@ -162,6 +162,11 @@ def print_summary(summary: dict, run_dir, out=None) -> None:
               f"({c['inner_seconds'] + c['rescore_seconds']:.1f} s of {c['total_seconds']:.1f} s)", file=out)
     else:
         print(f"evaluations     {summary['evaluations']} program-instance evaluations", file=out)
+    t = summary.get("time_per_sample")
+    if t:
+        print(f"per sample      {t['wall']:.3g} s: llm {t['llm']:.3g}, evaluation {t['evaluation']:.3g}, "
+              f"inner search {t['inner_search']:.3g}, re-scoring {t['rescore']:.3g}, other {t['other']:.3g}",
+              file=out)
     usage = summary.get("llm_usage")
     if usage:
         print(f"llm usage       {_usage_line(usage)}", file=out)

@@ -31,10 +31,29 @@ class Accounting:
         out["total_seconds"] = total_s
         out["inner_loop_share_evaluations"] = (out["inner_evaluations"] + out["rescore_evaluations"]) / total_e if total_e else 0.0
         out["inner_loop_share_seconds"] = (out["inner_seconds"] + out["rescore_seconds"]) / total_s if total_s else 0.0
+        with self._inner_lock:
+            sampler = self._sampler_seconds
+        out["sampler_seconds"] = sampler + float(before.get("sampler_seconds", 0.0))
+        out["wall_seconds"] = time.time() - self._started + float(before.get("wall_seconds", 0.0))
+        return out
+
+    def time_per_sample(self, compute: dict | None = None) -> dict:
+        """Where a sample's wall time goes, in seconds per sample: the LLM (or the offline
+        sampler), evaluating it, the inner searches, re-scoring after refreshes, and the rest
+        (the host's bookkeeping, callbacks, the run directory). With several samplers the
+        parts overlap, and ``other`` is what the wall time leaves (it can reach 0)."""
+        c = compute or self.compute()
+        n = max(1, self.samples)
+        parts = {"llm": c["sampler_seconds"], "evaluation": c["outer_seconds"],
+                 "inner_search": c["inner_seconds"], "rescore": c["rescore_seconds"]}
+        out = {k: v / n for k, v in parts.items()}
+        out["other"] = max(0.0, c["wall_seconds"] - sum(parts.values())) / n
+        out["wall"] = c["wall_seconds"] / n
         return out
 
     def summary(self, finished: bool = False) -> dict:
         snap = self.snapshot()
+        compute = self.compute()
         best = snap.best
         entries, version = self._instances.state()
         llm = self.llm
@@ -57,7 +76,8 @@ class Accounting:
             "evaluation_calls": self._evaluator.calls,
             "stale_samples_reevaluated": self._stale_samples,
             "hook_errors": self.hook_errors,
-            "compute": self.compute(),
+            "compute": compute,
+            "time_per_sample": self.time_per_sample(compute),
             "seconds": time.time() - self._started,
             "llm": describe() if callable(describe) else type(llm).__name__,
             "llm_usage": usage,

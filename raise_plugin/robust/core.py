@@ -91,6 +91,7 @@ class RobustCore:
         self._started = time.time()
         self._inner = [0, 0.0]  # evaluations and seconds of the inner (adversarial) searches
         self._inner_lock = threading.Lock()
+        self._sampler_seconds = 0.0  # the LLM's (or offline sampler's) time for the registered samples
         self._compute_before: dict = {}  # what a resumed run had spent before this process
         self._instances = InstanceSet(evaluation, evaluation.instances)
         self._evaluator = InstanceSetEvaluator(self.task, evaluation, self._book, self._instances, executor,
@@ -216,6 +217,8 @@ class RobustCore:
         view = SampleView(n, self._view(func) if joined else ProgramView(rec.program_id, str(func),
                                                                           float("-inf"), func.algorithm or ""),
                           MappingProxyType(metrics), version, rec.error if score is None else None)
+        with self._inner_lock:
+            self._sampler_seconds += float(getattr(func, "sample_time", None) or 0.0)
         if self._recorder is not None:
             self._recorder.log_sample(view, rec, score, joined, duplicate, self.generation,
                                       getattr(func, "sample_time", None), getattr(func, "evaluate_time", None))

@@ -148,14 +148,17 @@ class Callback:
 
     @property
     def state_key(self) -> str:
-        """The key of this callback's state in a checkpoint (unique per callback of a run)."""
+        """The key of this callback's state in a checkpoint. Two callbacks of a run with the same
+        key are told apart by their order (``#2``, ``#3`` after the first); override it to name
+        what distinguishes two of one class instead."""
         return type(self).__qualname__
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         """Before the first sample (or, on resume, before the first new one)."""
 
     def on_sample_evaluated(self, method, snapshot: RunSnapshot, sample: SampleView) -> None:
-        """After a sample is scored on the current set and registered (population locked)."""
+        """After a sample is scored on the current set and registered (fired after the population
+        lock is released, in registration order; selection and registration wait meanwhile)."""
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         """After survival moved the generation counter (selection paused)."""
@@ -165,6 +168,11 @@ class Callback:
 
     def on_run_end(self, method, snapshot: RunSnapshot) -> None:
         """After the last sample."""
+
+    def on_exception(self, method, snapshot: RunSnapshot, exc: BaseException) -> None:
+        """The run ended with ``exc`` (an interrupt, a failure of the host): everything recorded
+        so far is saved, and ``resume`` continues. To end a run early, call
+        ``method.request_stop(reason)`` from any hook instead."""
 
     def state_dict(self) -> dict:
         """JSON-serialisable state that a resumed run needs."""

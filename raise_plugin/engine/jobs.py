@@ -103,10 +103,6 @@ class InstanceSet:
         self.id = set_id or uuid.uuid4().hex
         self.version = int(version)
 
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.id, self.version
-
     def next_version(self, instances: Sequence) -> "InstanceSet":
         return InstanceSet(instances, self.id, self.version + 1)
 

@@ -184,6 +184,9 @@ class RobustCore:
         try:
             try:
                 result = super().run()
+            except BaseException as exc:
+                self._fire("on_exception", self.snapshot(), exc)
+                raise
             finally:
                 if self._recorder is not None:
                     self._recorder.write_summary(self.summary())

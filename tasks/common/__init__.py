@@ -1,6 +1,7 @@
 """Machinery shared by every task: shift dimension, families, suites, the host Evaluation."""
 from .aggregation import Aggregation
-from .errors import HeuristicError, check_priorities
+from .decision import check_priorities, decide
+from .errors import HeuristicError
 from .families import FAMILIES, VALIDATION_FAMILIES, sample_family
 from .layout import TableLayout
 from .shift import ShiftDimension, is_distribution

@@ -16,7 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import HeuristicError, one_line, check_priorities, choose
+from tasks.common.decision import check_priorities, decide
+from tasks.common.errors import HeuristicError, one_line
 
 try:  # the same loop compiled (setup.py builds it where a C compiler is available)
     from . import _fastpack
@@ -63,7 +64,7 @@ def _pack_python(items: np.ndarray, residual: np.ndarray, priority: Callable) ->
             fit = (residual >= item).nonzero()[0]
             k = -1
             candidates = residual[fit]
-        choice = choose(priority, item, candidates, candidates.size)
+        choice = decide(priority, item, candidates, candidates.size)
         if choice < k or k < 0:
             target = fit[choice]
         else:

@@ -21,7 +21,8 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import HeuristicError, check_priorities, choose, one_line
+from tasks.common.decision import check_priorities, decide
+from tasks.common.errors import HeuristicError, one_line
 
 try:  # the same loop compiled (setup.py builds it where a C compiler is available)
     from . import _fastdispatch
@@ -118,7 +119,7 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
         while ops:
             rows = take(ops, axis=0)
             n = len(ops)
-            choice = choose(priority, t, rows, n)
+            choice = decide(priority, t, rows, n)
 
             op = ops[choice]
             m = op_machine[op]

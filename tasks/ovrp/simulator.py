@@ -23,7 +23,8 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.errors import HeuristicError, check_priorities, choose, one_line
+from tasks.common.decision import check_priorities, decide
+from tasks.common.errors import HeuristicError, one_line
 
 from .reference import distance_matrix
 
@@ -155,7 +156,7 @@ def _simulate_python(coords, demand_of, order, capacity, vehicles, dist, inv_q, 
             feasible = None
         features = np.array((xs[c], ys[c], d * inv_q, depot_dist[c], step * inv_n, free / seen))
 
-        choice = choose(priority, features, candidates, candidates.shape[0])
+        choice = decide(priority, features, candidates, candidates.shape[0])
 
         e = choice if feasible is None else int(feasible.nonzero()[0][choice])
         a, b, r, position = links[:, e].tolist()

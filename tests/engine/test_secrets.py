@@ -51,7 +51,7 @@ def test_a_robust_runs_evaluator_hides_secrets_from_programs(secrets, tmp_path):
     method = start_run(config, llm=ScriptedLLM(0))
     try:
         evaluator = method._evaluator
-        assert evaluator._engine is not None  # the default: the sandboxed engine
+        assert evaluator._runner.engine is not None  # the default: the sandboxed engine
         assert evaluator.evaluate_program(PROBE) is not None, method._book.record(PROBE).error
     finally:
         method._recorder.close()

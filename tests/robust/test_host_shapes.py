@@ -121,3 +121,26 @@ def test_a_call_cap_stops_a_hillclimb_cleanly(tmp_path):
     summary = json.loads((tmp_path / "hillclimb" / "summary.json").read_text())
     assert summary["stopped"] and not summary["finished"]
     assert summary["samples"] <= 10
+
+
+def test_on_exception_hears_why_a_run_ended(tmp_path, monkeypatch):
+    class Heard(Callback):
+        def __init__(self):
+            self.seen = []
+
+        def on_exception(self, method, snapshot, exc):
+            self.seen.append((str(exc), snapshot.samples))
+
+    def host_fails(self):
+        raise RuntimeError("the host gave up")
+
+    monkeypatch.setattr(HillClimb, "run", host_fails)
+    heard, other = Heard(), Heard()
+    run = start_run(_config(tmp_path, "hillclimb", budget=10), callbacks=[heard, other])
+    with pytest.raises(RuntimeError, match="gave up"):
+        run.run()
+    assert heard.seen == [("the host gave up", 0)]
+    summary = json.loads((tmp_path / "hillclimb" / "summary.json").read_text())
+    assert not summary["finished"]
+    keys = [k.rsplit(".", 1)[-1] for k in run.state_dict()["callbacks"]]
+    assert "Heard" in keys and "Heard#2" in keys  # two of one class do not collide

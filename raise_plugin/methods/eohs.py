@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 import numpy as np
 from llm4ad.base import Function
 
-from tasks.common.families import VALIDATION_FAMILIES, sample_family
+from tasks.common.families import VALIDATION_FAMILIES
 
 from . import eohs_prompts as prompts
 from .base import MethodBase, choose, finite
@@ -32,28 +32,6 @@ OPERATORS = ("e1", "e2", "m1", "m2")
 
 
 # --------------------------------------------------------------------------- training set
-def _family_instance(task, family: str, rng: np.random.Generator, params: dict):
-    """One instance of ``family`` at the task's nominal sizes (``params`` overrides them)."""
-    name = getattr(task, "name", "")
-    if name == "obp":
-        from tasks.obp import instances as obp
-        return obp.family_instance(family, int(params.get("num_items", obp.NOMINAL_ITEMS)),
-                                   int(params.get("capacity", obp.NOMINAL_CAPACITY)), rng)
-    if name == "ojsp":
-        from tasks.ojsp import instances as ojsp
-        return ojsp.family_instance(family, int(params.get("num_jobs", ojsp.NOMINAL_JOBS)),
-                                    int(params.get("num_machines", ojsp.NOMINAL_MACHINES)), rng)
-    if name == "ovrp":
-        from tasks.ovrp import instances as ovrp
-        return ovrp.family_instance(family, int(params.get("vehicles", ovrp.NOMINAL_VEHICLES)), rng)
-    # any other task: its shift values from the family, the rest from its generator
-    nominal = task.nominal_instances()[0]
-    values, high = task.shift_values(nominal)
-    size = int(params.get("length", np.asarray(values).size))
-    return task.make_instance(sample_family(family, size, int(high), rng), rng,
-                              **{**task.nominal_params, **params})
-
-
 def diverse_training_set(task, count: int | None = None, seed: int = 0, **params) -> list:
     """``count`` instances cycling through the five validation families (beta, gamma, weibull,
     bimodal, poisson) at the task's nominal sizes; instance i is drawn from the generator
@@ -62,7 +40,7 @@ def diverse_training_set(task, count: int | None = None, seed: int = 0, **params
         count = DIVERSE_COUNT
     if int(count) < 1:
         raise ValueError(f"the diverse training set needs at least one instance, got {count!r}")
-    return [_family_instance(task, VALIDATION_FAMILIES[i % len(VALIDATION_FAMILIES)], np.random.default_rng([seed, i]), params)
+    return [task.family_instance(VALIDATION_FAMILIES[i % len(VALIDATION_FAMILIES)], np.random.default_rng([seed, i]), **params)
             for i in range(int(count))]
 
 

@@ -80,6 +80,16 @@ class Task(ABC):
             out.append(Dataset(family, {}, instances))
         return out
 
+    def family_instance(self, family: str, rng: np.random.Generator, **params) -> Instance:
+        """One instance whose shift values follow the named family (``tasks.common.families``), at
+        the nominal sizes (``params`` override them; ``length`` the number of shifted values).
+        Tasks whose generator draws families itself override it."""
+        from .families import sample_family
+
+        values, high = self.shift_values(self.nominal_instances()[0])
+        size = int(params.pop("length", np.asarray(values).size))
+        return self.make_instance(sample_family(family, size, int(high), rng), rng, **{**self.nominal_params, **params})
+
     def suite(self, name: str) -> list[Dataset]:
         """A suite by name: ``nominal`` (one dataset of the training set), ``validation`` or ``test``."""
         if name == "nominal":

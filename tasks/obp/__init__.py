@@ -42,6 +42,10 @@ class OBPTask(Task):
     def validation_suite(self, per_dataset: int | None = None):
         return _inst.validation_suite(per_dataset=per_dataset or _inst.VALIDATION_PER_DATASET)
 
+    def family_instance(self, family, rng, **params):
+        return _inst.family_instance(family, int(params.get("num_items", _inst.NOMINAL_ITEMS)),
+                                     int(params.get("capacity", _inst.NOMINAL_CAPACITY)), rng)
+
     def shift_values(self, instance: dict):
         return instance["items"], int(instance["capacity"])
 

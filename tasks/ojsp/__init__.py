@@ -49,6 +49,10 @@ class OJSPTask(Task):
     def validation_suite(self, per_dataset: int | None = None):
         return _inst.validation_suite(per_dataset=per_dataset or _inst.VALIDATION_PER_DATASET)
 
+    def family_instance(self, family, rng, **params):
+        return _inst.family_instance(family, int(params.get("num_jobs", _inst.NOMINAL_JOBS)),
+                                     int(params.get("num_machines", _inst.NOMINAL_MACHINES)), rng)
+
     def shift_values(self, instance: dict):
         return np.asarray(instance["durations"]).ravel(), _inst.MAX_DURATION
 

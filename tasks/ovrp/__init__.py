@@ -44,6 +44,9 @@ class OVRPTask(Task):
     def validation_suite(self, per_dataset: int | None = None):
         return _inst.validation_suite(per_dataset=per_dataset or _inst.VALIDATION_PER_DATASET)
 
+    def family_instance(self, family, rng, **params):
+        return _inst.family_instance(family, int(params.get("vehicles", _inst.NOMINAL_VEHICLES)), rng)
+
     def shift_values(self, instance: dict):
         return instance["demands"], _inst.MAX_DEMAND
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import UserError
 
-__all__ = ["RunConfig", "ConfigError"]
+__all__ = ["RunConfig", "ConfigError", "robust_defaults", "PAPER_DEFAULTS"]
 
 
 class ConfigError(UserError):
@@ -23,6 +23,20 @@ def _aggregation_ok(text: str) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
+
+
+PAPER_DEFAULTS = {"epsilon": 0.002, "aggregation": "mean", "adversary_objective": "metric", "projection": None}
+
+
+def robust_defaults(task_name: str) -> dict[str, Any]:
+    """The robust settings a run of ``task_name`` takes when they are not given: the task's
+    (``Task.robust_defaults``), then the paper's."""
+    from tasks import get_task
+    try:
+        own = dict(getattr(get_task(task_name), "robust_defaults", {}) or {})
+    except (KeyError, TypeError, ValueError):  # an unknown task fails its own check below
+        own = {}
+    return {**PAPER_DEFAULTS, **own}
 
 
 @dataclass(frozen=True)
@@ -44,16 +58,21 @@ class RunConfig:
     run cleanly when the LLM spend reaches them (``resume`` with higher caps continues);
     ``prices`` adds models to the price table (model -> [input, output] dollars per million
     tokens).
+
+    ``epsilon``, ``aggregation``, ``adversary_objective`` and ``projection`` left unset take
+    the task's robust defaults (``Task.robust_defaults``, chosen on its validation suite),
+    else the paper's (eps 0.002, mean, metric, paper); the resolved values are what the
+    run directory's ``config.json`` records.
     """
 
     task: str = "obp"
     method: str = "eoh"
     robust: bool = True
-    epsilon: float = 0.002
+    epsilon: float | None = None
     tau: int = 5
     inner_population: int = 8
     inner_generations: int = 4
-    aggregation: str = "mean"
+    aggregation: str | None = None
     max_adversarial: int = 10
     budget: int = 1000
     pop_size: int = 10
@@ -70,7 +89,7 @@ class RunConfig:
     host_profiler: bool = True
     record: str | None = None
     executor: str | None = None
-    adversary_objective: str = "metric"
+    adversary_objective: str | None = None
     inner_draws: int | None = None
     tau_unit: str = "generations"
     max_cost_usd: float | None = None
@@ -79,6 +98,10 @@ class RunConfig:
     validation_trace: bool = True
 
     def __post_init__(self):
+        for name, value in robust_defaults(self.task).items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+
         def bad(name, why):
             raise ConfigError(f"config field {name!r}: {why}, got {getattr(self, name)!r}")
 
@@ -178,4 +201,6 @@ class RunConfig:
         return asdict(self)
 
     def adversary_switches(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("projection", "encoding", "constraint") if getattr(self, k) is not None}
+        """The adversary's switches that differ from the search's defaults (the paper's)."""
+        defaults = {"projection": "paper", "encoding": "basis", "constraint": "ball"}
+        return {k: getattr(self, k) for k in defaults if getattr(self, k) not in (None, defaults[k])}

@@ -42,7 +42,9 @@ def characterise(task: str, out: Path) -> dict:
     from raise_plugin.rundir import read_jsonl
     from raise_plugin.runner import start_run
 
+    # the paper's robust settings, pinned: the task's own defaults may change on purpose
     config = RunConfig(task=task, robust=True, budget=60, pop_size=6, tau=2, seed=0, num_samplers=1,
+                       epsilon=0.002, aggregation="mean", adversary_objective="metric", projection="paper",
                        nominal=2 if task == "obp" else None, out=str(out), validation_trace=False,
                        host_profiler=False)
     start_run(config).run()

@@ -24,7 +24,8 @@ HELPERS = Path(__file__).with_name("_robust_helpers.py")
 
 def config(out, budget=24, **kw) -> RunConfig:
     base = dict(task="obp", budget=budget, pop_size=4, tau=2, inner_population=4, inner_generations=2,
-                nominal=1, out=str(out), seed=0)
+                nominal=1, out=str(out), seed=0, epsilon=0.002, aggregation="mean", adversary_objective="metric",
+                projection="paper")  # the paper's settings: these tests are about the run directory
     base.update(kw)
     return RunConfig(**base)
 

@@ -27,16 +27,18 @@ def register(sub) -> None:
     p.add_argument("--method", help=f"outer method (default {d.method})")
     p.add_argument("--robust", action=argparse.BooleanOptionalAction, default=None,
                    help="with the adversarial inner loop (default) or without (--no-robust)")
-    p.add_argument("--epsilon", type=float, help=f"radius eps of the ball (default {d.epsilon})")
+    p.add_argument("--epsilon", type=float, help="radius eps of the ball (default: the task's, "
+                                                 "see `raise-ahd tasks`; else the paper's 0.002)")
     p.add_argument("--tau", type=int, help=f"refresh interval (default {d.tau} generations)")
     p.add_argument("--tau-unit", help="what tau counts: generations (default; pop-size samples each) or samples "
                                       "(the paper's 40 refreshes per 1000 samples: --tau 25 --tau-unit samples)")
     p.add_argument("--inner-population", type=int, help=f"P_in (default {d.inner_population})")
     p.add_argument("--inner-generations", type=int, help=f"G_in (default {d.inner_generations})")
     p.add_argument("--aggregation", help="A over the instance set: mean, min, cvar:ALPHA or balanced[:W] "
-                                         "(nominal and adversarial means weighed 1-W and W; default mean)")
-    p.add_argument("--adversary-objective", help="what the inner search maximises: metric (the paper's, default), "
-                                                 "regret:baselines or regret:population[:K]")
+                                         "(nominal and adversarial means weighed 1-W and W; default: the task's, else mean)")
+    p.add_argument("--adversary-objective", help="what the inner search maximises: metric (the paper's), "
+                                                 "regret:baselines or regret:population[:K] (default: the task's, "
+                                                 "else metric)")
     p.add_argument("--inner-draws", type=int, help="instances R each candidate distribution is scored on "
                                                    "(default: the task's)")
     p.add_argument("--max-adversarial", type=int, help=f"adversarial instances kept (default {d.max_adversarial})")
@@ -44,7 +46,7 @@ def register(sub) -> None:
     p.add_argument("--pop-size", type=int, help=f"population size (default {d.pop_size})")
     p.add_argument("--llm", help="offline (default; no LLM is used), openai[:MODEL] or replay:FILE")
     p.add_argument("--executor", help="where programs are evaluated: process[:N] (default: sandboxed workers, "
-                                      "one per evaluator), dask://HOST:PORT, dask://local, or fork")
+                                      "one per core), dask://HOST:PORT or dask://local")
     add_cap_arguments(p)
     p.add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
                    help="add a model to the price table: dollars per million input and output tokens "
@@ -58,7 +60,7 @@ def register(sub) -> None:
                                                     "every core whatever this says (--executor process:N to limit it)")
     p.add_argument("--nominal", type=int, help="use only the first N nominal instances")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation (default: the task's)")
-    p.add_argument("--projection", help="adversary projection: paper, sphere or none")
+    p.add_argument("--projection", help="adversary projection: paper, sphere or none (default: the task's, else paper)")
     p.add_argument("--encoding", help="adversary encoding: basis or flat")
     p.add_argument("--constraint", help="adversary constraint: ball or none")
     p.add_argument("--host-profiler", action=argparse.BooleanOptionalAction, default=None,

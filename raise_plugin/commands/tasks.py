@@ -9,6 +9,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _defaults(name: str) -> str:
+    from raise_plugin.config import robust_defaults
+    d = robust_defaults(name)
+    own = getattr(get_task(name), "robust_defaults", {}) or {}
+    text = (f"eps {d['epsilon']:g}, projection {d['projection'] or 'paper'}, objective {d['adversary_objective']}, "
+            f"aggregation {d['aggregation']}")
+    return text + (" (chosen on its validation suite)" if own else " (the paper's)")
+
+
 def run(args) -> int:
     for name in list_tasks():
         task = get_task(name)
@@ -16,10 +25,11 @@ def run(args) -> int:
         suite = task.test_suite()
         validation = task.validation_suite()
         spread = task.nominal_spread
-        print(f"{name:6s} {type(task).__name__}: shift {task.shift.name}, K = {task.shift.cells}\n"
+        print(f"{name:8s} {type(task).__name__}: shift {task.shift.name}, K = {task.shift.cells}\n"
               f"       nominal {len(nominal)} instances, spread {spread:.3g} (mean d between two of them); "
               f"eps 0.002 = {0.002 / spread:.3g} x spread, an L1 shift of {task.shift.cells * 0.002:.3g}\n"
               f"       validation suite {len(validation)} datasets, {sum(len(d.instances) for d in validation)} "
               f"instances; test suite {len(suite)} datasets, {sum(len(d.instances) for d in suite)} instances\n"
-              f"       baselines: {', '.join(task.baselines)}")
+              f"       baselines: {', '.join(task.baselines)}\n"
+              f"       robust defaults: {_defaults(name)}")
     return 0

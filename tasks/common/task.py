@@ -37,6 +37,9 @@ class Task(ABC):
     baselines: dict[str, Callable]
     nominal_params: dict[str, Any]
     timeout_seconds: float = 60.0       # one evaluation on the whole nominal set (the host's limit)
+    # robust settings a run takes when none is given (eps, aggregation, adversary_objective,
+    # projection), chosen on the task's validation suite; the paper's where empty
+    robust_defaults: dict[str, Any] = {}
     instance_timeout_floor: float = 10.0  # no instance gets less, however small
     metric_name: str = "metric"
     offline_library: dict[str, Any] | None = None

@@ -1,0 +1,37 @@
+"""Robust settings left unset come from the task (chosen on its validation suite), else the paper's."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from raise_plugin.config import ConfigError, PAPER_DEFAULTS, RunConfig
+from raise_plugin.runner import start_run
+
+
+def test_obp_takes_its_validated_defaults_and_the_others_the_papers():
+    obp = RunConfig(task="obp")
+    assert (obp.epsilon, obp.projection, obp.adversary_objective, obp.aggregation) == (
+        0.01, "sphere", "regret:baselines", "balanced")
+    for task in ("ojsp", "ovrp", "knapsack", "cvrp"):
+        c = RunConfig(task=task)
+        assert (c.epsilon, c.aggregation, c.adversary_objective, c.projection) == tuple(
+            PAPER_DEFAULTS[k] for k in ("epsilon", "aggregation", "adversary_objective", "projection"))
+
+
+def test_a_given_setting_wins_and_is_still_checked():
+    c = RunConfig(task="obp", epsilon=0.002, aggregation="mean")
+    assert (c.epsilon, c.aggregation, c.projection) == (0.002, "mean", "sphere")
+    with pytest.raises(ConfigError, match="epsilon"):
+        RunConfig(task="obp", epsilon=0.0)
+
+
+def test_the_run_directory_records_the_resolved_settings(tmp_path):
+    run = start_run(RunConfig(task="obp", budget=4, pop_size=2, nominal=1, out=str(tmp_path / "r"),
+                              host_profiler=False, validation_trace=False))
+    try:
+        recorded = json.loads((tmp_path / "r" / "config.json").read_text())
+    finally:
+        run._recorder.close()
+    assert recorded["epsilon"] == 0.01 and recorded["aggregation"] == "balanced"
+    assert recorded["adversary_objective"] == "regret:baselines" and recorded["projection"] == "sphere"

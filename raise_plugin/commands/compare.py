@@ -2,6 +2,8 @@
 and paired tests of every method against the best baseline and its plain twin."""
 from __future__ import annotations
 
+import argparse
+
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import CompareConfig, run_compare
 from raise_plugin.harness.paper_tables import significance_summary
@@ -50,8 +52,19 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--nominal", type=int, default=None, help="use only the first N nominal instances")
     p.add_argument("--suite-instances", type=int, default=defaults.get("suite_instances"),
                    help="at most N instances per test dataset (all by default)")
-    p.add_argument("--workers", type=int, default=None, help="evaluation workers (default one per core)")
-    p.add_argument("--executor", default=None, help="serial, process[:N] or dask://HOST:PORT (default process)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="training and evaluation jobs at once, each in its own process (default: half the "
+                        "cores, at least 1; 1 runs them one after another in this process)")
+    p.add_argument("--executor", default=None,
+                   help="where the jobs run: process (default: --jobs local processes), serial (one at a time "
+                        "in this process, each evaluating in one worker), dask://HOST:PORT or dask://local[:N] "
+                        "(every job on a Dask cluster)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="evaluation workers of each job (default: its share of the cores; on Dask, its worker's "
+                        "threads)")
+    p.add_argument("--ship-runs", action=argparse.BooleanOptionalAction, default=None,
+                   help="send each run directory back to --out as an archive (default: only from workers that "
+                        "do not see --out, which they find out by themselves)")
     p.add_argument("--out", default=defaults.get("out", "compare-out"))
 
 
@@ -83,12 +96,15 @@ def config_from(args) -> CompareConfig:
         raise UserError("--seeds must be at least 1")
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        raise UserError("--jobs must be at least 1")
     return CompareConfig(task=args.task, methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
                          epsilons=eps, ablations=args.ablations, budget=args.budget, pop_size=args.pop_size,
                          seeds=tuple(range(args.seeds)), llm=args.llm, out=args.out, tau=args.tau,
                          inner_population=args.inner_population, inner_generations=args.inner_generations,
                          nominal=args.nominal, suite_instances=args.suite_instances, workers=args.workers,
-                         executor=args.executor, aggregation=args.aggregation,
+                         executor=args.executor, jobs=getattr(args, "jobs", None),
+                         ship_runs=getattr(args, "ship_runs", None), aggregation=args.aggregation,
                          adversary_objective=args.adversary_objective, inner_draws=args.inner_draws,
                          projection=args.projection)
 

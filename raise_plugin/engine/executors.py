@@ -27,7 +27,7 @@ from .results import EvalResult, FailureKind
 from .sandbox import SandboxWorker
 
 __all__ = ["ProcessExecutor", "SerialExecutor", "DaskExecutor", "make_executor", "run_job",
-           "default_workers", "executor_workers"]
+           "default_workers", "executor_workers", "worker_width"]
 
 
 def default_workers() -> int:
@@ -247,6 +247,13 @@ def _local_width() -> int:
         return max(1, int(getattr(state, "nthreads", None) or getattr(worker, "nthreads")))
     except Exception:  # noqa: BLE001 - not in a Dask worker, or an older Dask
         return default_workers()
+
+
+def worker_width() -> int:
+    """How many evaluations this process should run at once for work of its own (a whole
+    training run submitted as one job): the threads of its Dask worker inside one, else every
+    core it may use."""
+    return _local_width()
 
 
 def local_executor(limits: SandboxLimits) -> ProcessExecutor:

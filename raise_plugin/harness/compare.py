@@ -2,8 +2,11 @@
 evaluate every final heuristic and the classical baselines on the task's test suite and
 write the paper's tables and figures.
 
-Everything lands in one output folder and every finished piece is kept: a re-run skips
-finished training runs, resumes interrupted ones, and re-uses evaluated results.
+Every training run and every suite evaluation is a job (``raise_plugin.harness.jobs``),
+run in this process, in local processes or on a Dask cluster; the tables are the same
+wherever they ran. Everything lands in one output folder and every finished piece is
+kept: a re-run skips finished training runs, resumes interrupted ones from their
+checkpoints, and re-uses evaluated results.
 
     OUT/
       runs/<variant>-seed<S>/     one run directory per training run (see raise_plugin.rundir)
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -25,12 +27,13 @@ from typing import Iterable
 from raise_plugin.errors import UserError
 from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, param_columns, significance,
                                                significance_markdown, significance_summary, size_columns)
+from raise_plugin.harness.jobs import (ROW_FIELDS, EvalJob, JobPlace, TrainJob, client_token, run_finished,
+                                       run_jobs, unpack_run)
 from raise_plugin.harness.selection import selects_on
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.harness.suite_eval import Heuristic, default_workers
 from tasks import get_task
-from tasks.common.suite import Dataset
 
-__all__ = ["Variant", "CompareConfig", "plan_variants", "run_compare", "METHOD_LABELS", "ABLATIONS"]
+__all__ = ["Variant", "CompareConfig", "plan_variants", "run_compare", "default_jobs", "METHOD_LABELS", "ABLATIONS"]
 
 METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S"}
 
@@ -98,8 +101,10 @@ class CompareConfig:
     inner_generations: int = 4
     nominal: int | None = None
     suite_instances: int | None = None   # at most this many instances per test dataset (all by default)
-    workers: int | None = None
-    executor: str | None = None
+    workers: int | None = None           # evaluation workers of each job (default: its share of the cores)
+    executor: str | None = None          # where jobs run: process (default), serial, dask://HOST:PORT, dask://local[:N]
+    jobs: int | None = None              # jobs at once in local processes (default: ``default_jobs()``)
+    ship_runs: bool | None = None        # ship run directories back as archives (default: when a worker cannot see OUT)
     aggregation: str = "mean"
     adversary_objective: str = "metric"
     inner_draws: int | None = None
@@ -140,6 +145,30 @@ class CompareConfig:
         if self.executor is not None:
             from raise_plugin.engine.executors import parse_executor_spec
             parse_executor_spec(self.executor)  # a bad spec fails here, before any training
+        if self.workers is not None and int(self.workers) < 1:
+            raise UserError("workers: must be at least 1")
+        if self.jobs is not None and int(self.jobs) < 1:
+            raise UserError("jobs: must be at least 1")
+        _check_llm(self.llm, self.task)  # a bad back-end fails here, not in every job
+
+
+def _check_llm(spec: str, task: str) -> None:
+    """Build the back-end once (offline, a key in the environment, a readable recording)."""
+    from raise_plugin.llm import make_llm
+    kind = str(spec).split(":", 1)[0].lower()
+    make_llm(spec, **({"task": task} if kind == "offline" else {}))
+
+
+def default_jobs(cores: int | None = None) -> int:
+    """Training and evaluation jobs at once in local processes: half the cores, at least one.
+
+    Each job evaluates its programs on ``cores // jobs`` sandboxed workers, so the machine
+    holds about one evaluation per core whatever the number of jobs; two or more jobs fill
+    the time one run spends outside evaluation (sampling, selection, bookkeeping, its inner
+    search on one worker), and half the cores keeps each run's evaluations spread over at
+    least two workers on machines with four cores or more."""
+    cores = default_workers() if cores is None else cores
+    return max(1, cores // 2)
 
 
 @dataclass
@@ -149,43 +178,12 @@ class CompareResult:
     tables: dict[str, Table]
     files: list[Path] = field(default_factory=list)
     comparisons: list = field(default_factory=list)  # stats.Comparison: each method vs best baseline and plain twin
+    jobs: list = field(default_factory=list)  # jobs.JobRecord of every job this call ran (none when all were done)
 
 
 def _say(message: str, quiet: bool) -> None:
     if not quiet:
         print(message, flush=True)
-
-
-def train(config: CompareConfig, variant: Variant, seed: int, quiet: bool = False) -> Path:
-    """The run directory of (variant, seed), trained now unless finished before (resumed if interrupted)."""
-    from raise_plugin.config import RunConfig
-    from raise_plugin.runner import resume_run, start_run
-
-    path = Path(config.out) / "runs" / f"{variant.key}-seed{seed}"
-    summary = path / "summary.json"
-    if summary.exists() and json.loads(summary.read_text()).get("finished"):
-        return path
-    started = time.time()
-    if (path / "config.json").exists():
-        _say(f"  resuming {variant.label}, seed {seed}", quiet)
-        method = resume_run(path)
-    else:
-        settings = {"aggregation": config.aggregation, "adversary_objective": config.adversary_objective,
-                    "inner_draws": config.inner_draws, "projection": config.projection, **dict(variant.switches)}
-        run_config = RunConfig(task=config.task, method=variant.method, robust=variant.robust,
-                               epsilon=variant.epsilon if variant.robust else 0.002, tau=config.tau,
-                               inner_population=config.inner_population,
-                               inner_generations=config.inner_generations, budget=config.budget,
-                               pop_size=config.pop_size, llm=config.llm, seed=seed, out=str(path),
-                               nominal=config.nominal, executor=config.executor, **settings)
-        method = start_run(run_config)
-    method.run()
-    data = json.loads(summary.read_text()) if summary.exists() else {}
-    best = (data.get("best") or {}).get("robust_score")
-    _say(f"  trained {variant.label}, seed {seed}: {data.get('samples')} samples, "
-         f"{data.get('refreshes', 0)} refreshes, best robust score {best if best is None else round(best, 4)} "
-         f"({time.time() - started:.0f} s)", quiet)
-    return path
 
 
 @selects_on("nominal", "robust")  # the run's best on the set it trained on (grown by adversarial instances with RAISE)
@@ -195,34 +193,7 @@ def best_program(run_dir: Path) -> str | None:
     return best.get("program")
 
 
-def _suite(config: CompareConfig) -> list[Dataset]:
-    suite = get_task(config.task).test_suite()
-    if config.suite_instances is not None:
-        suite = [Dataset(d.family, d.params, d.instances[: config.suite_instances]) for d in suite]
-    return suite
-
-
-FIELDS = ["method", "variant", "kind", "seed", "dataset", "family", "params", "instance", "metric", "valid", "reason"]
-
-
-def _evaluate_cell(config: CompareConfig, heuristic: Heuristic, path: Path, method: str, variant: str, kind: str,
-                   seed: int | str, suite, quiet: bool) -> list[dict]:
-    if path.exists():
-        with path.open() as fh:
-            return list(csv.DictReader(fh))
-    rows = evaluate_suite(config.task, [heuristic], suite, workers=config.workers, executor=config.executor,
-                          progress=not quiet)
-    out = [{"method": method, "variant": variant, "kind": kind, "seed": seed, "dataset": r.dataset,
-            "family": r.family, "params": r.params, "instance": r.instance, "metric": r.metric,
-            "valid": r.valid, "reason": r.reason} for r in rows]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(out)
-    tmp.replace(path)  # only finished cells count as done
-    return out
+FIELDS = ROW_FIELDS
 
 
 def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_rows: list[str],
@@ -253,31 +224,71 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
     from raise_plugin.rundir import RunLog
 
     task = get_task(config.task)
-    out = Path(config.out)
+    out = Path(config.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(asdict(config), indent=1))
     variants = plan_variants(config.methods, config.epsilons, config.ablations)
     cells = [(v, s) for v in variants for s in config.seeds]
+    run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
+    place, evaluation, workers = _job_place(config)
     _say(f"compare on {task.name}: {len(variants)} variants x {len(config.seeds)} seeds, budget {config.budget}, "
-         f"llm {config.llm}", quiet)
-    run_dirs = {}
-    for k, (v, s) in enumerate(cells, 1):
-        _say(f"[{k}/{len(cells)}] {v.label}, seed {s}", quiet)
-        run_dirs[(v.key, s)] = train(config, v, s, quiet)
+         f"llm {config.llm}; jobs {place.describe()}", quiet)
 
-    _say("evaluating on the test suite", quiet)
-    suite = _suite(config)
-    rows: list[dict] = []
-    for name in task.baselines:
-        rows += _evaluate_cell(config, Heuristic(name, baseline=name), out / "results" / f"baseline-{name}.csv",
-                               name, f"baseline-{name}", "baseline", 0, suite, quiet)
-    for v, s in cells:
+    token = client_token(out)
+    common = {"evaluation": evaluation, "workers": workers}
+    progress = place.kind == "here" and not quiet
+
+    def evaluation_of(v: Variant, s: int) -> EvalJob | None:
+        """The suite evaluation of a finished run's best program (None: done before, or no valid program)."""
+        if (out / "results" / f"{v.key}-seed{s}.csv").exists():
+            return None
         code = best_program(run_dirs[(v.key, s)])
         if code is None:
             _say(f"  {v.label}, seed {s}: no valid program, left out of the tables", quiet)
-            continue
-        rows += _evaluate_cell(config, Heuristic(v.label, code=code), out / "results" / f"{v.key}-seed{s}.csv",
-                               v.label, v.key, v.kind, s, suite, quiet)
+            return None
+        return EvalJob(f"{v.key}-seed{s}", f"{v.label}, seed {s}", config.task, Heuristic(v.label, code=code),
+                       config.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common)
+
+    by_name = {f"{v.key}-seed{s}": (v, s) for v, s in cells}
+    training = [TrainJob(f"{v.key}-seed{s}", f"{v.label}, seed {s}", _run_fields(config, v, s), str(out), token,
+                         config.ship_runs, **common)
+                for v, s in cells if not run_finished(run_dirs[(v.key, s)])]
+    trained = {job.name for job in training}
+    evaluations = [EvalJob(f"baseline-{name}", name, config.task, Heuristic(name, baseline=name),
+                           config.suite_instances, (name, f"baseline-{name}", "baseline", 0), progress=progress,
+                           **common)
+                   for name in task.baselines if not (out / "results" / f"baseline-{name}.csv").exists()]
+    evaluations += [job for v, s in cells if f"{v.key}-seed{s}" not in trained
+                    for job in [evaluation_of(v, s)] if job is not None]
+
+    def then(job, outcome) -> list:
+        if isinstance(job, TrainJob):
+            if outcome.archive is not None:
+                unpack_run(outcome.archive, out / "runs" / job.name)
+            follow = evaluation_of(*by_name[job.name])
+            return [follow] if follow is not None else []
+        _write_rows(out / "results" / f"{job.name}.csv", outcome.rows)
+        return []
+
+    records = []
+    if training or evaluations:
+        records = run_jobs(place, training + evaluations, then, say=lambda line: _say(line, quiet),
+                           planned=2 * len(training) + len(evaluations))
+    else:
+        place.close()
+    failed = [r for r in records if r.status == "failed"]
+    if failed:
+        names = "; ".join(f"{r.kind} {r.label}: {r.error}" for r in failed[:3]) + ("; ..." if len(failed) > 3 else "")
+        raise UserError(f"{len(failed)} of {len(records)} compare jobs failed ({names}); the finished ones are kept: "
+                        f"run the same command again to retry the rest")
+
+    rows: list[dict] = []
+    for name in task.baselines:
+        rows += _read_rows(out / "results" / f"baseline-{name}.csv")
+    for v, s in cells:
+        path = out / "results" / f"{v.key}-seed{s}.csv"
+        if path.exists():
+            rows += _read_rows(path)
     with (out / "results.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         writer.writeheader()
@@ -318,7 +329,55 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
     report = _report(config, task, variants, tables, figures, run_dirs, comparisons)
     (out / "report.md").write_text(report)
     files.append(out / "report.md")
-    return CompareResult(out, rows, tables, files, comparisons)
+    return CompareResult(out, rows, tables, files, comparisons, records)
+
+
+def _job_place(config: CompareConfig) -> tuple[JobPlace, str | None, int | None]:
+    """Where the jobs run, and the evaluation executor spec and workers each job uses.
+
+    ``serial``: one job at a time in this process, evaluating in one sandboxed worker.
+    ``process[:N]`` (the default): ``jobs`` at once, each in its own process (with one job,
+    in this process), each evaluating on N workers (``--workers``; by default its share of
+    the cores). ``dask://...``: every job on the cluster, evaluating on the workers of the
+    machine it lands on (its Dask worker's threads)."""
+    from raise_plugin.engine.executors import parse_executor_spec
+    kind, arg = parse_executor_spec(config.executor)
+    if kind == "serial":
+        return JobPlace("here"), "serial", None
+    if kind == "dask":
+        return JobPlace("dask", address=arg), None, config.workers
+    jobs = config.jobs or default_jobs()
+    workers = arg or config.workers
+    if jobs == 1:
+        return JobPlace("here"), None, workers  # None: the engine's default, one worker per core
+    return JobPlace("local", jobs), None, workers or max(1, default_workers() // jobs)
+
+
+def _run_fields(config: CompareConfig, variant: Variant, seed: int) -> tuple:
+    """The RunConfig fields of (variant, seed), but its run directory and evaluation executor."""
+    settings = {"aggregation": config.aggregation, "adversary_objective": config.adversary_objective,
+                "inner_draws": config.inner_draws, "projection": config.projection, **dict(variant.switches)}
+    run = dict(task=config.task, method=variant.method, robust=variant.robust,
+               epsilon=variant.epsilon if variant.robust else 0.002, tau=config.tau,
+               inner_population=config.inner_population, inner_generations=config.inner_generations,
+               budget=config.budget, pop_size=config.pop_size, llm=config.llm, seed=seed, nominal=config.nominal,
+               **settings)
+    return tuple(sorted(run.items()))
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(path)  # only finished cells count as done
+
+
+def _read_rows(path: Path) -> list[dict]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
 
 
 def _report(config, task, variants, tables, figures, run_dirs, comparisons=()) -> str:

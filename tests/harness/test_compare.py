@@ -85,7 +85,7 @@ def test_cells_agree_with_the_raw_results(compared):
 
 
 def test_a_rerun_trains_and_evaluates_nothing(compared, monkeypatch):
-    import raise_plugin.harness.compare as compare
+    import raise_plugin.harness.jobs as jobs
     import raise_plugin.runner as runner
 
     def refuse(*a, **k):
@@ -93,7 +93,7 @@ def test_a_rerun_trains_and_evaluates_nothing(compared, monkeypatch):
 
     monkeypatch.setattr(runner, "start_run", refuse)
     monkeypatch.setattr(runner, "resume_run", refuse)
-    monkeypatch.setattr(compare, "evaluate_suite", refuse)
+    monkeypatch.setattr(jobs, "evaluate_suite", refuse)
     again = run_compare(tiny(compared.out), quiet=True)
     assert again.tables["table3_ovrp"].markdown() == compared.tables["table3_ovrp"].markdown()
 

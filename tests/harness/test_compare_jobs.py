@@ -1,0 +1,146 @@
+"""Compare as independent jobs: the same tables in this process, in local job processes and on a
+Dask cluster; run directories shipped back when a worker does not share the disk; an interrupted
+compare re-runs only its unfinished jobs; a failed job stops nobody else."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from raise_plugin.callback import Callback
+from raise_plugin.cli import main
+from raise_plugin.config import RunConfig
+from raise_plugin.errors import UserError
+from raise_plugin.harness.compare import CompareConfig, default_jobs, run_compare
+from raise_plugin.harness.jobs import TrainJob, client_token, pack_run, run_finished, unpack_run
+
+OUTPUTS = ("results.csv", "table3_ovrp.md", "table_all_distributions.md", "table_significance.md", "report.md")
+
+
+def small(out, **where) -> CompareConfig:
+    return CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=12, pop_size=4, seeds=(0, 1),
+                         out=str(out), tau=1, inner_population=4, inner_generations=1, suite_instances=1, **where)
+
+
+@pytest.fixture(scope="module")
+def here(tmp_path_factory):
+    out = tmp_path_factory.mktemp("here")
+    return run_compare(small(out, jobs=1), quiet=True)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    distributed = pytest.importorskip("distributed")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TMPDIR", str(tmp_path_factory.mktemp("worker-tmp")))  # scratch of shipped runs
+        with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                      dashboard_address="127.0.0.1:0") as c:
+            yield c.scheduler_address.replace("tcp://", "")
+
+
+def same_outputs(a, b) -> None:
+    for name in OUTPUTS:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.mark.slow
+def test_local_job_processes_write_the_same_tables(here, tmp_path):
+    again = run_compare(small(tmp_path, jobs=2), quiet=True)
+    same_outputs(here.out, again.out)
+    assert sorted(r.kind for r in again.jobs) == ["evaluate"] * 7 + ["train"] * 4
+
+
+@pytest.mark.slow
+def test_a_dask_cluster_writes_the_same_tables_on_a_shared_disk_and_shipping_runs_back(here, cluster, tmp_path):
+    shared = run_compare(small(tmp_path / "shared", executor=f"dask://{cluster}"), quiet=True)
+    same_outputs(here.out, shared.out)
+    shipped = run_compare(small(tmp_path / "shipped", executor=f"dask://{cluster}", ship_runs=True), quiet=True)
+    same_outputs(here.out, shipped.out)
+    for run in (here.out / "runs").iterdir():
+        copy = shipped.out / "runs" / run.name
+        assert run_finished(copy) and not (copy / "lock").exists()
+        programs = [[json.loads(line)["program"] for line in (d / "samples.jsonl").read_text().splitlines()]
+                    for d in (run, copy)]
+        assert programs[0] == programs[1]
+
+
+class StopAfter(Callback):
+    def __init__(self, samples: int):
+        self.samples = samples
+
+    def on_sample_evaluated(self, method, snapshot, sample) -> None:
+        if snapshot.samples >= self.samples:
+            method.request_stop("stopped by the test")
+
+
+def test_an_interrupted_compare_reruns_only_its_unfinished_job(here, tmp_path):
+    from raise_plugin.runner import start_run
+
+    out = tmp_path / "cmp"
+    shutil.copytree(here.out, out)
+    name = "eoh-raise-eps0.002-seed1"
+    recorded = json.loads((out / "runs" / name / "config.json").read_text())
+    shutil.rmtree(out / "runs" / name)
+    (out / "results" / f"{name}.csv").unlink()
+    start_run(RunConfig.from_dict({**recorded, "out": str(out / "runs" / name)}), callbacks=[StopAfter(5)]).run()
+    assert not run_finished(out / "runs" / name)
+    before = {p.name: p.read_bytes() for p in (out / "results").iterdir()}
+
+    again = run_compare(small(out, jobs=1), quiet=True)
+    assert [(r.kind, r.name, r.status) for r in again.jobs] == [("train", name, "done"), ("evaluate", name, "done")]
+    assert again.jobs[0].outcome.status == "resumed" and again.jobs[0].outcome.samples == 12
+    assert run_finished(out / "runs" / name)
+    assert {p.name: p.read_bytes() for p in (out / "results").iterdir() if p.name in before} == before
+    assert (out / "results" / f"{name}.csv").exists()
+
+
+def test_a_failed_job_is_reported_in_one_line_and_the_others_finish(tmp_path):
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0, 1),
+                           out=str(tmp_path), suite_instances=1, nominal=1, jobs=1)
+    broken = tmp_path / "runs" / "eoh-plain-seed1"
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text("{not json")
+    with pytest.raises(UserError, match=r"1 of 6 compare jobs failed \(train EoH, seed 1: ") as info:
+        run_compare(config, quiet=True)
+    assert "\n" not in str(info.value)
+    assert run_finished(tmp_path / "runs" / "eoh-plain-seed0")
+    assert (tmp_path / "results" / "eoh-plain-seed0.csv").exists()
+    assert (tmp_path / "results" / "baseline-SP-Insert.csv").exists()
+
+
+def test_a_worker_that_does_not_see_out_ships_the_run_directory_back(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "worker"))
+    (tmp_path / "worker").mkdir()
+    client = tmp_path / "client"
+    client.mkdir()
+    token = client_token(client)
+    assert client_token(client) == token  # kept for the next attempt
+    run = tuple(sorted(dict(task="ovrp", robust=False, budget=4, pop_size=2, nominal=1, seed=0,
+                            validation_trace=False).items()))
+    seen = TrainJob("r", "r", run, str(client), token, workers=1).execute()
+    assert seen.archive is None and run_finished(client / "runs" / "r")
+    elsewhere = TrainJob("r", "r", run, str(tmp_path / "not-the-client"), token, workers=1).execute()
+    assert elsewhere.archive is not None and not (tmp_path / "not-the-client").exists()
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "r").mkdir()
+    (tmp_path / "copy" / "r" / "partial").write_text("left by an earlier attempt")
+    unpack_run(elsewhere.archive, tmp_path / "copy" / "r")
+    assert run_finished(tmp_path / "copy" / "r") and not (tmp_path / "copy" / "r" / "partial").exists()
+    assert "lock" not in {p.name for p in (tmp_path / "copy" / "r").iterdir()}
+    assert pack_run(tmp_path / "copy" / "r")  # a shipped run ships again
+
+
+def test_default_jobs_is_half_the_cores():
+    assert [default_jobs(c) for c in (1, 2, 3, 4, 16)] == [1, 1, 1, 2, 8]
+
+
+@pytest.mark.parametrize("flags, field", [(["--jobs", "0"], "--jobs"), (["--executor", "ray://x"], "executor"),
+                                          (["--llm", "nope"], "nope")])
+def test_bad_job_settings_are_one_line_before_any_job(flags, field, tmp_path, capsys):
+    code = main(["compare", "--out", str(tmp_path / "c"), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and field in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c" / "runs").exists()

@@ -17,28 +17,36 @@ PRESETS = {
                       "adversary_objective": "regret:baselines", "aggregation": "balanced", "budget": 300,
                       "seeds": 3, "suite_instances": 1, "out": "obp-validated"},
     # the paper's OBP setting at the paper's scale (1000 samples), three seeds, the whole test suite
-    "paper-obp": {"task": "obp", "methods": "eoh", "robust_eps": "0.002", "budget": 1000, "seeds": 3,
+    "paper-obp": {"task": "obp", "methods": "eoh", "robust_eps": "0.002", "aggregation": "mean",
+                  "adversary_objective": "metric", "projection": "paper", "budget": 1000, "seeds": 3,
                   "out": "paper-obp"},
+    # OBP's defaults (chosen on the validation suite) at the paper's scale: the README's paper-scale table
+    "obp-1000": {"task": "obp", "methods": "eoh", "budget": 1000, "seeds": 3, "out": "obp-1000"},
 }
 
 
 def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--preset", choices=sorted(PRESETS),
-                   help="a named study: obp-validated (the README's OBP table) or paper-obp (the paper's "
-                        "setting at 1000 samples); flags given beside it override it")
+                   help="a named study: obp-validated (the README's 300-sample OBP table), obp-1000 (OBP's "
+                        "defaults at the paper's 1000 samples) or paper-obp (the paper's setting at 1000 "
+                        "samples); flags given beside it override it")
     p.add_argument("--task", default=defaults.get("task", "obp"))
     p.add_argument("--methods", default=defaults.get("methods", "eoh"),
-                   help="comma-separated: eoh, reevo, partevo, eohs (default eoh)")
-    p.add_argument("--robust-eps", default=defaults.get("robust_eps", "0.002"),
-                   help="comma-separated eps for the RAISE runs (default 0.002)")
+                   help="comma-separated: eoh, reevo, partevo, eohs, funsearch, hillclimb, randsample "
+                        "(default eoh; `raise-ahd methods` lists them)")
+    p.add_argument("--robust-eps", default=defaults.get("robust_eps"),
+                   help="comma-separated eps for the RAISE runs (default: the task's, see `raise-ahd tasks`; "
+                        "else the paper's 0.002)")
     p.add_argument("--ablations", action="store_true",
                    help="also run the paper's three component ablations and the regret and balanced rows")
-    p.add_argument("--aggregation", default=defaults.get("aggregation", "mean"),
-                   help="robust runs' A over the instance set: mean (default), min, cvar:ALPHA, balanced[:W]")
-    p.add_argument("--adversary-objective", default=defaults.get("adversary_objective", "metric"),
-                   help="robust runs' inner objective: metric (default), regret:baselines, regret:population[:K]")
+    p.add_argument("--aggregation", default=defaults.get("aggregation"),
+                   help="robust runs' A over the instance set: mean, min, cvar:ALPHA, balanced[:W] "
+                        "(default: the task's, else mean)")
+    p.add_argument("--adversary-objective", default=defaults.get("adversary_objective"),
+                   help="robust runs' inner objective: metric, regret:baselines, regret:population[:K] "
+                        "(default: the task's, else metric)")
     p.add_argument("--projection", default=defaults.get("projection"),
-                   help="robust runs' eps-projection: paper (default) or sphere")
+                   help="robust runs' eps-projection: paper or sphere (default: the task's, else paper)")
     p.add_argument("--inner-draws", type=int, default=None,
                    help="instances per candidate distribution in the inner search (default: the task's)")
     p.add_argument("--budget", type=int, default=defaults.get("budget", 1000), help="samples per run (N_max)")
@@ -89,7 +97,8 @@ def _apply_preset(args) -> None:
 def config_from(args) -> CompareConfig:
     _apply_preset(args)
     try:
-        eps = tuple(float(e) for e in str(args.robust_eps).split(",") if e.strip())
+        eps = None if args.robust_eps is None else tuple(
+            float(e) for e in str(args.robust_eps).split(",") if e.strip())
     except ValueError:
         raise UserError(f"--robust-eps: not a list of numbers: {args.robust_eps!r}") from None
     if args.seeds < 1:

@@ -295,8 +295,11 @@ class DaskExecutor:
         elif address in (None, "", "local"):
             network = {"host": "127.0.0.1"} if processes else {}  # in-process clusters use no sockets
             # the scheduler's HTTP endpoint (health, metrics) on a free local port, not 0.0.0.0:8787
-            self._cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                                         processes=processes, dashboard_address="127.0.0.1:0", **network)
+            import dask
+            # worker processes must not be daemons: the sandbox starts processes of its own in them
+            with dask.config.set({"distributed.worker.daemon": False}):
+                self._cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                                             processes=processes, dashboard_address="127.0.0.1:0", **network)
             self.client = Client(self._cluster)
         else:
             target = address if "://" in address else f"tcp://{address}"

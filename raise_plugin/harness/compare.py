@@ -35,7 +35,8 @@ from tasks import get_task
 
 __all__ = ["Variant", "CompareConfig", "plan_variants", "run_compare", "default_jobs", "METHOD_LABELS", "ABLATIONS"]
 
-METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S"}
+METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "funsearch": "FunSearch",
+                 "hillclimb": "HillClimb", "randsample": "RandSample"}
 
 # the paper's Table 4: switch -> (label suffix, run settings), then this plugin's rows beyond the
 # paper: the regret adversary and the balanced score (issue "a regret adversary"), each alone and together
@@ -89,7 +90,7 @@ class CompareConfig:
 
     task: str = "obp"
     methods: tuple = ("eoh",)
-    epsilons: tuple = (0.002,)
+    epsilons: tuple | None = None        # default: the task's eps (``Task.robust_defaults``), else 0.002
     ablations: bool = False
     budget: int = 1000
     pop_size: int = 10
@@ -105,8 +106,8 @@ class CompareConfig:
     executor: str | None = None          # where jobs run: process (default), serial, dask://HOST:PORT, dask://local[:N]
     jobs: int | None = None              # jobs at once in local processes (default: ``default_jobs()``)
     ship_runs: bool | None = None        # ship run directories back as archives (default: when a worker cannot see OUT)
-    aggregation: str = "mean"
-    adversary_objective: str = "metric"
+    aggregation: str | None = None       # these three: the task's robust defaults, else the paper's
+    adversary_objective: str | None = None
     inner_draws: int | None = None
     projection: str | None = None
 
@@ -121,6 +122,13 @@ class CompareConfig:
                 raise UserError(f"methods: unknown {m!r}; choose from {', '.join(sorted(METHODS))}")
         if not self.methods:
             raise UserError("methods: give at least one method")
+        from raise_plugin.config import robust_defaults
+        defaults = robust_defaults(self.task)
+        if self.epsilons is None:
+            self.epsilons = (defaults["epsilon"],)
+        for name in ("aggregation", "adversary_objective", "projection"):
+            if getattr(self, name) is None:
+                setattr(self, name, defaults[name])
         self.epsilons = tuple(float(e) for e in self.epsilons)
         if any(not e > 0 for e in self.epsilons):
             raise UserError("epsilons: every radius must be positive")
@@ -358,7 +366,7 @@ def _run_fields(config: CompareConfig, variant: Variant, seed: int) -> tuple:
     settings = {"aggregation": config.aggregation, "adversary_objective": config.adversary_objective,
                 "inner_draws": config.inner_draws, "projection": config.projection, **dict(variant.switches)}
     run = dict(task=config.task, method=variant.method, robust=variant.robust,
-               epsilon=variant.epsilon if variant.robust else 0.002, tau=config.tau,
+               epsilon=variant.epsilon if variant.robust else None, tau=config.tau,
                inner_population=config.inner_population, inner_generations=config.inner_generations,
                budget=config.budget, pop_size=config.pop_size, llm=config.llm, seed=seed, nominal=config.nominal,
                **settings)

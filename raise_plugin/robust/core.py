@@ -54,6 +54,16 @@ def state_keys(callbacks: list[Callback]) -> list[str]:
     return keys
 
 
+class _RunPool(concurrent.futures.ThreadPoolExecutor):
+    """The host's evaluation pool; ``shutdown`` from a host thread is ignored, ``close`` ends it."""
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        pass
+
+    def close(self) -> None:
+        super().shutdown(wait=True)
+
+
 class RobustCore:
     """Built after the host's constructor; the shape adapter (a mixin after this one) gives the
     host's search state. Callbacks reach the run through ``RunView``'s methods."""
@@ -96,10 +106,11 @@ class RobustCore:
         self._instances = InstanceSet(evaluation, evaluation.instances)
         self._evaluator = InstanceSetEvaluator(self.task, evaluation, self._book, self._instances, executor,
                                                int(getattr(self, "_num_evaluators", 1) or 1))
-        if not isinstance(self._evaluation_executor, concurrent.futures.ThreadPoolExecutor):
-            # our evaluator keeps its cache in this process: the host's threads only wait on it
-            self._evaluation_executor.shutdown(wait=False)
-            self._evaluation_executor = concurrent.futures.ThreadPoolExecutor(max_workers=self._num_evaluators)
+        # our evaluator keeps its cache in this process: the host's threads only wait on it; the
+        # host's sampler threads each shut the pool down as they finish, which would drop the
+        # samples other threads still have under way, so only the end of the run closes it
+        self._evaluation_executor.shutdown(wait=False)
+        self._evaluation_executor = _RunPool(max_workers=int(getattr(self, "_num_evaluators", 1) or 1))
         self._install_shape()
         if recorder is not None:
             recorder.log_nominal(self._instances.state()[0])
@@ -194,6 +205,7 @@ class RobustCore:
             if self._recorder is not None:
                 self._recorder.write_summary(self.summary(finished=self.stop_reason is None))
         finally:
+            self._evaluation_executor.close()
             self._evaluator.close()
         return result
 

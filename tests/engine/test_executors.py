@@ -68,6 +68,16 @@ def test_dask_gives_the_serial_results(reference, small_instances):
         assert hostile.kind == FailureKind.TIMEOUT
 
 
+def test_dask_worker_processes_can_run_the_sandbox(reference, small_instances):
+    """Dask's worker processes are daemons by default, and a daemon cannot start the sandbox's
+    workers: the local cluster starts them as ordinary processes."""
+    pytest.importorskip("distributed")
+    from raise_plugin.engine import DaskExecutor
+    with DaskExecutor("local", workers=1, processes=True, limits=ROOMY) as dask:
+        engine = Engine("obp", dask, limits=ROOMY)
+        assert _outcomes(engine.map(PROGRAMS[:2], small_instances)) == reference[:2]
+
+
 def test_make_executor_specs():
     serial = make_executor("serial")
     assert isinstance(serial, SerialExecutor)

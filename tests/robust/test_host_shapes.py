@@ -144,3 +144,14 @@ def test_on_exception_hears_why_a_run_ended(tmp_path, monkeypatch):
     assert not summary["finished"]
     keys = [k.rsplit(".", 1)[-1] for k in run.state_dict()["callbacks"]]
     assert "Heard" in keys and "Heard#2" in keys  # two of one class do not collide
+
+
+@pytest.mark.parametrize("method", ["eoh", "hillclimb"])
+def test_several_samplers_register_every_answer_they_paid_for(tmp_path, method):
+    # the host's sampler threads each shut the evaluation pool as they finish; the wrapper
+    # keeps it open until the run ends, so no sample under way in another thread is lost
+    start_run(_config(tmp_path, method, budget=30, num_samplers=3)).run()
+    summary = json.loads((tmp_path / method / "summary.json").read_text())
+    calls = summary["llm_usage"]["total"]["calls"]
+    template = 1 if method == "hillclimb" else 0  # HillClimb's template is a sample no LLM wrote
+    assert summary["samples"] == calls + template >= 30

@@ -55,7 +55,8 @@ def register(sub) -> None:
                    help="record every prompt and response to this JSONL file (replay it with --llm replay:FILE)")
     p.add_argument("--seed", type=int, help="seed of selection, inner search and offline sampler (default 0)")
     p.add_argument("--out", help="run directory (default runs/TASK-METHOD-KIND-seedS-TIME)")
-    p.add_argument("--num-samplers", type=int, help="sampler threads (default 1; >1 is not reproducible)")
+    p.add_argument("--num-samplers", type=int, help="sampler threads (default 1; with more, the order of samples depends on "
+                                                   "thread timing: --record then --llm replay:FILE gives back the programs)")
     p.add_argument("--num-evaluators", type=int, help="evaluation threads of the host (default 1); the sandboxed engine uses "
                                                     "every core whatever this says (--executor process:N to limit it)")
     p.add_argument("--nominal", type=int, help="use only the first N nominal instances")

@@ -128,6 +128,9 @@ class SampleView:
     metrics: Mapping[str, float | None]
     instance_set_version: int
     error: str | None = None
+    # what the run directory records beside: program_id, program (full text), score (None when
+    # invalid), joined, duplicate, generation, broken, failed_on, sample_time, evaluate_time
+    details: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -141,10 +144,14 @@ class InstanceUpdate:
     evaluations: int
     seconds: float
     provenance: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    arrays: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))  # recorded with the instance
 
 
 class Callback:
     """Base class: every hook does nothing. Subclass and override the ones you need."""
+
+    #: whether ``state_dict`` goes into checkpoints
+    checkpointed = True
 
     @property
     def state_key(self) -> str:

@@ -283,15 +283,16 @@ class RunDirectory:
             self.log_instance_set(0, entries, 0)
 
     # -- as the run goes -------------------------------------------------------
-    def log_sample(self, view, rec, score, joined, duplicate, generation, sample_time, evaluate_time) -> None:
+    def log_sample(self, view) -> None:
+        d = view.details
         self._samples.write({
-            "sample": view.sample, "program_id": rec.program_id, "generation": generation,
-            "instance_set": view.instance_set_version, "score": _num(score), "joined": joined,
-            "duplicate": duplicate, "broken": rec.broken, "error": view.error,
+            "sample": view.sample, "program_id": d["program_id"], "generation": d["generation"],
+            "instance_set": view.instance_set_version, "score": _num(d["score"]), "joined": d["joined"],
+            "duplicate": d["duplicate"], "broken": d["broken"], "error": view.error,
             "metrics": {k: _num(v) for k, v in view.metrics.items()},
-            "failed_on": [k for k, v in view.metrics.items() if v is None and k in rec.metrics],
-            "algorithm": view.program.algorithm, "function": view.program.code, "program": rec.text,
-            "sample_time": _num(sample_time), "evaluate_time": _num(evaluate_time),
+            "failed_on": list(d["failed_on"]),
+            "algorithm": view.program.algorithm, "function": view.program.code, "program": d["program"],
+            "sample_time": _num(d.get("sample_time")), "evaluate_time": _num(d.get("evaluate_time")),
         })
 
     def log_population(self, snapshot) -> None:

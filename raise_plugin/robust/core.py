@@ -90,7 +90,10 @@ class RobustCore:
         self.callbacks: list[Callback] = list(self._bound_callbacks) + list(callbacks or [])
         self.seed = int(seed)
         self._generation_size = max(1, int(generation_size))  # samples per generation of hosts without one
-        self._recorder = recorder
+        self._recorder = recorder  # the run directory (``RunRecorder`` writes to it, last of the callbacks)
+        if recorder is not None:
+            from .recording import RunRecorder
+            self.callbacks.append(RunRecorder(recorder))
         self._hook_lock = threading.RLock()
         self._book = ScoreBook()
         self._stale_samples = 0
@@ -112,8 +115,6 @@ class RobustCore:
         self._evaluation_executor.shutdown(wait=False)
         self._evaluation_executor = _RunPool(max_workers=int(getattr(self, "_num_evaluators", 1) or 1))
         self._install_shape()
-        if recorder is not None:
-            recorder.log_nominal(self._instances.state()[0])
 
     # -- the instance set -----------------------------------------------------
     def add_instance(self, instance, *, instance_id: str = "adv", origin: str = ADVERSARIAL, distance: float = 0.0,
@@ -129,20 +130,12 @@ class RobustCore:
                               generation, dict(provenance or {}))
         entries, dropped, version = self._instances.add(entry, max_adversarial)
         self._refreshes += origin == ADVERSARIAL
-        if self._recorder is not None:
-            self._recorder.log_instance(entry, arrays or {})
-            self._recorder.log_instance_set(version, entries, self._refreshes)
         before = self._evaluator.evaluations
         rescored = self._rescore(entries)
         update = InstanceUpdate(version, (entry.view(),), tuple(e.view() for e in dropped), rescored,
                                 self._evaluator.evaluations - before, time.perf_counter() - start,
-                                MappingProxyType(dict(entry.provenance)))
-        if self._recorder is not None:
-            self._recorder.log_scores(version, [(p, self._book.metrics(p.program_id)) for p in rescored],
-                                      [e.instance_id for e in entries])
+                                MappingProxyType(dict(entry.provenance)), MappingProxyType(dict(arrays or {})))
         self._fire("on_instances_updated", self.snapshot(), update)
-        if self._recorder is not None:
-            self._recorder.write_summary(self.summary())
         return update
 
     def record_inner_search(self, evaluations: int, seconds: float) -> None:
@@ -198,12 +191,7 @@ class RobustCore:
             except BaseException as exc:
                 self._fire("on_exception", self.snapshot(), exc)
                 raise
-            finally:
-                if self._recorder is not None:
-                    self._recorder.write_summary(self.summary())
             self._fire("on_run_end", self.snapshot())
-            if self._recorder is not None:
-                self._recorder.write_summary(self.summary(finished=self.stop_reason is None))
         finally:
             self._evaluation_executor.close()
             self._evaluator.close()
@@ -229,27 +217,25 @@ class RobustCore:
     def _sample_registered(self, n, func, rec, score, version, ids, joined, duplicate) -> None:
         """A sample joined (gate lock held): record it, queue ``on_sample_evaluated``."""
         metrics = {i: rec.metrics.get(i) for i in ids}
+        details = {"program_id": rec.program_id, "program": rec.text, "score": score, "joined": joined,
+                   "duplicate": duplicate, "generation": self.generation, "broken": rec.broken,
+                   "failed_on": tuple(k for k, v in metrics.items() if v is None and k in rec.metrics),
+                   "sample_time": getattr(func, "sample_time", None),
+                   "evaluate_time": getattr(func, "evaluate_time", None)}
         view = SampleView(n, self._view(func) if joined else ProgramView(rec.program_id, str(func),
                                                                           float("-inf"), func.algorithm or ""),
-                          MappingProxyType(metrics), version, rec.error if score is None else None)
+                          MappingProxyType(metrics), version, rec.error if score is None else None,
+                          MappingProxyType(details))
         with self._inner_lock:
-            self._sampler_seconds += float(getattr(func, "sample_time", None) or 0.0)
-        if self._recorder is not None:
-            self._recorder.log_sample(view, rec, score, joined, duplicate, self.generation,
-                                      getattr(func, "sample_time", None), getattr(func, "evaluate_time", None))
+            self._sampler_seconds += float(details["sample_time"] or 0.0)
         self._gate.push(self._fire, "on_sample_evaluated", self._snapshot_locked(), view)
 
     def _generation_ended(self) -> None:
-        """A generation ended (gate lock held): record the population, queue ``on_generation_end``."""
-        snapshot = self._snapshot_locked()
-        if self._recorder is not None:
-            self._recorder.log_population(snapshot)
-        self._gate.push(self._dispatch_generation_end, snapshot)
+        """A generation ended (gate lock held): queue ``on_generation_end``."""
+        self._gate.push(self._dispatch_generation_end, self._snapshot_locked())
 
     def _dispatch_generation_end(self, snapshot: RunSnapshot) -> None:
         self._fire("on_generation_end", snapshot)
-        if self._recorder is not None:
-            self._recorder.write_checkpoint(self.state_dict())
 
     # -- programs -------------------------------------------------------------
     def _program_text_of(self, func: Function) -> str:

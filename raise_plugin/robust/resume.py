@@ -31,7 +31,7 @@ class Checkpoints:
             "refreshes": self._refreshes,
             "compute": self.compute(),
             "rng": self._rng_state(),
-            "callbacks": {key: cb.state_dict() for key, cb in zip(state_keys(self.callbacks), self.callbacks)},
+            "callbacks": {key: cb.state_dict() for key, cb in self._checkpointed()},
             # the wrapped method's own state (ReEvo's reflections, PartEvo's niches, ...)
             "method": super().state_dict() if hasattr(super(), "state_dict") else None,
         }
@@ -84,7 +84,7 @@ class Checkpoints:
         if ckpt.get("rng") is not None:
             self._set_rng_state(ckpt["rng"])
         states = ckpt.get("callbacks", {})
-        for key, cb in zip(state_keys(self.callbacks), self.callbacks):
+        for key, cb in self._checkpointed():
             if key in states:
                 cb.load_state_dict(states[key])
         if ckpt.get("method") is not None and hasattr(super(), "load_state_dict"):
@@ -93,6 +93,11 @@ class Checkpoints:
             self._catch_up = [self.snapshot()]
         if self._resume_mode_after_restore():
             self._resume_mode = True
+
+    def _checkpointed(self) -> list:
+        """``(key, callback)`` for the callbacks whose state goes into checkpoints."""
+        kept = [cb for cb in self.callbacks if cb.checkpointed]
+        return list(zip(state_keys(kept), kept))
 
     def _restore_book(self, log) -> dict[str, dict]:
         """Per-instance metrics from every sample and re-score line; the first sample of each program."""

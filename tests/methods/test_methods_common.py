@@ -18,7 +18,7 @@ TASKS = ("obp", "ojsp", "ovrp")
 
 
 def test_every_method_is_registered_by_name():
-    assert set(METHODS) == {"eoh", "reevo", "partevo", "eohs"}
+    assert set(METHODS) == {"eoh", "reevo", "partevo", "eohs", "funsearch", "hillclimb", "randsample"}
     for name in PLUGIN_METHODS:
         cls = get_method(name)
         assert issubclass(cls, EoH) and issubclass(cls, MethodBase)

@@ -26,7 +26,7 @@ import numpy as np
 
 log = logging.getLogger("raise_plugin.callback")
 
-__all__ = ["Callback", "AdversarialInstanceCallback", "RunSnapshot", "ProgramView", "InstanceView",
+__all__ = ["Callback", "AdversarialInstanceCallback", "AdversaryConfig", "RunSnapshot", "ProgramView", "InstanceView",
            "SampleView", "InstanceUpdate", "Objective", "parse_objective", "POPULATION_REFERENCES"]
 
 TAU_UNITS = ("generations", "samples")
@@ -189,6 +189,69 @@ class Callback:
         """Restore what ``state_dict`` returned."""
 
 
+@dataclass(frozen=True)
+class AdversaryConfig:
+    """RAISE's settings, validated once: ``RunConfig``, ``CompareConfig`` (through the run
+    configs it makes) and ``AdversarialInstanceCallback`` all check them here, and a bad one
+    is a ``ValueError`` whose message starts with the field's name.
+
+    ``switches``: the inner search's ``projection``, ``encoding``, ``constraint`` (checked
+    here), ``noise`` and ``executor`` (passed on).
+    """
+
+    epsilon: float = 0.002
+    tau: int = 5
+    tau_unit: str = "generations"
+    inner_population: int = 8
+    inner_generations: int = 4
+    aggregation: Any = "mean"
+    max_adversarial: int = 10
+    objective: Any = "metric"
+    draws: int | None = None
+    switches: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    SWITCH_CHOICES = {"projection": ("paper", "sphere", "none"), "encoding": ("basis", "flat"),
+                      "constraint": ("ball", "none")}
+
+    def __post_init__(self):
+        from tasks.common.aggregation import Aggregation
+
+        eps = self.epsilon
+        if isinstance(eps, bool) or not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
+            raise ValueError(f"epsilon must be a finite number > 0, got {eps!r}")
+        object.__setattr__(self, "epsilon", float(eps))
+        if self.draws is not None and (not isinstance(self.draws, int) or isinstance(self.draws, bool)
+                                       or self.draws < 1):
+            raise ValueError(f"draws must be an integer >= 1, got {self.draws!r}")
+        if self.tau_unit not in TAU_UNITS:
+            raise ValueError(f"tau_unit must be one of {', '.join(TAU_UNITS)}, got {self.tau_unit!r}")
+        for name, low in (("tau", 1), ("inner_population", 2), ("inner_generations", 1), ("max_adversarial", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        try:
+            Aggregation.parse(self.aggregation)
+        except ValueError as exc:
+            raise ValueError(f"aggregation: {exc}") from None
+        try:
+            parse_objective(self.objective)
+        except ValueError as exc:
+            raise ValueError(f"objective: {exc}") from None
+        for name, choices in self.SWITCH_CHOICES.items():
+            value = self.switches.get(name)
+            if value is not None and value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+
+    @property
+    def aggregation_rule(self):
+        from tasks.common.aggregation import Aggregation
+        return Aggregation.parse(self.aggregation)
+
+    @property
+    def objective_rule(self) -> Objective:
+        return parse_objective(self.objective)
+
+
 class AdversarialInstanceCallback(Callback):
     """RAISE's inner loop: every ``tau`` generations, search the eps-ball for a hard instance and add it.
 
@@ -235,30 +298,21 @@ class AdversarialInstanceCallback(Callback):
                  searcher: Callable | None = None, search_timeout: float | None = None,
                  objective: "str | Objective" = "metric", draws: int | None = None,
                  tau_unit: str = "generations", **adversary_switches):
-        from tasks.common.aggregation import Aggregation
-
-        if isinstance(epsilon, bool) or not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)
-                                             and epsilon > 0):
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-        if draws is not None and (not isinstance(draws, int) or isinstance(draws, bool) or draws < 1):
-            raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
-        if tau_unit not in TAU_UNITS:
-            raise ValueError(f"tau_unit must be one of {', '.join(TAU_UNITS)}, got {tau_unit!r}")
-        self.tau_unit = tau_unit
-        for name, value, low in (("tau", tau, 1), ("inner_population", inner_population, 2),
-                                 ("inner_generations", inner_generations, 1), ("max_adversarial", max_adversarial, 1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-        self.epsilon = float(epsilon)
-        self.tau = tau
-        self.inner_population = inner_population
-        self.inner_generations = inner_generations
-        self.aggregation = Aggregation.parse(aggregation)
-        self.max_adversarial = max_adversarial
+        config = AdversaryConfig(epsilon, tau, tau_unit, inner_population, inner_generations, aggregation,
+                                 max_adversarial, objective, draws,
+                                 MappingProxyType({k: v for k, v in adversary_switches.items()}))
+        self.config = config
+        self.epsilon = config.epsilon
+        self.tau = config.tau
+        self.tau_unit = config.tau_unit
+        self.inner_population = config.inner_population
+        self.inner_generations = config.inner_generations
+        self.aggregation = config.aggregation_rule
+        self.max_adversarial = config.max_adversarial
         self.seed = int(seed)
-        self.objective = parse_objective(objective)
-        self.draws = draws
-        self.adversary_switches = dict(adversary_switches)
+        self.objective = config.objective_rule
+        self.draws = config.draws
+        self.adversary_switches = dict(config.switches)
         if searcher is None:  # the real search: check its settings now, naming the field
             from .adversary import SearchConfig
             SearchConfig(epsilon=self.epsilon, population=inner_population, generations=inner_generations,
@@ -273,7 +327,15 @@ class AdversarialInstanceCallback(Callback):
         self.last_refresh_samples = 0
         self.history: list[dict] = []
 
+    @classmethod
+    def from_config(cls, config: AdversaryConfig, seed: int = 0, **options) -> "AdversarialInstanceCallback":
+        """The callback of a validated ``AdversaryConfig`` (``options``: ``searcher``, ``search_timeout``)."""
+        return cls(config.epsilon, config.tau, config.inner_population, config.inner_generations,
+                   config.aggregation, config.max_adversarial, seed, objective=config.objective,
+                   draws=config.draws, tau_unit=config.tau_unit, **options, **dict(config.switches))
+
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
+        # a callback used without the runner brings its aggregation to the evaluation
         method.evaluation.aggregation = self.aggregation
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:

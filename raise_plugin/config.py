@@ -16,15 +16,6 @@ class ConfigError(UserError):
     """A bad config value; the message names the field."""
 
 
-def _aggregation_ok(text: str) -> str | None:
-    from tasks.common.aggregation import Aggregation
-    try:
-        Aggregation.parse(text)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 PAPER_DEFAULTS = {"epsilon": 0.002, "aggregation": "mean", "adversary_objective": "metric", "projection": None}
 
 
@@ -119,14 +110,20 @@ class RunConfig:
                 bad(f.name, "must be a finite number")
             if kind == "str" and not isinstance(value, str):
                 bad(f.name, "must be a string")
-        for name, low in (("tau", 1), ("inner_population", 2), ("inner_generations", 1), ("max_adversarial", 1),
-                          ("budget", 1), ("pop_size", 2), ("seed", 0), ("num_samplers", 1), ("num_evaluators", 1),
-                          ("nominal", 1), ("inner_draws", 1)):
+        for name, low in (("budget", 1), ("pop_size", 2), ("seed", 0), ("num_samplers", 1), ("num_evaluators", 1),
+                          ("nominal", 1)):
             value = getattr(self, name)
             if value is not None and value < low:
                 bad(name, f"must be >= {low}")
-        if self.epsilon <= 0:
-            bad("epsilon", "must be > 0 (a plain run is --no-robust)")
+        # the adversary's settings: checked by the one config the callback uses
+        try:
+            self.adversary()
+        except ValueError as exc:
+            head, _, why = str(exc).partition(" ")
+            name = {"objective:": "adversary_objective", "draws": "inner_draws"}.get(head, head.rstrip(":"))
+            if name == "epsilon":
+                why += " (a plain run is --no-robust)"
+            raise ConfigError(f"config field {name!r}: {why}") from None
         if self.max_cost_usd is not None and self.max_cost_usd <= 0:
             bad("max_cost_usd", "must be > 0 dollars")
         if self.max_llm_calls is not None and self.max_llm_calls < 1:
@@ -140,14 +137,6 @@ class RunConfig:
                     bad("prices", f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
         if self.timeout is not None and self.timeout <= 0:
             bad("timeout", "must be > 0 seconds")
-        why = _aggregation_ok(self.aggregation)
-        if why:
-            bad("aggregation", "use mean, min, cvar:ALPHA with ALPHA in (0, 1], or balanced[:W] with W in [0, 1]")
-        from .callback import TAU_UNITS, parse_objective
-        try:
-            parse_objective(self.adversary_objective)
-        except ValueError as exc:
-            bad("adversary_objective", str(exc))
         from .methods import METHODS
         if self.method not in METHODS:
             bad("method", f"must be one of {', '.join(sorted(METHODS))}")
@@ -162,12 +151,6 @@ class RunConfig:
                 parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:
                 bad("executor", str(exc))
-        for name, choices in (("tau_unit", TAU_UNITS),
-                              ("projection", ("paper", "sphere", "none")), ("encoding", ("basis", "flat")),
-                              ("constraint", ("ball", "none"))):
-            value = getattr(self, name)
-            if value is not None and value not in choices:
-                bad(name, f"must be one of {', '.join(choices)}")
 
     # -- loading ---------------------------------------------------------------
     @classmethod
@@ -199,6 +182,13 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def adversary(self):
+        """The run's ``AdversaryConfig`` (what the adversarial callback is built from)."""
+        from .callback import AdversaryConfig
+        return AdversaryConfig(self.epsilon, self.tau, self.tau_unit, self.inner_population, self.inner_generations,
+                               self.aggregation, self.max_adversarial, self.adversary_objective, self.inner_draws,
+                               self.adversary_switches())
 
     def adversary_switches(self) -> dict[str, Any]:
         """The adversary's switches that differ from the search's defaults (the paper's)."""

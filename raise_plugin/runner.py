@@ -70,11 +70,7 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
         llm = make_llm(config)
     all_callbacks: list[Callback] = []
     if config.robust:
-        all_callbacks.append(AdversarialInstanceCallback(
-            config.epsilon, tau=config.tau, inner_population=config.inner_population,
-            inner_generations=config.inner_generations, aggregation=config.aggregation,
-            max_adversarial=config.max_adversarial, seed=config.seed, objective=config.adversary_objective,
-            draws=config.inner_draws, tau_unit=config.tau_unit, **config.adversary_switches()))
+        all_callbacks.append(AdversarialInstanceCallback.from_config(config.adversary(), seed=config.seed))
     if config.max_cost_usd is not None or config.max_llm_calls is not None:
         all_callbacks.append(LLMBudget(config.max_cost_usd, config.max_llm_calls))
     if config.validation_trace:

@@ -29,7 +29,7 @@ from .families import FAMILIES, VALIDATION_FAMILIES, sample_family
 from .suite import Dataset, seed_for
 from .task import Instance, Task
 
-__all__ = ["HostTask"]
+__all__ = ["HostTask", "host_stream"]
 
 
 class HostTask(Task):
@@ -104,3 +104,12 @@ class HostTask(Task):
         """The validation families x ``validation_sizes``: families, sizes and seeds disjoint from the test suite's."""
         return self._datasets(self.validation_families, self.validation_sizes,
                               per_dataset or self.validation_per_dataset, "validation")
+
+
+def host_stream(seed: int, count: int, draw) -> list:
+    """The first ``count`` instances of a host generator that draws from numpy's legacy stream
+    seeded with ``seed``: ``draw(rs)`` makes one from a local ``RandomState`` (the host seeds
+    the global one; a local stream gives the same numbers without touching it)."""
+    import numpy as np
+    rs = np.random.RandomState(seed)
+    return [draw(rs) for _ in range(count)]

@@ -14,7 +14,7 @@ import numpy as np
 from llm4ad.task.optimization.cvrp_construct import template as host
 from llm4ad.task.optimization.cvrp_construct.evaluation import CVRPEvaluation
 
-from tasks.common.adapter import HostTask
+from tasks.common.adapter import HostTask, host_stream
 from tasks.common.errors import HeuristicError, one_line
 from tasks.common.shift import ShiftDimension
 
@@ -81,12 +81,8 @@ class CVRPTask(HostTask):
 
     def make_nominal(self) -> list[dict]:
         """The host's first instances: its stream (legacy seed 2024) from a local RandomState."""
-        rs = np.random.RandomState(HOST_SEED)
-        out = []
-        for _ in range(NOMINAL_COUNT):
-            coords = rs.rand(NOMINAL_CUSTOMERS + 1, 2)
-            out.append(make_instance(coords, rs.randint(1, 10, size=NOMINAL_CUSTOMERS + 1), NOMINAL_CAPACITY))
-        return out
+        return host_stream(HOST_SEED, NOMINAL_COUNT, lambda rs: make_instance(
+            rs.rand(NOMINAL_CUSTOMERS + 1, 2), rs.randint(1, 10, size=NOMINAL_CUSTOMERS + 1), NOMINAL_CAPACITY))
 
     def shift_values(self, instance: dict):
         return instance["demands"][1:], MAX_DEMAND

@@ -13,7 +13,7 @@ import numpy as np
 from llm4ad.task.optimization.knapsack_construct import template as host
 from llm4ad.task.optimization.knapsack_construct.evaluation import KnapsackEvaluation
 
-from tasks.common.adapter import HostTask
+from tasks.common.adapter import HostTask, host_stream
 from tasks.common.errors import HeuristicError, one_line
 from tasks.common.shift import ShiftDimension
 
@@ -89,12 +89,9 @@ class KnapsackTask(HostTask):
 
     def make_nominal(self) -> list[dict]:
         """The host's first instances: its stream (legacy seed 2024) from a local RandomState."""
-        rs = np.random.RandomState(HOST_SEED)
-        out = []
-        for _ in range(NOMINAL_COUNT):
-            weights = rs.randint(10, NOMINAL_CAPACITY / 2 + 10, size=NOMINAL_ITEMS)
-            out.append(make_instance(weights, rs.randint(1, 101, size=NOMINAL_ITEMS), NOMINAL_CAPACITY))
-        return out
+        return host_stream(HOST_SEED, NOMINAL_COUNT, lambda rs: make_instance(
+            rs.randint(10, NOMINAL_CAPACITY / 2 + 10, size=NOMINAL_ITEMS), rs.randint(1, 101, size=NOMINAL_ITEMS),
+            NOMINAL_CAPACITY))
 
     def shift_values(self, instance: dict):
         return instance["weights"], max_weight(instance["capacity"])

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Iterable
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, param_columns, significance,
-                                               significance_markdown, significance_summary, size_columns)
+from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, significance,
+                                               significance_markdown, significance_summary)
 from raise_plugin.harness.jobs import (ROW_FIELDS, EvalJob, JobPlace, TrainJob, client_token, run_finished,
                                        run_jobs, unpack_run)
 from raise_plugin.harness.selection import selects_on

@@ -148,13 +148,14 @@ class RobustCore:
         ids = [e.instance_id for e in entries]
         members, pending = self._search_members_locked()
         everyone = members + pending
-        for func in everyone:
-            self._evaluator.score_on(self._record_of(func), entries, purpose="rescore")
+        records = [self._record_of(func) for func in everyone]
+        for rec in records:
+            self._evaluator.score_on(rec, entries, purpose="rescore")
         with self._gate.cond:
-            for func in everyone:
+            for func, rec in zip(everyone, records):
                 if getattr(func, "_raise_duplicate", False):
                     continue
-                score = self._book.score(self._record_of(func), ids, self.evaluation.score_of)
+                score = self._book.score(rec, ids, self.evaluation.score_of)
                 func.score = float("-inf") if score is None or math.isnan(score) else score
             self._scores_changed()
             return tuple(self._view(f) for f in everyone)

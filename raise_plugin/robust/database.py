@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .shape import with_mixin
 from .tap import TappedShape
 
 __all__ = ["DatabaseShape"]
@@ -42,12 +43,8 @@ class DatabaseShape(TappedShape):
         return issubclass(method_cls, FunSearch)
 
     def _install_shape(self) -> None:
-        db = self._database
-        cls = type(f"Robust{type(db).__name__}", (_RobustDatabase, type(db)), {})
-        new = type(db).__new__(cls)
-        new.__dict__.update(db.__dict__)
-        new._raise_method = self
-        self._database = new
+        self._database = with_mixin(self._database, _RobustDatabase, "Robust")
+        self._database._raise_method = self
         super()._install_shape()
 
     def run(self):

@@ -18,7 +18,7 @@ import numpy as np
 from llm4ad.base import Function
 
 from .gate import EventGate
-from .shape import HostShape, Stopped
+from .shape import HostShape, Stopped, with_mixin
 
 __all__ = ["RobustPopulationMixin", "PopulationShape"]
 
@@ -98,16 +98,6 @@ class RobustPopulationMixin:
             return list(self._population) + list(self._next_gen_pop)
 
 
-def _robust_population_from(old, method, rng):
-    cls = type(old)
-    if not isinstance(old, RobustPopulationMixin):
-        cls = type(f"Robust{cls.__name__}", (RobustPopulationMixin, cls), {})
-    new = cls.__new__(cls)
-    new.__dict__.update(old.__dict__)
-    new._robust_init(method, rng)
-    return new
-
-
 class PopulationShape(HostShape):
     """Adapter for hosts with ``self._population`` (EoH, ReEvo, PartEvo, EoH-S)."""
 
@@ -118,7 +108,9 @@ class PopulationShape(HostShape):
         return hasattr(method_cls, "_iteratively_use_eoh_operator") or hasattr(method_cls, "_population")
 
     def _install_shape(self) -> None:
-        self._population = _robust_population_from(self._population, self, np.random.default_rng(self.seed))
+        population = with_mixin(self._population, RobustPopulationMixin, "Robust")
+        population._robust_init(self, np.random.default_rng(self.seed))
+        self._population = population
 
     @property
     def _gate(self) -> EventGate:

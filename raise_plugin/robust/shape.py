@@ -7,7 +7,19 @@ writing one and listing it in ``SHAPES`` (``wrap.py``).
 """
 from __future__ import annotations
 
-__all__ = ["HostShape", "Stopped"]
+__all__ = ["HostShape", "Stopped", "with_mixin"]
+
+
+def with_mixin(obj, mixin: type, prefix: str):
+    """A copy of ``obj`` (same attributes) whose class puts ``mixin`` in front of ``obj``'s class
+    (named ``prefix`` + that class's name): how an adapter swaps a host part (population,
+    profiler, programs database) for one with robust behaviour without editing the host."""
+    cls = type(obj)
+    if not isinstance(obj, mixin):
+        cls = type(f"{prefix}{cls.__name__}", (mixin, cls), {})
+    new = cls.__new__(cls)
+    new.__dict__.update(obj.__dict__)
+    return new
 
 
 class Stopped(BaseException):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from .gate import EventGate
-from .shape import HostShape
+from .shape import HostShape, with_mixin
 
 __all__ = ["TappedShape"]
 
@@ -25,15 +25,6 @@ class _ProfilerTap:
         return super().register_function(function, *args, **kwargs)
 
 
-def _tap(profiler, method):
-    cls = type(profiler)
-    tapped = type(f"Tapped{cls.__name__}", (_ProfilerTap, cls), {})
-    new = cls.__new__(tapped)
-    new.__dict__.update(profiler.__dict__)
-    new._raise_method = method
-    return new
-
-
 class TappedShape(HostShape):
     """Shared by the adapters of hosts whose samples arrive through the profiler."""
 
@@ -41,7 +32,8 @@ class TappedShape(HostShape):
         self._tap_gate = EventGate()
         self._tapped_samples = 0
         self._tapped_generation = 0
-        self._profiler = _tap(self._profiler, self)
+        self._profiler = with_mixin(self._profiler, _ProfilerTap, "Tapped")
+        self._profiler._raise_method = self
 
     @property
     def _gate(self) -> EventGate:

@@ -26,7 +26,7 @@ import numpy as np
 
 log = logging.getLogger("raise_plugin.callback")
 
-__all__ = ["Callback", "AdversarialInstanceCallback", "AdversaryConfig", "RunSnapshot", "ProgramView", "InstanceView",
+__all__ = ["Callback", "AdversarialInstanceCallback", "AdversaryConfig", "AdversaryConfigError", "RunSnapshot", "ProgramView", "InstanceView",
            "SampleView", "InstanceUpdate", "Objective", "parse_objective", "POPULATION_REFERENCES"]
 
 TAU_UNITS = ("generations", "samples")
@@ -189,6 +189,15 @@ class Callback:
         """Restore what ``state_dict`` returned."""
 
 
+class AdversaryConfigError(ValueError):
+    """A bad adversary setting: ``field`` names it, ``reason`` says why (the message is both)."""
+
+    def __init__(self, field: str, reason: str, sep: str = " "):
+        super().__init__(f"{field}{sep}{reason}")
+        self.field = field
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class AdversaryConfig:
     """RAISE's settings, validated once: ``RunConfig``, ``CompareConfig`` (through the run
@@ -210,37 +219,41 @@ class AdversaryConfig:
     draws: int | None = None
     switches: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
-    SWITCH_CHOICES = {"projection": ("paper", "sphere", "none"), "encoding": ("basis", "flat"),
-                      "constraint": ("ball", "none")}
-
     def __post_init__(self):
         from tasks.common.aggregation import Aggregation
 
+        from .adversary.projection import PROJECTIONS
+        from .adversary.search import CONSTRAINTS, ENCODINGS
+
+        def bad(name, reason, sep=" "):
+            raise AdversaryConfigError(name, reason, sep)
+
         eps = self.epsilon
         if isinstance(eps, bool) or not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
-            raise ValueError(f"epsilon must be a finite number > 0, got {eps!r}")
+            bad("epsilon", f"must be a finite number > 0, got {eps!r}")
         object.__setattr__(self, "epsilon", float(eps))
         if self.draws is not None and (not isinstance(self.draws, int) or isinstance(self.draws, bool)
                                        or self.draws < 1):
-            raise ValueError(f"draws must be an integer >= 1, got {self.draws!r}")
+            bad("draws", f"must be an integer >= 1, got {self.draws!r}")
         if self.tau_unit not in TAU_UNITS:
-            raise ValueError(f"tau_unit must be one of {', '.join(TAU_UNITS)}, got {self.tau_unit!r}")
+            bad("tau_unit", f"must be one of {', '.join(TAU_UNITS)}, got {self.tau_unit!r}")
         for name, low in (("tau", 1), ("inner_population", 2), ("inner_generations", 1), ("max_adversarial", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+                bad(name, f"must be an integer >= {low}, got {value!r}")
         try:
             Aggregation.parse(self.aggregation)
         except ValueError as exc:
-            raise ValueError(f"aggregation: {exc}") from None
+            bad("aggregation", str(exc), ": ")
         try:
             parse_objective(self.objective)
         except ValueError as exc:
-            raise ValueError(f"objective: {exc}") from None
-        for name, choices in self.SWITCH_CHOICES.items():
+            bad("objective", str(exc), ": ")
+        # the search's own choices (its SearchConfig checks the same when it runs)
+        for name, choices in (("projection", PROJECTIONS), ("encoding", ENCODINGS), ("constraint", CONSTRAINTS)):
             value = self.switches.get(name)
             if value is not None and value not in choices:
-                raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+                bad(name, f"must be one of {', '.join(choices)}, got {value!r}")
 
     @property
     def aggregation_rule(self):

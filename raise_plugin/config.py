@@ -116,13 +116,12 @@ class RunConfig:
             if value is not None and value < low:
                 bad(name, f"must be >= {low}")
         # the adversary's settings: checked by the one config the callback uses
+        from .callback import AdversaryConfigError
         try:
             self.adversary()
-        except ValueError as exc:
-            head, _, why = str(exc).partition(" ")
-            name = {"objective:": "adversary_objective", "draws": "inner_draws"}.get(head, head.rstrip(":"))
-            if name == "epsilon":
-                why += " (a plain run is --no-robust)"
+        except AdversaryConfigError as exc:
+            name = {"objective": "adversary_objective", "draws": "inner_draws"}.get(exc.field, exc.field)
+            why = exc.reason + (" (a plain run is --no-robust)" if name == "epsilon" else "")
             raise ConfigError(f"config field {name!r}: {why}") from None
         if self.max_cost_usd is not None and self.max_cost_usd <= 0:
             bad("max_cost_usd", "must be > 0 dollars")
@@ -192,5 +191,6 @@ class RunConfig:
 
     def adversary_switches(self) -> dict[str, Any]:
         """The adversary's switches that differ from the search's defaults (the paper's)."""
-        defaults = {"projection": "paper", "encoding": "basis", "constraint": "ball"}
+        from .adversary import SearchConfig
+        defaults = {k: SearchConfig.__dataclass_fields__[k].default for k in ("projection", "encoding", "constraint")}
         return {k: getattr(self, k) for k in defaults if getattr(self, k) not in (None, defaults[k])}

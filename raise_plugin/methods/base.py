@@ -258,6 +258,13 @@ class MethodBase(EoH):
                 if self._failed(exc, "init", failures):
                     break
 
+    def run(self):
+        try:
+            return super().run()
+        finally:
+            if isinstance(self._evaluator, MetricsEvaluator):  # a robust run closes its own evaluator
+                self._evaluator.close()  # stop the sandbox workers this run started
+
     def _iteratively_use_eoh_operator(self):
         with self._state_lock:
             self._active_samplers += 1

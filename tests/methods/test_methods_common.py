@@ -34,6 +34,7 @@ def test_runs_to_exactly_its_budget_on_every_task(method_factory, name, task_nam
     assert method._population.generation >= 3
     assert len(method._population) == 4
     assert all(math.isfinite(f.score) for f in method._population.population)
+    assert method._evaluator._runner._engine is None  # the run stopped the sandbox workers it started
 
 
 @pytest.mark.parametrize("name", PLUGIN_METHODS)

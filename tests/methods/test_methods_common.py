@@ -34,7 +34,18 @@ def test_runs_to_exactly_its_budget_on_every_task(method_factory, name, task_nam
     assert method._population.generation >= 3
     assert len(method._population) == 4
     assert all(math.isfinite(f.score) for f in method._population.population)
-    assert method._evaluator._runner._engine is None  # the run stopped the sandbox workers it started
+
+
+def test_an_unwrapped_run_stops_the_sandbox_workers_it_started(method_factory, evaluation_factory):
+    method = method_factory("reevo", "ovrp", budget=8, pop_size=4,
+                            evaluation=evaluation_factory("ovrp", safe_evaluate=True))
+    started = []
+    runner = method._evaluator._runner
+    real_run = runner.run
+    runner.run = lambda *a, **k: (started.append(runner.engine is not None), real_run(*a, **k))[1]
+    method.run()
+    assert started and all(started)  # its programs ran in the sandboxed engine
+    assert runner._engine is None  # and the run stopped the engine's workers at its end
 
 
 @pytest.mark.parametrize("name", PLUGIN_METHODS)

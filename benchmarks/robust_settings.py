@@ -13,8 +13,10 @@ validation suite, which the test suite never sees).
     python benchmarks/robust_settings.py --task obp --grid objective --budget 300 --seeds 0,1,2 --out grid-obp
 
 Grids: ``objective`` ({metric, regret:baselines, regret:population} x {mean, balanced} and
-the plain run), ``diagnosis`` (eps x projection, window, aggregation, tau), or settings
-given as ``--setting NAME='--flag value ...'``.
+the plain run), ``diagnosis`` (eps x projection, window, aggregation, tau, length gene, three draws
+with one or all of them added per refresh: each
+the paper's setting with one thing changed), or settings given as ``--setting NAME='--flag
+value ...'``. A run directory that exists is resumed with the settings it recorded.
 """
 from __future__ import annotations
 
@@ -38,29 +40,36 @@ from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: 
 from tasks import get_task  # noqa: E402
 
 REFERENCE = "metric+mean"
+# Every robust setting spells out the paper's ball, objective and score and changes only what
+# it names, so a grid measures the same settings whatever the task's own defaults become.
+PAPER = "--epsilon 0.002 --projection paper --adversary-objective metric --aggregation mean"
+
 GRIDS = {
     "objective": {
         "plain": "--no-robust",
-        "metric+mean": "--adversary-objective metric --aggregation mean",
-        "metric+balanced": "--adversary-objective metric --aggregation balanced",
-        "regret:baselines+mean": "--adversary-objective regret:baselines --aggregation mean",
-        "regret:baselines+balanced": "--adversary-objective regret:baselines --aggregation balanced",
-        "regret:population+mean": "--adversary-objective regret:population --aggregation mean",
-        "regret:population+balanced": "--adversary-objective regret:population --aggregation balanced",
+        "metric+mean": PAPER,
+        "metric+balanced": f"{PAPER} --aggregation balanced",
+        "regret:baselines+mean": f"{PAPER} --adversary-objective regret:baselines",
+        "regret:baselines+balanced": f"{PAPER} --adversary-objective regret:baselines --aggregation balanced",
+        "regret:population+mean": f"{PAPER} --adversary-objective regret:population",
+        "regret:population+balanced": f"{PAPER} --adversary-objective regret:population --aggregation balanced",
     },
     "diagnosis": {
-        "metric+mean": "",
-        "eps0.005": "--epsilon 0.005",
-        "eps0.01": "--epsilon 0.01",
-        "eps0.02": "--epsilon 0.02",
-        "sphere-eps0.002": "--projection sphere",
-        "sphere-eps0.005": "--projection sphere --epsilon 0.005",
-        "sphere-eps0.01": "--projection sphere --epsilon 0.01",
-        "sphere-eps0.02": "--projection sphere --epsilon 0.02",
-        "keep-all": "--max-adversarial 1000",
-        "min": "--aggregation min",
-        "cvar0.3": "--aggregation cvar:0.3",
-        "tau1": "--tau 1",
+        "metric+mean": PAPER,
+        "eps0.005": f"{PAPER} --epsilon 0.005",
+        "eps0.01": f"{PAPER} --epsilon 0.01",
+        "eps0.02": f"{PAPER} --epsilon 0.02",
+        "sphere-eps0.002": f"{PAPER} --projection sphere",
+        "sphere-eps0.005": f"{PAPER} --projection sphere --epsilon 0.005",
+        "sphere-eps0.01": f"{PAPER} --projection sphere --epsilon 0.01",
+        "sphere-eps0.02": f"{PAPER} --projection sphere --epsilon 0.02",
+        "keep-all": f"{PAPER} --max-adversarial 1000",
+        "min": f"{PAPER} --aggregation min",
+        "cvar0.3": f"{PAPER} --aggregation cvar:0.3",
+        "tau1": f"{PAPER} --tau 1",
+        "fixed-length": f"{PAPER} --length nominal",
+        "draws3": f"{PAPER} --inner-draws 3",
+        "draws3-all": f"{PAPER} --inner-draws 3 --instances-per-refresh draws --max-adversarial 30",
     },
 }
 

@@ -30,6 +30,7 @@ __all__ = ["Callback", "AdversarialInstanceCallback", "AdversaryConfig", "Advers
            "SampleView", "InstanceUpdate", "Objective", "parse_objective", "POPULATION_REFERENCES"]
 
 TAU_UNITS = ("generations", "samples")
+PER_REFRESH = ("one", "draws")  # instances a refresh adds: the representative draw, or every draw
 
 # regret:population compares the attacked best with this many other members (the next best
 # by robust score): enough to find an instance on which some other member does better,
@@ -204,8 +205,10 @@ class AdversaryConfig:
     configs it makes) and ``AdversarialInstanceCallback`` all check them here, and a bad one
     is a ``ValueError`` whose message starts with the field's name.
 
-    ``switches``: the inner search's ``projection``, ``encoding``, ``constraint`` (checked
-    here), ``noise`` and ``executor`` (passed on).
+    ``switches``: the inner search's ``projection``, ``encoding``, ``constraint``, ``length``
+    (checked here), ``noise`` and ``executor`` (passed on). ``per_refresh``: ``one`` (the
+    paper's: a refresh adds the winning distribution's representative draw) or ``draws``
+    (it adds all R draws of it).
     """
 
     epsilon: float = 0.002
@@ -218,12 +221,13 @@ class AdversaryConfig:
     objective: Any = "metric"
     draws: int | None = None
     switches: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    per_refresh: str = "one"
 
     def __post_init__(self):
         from tasks.common.aggregation import Aggregation
 
         from .adversary.projection import PROJECTIONS
-        from .adversary.search import CONSTRAINTS, ENCODINGS
+        from .adversary.search import CONSTRAINTS, ENCODINGS, LENGTHS
 
         def bad(name, reason, sep=" "):
             raise AdversaryConfigError(name, reason, sep)
@@ -237,6 +241,8 @@ class AdversaryConfig:
             bad("draws", f"must be an integer >= 1, got {self.draws!r}")
         if self.tau_unit not in TAU_UNITS:
             bad("tau_unit", f"must be one of {', '.join(TAU_UNITS)}, got {self.tau_unit!r}")
+        if self.per_refresh not in PER_REFRESH:
+            bad("per_refresh", f"must be one of {', '.join(PER_REFRESH)}, got {self.per_refresh!r}")
         for name, low in (("tau", 1), ("inner_population", 2), ("inner_generations", 1), ("max_adversarial", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -250,7 +256,8 @@ class AdversaryConfig:
         except ValueError as exc:
             bad("objective", str(exc), ": ")
         # the search's own choices (its SearchConfig checks the same when it runs)
-        for name, choices in (("projection", PROJECTIONS), ("encoding", ENCODINGS), ("constraint", CONSTRAINTS)):
+        for name, choices in (("projection", PROJECTIONS), ("encoding", ENCODINGS), ("constraint", CONSTRAINTS),
+                              ("length", LENGTHS)):
             value = self.switches.get(name)
             if value is not None and value not in choices:
                 bad(name, f"must be one of {', '.join(choices)}, got {value!r}")
@@ -301,6 +308,10 @@ class AdversarialInstanceCallback(Callback):
             classical baseline's, or the best reference's under regret) and ``regret``.
         draws: instances R each candidate distribution is scored on (the task's default,
             ``raise_plugin.adversary.default_draws``, when ``None``).
+        per_refresh: ``one`` (the paper's: a refresh adds one instance, the winning distribution's
+            representative draw) or ``draws`` (it adds all R draws, ``adv-K.R`` each with its own
+            provenance; with R = 1 the two are the same). The window ``max_adversarial`` counts
+            instances, so a run that keeps as many refreshes needs R times the window.
         **adversary_switches: passed to the search (``encoding``, ``projection``, ``constraint``,
             ``noise``, ``executor``). Every setting is checked here: a bad one is a
             ``ValueError`` naming the field when the callback is made, not a failed refresh.
@@ -310,10 +321,10 @@ class AdversarialInstanceCallback(Callback):
                  aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
                  searcher: Callable | None = None, search_timeout: float | None = None,
                  objective: "str | Objective" = "metric", draws: int | None = None,
-                 tau_unit: str = "generations", **adversary_switches):
+                 tau_unit: str = "generations", per_refresh: str = "one", **adversary_switches):
         config = AdversaryConfig(epsilon, tau, tau_unit, inner_population, inner_generations, aggregation,
                                  max_adversarial, objective, draws,
-                                 MappingProxyType({k: v for k, v in adversary_switches.items()}))
+                                 MappingProxyType({k: v for k, v in adversary_switches.items()}), per_refresh)
         self.config = config
         self.epsilon = config.epsilon
         self.tau = config.tau
@@ -325,6 +336,7 @@ class AdversarialInstanceCallback(Callback):
         self.seed = int(seed)
         self.objective = config.objective_rule
         self.draws = config.draws
+        self.per_refresh = config.per_refresh
         self.adversary_switches = dict(config.switches)
         if searcher is None:  # the real search: check its settings now, naming the field
             from .adversary import SearchConfig
@@ -345,7 +357,8 @@ class AdversarialInstanceCallback(Callback):
         """The callback of a validated ``AdversaryConfig`` (``options``: ``searcher``, ``search_timeout``)."""
         return cls(config.epsilon, config.tau, config.inner_population, config.inner_generations,
                    config.aggregation, config.max_adversarial, seed, objective=config.objective,
-                   draws=config.draws, tau_unit=config.tau_unit, **options, **dict(config.switches))
+                   draws=config.draws, tau_unit=config.tau_unit, per_refresh=config.per_refresh, **options,
+                   **dict(config.switches))
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         # a callback used without the runner brings its aggregation to the evaluation
@@ -381,6 +394,8 @@ class AdversarialInstanceCallback(Callback):
         options = dict(nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
                        generations=self.inner_generations, draws=draws, objective=self.objective.kind,
                        **self.adversary_switches)
+        if self.per_refresh == "draws":
+            options["all_draws"] = True
         call = (search, method.task, code, references, self.epsilon, options)
 
         limit = self.search_timeout
@@ -440,18 +455,27 @@ class AdversarialInstanceCallback(Callback):
                   if getattr(result, name, None) is not None}
         self.refreshes = k
         self._mark_refreshed(snapshot)
-        update = method.add_instance(result.instance, instance_id=f"adv-{k}", origin="adversarial",
-                                     distance=float(getattr(result, "distance", float("nan"))),
-                                     generation=snapshot.generation, max_adversarial=self.max_adversarial,
-                                     provenance=provenance, arrays=arrays)
-        self.history.append({"refresh": k, "generation": snapshot.generation, "instance_id": f"adv-{k}",
+        added = [(f"adv-{k}", result.instance, provenance)]
+        if self.per_refresh == "draws" and getattr(result, "all_draws", ()):
+            added = [(f"adv-{k}.{d.draw}", d.instance,
+                      {**provenance, "draw": d.draw, "draw_seed": d.seed, "metric": _float_or_none(d.metric),
+                       "reference_metric": _float_or_none(d.reference_metric), "regret": _float_or_none(d.regret),
+                       "reference": d.reference_name}) for d in result.all_draws]
+        updates = [method.add_instance(instance, instance_id=name, origin="adversarial",
+                                       distance=float(getattr(result, "distance", float("nan"))),
+                                       generation=snapshot.generation, max_adversarial=self.max_adversarial,
+                                       provenance=extra, arrays=arrays) for name, instance, extra in added]
+        update = updates[-1]
+        self.history.append({"refresh": k, "generation": snapshot.generation, "instance_id": added[0][0],
+                             **({"instances": len(added)} if len(added) > 1 else {}),
                              "objective": provenance["objective"], "metric": provenance["metric"],
                              "reference_metric": provenance["reference_metric"], "regret": provenance["regret"],
                              "distance": _float_or_none(getattr(result, "distance", None)),
                              "search_seconds": search_seconds, "inner_evaluations": inner_evaluations,
                              "reference_evaluations": reference_evaluations,
                              "rescored": len(update.rescored),
-                             "evaluations": update.evaluations, "rescore_seconds": update.seconds})
+                             "evaluations": sum(u.evaluations for u in updates),
+                             "rescore_seconds": sum(u.seconds for u in updates)})
 
     def _mark_refreshed(self, snapshot: RunSnapshot) -> None:
         """This generation's refresh is done (made, skipped or switched off): not again until tau more."""

@@ -16,7 +16,7 @@ class ConfigError(UserError):
     """A bad config value; the message names the field."""
 
 
-PAPER_DEFAULTS = {"epsilon": 0.002, "aggregation": "mean", "adversary_objective": "metric", "projection": None}
+PAPER_DEFAULTS = {"epsilon": 0.002, "aggregation": "mean", "adversary_objective": "metric", "projection": "paper"}
 
 
 def robust_defaults(task_name: str) -> dict[str, Any]:
@@ -39,11 +39,13 @@ class RunConfig:
     samples (N_max), ``pop_size`` the population (P_max), ``epsilon`` the radius eps,
     ``tau`` the refresh interval, ``inner_population``/``inner_generations`` P_in/G_in,
     ``nominal`` the number of nominal instances used (all when unset), ``projection``,
-    ``encoding`` and ``constraint`` the adversary's switches (its defaults when unset).
+    ``encoding``, ``constraint`` and ``length`` (``gene`` or ``nominal``: whether adversarial
+    instances may be 10 % shorter or longer) the adversary's switches (its defaults when unset).
     ``adversary_objective`` what the inner search maximises (``metric``, the paper's;
     ``regret:baselines``; ``regret:population[:K]``), ``inner_draws`` the instances R each
     candidate distribution is scored on (the task's default when unset),
-    ``validation_trace`` whether the best program's validation metric is traced in the
+    ``instances_per_refresh`` ``one`` (the paper's) or ``draws`` (a refresh adds every one of
+    the R draws of the distribution it found), ``validation_trace`` whether the best program's validation metric is traced in the
     run directory every ``tau`` generations, ``tau_unit`` whether tau counts host generations
     (``pop_size`` samples each) or samples. ``max_cost_usd`` and ``max_llm_calls`` end the
     run cleanly when the LLM spend reaches them (``resume`` with higher caps continues);
@@ -77,6 +79,7 @@ class RunConfig:
     projection: str | None = None
     encoding: str | None = None
     constraint: str | None = None
+    length: str | None = None
     host_profiler: bool = True
     record: str | None = None
     executor: str | None = None
@@ -87,6 +90,7 @@ class RunConfig:
     max_llm_calls: int | None = None
     prices: dict | None = None
     validation_trace: bool = True
+    instances_per_refresh: str = "one"
 
     def __post_init__(self):
         for name, value in robust_defaults(self.task).items():
@@ -120,7 +124,8 @@ class RunConfig:
         try:
             self.adversary()
         except AdversaryConfigError as exc:
-            name = {"objective": "adversary_objective", "draws": "inner_draws"}.get(exc.field, exc.field)
+            name = {"objective": "adversary_objective", "draws": "inner_draws",
+                    "per_refresh": "instances_per_refresh"}.get(exc.field, exc.field)
             why = exc.reason + (" (a plain run is --no-robust)" if name == "epsilon" else "")
             raise ConfigError(f"config field {name!r}: {why}") from None
         if self.max_cost_usd is not None and self.max_cost_usd <= 0:
@@ -187,10 +192,11 @@ class RunConfig:
         from .callback import AdversaryConfig
         return AdversaryConfig(self.epsilon, self.tau, self.tau_unit, self.inner_population, self.inner_generations,
                                self.aggregation, self.max_adversarial, self.adversary_objective, self.inner_draws,
-                               self.adversary_switches())
+                               self.adversary_switches(), self.instances_per_refresh)
 
     def adversary_switches(self) -> dict[str, Any]:
         """The adversary's switches that differ from the search's defaults (the paper's)."""
         from .adversary import SearchConfig
-        defaults = {k: SearchConfig.__dataclass_fields__[k].default for k in ("projection", "encoding", "constraint")}
+        defaults = {k: SearchConfig.__dataclass_fields__[k].default for k in ("projection", "encoding", "constraint",
+                                                                                 "length")}
         return {k: getattr(self, k) for k in defaults if getattr(self, k) not in (None, defaults[k])}

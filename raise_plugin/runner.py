@@ -119,7 +119,7 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     lock = RunLock(path).acquire()
     try:
         log = RunLog.load(path, on_repair=on_repair)
-        data = dict(log.config)
+        data = recorded_settings(log.config)
         changes = {k: v for k, v in {"budget": budget, **overrides}.items() if v is not None}
         data.update(changes)
         config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
@@ -133,6 +133,18 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     except BaseException:
         lock.release()
         raise
+
+
+def recorded_settings(config: dict) -> dict:
+    """A recorded config with its robust settings made explicit: one left unset was written
+    before tasks had their own defaults, when unset meant the paper's, so a resumed run keeps
+    the settings it started with whatever the task's defaults are now."""
+    from .config import PAPER_DEFAULTS
+    data = dict(config)
+    for name, value in PAPER_DEFAULTS.items():
+        if data.get(name) is None:
+            data[name] = value
+    return data
 
 
 def _carry_usage(method, path: Path) -> None:

@@ -56,11 +56,13 @@ class Recorder(Callback):
 
 
 def robust_run(budget=40, pop_size=4, tau=2, seed=0, aggregation="mean", max_adversarial=10, samplers=1,
-               llm=None, searcher=fake_search, objective="metric", draws=None, tau_unit="generations", **kwargs):
+               llm=None, searcher=fake_search, objective="metric", draws=None, tau_unit="generations",
+               per_refresh="one", **kwargs):
     rec = Recorder(aggregation)
     cb = AdversarialInstanceCallback(epsilon=0.002, tau=tau, inner_population=4, inner_generations=2,
                                      aggregation=aggregation, max_adversarial=max_adversarial, seed=seed,
-                                     searcher=searcher, objective=objective, draws=draws, tau_unit=tau_unit)
+                                     searcher=searcher, objective=objective, draws=draws, tau_unit=tau_unit,
+                                     per_refresh=per_refresh)
     method = robust(EoH, callbacks=[cb, rec])(
         llm=llm or ScriptedLLM(seed), evaluation=small_obp_evaluation(), max_sample_nums=budget,
         pop_size=pop_size, max_generations=None, num_samplers=samplers, seed=seed, **kwargs)
@@ -241,6 +243,35 @@ def test_every_adversarial_instance_records_objective_metric_reference_and_regre
     compute = method.compute()
     inner = sum(h["inner_evaluations"] + h["reference_evaluations"] for h in cb.history)
     assert compute["inner_evaluations"] == inner
+
+
+@pytest.mark.parametrize("objective", ["metric", "regret:baselines"])
+def test_a_refresh_can_add_every_draw_each_with_its_own_provenance(objective):
+    method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None, objective=objective, draws=3,
+                                 per_refresh="draws", max_adversarial=30)
+    adversarial = [e for e in method.instance_entries() if e.origin == "adversarial"]
+    assert cb.refreshes >= 1 and method.hook_errors == 0 and len(adversarial) == 3 * cb.refreshes
+    task = get_task("obp")
+    for k in range(1, cb.refreshes + 1):
+        mine = [e for e in adversarial if e.provenance["refresh"] == k]
+        assert [e.provenance["draw"] for e in mine] == [0, 1, 2]
+        assert [e.instance_id.rsplit("-", 1)[0] for e in mine] == [f"adv-{k}.{d}" for d in range(3)]
+        assert len({e.provenance["draw_seed"] for e in mine}) == 3  # three different instances of one distribution
+        attacked = compile_priority(method.program_text(mine[0].provenance["program_id"]))
+        for e in mine:
+            assert e.provenance["metric"] == task.evaluate(attacked, e.instance)
+            assert e.provenance["regret"] == pytest.approx(e.provenance["metric"] - e.provenance["reference_metric"])
+    assert rec.mismatches == []
+    # the one-instance refresh adds one of these draws: the same first refresh, seed for seed
+    one, cb_one, _ = robust_run(budget=16, pop_size=4, tau=2, searcher=None, objective=objective, draws=3)
+    first = next(e for e in one.instance_entries() if e.origin == "adversarial")
+    assert first.instance_id.rsplit("-", 1)[1] in {e.instance_id.rsplit("-", 1)[1] for e in adversarial
+                                                   if e.provenance["refresh"] == 1}
+
+
+def test_bad_per_refresh_names_the_field():
+    with pytest.raises(ValueError, match="per_refresh"):
+        AdversarialInstanceCallback(epsilon=0.01, per_refresh="all")
 
 
 def test_objective_text_round_trips():

@@ -35,3 +35,24 @@ def test_the_run_directory_records_the_resolved_settings(tmp_path):
         run._recorder.close()
     assert recorded["epsilon"] == 0.01 and recorded["aggregation"] == "balanced"
     assert recorded["adversary_objective"] == "regret:baselines" and recorded["projection"] == "sphere"
+
+
+def test_a_run_recorded_before_task_defaults_resumes_with_the_papers_settings(tmp_path):
+    """A config.json written when unset meant the paper's keeps meaning it: OBP's sphere
+    default must not slip into a resumed run that started with the paper's projection."""
+    from raise_plugin.runner import resume_run
+
+    out = tmp_path / "r"
+    run = start_run(RunConfig(task="obp", budget=2, pop_size=2, nominal=1, out=str(out), epsilon=0.002,
+                              aggregation="mean", adversary_objective="metric", host_profiler=False,
+                              validation_trace=False))
+    run.run()
+    recorded = json.loads((out / "config.json").read_text())
+    assert recorded["projection"] == "sphere"
+    recorded["projection"] = None  # as written before tasks had their own defaults
+    (out / "config.json").write_text(json.dumps(recorded))
+    resumed = resume_run(out, budget=3)
+    try:
+        assert json.loads((out / "config.json").read_text())["projection"] == "paper"
+    finally:
+        resumed._recorder.close()

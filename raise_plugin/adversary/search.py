@@ -22,8 +22,8 @@ from .ga import AskTell, InnerGA, evaluate_batch
 from .projection import PROJECTIONS, Projection, project
 
 __all__ = ["SearchConfig", "Candidate", "GenerationRecord", "AdversarialResult", "Adversary",
-           "AdversaryReferenceError", "search", "instance_seed", "sample_and_evaluate", "default_draws",
-           "DEFAULT_DRAWS", "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES"]
+           "AdversaryReferenceError", "AdversarialDraw", "search", "instance_seed", "sample_and_evaluate", "default_draws",
+           "DEFAULT_DRAWS", "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES", "LENGTHS"]
 
 ENCODINGS = ("basis", "flat")
 CONSTRAINTS = ("ball", "none")
@@ -35,6 +35,7 @@ OBJECTIVES = ("metric", "regret")
 # items already shows its distribution (R = 1 keeps ~all of the reported harm); OJSP keeps
 # half from R = 8; OVRP's found harm is mostly one draw's luck, R = 16 halves the false part.
 DEFAULT_DRAWS = {"obp": 1, "ojsp": 8, "ovrp": 16}
+LENGTHS = ("gene", "nominal")
 
 
 def default_draws(task) -> int:
@@ -58,6 +59,8 @@ class SearchConfig:
     ``projection``: ``"paper"``, ``"sphere"`` or ``"none"`` (ablation "w/o eps-mapping").
     ``constraint``: ``"ball"`` or ``"none"`` (ablation "w/o distribution constraint":
     no anchoring at p_bar and no projection, whatever ``projection`` says).
+    ``length``: ``"gene"`` (the paper's: the last gene scales the instance length by 0.9-1.1
+    where the task allows it) or ``"nominal"`` (every instance has the nominal length).
     ``noise``: ``"common"`` samples draw r of every candidate from one seed
     ``instance_seed(seed, r)`` (common random numbers, so candidates differ only by
     their distribution), ``"independent"`` draws a fresh seed per candidate and draw.
@@ -85,6 +88,7 @@ class SearchConfig:
     measure_nominal: bool = False
     draws: int = 1
     objective: str = "metric"
+    length: str = "gene"
 
     def __post_init__(self):
         try:
@@ -100,7 +104,8 @@ class SearchConfig:
         if isinstance(self.draws, bool) or int(self.draws) != self.draws or self.draws < 1:
             raise ValueError(f"draws (R) must be an integer >= 1, got {self.draws!r}")
         for name, allowed in (("encoding", ENCODINGS), ("projection", PROJECTIONS),
-                              ("constraint", CONSTRAINTS), ("noise", NOISE), ("objective", OBJECTIVES)):
+                              ("constraint", CONSTRAINTS), ("noise", NOISE), ("objective", OBJECTIVES),
+                              ("length", LENGTHS)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
 
@@ -173,6 +178,22 @@ class GenerationRecord:
 
 
 @dataclass(frozen=True)
+class AdversarialDraw:
+    """One draw r of the winning distribution: its instance, sampling seed, the heuristic's
+    metric and failure on it, and the best reference's metric, name and the regret (``None``
+    without references)."""
+
+    draw: int
+    instance: Any
+    seed: int
+    metric: float
+    failure: str | None = None
+    reference_metric: float | None = None
+    reference_name: str | None = None
+    regret: float | None = None
+
+
+@dataclass(frozen=True)
 class AdversarialResult:
     """The worst distribution found, a representative instance of it, and their provenance.
 
@@ -191,7 +212,9 @@ class AdversarialResult:
     ``reference_name`` (that reference), ``regret`` (``metric - reference_metric``),
     ``references`` (all names), ``reference_evaluations`` (program-instance evaluations
     of the references) and ``reference_failures`` (candidates left without a usable
-    reference).
+    reference). ``all_draws``: with ``search(..., all_draws=True)``, every draw of the
+    winning distribution (``AdversarialDraw``, in draw order; the representative is
+    ``all_draws[draw]``), each with its own reference metric and regret.
     """
 
     instance: Any
@@ -219,6 +242,7 @@ class AdversarialResult:
     references: tuple[str, ...] = ()
     reference_evaluations: int = 0
     reference_failures: int = 0
+    all_draws: tuple[AdversarialDraw, ...] = ()
 
     @property
     def epsilon(self) -> float:
@@ -318,7 +342,7 @@ class Adversary:
             raise ValueError(f"task histograms have {self.histograms.shape[1]} cells, shift.cells is {self.cells}")
         self.p_bar = self.histograms.mean(axis=0)  # p_bar, the mean nominal histogram
         self.nominal_length = int(round(np.mean([task.instance_length(s) for s in self.nominal])))
-        self.length_can_change = bool(task.length_can_change)
+        self.length_can_change = bool(task.length_can_change) and config.length == "gene"
 
     @property
     def dimension(self) -> int:
@@ -348,7 +372,7 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
            population: int = 8, generations: int = 4, executor=None,
            optimizer: Callable[[int, np.random.Generator, int], AskTell] | None = None,
            draws: int = 1, references: Sequence | None = None, objective: str = "metric",
-           **switches) -> AdversarialResult | None:
+           all_draws: bool = False, **switches) -> AdversarialResult | None:
     """Find the distribution within B_eps(nominal) on which ``priority`` does worst, and an instance of it.
 
     Each candidate distribution is scored on ``draws`` (R) instances sampled from it;
@@ -360,7 +384,9 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
     happens to every candidate, ``AdversaryReferenceError``). ``references``: priority
     callables or ``(name, callable)`` pairs; under ``"metric"`` they are run on the
     returned instance only, to report its regret. A failure of ``priority`` is the
-    worst case (fitness ``inf``) under both objectives.
+    worst case (fitness ``inf``) under both objectives. ``all_draws``: also return every
+    draw of the winning distribution (``result.all_draws``; under ``"metric"`` the
+    references then run on each).
 
     ``switches`` are the other ``SearchConfig`` fields (``encoding``, ``projection``,
     ``constraint``, ``noise``, ``enabled``, ...). ``executor``: any object with
@@ -464,19 +490,26 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
                                       f"({len(candidates)} candidates, references: {', '.join(n for n, _ in named)})")
     r = _representative_draw(worst.fitnesses, worst.metrics)
     instance, metric, failure = worst_draws[0][r], worst.metrics[r], worst_draws[1][r]
-    reference_metric = reference_name = regret_value = None
-    if named:
-        if regret:
-            reference_metric, index = worst.reference_metrics[r], worst_draws[2][r]
-        else:  # the paper's objective: the references run on the returned instance only, to report its regret
-            ref_metrics = evaluate_batch(_evaluate_nominal, [(task, fn, instance) for _, fn in named], executor)
-            reference_evaluations += len(named)
-            reference_metric, index = _best_reference(ref_metrics)
-            if reference_metric is None:
-                reference_failures += 1
-        if reference_metric is not None:
-            reference_name = named[index][0]
-            regret_value = metric - reference_metric
+    kept = range(R) if all_draws else (r,)
+    references: dict[int, tuple[float | None, int | None]] = {}  # draw -> (best reference metric, its index)
+    if named and regret:
+        references = {d: (worst.reference_metrics[d], worst_draws[2][d]) for d in kept}
+    elif named:  # the paper's objective: the references run on the returned draws only, to report their regret
+        ref_metrics = evaluate_batch(_evaluate_nominal, [(task, fn, worst_draws[0][d]) for d in kept
+                                                         for _, fn in named], executor)
+        reference_evaluations += len(ref_metrics)
+        for i, d in enumerate(kept):
+            references[d] = _best_reference(ref_metrics[i * len(named):(i + 1) * len(named)])
+        reference_failures += sum(best is None for best, _ in references.values())
+
+    def draw_of(d: int) -> AdversarialDraw:
+        best, index = references.get(d, (None, None))
+        name = None if best is None else named[index][0]
+        return AdversarialDraw(d, worst_draws[0][d], worst.seeds[d], worst.metrics[d], worst_draws[1][d], best, name,
+                               None if best is None else worst.metrics[d] - best)
+
+    chosen = draw_of(r)
+    reference_metric, reference_name, regret_value = chosen.reference_metric, chosen.reference_name, chosen.regret
     return AdversarialResult(
         instance=instance, distribution=worst.distribution, genes=worst.genes, nearest=worst.nearest,
         distance=worst.distance, metric=metric, seed=worst.seeds[r], length=worst.length,
@@ -484,4 +517,5 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
         config=config, search_seed=seed, nominal_metric=nominal_metric, objective=config.objective,
         fitness=worst.fitness, draws=R, draw=r, reference_metric=reference_metric, regret=regret_value,
         reference_name=reference_name, references=tuple(n for n, _ in named),
-        reference_evaluations=reference_evaluations, reference_failures=reference_failures)
+        reference_evaluations=reference_evaluations, reference_failures=reference_failures,
+        all_draws=tuple(draw_of(d) for d in range(R)) if all_draws else ())

@@ -11,9 +11,9 @@ from raise_plugin.errors import UserError
 
 FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
-         "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler", "record", "executor",
+         "nominal", "timeout", "projection", "encoding", "constraint", "length", "host_profiler", "record", "executor",
          "adversary_objective", "inner_draws", "validation_trace", "tau_unit", "max_cost_usd", "max_llm_calls",
-         "prices")
+         "prices", "instances_per_refresh")
 
 
 def register(sub) -> None:
@@ -64,6 +64,11 @@ def register(sub) -> None:
     p.add_argument("--projection", help="adversary projection: paper, sphere or none (default: the task's, else paper)")
     p.add_argument("--encoding", help="adversary encoding: basis or flat")
     p.add_argument("--constraint", help="adversary constraint: ball or none")
+    p.add_argument("--instances-per-refresh", help="one (the paper's: the representative draw of the distribution a "
+                                                   "refresh finds) or draws (all --inner-draws of it; widen "
+                                                   "--max-adversarial to match)")
+    p.add_argument("--length", help="adversarial instance length: gene (the paper's: the length gene scales it by "
+                                    "0.9-1.1) or nominal (fixed)")
     p.add_argument("--host-profiler", action=argparse.BooleanOptionalAction, default=None,
                    help="also write the host's EoHProfiler logs to RUN_DIR/host (default on)")
     p.add_argument("--validation-trace", action=argparse.BooleanOptionalAction, default=None,

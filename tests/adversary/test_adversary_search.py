@@ -177,9 +177,19 @@ def test_the_length_gene_is_ignored_when_the_task_fixes_the_length(toy_fixed_len
     assert {c.length for c in r.candidates} == {60}
 
 
+def test_a_nominal_length_switch_fixes_the_length_and_changes_nothing_else(toy):
+    genes = search(toy, mean_value, EPS, seed=0)
+    fixed = search(toy, mean_value, EPS, seed=0, length="nominal")
+    assert len({c.length for c in genes.candidates}) > 1  # the length gene does vary it
+    assert {c.length for c in fixed.candidates} == {toy.nominal_length}
+    # the first generation's distributions are the genes' own: only the instance length differs
+    for a, b in zip(genes.candidates[:8], fixed.candidates[:8]):
+        np.testing.assert_array_equal(a.distribution, b.distribution)
+
+
 @pytest.mark.parametrize("field, value", [("epsilon", 0.0), ("population", 1), ("generations", -1),
                                           ("encoding", "grid"), ("projection", "ortho"),
-                                          ("constraint", "box"), ("noise", "fresh")])
+                                          ("constraint", "box"), ("noise", "fresh"), ("length", "long")])
 def test_config_names_the_wrong_field(field, value):
     kwargs = {"epsilon": 0.01, field: value}
     with pytest.raises(ValueError, match=field if field != "population" else "population"):

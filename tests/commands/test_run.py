@@ -56,6 +56,7 @@ def test_a_toml_config_with_flags_overriding_it(tmp_path):
     (["--task", "nope"], "task"),
     (["--llm", "gpt"], "llm"),
     (["--projection", "cube"], "projection"),
+    (["--length", "long"], "length"),
     (["--pop-size", "1"], "pop_size"),
 ])
 def test_bad_values_give_one_line_errors_naming_the_field(argv, field, capsys, tmp_path):

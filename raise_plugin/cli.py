@@ -12,7 +12,7 @@ import sys
 
 from .errors import UserError
 
-COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank")
+COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank", "select")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -8,6 +8,10 @@ never the test suite), caches the result per program, and appends a point to
 points after the fact from a run directory's population records, for runs made without
 the callback. A rising validation metric while the robust and nominal scores improve is
 the sign of a run that has started to overfit.
+
+``select_final`` is the final selection on the validation suite: among a finished run's
+last population (and its robust best), the program with the best validation metric,
+recorded in ``selection.json`` (``raise-ahd select``, ``compare --select-on validation``).
 """
 from __future__ import annotations
 
@@ -20,10 +24,13 @@ from typing import Iterable
 import numpy as np
 
 from .callback import Callback, RunSnapshot
+from .harness.selection import selects_on
 
-__all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "TRACE_FILE"]
+__all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "select_final",
+           "TRACE_FILE", "SELECTION_FILE"]
 
 TRACE_FILE = "validation.jsonl"
+SELECTION_FILE = "selection.json"
 
 
 def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = 1, baselines: Iterable[str] = (),
@@ -189,3 +196,48 @@ def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = 1, 
              "robust_score": best["score"], "validation_metric": scores[best["program_id"]]["metric"],
              "validation_families": scores[best["program_id"]]["families"],
              "best_baseline": _best(baselines)} for pop, best in chosen]
+
+
+@selects_on("validation")
+def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = None,
+                 timeout: float | None = None) -> dict | None:
+    """The final selection of a finished run on the validation suite (never the test suite).
+
+    The candidates are the members of the run's last population and its robust best; each
+    is evaluated on the validation suite (``per_dataset`` instances per dataset) and the one
+    with the lowest mean metric is chosen (ties: the higher robust score, then the robust
+    best). Returns and writes to ``RUN_DIR/selection.json``: ``program_id``, ``program``,
+    ``validation_metric``, ``robust_best`` (its id) and, per candidate, its robust score and
+    validation metric. A selection already recorded with the same ``per_dataset`` is
+    returned as is. ``None`` when the run has no valid program.
+    """
+    from .rundir import read_jsonl, write_json_atomic
+
+    path = Path(run_dir)
+    recorded = path / SELECTION_FILE
+    if recorded.exists():
+        previous = json.loads(recorded.read_text())
+        if previous.get("per_dataset") == per_dataset:
+            return previous
+    summary = json.loads((path / "summary.json").read_text())
+    best = summary.get("best") or {}
+    if not best.get("program"):
+        return None
+    programs = {s["program_id"]: s["program"] for s in read_jsonl(path / "samples.jsonl")}
+    populations = read_jsonl(path / "population.jsonl")
+    members = [m for m in (populations[-1]["members"] if populations else [])
+               if m.get("score") is not None and math.isfinite(m["score"]) and m["program_id"] in programs]
+    robust = {m["program_id"]: float(m["score"]) for m in members}
+    robust.setdefault(best["program_id"], float(best.get("robust_score", math.inf)))
+    codes = {pid: programs.get(pid, best["program"] if pid == best["program_id"] else None) for pid in robust}
+    scores = validation_metrics(task, codes, per_dataset=per_dataset, workers=workers, timeout=timeout)
+    order = sorted(robust, key=lambda pid: (scores[pid]["metric"], -robust[pid], pid != best["program_id"]))
+    chosen = order[0]
+    selection = {
+        "select_on": "validation", "per_dataset": per_dataset, "program_id": chosen, "program": codes[chosen],
+        "validation_metric": _finite(scores[chosen]["metric"]), "robust_best": best["program_id"],
+        "candidates": [{"program_id": pid, "robust_score": _finite(robust[pid]),
+                        "validation_metric": _finite(scores[pid]["metric"])} for pid in order],
+    }
+    write_json_atomic(recorded, selection)
+    return selection

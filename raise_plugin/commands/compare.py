@@ -60,6 +60,10 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--nominal", type=int, default=None, help="use only the first N nominal instances")
     p.add_argument("--suite-instances", type=int, default=defaults.get("suite_instances"),
                    help="at most N instances per test dataset (all by default)")
+    p.add_argument("--select-on", default=defaults.get("select_on", "robust"),
+                   help="each run's final program: robust (default: its robust best) or validation (the member "
+                        "of its last population best on the validation suite; plain and robust runs alike). "
+                        "The test suite is refused")
     p.add_argument("--jobs", type=int, default=None,
                    help="training and evaluation jobs at once, each in its own process (default: half the "
                         "cores, at least 1; 1 runs them one after another in this process)")
@@ -115,7 +119,7 @@ def config_from(args) -> CompareConfig:
                          executor=args.executor, jobs=getattr(args, "jobs", None),
                          ship_runs=getattr(args, "ship_runs", None), aggregation=args.aggregation,
                          adversary_objective=args.adversary_objective, inner_draws=args.inner_draws,
-                         projection=args.projection)
+                         projection=args.projection, select_on=args.select_on)
 
 
 def run(args) -> int:

@@ -110,6 +110,7 @@ class CompareConfig:
     adversary_objective: str | None = None
     inner_draws: int | None = None
     projection: str | None = None
+    select_on: str = "robust"            # each run's final program: its robust best, or chosen on the validation suite
 
     def __post_init__(self):
         from raise_plugin.methods import METHODS
@@ -122,6 +123,11 @@ class CompareConfig:
                 raise UserError(f"methods: unknown {m!r}; choose from {', '.join(sorted(METHODS))}")
         if not self.methods:
             raise UserError("methods: give at least one method")
+        from raise_plugin.harness.selection import check_selection_suite
+        try:
+            check_selection_suite(self.select_on, ("robust", "validation"))
+        except UserError as exc:
+            raise UserError(f"select_on: {exc}") from None
         from raise_plugin.config import robust_defaults
         defaults = robust_defaults(self.task)
         if self.epsilons is None:
@@ -201,6 +207,22 @@ def best_program(run_dir: Path) -> str | None:
     return best.get("program")
 
 
+def final_program(run_dir: Path, task, select_on: str = "robust", workers: int | None = None) -> str | None:
+    """The program a run hands to the report: its robust best (what the run returns; the
+    nominal best of a plain run), or the member of its last population with the best
+    validation metric (``select_final``, recorded in the run directory)."""
+    if select_on == "robust":
+        return best_program(run_dir, select_on="robust")
+    from raise_plugin.validation import select_final
+    chosen = select_final(run_dir, task, workers=workers)
+    return None if chosen is None else chosen["program"]
+
+
+def result_name(key: str, seed: int, select_on: str = "robust") -> str:
+    """The stem of a run's results file: the selection is part of it, so the two never mix."""
+    return f"{key}-seed{seed}" + ("" if select_on == "robust" else f"-{select_on}-selected")
+
+
 FIELDS = ROW_FIELDS
 
 
@@ -248,13 +270,14 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
 
     def evaluation_of(v: Variant, s: int) -> EvalJob | None:
         """The suite evaluation of a finished run's best program (None: done before, or no valid program)."""
-        if (out / "results" / f"{v.key}-seed{s}.csv").exists():
+        name = result_name(v.key, s, config.select_on)
+        if (out / "results" / f"{name}.csv").exists():
             return None
-        code = best_program(run_dirs[(v.key, s)])
+        code = final_program(run_dirs[(v.key, s)], task, config.select_on, workers)
         if code is None:
             _say(f"  {v.label}, seed {s}: no valid program, left out of the tables", quiet)
             return None
-        return EvalJob(f"{v.key}-seed{s}", f"{v.label}, seed {s}", config.task, Heuristic(v.label, code=code),
+        return EvalJob(name, f"{v.label}, seed {s}", config.task, Heuristic(v.label, code=code),
                        config.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common)
 
     by_name = {f"{v.key}-seed{s}": (v, s) for v, s in cells}
@@ -294,7 +317,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
     for name in task.baselines:
         rows += _read_rows(out / "results" / f"baseline-{name}.csv")
     for v, s in cells:
-        path = out / "results" / f"{v.key}-seed{s}.csv"
+        path = out / "results" / f"{result_name(v.key, s, config.select_on)}.csv"
         if path.exists():
             rows += _read_rows(path)
     with (out / "results.csv").open("w", newline="") as fh:
@@ -393,7 +416,13 @@ def _report(config, task, variants, tables, figures, run_dirs, comparisons=()) -
              f"Methods {', '.join(config.methods)}; eps {', '.join(f'{e:g}' for e in config.epsilons)}; "
              f"budget {config.budget} samples, population {config.pop_size}, tau {config.tau}, "
              f"P_in {config.inner_population}, G_in {config.inner_generations}; seeds {list(config.seeds)}; "
-             f"LLM `{config.llm}`.", ""]
+             f"LLM `{config.llm}`.", "",
+             "Each run's final program: " + ("its robust best (the best score on the set it trained on, "
+                                             "grown by adversarial instances with RAISE)."
+                                             if config.select_on == "robust" else
+                                             "the member of its last population with the best metric on the "
+                                             "validation suite (one instance per validation dataset; plain and "
+                                             "robust runs alike; `selection.json` in each run directory)."), ""]
     if config.llm == "offline":
         lines += ["> No LLM was used: programs came from the offline program sampler, an LLM-free search "
                   "that rewrites parent programs. Results show the harness, not what an LLM would reach.", ""]

@@ -147,6 +147,13 @@ CASES = {
     "rerank: unknown aggregation": ["rerank", "{tmp}/folder", "--task", "obp", "--aggregation", "median"],
     "rerank: workers zero": ["rerank", "{tmp}/folder", "--task", "obp", "--workers", "0"],
     "rerank: out is a file": ["rerank", "{tmp}/folder", "--task", "obp", "--out", "{tmp}/plain.txt"],
+    # select
+    "select: missing directory": ["select", "{tmp}/nothing-here"],
+    "select: a file": ["select", "{tmp}/plain.txt"],
+    "select: not a run directory": ["select", "{tmp}/folder"],
+    "select: no directory given": ["select"],
+    "compare: select on the test suite": ["compare", "--select-on", "test", "--out", "{tmp}/c"],
+    "compare: select on nothing known": ["compare", "--select-on", "vibes", "--out", "{tmp}/c"],
     # tasks, and no command at all
     "tasks: unexpected argument": ["tasks", "obp"],
     "no command": [],

@@ -8,6 +8,7 @@ from raise_plugin.harness.compare import best_program
 from raise_plugin.harness.profile import robustness_profile
 from raise_plugin.harness.rerank import RankedProgram, rerank
 from raise_plugin.harness.selection import check_selection_suite, selects_on
+from raise_plugin.validation import select_final
 
 REFUSED = "the test suite is for the final report only"
 
@@ -25,12 +26,13 @@ def test_every_selecting_function_refuses_the_test_suite_before_any_work(tmp_pat
     program = RankedProgram("p", "def priority(x):\n    return x\n", 0.0)
     calls = [lambda: rerank("ovrp", [program], select_on="test"),
              lambda: robustness_profile("ovrp", [], [0.01], [0], select_on="test"),
-             lambda: best_program(tmp_path / "no-such-run", select_on="test")]
+             lambda: best_program(tmp_path / "no-such-run", select_on="test"),
+             lambda: select_final(tmp_path / "no-such-run", None, select_on="test")]
     for call in calls:
         with pytest.raises(UserError, match=REFUSED):
             call()
     assert rerank.select_on == ("robust",) and robustness_profile.select_on == ("nominal",)
-    assert "test" not in best_program.select_on
+    assert "test" not in best_program.select_on and select_final.select_on == ("validation",)
 
 
 def test_the_guard_passes_a_legal_suite_through():

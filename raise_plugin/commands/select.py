@@ -1,0 +1,50 @@
+"""``raise-ahd select``: a finished run's final program, chosen on the validation suite."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from raise_plugin.errors import UserError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("select", help="choose a finished run's final program on the validation suite (never the "
+                                      "test suite): the member of its last population with the best metric there")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a finished run directory")
+    p.add_argument("--per-dataset", type=int, default=1, help="validation instances per dataset (default 1)")
+    p.add_argument("--out", help="also write the chosen program to this .py file")
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from raise_plugin.validation import SELECTION_FILE, select_final
+    from tasks import get_task
+
+    path = Path(args.run_dir)
+    if not (path / "config.json").exists():
+        raise UserError(f"{path} is not a run directory (no config.json)")
+    summary = path / "summary.json"
+    if not summary.exists() or not json.loads(summary.read_text()).get("finished"):
+        raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")
+    if args.per_dataset < 1:
+        raise UserError("--per-dataset must be at least 1")
+    if args.workers is not None and args.workers < 1:
+        raise UserError("--workers must be at least 1")
+    task = get_task(json.loads((path / "config.json").read_text())["task"])
+    chosen = select_final(path, task, per_dataset=args.per_dataset, workers=args.workers)
+    if chosen is None:
+        raise UserError(f"{path}: the run has no valid program")
+    print(f"{'program':18s} {'robust score':>13s} {'validation':>11s}")
+    for c in chosen["candidates"]:
+        marks = (" <- chosen" if c["program_id"] == chosen["program_id"] else "") + (
+            " (robust best)" if c["program_id"] == chosen["robust_best"] else "")
+        score = "" if c["robust_score"] is None else f"{c['robust_score']:.4f}"
+        metric = "failed" if c["validation_metric"] is None else f"{c['validation_metric']:.4f}"
+        print(f"{c['program_id'][:18]:18s} {score:>13s} {metric:>11s}{marks}")
+    print(f"chosen on the validation suite ({args.per_dataset} instance(s) per dataset): {chosen['program_id']}; "
+          f"recorded in {path / SELECTION_FILE}")
+    if args.out:
+        Path(args.out).write_text(chosen["program"])
+        print(f"program written to {args.out}")
+    return 0

@@ -1,0 +1,101 @@
+"""The final selection on the validation suite: the member of a run's last population best there."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import raise_plugin.validation as validation
+from raise_plugin.cli import main
+from raise_plugin.config import RunConfig
+from raise_plugin.errors import UserError
+from raise_plugin.harness.compare import CompareConfig, run_compare
+from raise_plugin.runner import start_run
+from raise_plugin.validation import select_final, validation_metrics
+from tasks import get_task
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "r"
+    start_run(RunConfig(task="ovrp", budget=16, pop_size=4, tau=1, inner_population=4, inner_generations=1,
+                        out=str(out), host_profiler=False, validation_trace=False)).run()
+    return out
+
+
+def test_the_chosen_program_is_the_candidate_best_on_the_validation_suite(finished_run, tmp_path, monkeypatch):
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    task = get_task("ovrp")
+    chosen = select_final(run, task, workers=1)
+    candidates = {c["program_id"] for c in chosen["candidates"]}
+    summary = json.loads((run / "summary.json").read_text())
+    last = [json.loads(line) for line in (run / "population.jsonl").read_text().splitlines()][-1]
+    assert summary["best"]["program_id"] in candidates and chosen["robust_best"] == summary["best"]["program_id"]
+    assert {m["program_id"] for m in last["members"]} <= candidates
+    programs = {json.loads(line)["program_id"]: json.loads(line)["program"]
+                for line in (run / "samples.jsonl").read_text().splitlines()}
+    fresh = validation_metrics(task, {pid: programs[pid] for pid in candidates}, per_dataset=1, workers=1)
+    assert chosen["validation_metric"] == pytest.approx(min(s["metric"] for s in fresh.values()))
+    assert fresh[chosen["program_id"]]["metric"] == pytest.approx(chosen["validation_metric"])
+    assert chosen["program"] == programs[chosen["program_id"]]
+    metrics = [c["validation_metric"] for c in chosen["candidates"]]
+    assert metrics == sorted(metrics)
+    # recorded: asked again, nothing is evaluated
+    assert json.loads((run / "selection.json").read_text()) == chosen
+    monkeypatch.setattr(validation, "validation_metrics",
+                        lambda *a, **k: pytest.fail("a recorded selection was evaluated again"))
+    assert select_final(run, task, workers=1) == chosen
+
+
+def test_the_select_command_prints_the_candidates_and_writes_the_program(finished_run, tmp_path, capsys):
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    assert main(["select", str(run), "--workers", "1", "--out", str(tmp_path / "chosen.py")]) == 0
+    out = capsys.readouterr().out
+    chosen = json.loads((run / "selection.json").read_text())
+    assert "<- chosen" in out and chosen["program_id"] in out
+    assert (tmp_path / "chosen.py").read_text() == chosen["program"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["select", "{tmp}/nowhere"], "not a run directory"),
+    (["select", "{run}", "--per-dataset", "0"], "--per-dataset"),
+])
+def test_select_refuses_bad_input_in_one_line(finished_run, tmp_path, capsys, argv, message):
+    argv = [a.format(tmp=tmp_path, run=finished_run) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+
+
+def test_select_refuses_an_unfinished_run(finished_run, tmp_path, capsys):
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "finished": False}))
+    assert main(["select", str(run)]) == 2
+    assert "has not finished" in capsys.readouterr().err
+
+
+def test_compare_can_hand_every_run_s_validation_choice_to_the_report(tmp_path):
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=10, pop_size=4, seeds=(0,),
+                           out=str(tmp_path / "c"), tau=1, inner_population=4, inner_generations=1,
+                           suite_instances=1, workers=1, select_on="validation")
+    result = run_compare(config, quiet=True)
+    out = tmp_path / "c"
+    for key in ("eoh-plain", "eoh-raise-eps0.002"):
+        chosen = json.loads((out / "runs" / f"{key}-seed0" / "selection.json").read_text())
+        assert (out / "results" / f"{key}-seed0-validation-selected.csv").exists()
+        assert not (out / "results" / f"{key}-seed0.csv").exists()
+        assert chosen["select_on"] == "validation"
+    assert "best metric on the validation suite" in (out / "report.md").read_text()
+    assert result.tables
+
+
+def test_compare_refuses_to_select_on_the_test_suite(tmp_path):
+    with pytest.raises(UserError, match="select_on: .*final report only"):
+        CompareConfig(task="ovrp", out=str(tmp_path / "c"), select_on="test")

@@ -207,9 +207,9 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
     is evaluated on the validation suite (``per_dataset`` instances per dataset) and the one
     with the lowest mean metric is chosen (ties: the higher robust score, then the robust
     best). Returns and writes to ``RUN_DIR/selection.json``: ``program_id``, ``program``,
-    ``validation_metric``, ``robust_best`` (its id) and, per candidate, its robust score and
-    validation metric. A selection already recorded with the same ``per_dataset`` is
-    returned as is. ``None`` when the run has no valid program.
+    ``validation_metric``, ``robust_best`` (its id) and, per candidate, its robust score (on the
+    run's final instance set) and validation metric. A selection already recorded with the
+    same ``per_dataset`` is returned as is. ``None`` when the run has no valid program.
     """
     from .rundir import read_jsonl, write_json_atomic
 
@@ -228,6 +228,11 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
     members = [m for m in (populations[-1]["members"] if populations else [])
                if m.get("score") is not None and math.isfinite(m["score"]) and m["program_id"] in programs]
     robust = {m["program_id"]: float(m["score"]) for m in members}
+    # a refresh in the last generation re-scored them after the population was recorded
+    version = populations[-1].get("instance_set", 0) if populations else 0
+    for record in read_jsonl(path / "scores.jsonl") if (path / "scores.jsonl").exists() else ():
+        if record["program_id"] in robust and record["instance_set"] > version and record["score"] is not None:
+            robust[record["program_id"]] = float(record["score"])
     robust.setdefault(best["program_id"], float(best.get("robust_score", math.inf)))
     codes = {pid: programs.get(pid, best["program"] if pid == best["program_id"] else None) for pid in robust}
     scores = validation_metrics(task, codes, per_dataset=per_dataset, workers=workers, timeout=timeout)

@@ -99,3 +99,16 @@ def test_compare_can_hand_every_run_s_validation_choice_to_the_report(tmp_path):
 def test_compare_refuses_to_select_on_the_test_suite(tmp_path):
     with pytest.raises(UserError, match="select_on: .*final report only"):
         CompareConfig(task="ovrp", out=str(tmp_path / "c"), select_on="test")
+
+
+def test_candidates_carry_their_score_on_the_run_s_final_instance_set(finished_run, tmp_path):
+    """A refresh in the last generation re-scores the population after it was recorded: the
+    selection shows the scores on the final set, so the robust best has the highest."""
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    chosen = select_final(run, get_task("ovrp"), workers=1)
+    scores = {c["program_id"]: c["robust_score"] for c in chosen["candidates"]}
+    summary = json.loads((run / "summary.json").read_text())
+    assert scores[chosen["robust_best"]] == pytest.approx(summary["best"]["robust_score"])
+    assert scores[chosen["robust_best"]] == max(scores.values())

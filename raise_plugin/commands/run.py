@@ -183,6 +183,9 @@ def print_summary(summary: dict, run_dir, out=None) -> None:
     print(f"seconds         {summary['seconds']:.1f}", file=out)
     if summary.get("stopped"):
         print(f"stopped early   {summary['stopped']}".replace("RUN_DIR", str(run_dir)), file=out)
+    elif summary.get("finished"):
+        print(f"final program   the best robust above, or the last population's best on the validation suite: "
+              f"raise-ahd select {run_dir}", file=out)
 
 
 def _usage_line(usage: dict) -> str:

@@ -24,6 +24,7 @@ def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "samples         12 of 12" in printed and "refreshes       " in printed
+    assert f"raise-ahd select {out}" in printed  # where the final program can be chosen on validation
     summary = json.loads((out / "summary.json").read_text())
     assert summary["samples"] == 12 and summary["refreshes"] >= 1
     assert json.loads((out / "config.json").read_text())["seed"] == 1

@@ -22,7 +22,7 @@ from scipy.stats import wilcoxon
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from raise_plugin.rundir import read_jsonl  # noqa: E402
+from raise_plugin.validation import final_candidates  # noqa: E402
 from tasks import get_task  # noqa: E402
 
 
@@ -44,11 +44,10 @@ def main(argv=None) -> int:
         summary_file = run / "summary.json"
         if not summary_file.exists() or not json.loads(summary_file.read_text()).get("finished"):
             continue
-        best = json.loads(summary_file.read_text())["best"]["program_id"]
-        last = read_jsonl(run / "population.jsonl")[-1]
-        members = [m["program_id"] for m in last["members"]
-                   if m.get("score") is not None and math.isfinite(m["score"])]
-        members = list(dict.fromkeys(members + [best]))
+        final = final_candidates(run)
+        if final is None:
+            continue
+        best, members = final["best"], list(final["codes"])
         if any(m not in cache for m in members):
             print(f"left out: {run.name} (not evaluated by robust_settings.py yet)")
             continue

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: E402
+from raise_plugin.validation import final_candidates  # noqa: E402
 from tasks import get_task  # noqa: E402
 
 REFERENCE = "metric+mean"
@@ -92,19 +93,6 @@ def run_one(name: str, flags: str, seed: int, args, out: Path) -> str:
     return f"{name} seed {seed}: exit {code} in {time.time() - started:.0f} s"
 
 
-def final_programs(run_dir: Path) -> dict[str, dict]:
-    """The run's robust best and every member of its last population, by program id."""
-    from raise_plugin.rundir import read_jsonl
-    summary = json.loads((run_dir / "summary.json").read_text())
-    programs = {s["program_id"]: s for s in read_jsonl(run_dir / "samples.jsonl")}
-    last = read_jsonl(run_dir / "population.jsonl")[-1]
-    members = {m["program_id"]: programs[m["program_id"]]["program"] for m in last["members"]
-               if m.get("score") is not None and math.isfinite(m["score"])}
-    best = summary["best"]["program_id"]
-    members[best] = summary["best"]["program"]
-    return {"best": best, "members": members, "summary": summary}
-
-
 def evaluate(args, out: Path, settings: dict[str, str]) -> None:
     task = get_task(args.task)
     suite = task.validation_suite(per_dataset=args.per_dataset)
@@ -137,8 +125,8 @@ def evaluate(args, out: Path, settings: dict[str, str]) -> None:
                 if summary_file.exists():
                     print(f"left out: {name} seed {seed} has not finished (resume it with the same command)")
                 continue
-            final = final_programs(run_dir)
-            results = per_instance(final["members"])
+            final = final_candidates(run_dir)
+            results = per_instance(final["codes"])
             means = {pid: np.mean([r["metric"] if r["metric"] is not None else np.inf for r in res])
                      for pid, res in results.items()}
             picked = {"robust best": final["best"], "validation-selected": min(means, key=means.get)}

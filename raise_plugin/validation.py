@@ -26,8 +26,8 @@ import numpy as np
 from .callback import Callback, RunSnapshot
 from .harness.selection import selects_on
 
-__all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "select_final",
-           "TRACE_FILE", "SELECTION_FILE"]
+__all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "final_candidates",
+           "select_final", "TRACE_FILE", "SELECTION_FILE"]
 
 TRACE_FILE = "validation.jsonl"
 SELECTION_FILE = "selection.json"
@@ -198,6 +198,33 @@ def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = 1, 
              "best_baseline": _best(baselines)} for pop, best in chosen]
 
 
+def final_candidates(run_dir) -> dict | None:
+    """What a finished run can hand on: its robust best and the valid members of its last
+    population. ``best`` (the robust best's id), ``codes`` (id -> program text), ``robust_scores``
+    (id -> robust score on the run's final instance set: a refresh in the last generation
+    re-scores the members after their population is recorded, so ``scores.jsonl`` has the
+    last word) and ``summary``. ``None`` when the run has no valid program."""
+    from .rundir import read_jsonl
+
+    path = Path(run_dir)
+    summary = json.loads((path / "summary.json").read_text())
+    best = summary.get("best") or {}
+    if not best.get("program"):
+        return None
+    programs = {s["program_id"]: s["program"] for s in read_jsonl(path / "samples.jsonl")}
+    populations = read_jsonl(path / "population.jsonl")
+    members = [m for m in (populations[-1]["members"] if populations else [])
+               if m.get("score") is not None and math.isfinite(m["score"]) and m["program_id"] in programs]
+    robust = {m["program_id"]: float(m["score"]) for m in members}
+    version = populations[-1].get("instance_set", 0) if populations else 0
+    for record in read_jsonl(path / "scores.jsonl") if (path / "scores.jsonl").exists() else ():
+        if record["program_id"] in robust and record["instance_set"] > version and record["score"] is not None:
+            robust[record["program_id"]] = float(record["score"])
+    robust.setdefault(best["program_id"], float(best.get("robust_score", math.inf)))
+    codes = {pid: best["program"] if pid == best["program_id"] else programs[pid] for pid in robust}
+    return {"best": best["program_id"], "codes": codes, "robust_scores": robust, "summary": summary}
+
+
 @selects_on("validation")
 def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = None,
                  timeout: float | None = None) -> dict | None:
@@ -211,7 +238,7 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
     run's final instance set) and validation metric. A selection already recorded with the
     same ``per_dataset`` is returned as is. ``None`` when the run has no valid program.
     """
-    from .rundir import read_jsonl, write_json_atomic
+    from .rundir import write_json_atomic
 
     path = Path(run_dir)
     recorded = path / SELECTION_FILE
@@ -219,28 +246,16 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
         previous = json.loads(recorded.read_text())
         if previous.get("per_dataset") == per_dataset:
             return previous
-    summary = json.loads((path / "summary.json").read_text())
-    best = summary.get("best") or {}
-    if not best.get("program"):
+    final = final_candidates(path)
+    if final is None:
         return None
-    programs = {s["program_id"]: s["program"] for s in read_jsonl(path / "samples.jsonl")}
-    populations = read_jsonl(path / "population.jsonl")
-    members = [m for m in (populations[-1]["members"] if populations else [])
-               if m.get("score") is not None and math.isfinite(m["score"]) and m["program_id"] in programs]
-    robust = {m["program_id"]: float(m["score"]) for m in members}
-    # a refresh in the last generation re-scored them after the population was recorded
-    version = populations[-1].get("instance_set", 0) if populations else 0
-    for record in read_jsonl(path / "scores.jsonl") if (path / "scores.jsonl").exists() else ():
-        if record["program_id"] in robust and record["instance_set"] > version and record["score"] is not None:
-            robust[record["program_id"]] = float(record["score"])
-    robust.setdefault(best["program_id"], float(best.get("robust_score", math.inf)))
-    codes = {pid: programs.get(pid, best["program"] if pid == best["program_id"] else None) for pid in robust}
+    best, codes, robust = final["best"], final["codes"], final["robust_scores"]
     scores = validation_metrics(task, codes, per_dataset=per_dataset, workers=workers, timeout=timeout)
-    order = sorted(robust, key=lambda pid: (scores[pid]["metric"], -robust[pid], pid != best["program_id"]))
+    order = sorted(robust, key=lambda pid: (scores[pid]["metric"], -robust[pid], pid != best))
     chosen = order[0]
     selection = {
         "select_on": "validation", "per_dataset": per_dataset, "program_id": chosen, "program": codes[chosen],
-        "validation_metric": _finite(scores[chosen]["metric"]), "robust_best": best["program_id"],
+        "validation_metric": _finite(scores[chosen]["metric"]), "robust_best": best,
         "candidates": [{"program_id": pid, "robust_score": _finite(robust[pid]),
                         "validation_metric": _finite(scores[pid]["metric"])} for pid in order],
     }

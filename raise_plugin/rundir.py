@@ -38,7 +38,7 @@ import numpy as np
 from .errors import UserError
 
 __all__ = ["RunDirectory", "RunLog", "RunLock", "RunDirectoryBusy", "RunDirectoryDamaged", "save_instance",
-           "load_instance"]
+           "load_instance", "load_config"]
 
 LOCK_NAME = "lock"
 _log = logging.getLogger(__name__)
@@ -370,7 +370,7 @@ class RunLog:
             repairs.append(message)
             (on_repair or _log.warning)(message)
 
-        config = _load_config(p)
+        config = load_config(p)
         index = _checked_lines(p / "instances" / "index.jsonl", _valid_index, repaired)
         instances: dict[str, dict] = {}
         for r in index:
@@ -416,7 +416,8 @@ def _read_json(path: Path):
 
 # -- checking what a run directory holds --------------------------------------------------------
 
-def _load_config(p: Path) -> dict:
+def load_config(p: Path) -> dict:
+    """``RUN_DIR/config.json``, or a one-line ``RunDirectoryDamaged`` saying why it cannot be read."""
     path = p / "config.json"
     try:
         data = json.loads(path.read_text())

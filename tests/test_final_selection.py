@@ -71,6 +71,14 @@ def test_select_refuses_bad_input_in_one_line(finished_run, tmp_path, capsys, ar
     assert len(err.splitlines()) == 1 and message in err
 
 
+def test_select_refuses_a_damaged_config_in_one_line(tmp_path, capsys):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "config.json").write_text("{not json")
+    assert main(["select", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "config.json is damaged" in err
+
+
 def test_select_refuses_an_unfinished_run(finished_run, tmp_path, capsys):
     import shutil
     run = tmp_path / "r"

@@ -18,12 +18,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from raise_plugin.rundir import load_config
     from raise_plugin.validation import SELECTION_FILE, select_final
     from tasks import get_task
 
     path = Path(args.run_dir)
-    if not (path / "config.json").exists():
-        raise UserError(f"{path} is not a run directory (no config.json)")
+    config = load_config(path)
     summary = path / "summary.json"
     if not summary.exists() or not json.loads(summary.read_text()).get("finished"):
         raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")
@@ -31,7 +31,7 @@ def run(args) -> int:
         raise UserError("--per-dataset must be at least 1")
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
-    task = get_task(json.loads((path / "config.json").read_text())["task"])
+    task = get_task(config["task"])
     chosen = select_final(path, task, per_dataset=args.per_dataset, workers=args.workers)
     if chosen is None:
         raise UserError(f"{path}: the run has no valid program")

@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import UserError
 
-__all__ = ["RunConfig", "ConfigError", "robust_defaults", "PAPER_DEFAULTS"]
+__all__ = ["RunConfig", "ConfigError", "robust_defaults", "final_selection", "PAPER_DEFAULTS"]
 
 
 class ConfigError(UserError):
@@ -28,6 +28,16 @@ def robust_defaults(task_name: str) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError):  # an unknown task fails its own check below
         own = {}
     return {**PAPER_DEFAULTS, **own}
+
+
+def final_selection(task_name: str) -> str:
+    """What a finished run of ``task_name`` hands on when nothing else is asked for:
+    ``"robust"`` (its robust best) or ``"validation"`` (``Task.final_selection``)."""
+    from tasks import get_task
+    try:
+        return str(getattr(get_task(task_name), "final_selection", "robust"))
+    except (KeyError, TypeError, ValueError):
+        return "robust"
 
 
 @dataclass(frozen=True)

@@ -236,15 +236,17 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
     best). Returns and writes to ``RUN_DIR/selection.json``: ``program_id``, ``program``,
     ``validation_metric``, ``robust_best`` (its id) and, per candidate, its robust score (on the
     run's final instance set) and validation metric. A selection already recorded with the
-    same ``per_dataset`` is returned as is. ``None`` when the run has no valid program.
+    same ``per_dataset`` at the same number of samples is returned as is (a resumed run is
+    chosen again). ``None`` when the run has no valid program.
     """
     from .rundir import write_json_atomic
 
     path = Path(run_dir)
     recorded = path / SELECTION_FILE
+    samples = json.loads((path / "summary.json").read_text()).get("samples")
     if recorded.exists():
         previous = json.loads(recorded.read_text())
-        if previous.get("per_dataset") == per_dataset:
+        if previous.get("per_dataset") == per_dataset and previous.get("samples") == samples:
             return previous
     final = final_candidates(path)
     if final is None:
@@ -254,7 +256,8 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
     order = sorted(robust, key=lambda pid: (scores[pid]["metric"], -robust[pid], pid != best))
     chosen = order[0]
     selection = {
-        "select_on": "validation", "per_dataset": per_dataset, "program_id": chosen, "program": codes[chosen],
+        "select_on": "validation", "per_dataset": per_dataset, "samples": samples, "program_id": chosen,
+        "program": codes[chosen],
         "validation_metric": _finite(scores[chosen]["metric"]), "robust_best": best,
         "candidates": [{"program_id": pid, "robust_score": _finite(robust[pid]),
                         "validation_metric": _finite(scores[pid]["metric"])} for pid in order],

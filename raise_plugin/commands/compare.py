@@ -15,11 +15,12 @@ PRESETS = {
     # and the baselines, 300-sample slices, three seeds, one instance per test dataset
     "obp-validated": {"task": "obp", "methods": "eoh", "robust_eps": "0.01", "projection": "sphere",
                       "adversary_objective": "regret:baselines", "aggregation": "balanced", "budget": 300,
-                      "seeds": 3, "suite_instances": 1, "out": "obp-validated"},
-    # the paper's OBP setting at the paper's scale (1000 samples), three seeds, the whole test suite
+                      "seeds": 3, "suite_instances": 1, "select_on": "robust", "out": "obp-validated"},
+    # the paper's OBP setting at the paper's scale (1000 samples), three seeds, the whole test suite,
+    # each run handing on its robust best as the paper's runs do
     "paper-obp": {"task": "obp", "methods": "eoh", "robust_eps": "0.002", "aggregation": "mean",
                   "adversary_objective": "metric", "projection": "paper", "budget": 1000, "seeds": 3,
-                  "out": "paper-obp"},
+                  "select_on": "robust", "out": "paper-obp"},
     # OBP's defaults (chosen on the validation suite) at the paper's scale: the README's paper-scale table
     "obp-1000": {"task": "obp", "methods": "eoh", "budget": 1000, "seeds": 3, "out": "obp-1000"},
 }
@@ -60,10 +61,11 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--nominal", type=int, default=None, help="use only the first N nominal instances")
     p.add_argument("--suite-instances", type=int, default=defaults.get("suite_instances"),
                    help="at most N instances per test dataset (all by default)")
-    p.add_argument("--select-on", default=defaults.get("select_on", "robust"),
-                   help="each run's final program: robust (default: its robust best) or validation (the member "
-                        "of its last population best on the validation suite; plain and robust runs alike). "
-                        "The test suite is refused")
+    p.add_argument("--select-on", default=defaults.get("select_on"),
+                   help="each run's final program: robust (its robust best) or validation (the member of its "
+                        "last population best on the validation suite; plain and robust runs alike); default: "
+                        "the task's (validation for OBP, robust elsewhere; `raise-ahd tasks`). The test suite "
+                        "is refused")
     p.add_argument("--jobs", type=int, default=None,
                    help="training and evaluation jobs at once, each in its own process (default: half the "
                         "cores, at least 1; 1 runs them one after another in this process)")

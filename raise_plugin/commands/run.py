@@ -146,7 +146,9 @@ class ProgressBar(Callback):
         self._bar.close()
 
 
-def print_summary(summary: dict, run_dir, out=None) -> None:
+def print_summary(summary: dict, run_dir, out=None, selection: dict | None = None) -> None:
+    """The run's summary; ``selection`` (``select_final``'s record) names the final program
+    when the task hands on the choice made on its validation suite."""
     out = out or sys.stdout
     best = summary.get("best") or {}
     sets = summary.get("instance_set", [])
@@ -183,6 +185,11 @@ def print_summary(summary: dict, run_dir, out=None) -> None:
     print(f"seconds         {summary['seconds']:.1f}", file=out)
     if summary.get("stopped"):
         print(f"stopped early   {summary['stopped']}".replace("RUN_DIR", str(run_dir)), file=out)
+    elif summary.get("finished") and selection is not None:
+        metric = selection["validation_metric"]
+        print(f"final program   {selection['program_id']}: the last population's best on the validation suite "
+              f"({'failed there' if metric is None else f'{metric:.6g}'}; the task's default; the robust best is "
+              f"{selection['robust_best']}); the candidates: raise-ahd select {run_dir}", file=out)
     elif summary.get("finished"):
         print(f"final program   the best robust above, or the last population's best on the validation suite: "
               f"raise-ahd select {run_dir}", file=out)
@@ -204,8 +211,20 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         method.run()
     finally:
         bar._bar.close()
-    print_summary(method.summary(finished=method.stop_reason is None), run_dir, out=out)
+    summary = method.summary(finished=method.stop_reason is None)
+    print_summary(summary, run_dir, out=out, selection=_final_selection(method, run_dir, summary))
     return 0
+
+
+def _final_selection(method, run_dir, summary: dict) -> dict | None:
+    """The choice on the validation suite, made when the run has finished and its task hands on
+    that choice (``Task.final_selection``); ``None`` otherwise."""
+    task = getattr(method, "task", None)
+    if not summary.get("finished") or getattr(task, "final_selection", "robust") != "validation":
+        return None
+    from raise_plugin.validation import select_final
+    timeout = getattr(getattr(method, "evaluation", None), "timeout_seconds", None)  # as the validation trace
+    return select_final(run_dir, task, timeout=timeout)
 
 
 def run(args) -> int:

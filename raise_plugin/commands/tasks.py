@@ -18,6 +18,10 @@ def _defaults(name: str) -> str:
     return text + (" (chosen on its validation suite)" if own else " (the paper's)")
 
 
+_SELECTION = {"robust": "the run's robust best (the paper's)",
+              "validation": "the last population's best on the validation suite (chosen on its validation suite)"}
+
+
 def run(args) -> int:
     for name in list_tasks():
         task = get_task(name)
@@ -31,5 +35,6 @@ def run(args) -> int:
               f"       validation suite {len(validation)} datasets, {sum(len(d.instances) for d in validation)} "
               f"instances; test suite {len(suite)} datasets, {sum(len(d.instances) for d in suite)} instances\n"
               f"       baselines: {', '.join(task.baselines)}\n"
-              f"       robust defaults: {_defaults(name)}")
+              f"       robust defaults: {_defaults(name)}\n"
+              f"       final program: {_SELECTION[task.final_selection]}")
     return 0

@@ -110,7 +110,8 @@ class CompareConfig:
     adversary_objective: str | None = None
     inner_draws: int | None = None
     projection: str | None = None
-    select_on: str = "robust"            # each run's final program: its robust best, or chosen on the validation suite
+    select_on: str | None = None         # each run's final program: robust (its robust best) or validation
+    #                                      (chosen on the validation suite); default: the task's
 
     def __post_init__(self):
         from raise_plugin.methods import METHODS
@@ -123,7 +124,10 @@ class CompareConfig:
                 raise UserError(f"methods: unknown {m!r}; choose from {', '.join(sorted(METHODS))}")
         if not self.methods:
             raise UserError("methods: give at least one method")
+        from raise_plugin.config import final_selection
         from raise_plugin.harness.selection import check_selection_suite
+        if self.select_on is None:
+            self.select_on = final_selection(self.task)
         try:
             check_selection_suite(self.select_on, ("robust", "validation"))
         except UserError as exc:

@@ -40,6 +40,10 @@ class Task(ABC):
     # robust settings a run takes when none is given (eps, aggregation, adversary_objective,
     # projection), chosen on the task's validation suite; the paper's where empty
     robust_defaults: dict[str, Any] = {}
+    # the program a finished run hands on: "robust" (its robust best, the paper's) or
+    # "validation" (the member of its last population best on the validation suite), chosen
+    # for the task on its validation suite alone (docs/validation.md, benchmarks/final_selection.py)
+    final_selection: str = "robust"
     instance_timeout_floor: float = 10.0  # no instance gets less, however small
     metric_name: str = "metric"
     offline_library: dict[str, Any] | None = None

@@ -24,12 +24,26 @@ def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys):
     assert code == 0
     printed = capsys.readouterr().out
     assert "samples         12 of 12" in printed and "refreshes       " in printed
-    assert f"raise-ahd select {out}" in printed  # where the final program can be chosen on validation
+    assert f"raise-ahd select {out}" in printed  # where the candidates are shown
     summary = json.loads((out / "summary.json").read_text())
     assert summary["samples"] == 12 and summary["refreshes"] >= 1
     assert json.loads((out / "config.json").read_text())["seed"] == 1
+    # OBP hands on the last population's best on the validation suite (its default), said and recorded
+    selection = json.loads((out / "selection.json").read_text())
+    assert selection["samples"] == 12 and selection["robust_best"] == summary["best"]["program_id"]
+    assert f"final program   {selection['program_id']}: the last population's best on the validation" in printed
     assert main(["resume", str(out), "--budget", "16", "--no-progress"]) == 0
     assert json.loads((out / "summary.json").read_text())["samples"] == 16
+    again = json.loads((out / "selection.json").read_text())  # chosen again among the resumed run's members
+    assert again["samples"] == 16 and f"final program   {again['program_id']}" in capsys.readouterr().out
+
+
+def test_a_task_that_keeps_the_robust_best_makes_no_selection(tmp_path, scripted, capsys):
+    out = tmp_path / "ovrp"
+    assert main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "2", "--nominal", "1", "--out", str(out),
+                 "--no-progress", "--no-host-profiler", "--inner-population", "2", "--inner-generations", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "final program   the best robust above" in printed and not (out / "selection.json").exists()
 
 
 def test_no_robust_runs_the_same_method_without_the_inner_loop(tmp_path, scripted, capsys):

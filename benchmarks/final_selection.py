@@ -7,6 +7,10 @@ last population, half B (instance 1) scores the choice against the run's robust 
 program is evaluated again and the test suite is not read.
 
     python benchmarks/final_selection.py grid-obp          # the OUT of robust_settings.py
+    python benchmarks/final_selection.py grid-obp --exclude seen.txt   # only runs not listed there
+
+``--exclude`` names runs (one per line) to leave out, e.g. those a decision was made on, so
+the runs trained since confirm or refute it on their own.
 """
 from __future__ import annotations
 
@@ -34,13 +38,17 @@ def half(results: list[dict], index: int) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="the --out directory of robust_settings.py")
+    p.add_argument("--exclude", help="a file naming runs to leave out, one per line")
     args = p.parse_args(argv)
     out = Path(args.out)
+    excluded = set(Path(args.exclude).read_text().split()) if args.exclude else set()
     cache = json.loads((out / "validation_cache.json").read_text())
     task = json.loads((out / "settings.json").read_text())["task"]
     baseline = min((b for b in get_task(task).baselines if b in cache), key=lambda b: half(cache[b], 1), default=None)
     rows = []
     for run in sorted((out / "runs").iterdir()):
+        if run.name in excluded:
+            continue
         summary_file = run / "summary.json"
         if not summary_file.exists() or not json.loads(summary_file.read_text()).get("finished"):
             continue

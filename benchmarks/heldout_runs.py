@@ -1,0 +1,87 @@
+"""Finished runs trained after a default was fixed, on the test suite beside the classical rules.
+
+A check that had no part in choosing the default: each run hands on its final program as its
+task says (``Task.final_selection``; ``--select-on`` to override), which is evaluated on the
+task's test suite with the baselines; the report gives each run's mean, the mean over runs
+with its 95 % t-interval, and the harness's paired statistics (Wilcoxon over (run, instance),
+seed-bootstrap interval of the mean difference) against the best baseline, per run and
+pooled. Nothing is selected on the test suite.
+
+    python benchmarks/heldout_runs.py obp1000-fresh/seed3 obp1000-fresh/seed4 --out fresh.csv
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from raise_plugin.config import final_selection  # noqa: E402
+from raise_plugin.harness.compare import final_program  # noqa: E402
+from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: E402
+from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite  # noqa: E402
+from tasks import get_task  # noqa: E402
+
+METHOD = "run"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", help="finished run directories of one task")
+    p.add_argument("--select-on", choices=("robust", "validation"), help="default: the task's")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
+    args = p.parse_args(argv)
+    configs = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.runs}
+    tasks = {c["task"] for c in configs.values()}
+    if len(tasks) != 1:
+        p.error(f"the runs are of {len(tasks)} tasks; give runs of one")
+    task = get_task(tasks.pop())
+    select_on = args.select_on or final_selection(task.name)
+    heuristics, seeds = [], {}
+    for run, config in configs.items():
+        code = final_program(run, task, select_on, args.workers)
+        if code is None:
+            p.error(f"{run}: no valid program")
+        name = run.name if run.name not in seeds else str(run)
+        heuristics.append(Heuristic(name, code=code))
+        seeds[name] = config["seed"]
+    heuristics += [Heuristic(b, baseline=b) for b in task.baselines]
+    rows = evaluate_suite(task.name, heuristics, task.test_suite(), workers=args.workers)
+    table = [{"method": METHOD if r.heuristic in seeds else r.heuristic, "seed": seeds.get(r.heuristic, 0),
+              "run": r.heuristic, "dataset": r.dataset, "family": r.family, "params": r.params,
+              "instance": r.instance, "metric": r.metric, "valid": r.valid} for r in rows]
+    if args.out:
+        with open(args.out, "w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(table[0]))
+            writer.writeheader()
+            writer.writerows(table)
+
+    def mean_of(name):
+        return float(np.mean([r["metric"] for r in table if r["run"] == name and r["valid"]]))
+
+    best = min(task.baselines, key=mean_of)
+    print(f"{task.name}: test suite, final program {select_on!r}; lower is better")
+    for b in task.baselines:
+        print(f"  {b:24s} {mean_of(b):.3f}")
+    per_run = []
+    for name in seeds:
+        per_run.append(mean_of(name))
+        c = compare_paired([r for r in table if r["run"] in (name, best)], METHOD, best)
+        print(f"  {name:24s} {per_run[-1]:.3f}   vs {best}: {c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}] "
+              f"(over {c.over}), Wilcoxon p {c.p:.2g}")
+    c = compare_paired(table, METHOD, best)
+    print(f"  {'over the runs':24s} {np.mean(per_run):.3f} ± {mean_half_width(per_run):.3f}   vs {best}: "
+          f"{c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}], Wilcoxon p {c.p:.2g}, {c.pairs} pairs over {c.over}; "
+          f"{c.verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -64,8 +64,8 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--select-on", default=defaults.get("select_on"),
                    help="each run's final program: robust (its robust best) or validation (the member of its "
                         "last population best on the validation suite; plain and robust runs alike); default: "
-                        "the task's (validation for OBP, robust elsewhere; `raise-ahd tasks`). The test suite "
-                        "is refused")
+                        "the task's (`raise-ahd tasks`; robust for the built-in tasks). The test suite is "
+                        "refused")
     p.add_argument("--jobs", type=int, default=None,
                    help="training and evaluation jobs at once, each in its own process (default: half the "
                         "cores, at least 1; 1 runs them one after another in this process)")

@@ -21,9 +21,8 @@ def test_tasks_lists_obp(capsys):
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
     assert "obp" in out
-    # each task says what its runs hand on; only OBP's validation suite chose the validation choice
-    assert out.count("final program: the last population's best on the validation suite") == 1
-    assert out.count("final program: the run's robust best") == out.count("robust defaults:") - 1
+    # each task says what its runs hand on: the robust best everywhere (no validation suite chose otherwise)
+    assert out.count("final program: the run's robust best") == out.count("robust defaults:") >= 3
 
 
 def test_evaluate_file_and_baselines_on_nominal(tmp_path, capsys):

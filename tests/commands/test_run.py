@@ -16,7 +16,10 @@ def scripted(monkeypatch):
     monkeypatch.setattr(runner, "make_llm", lambda config: ScriptedLLM(config.seed))
 
 
-def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys):
+def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys, monkeypatch):
+    from tasks import get_task
+    # a task that hands on the choice on its validation suite (Task.final_selection)
+    monkeypatch.setattr(type(get_task("obp")), "final_selection", "validation")
     out = tmp_path / "run"
     code = main(["run", "--task", "obp", "--budget", "12", "--pop-size", "4", "--tau", "2", "--nominal", "1",
                  "--inner-population", "4", "--inner-generations", "2", "--seed", "1", "--out", str(out),
@@ -28,7 +31,7 @@ def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["samples"] == 12 and summary["refreshes"] >= 1
     assert json.loads((out / "config.json").read_text())["seed"] == 1
-    # OBP hands on the last population's best on the validation suite (its default), said and recorded
+    # the last population's best on the validation suite is chosen at the end, said and recorded
     selection = json.loads((out / "selection.json").read_text())
     assert selection["samples"] == 12 and selection["robust_best"] == summary["best"]["program_id"]
     assert f"final program   {selection['program_id']}: the last population's best on the validation" in printed

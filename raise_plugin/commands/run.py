@@ -219,10 +219,12 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
 def _final_selection(method, run_dir, summary: dict) -> dict | None:
     """The choice on the validation suite, made when the run has finished and its task hands on
     that choice (``Task.final_selection``); ``None`` otherwise."""
-    task = getattr(method, "task", None)
-    if not summary.get("finished") or getattr(task, "final_selection", "robust") != "validation":
-        return None
+    from raise_plugin.config import final_selection
     from raise_plugin.validation import select_final
+
+    task = getattr(method, "task", None)
+    if task is None or not summary.get("finished") or final_selection(task.name) != "validation":
+        return None
     timeout = getattr(getattr(method, "evaluation", None), "timeout_seconds", None)  # as the validation trace
     return select_final(run_dir, task, timeout=timeout)
 

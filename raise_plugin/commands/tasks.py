@@ -23,6 +23,8 @@ _SELECTION = {"robust": "the run's robust best (the paper's)",
 
 
 def run(args) -> int:
+    from raise_plugin.config import final_selection
+
     for name in list_tasks():
         task = get_task(name)
         nominal = task.nominal_instances()
@@ -36,5 +38,5 @@ def run(args) -> int:
               f"instances; test suite {len(suite)} datasets, {sum(len(d.instances) for d in suite)} instances\n"
               f"       baselines: {', '.join(task.baselines)}\n"
               f"       robust defaults: {_defaults(name)}\n"
-              f"       final program: {_SELECTION[task.final_selection]}")
+              f"       final program: {_SELECTION[final_selection(name)]}")
     return 0

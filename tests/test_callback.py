@@ -113,7 +113,8 @@ def test_instance_set_grows_and_keeps_a_window_of_adversarial_instances():
     assert all(len(u.dropped) == (1 if u.version > 2 else 0) for _, u in rec.updates)
 
 
-@pytest.mark.parametrize("aggregation", ["mean", "min", "cvar:0.5", "balanced", "balanced:0.8"])
+@pytest.mark.parametrize("aggregation", ["mean", "min", "cvar:0.5", "balanced", "balanced:0.8", "regret:min",
+                                         "regret:cvar:0.5"])
 def test_scores_after_a_refresh_equal_a_fresh_evaluation_on_the_new_set(aggregation):
     method, cb, rec = robust_run(budget=32, pop_size=4, tau=2, aggregation=aggregation)
     assert rec.updates and rec.checked >= 4 * len(rec.updates)

@@ -24,6 +24,9 @@ def test_a_given_setting_wins_and_is_still_checked():
     assert (c.epsilon, c.aggregation, c.projection) == (0.002, "mean", "sphere")
     with pytest.raises(ConfigError, match="epsilon"):
         RunConfig(task="obp", epsilon=0.0)
+    assert RunConfig(task="ovrp", aggregation="regret:min").aggregation == "regret:min"
+    with pytest.raises(ConfigError, match="'aggregation'.*regret:min"):
+        RunConfig(task="obp", aggregation="regret:median")
 
 
 def test_the_run_directory_records_the_resolved_settings(tmp_path):

@@ -18,6 +18,7 @@ from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.rundir import RunLog, load_instance, read_jsonl
 from raise_plugin.runner import resume_run, start_run
+from tasks.common.aggregation import Aggregation
 
 HELPERS = Path(__file__).with_name("_robust_helpers.py")
 
@@ -346,11 +347,13 @@ def test_a_line_cut_by_a_kill_is_dropped_with_a_repair_note(finished_run):
     assert not (finished_run / "samples.jsonl.damaged").exists()  # a torn tail is routine, not damage
 
 
-def test_a_regret_balanced_run_killed_inside_a_refresh_resumes_with_every_provenance_field(tmp_path):
-    cfg = config(tmp_path / "run", budget=20, adversary_objective="regret:baselines", aggregation="balanced")
+@pytest.mark.parametrize("aggregation", ["balanced", "regret:min"])
+def test_a_regret_run_killed_inside_a_refresh_resumes_with_every_provenance_field(tmp_path, aggregation):
+    cfg = config(tmp_path / "run", budget=20, adversary_objective="regret:baselines", aggregation=aggregation)
     run_and_kill(cfg, None, "instances", 1)
     method = resume_run(tmp_path / "run", llm=ScriptedLLM(1))
-    assert method.evaluation.aggregation.kind == "balanced" and method.evaluation.nominal_count == 1
+    assert str(method.evaluation.aggregation) == str(Aggregation.parse(aggregation))
+    assert method.evaluation.nominal_count == 1
     method.run()
     log, summary = check_complete(tmp_path / "run", 20)
     adversarial = [m for m in log.instances.values() if m["origin"] == "adversarial"]
@@ -360,3 +363,12 @@ def test_a_regret_balanced_run_killed_inside_a_refresh_resumes_with_every_proven
         assert prov["objective"] == "regret:baselines"
         assert prov["regret"] == pytest.approx(prov["metric"] - prov["reference_metric"])
         assert prov["reference"] in ("BestFit", "FirstFit")
+    # the resumed run's best scores what a fresh evaluation on its final set gives
+    from raise_plugin.programs import compile_priority
+    from tasks import get_task
+    fresh = get_task("obp").evaluation(aggregation=aggregation, instances=[
+        load_instance(tmp_path / "run" / "instances" / log.instances[e["instance_id"]]["file"])
+        for e in summary["instance_set"]])
+    fresh.nominal_count = 1
+    code = summary["best"]["program"]
+    assert summary["best"]["robust_score"] == pytest.approx(fresh.evaluate_program(code, compile_priority(code)))

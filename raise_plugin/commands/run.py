@@ -35,7 +35,9 @@ def register(sub) -> None:
     p.add_argument("--inner-population", type=int, help=f"P_in (default {d.inner_population})")
     p.add_argument("--inner-generations", type=int, help=f"G_in (default {d.inner_generations})")
     p.add_argument("--aggregation", help="A over the instance set: mean, min, cvar:ALPHA or balanced[:W] "
-                                         "(nominal and adversarial means weighed 1-W and W; default: the task's, else mean)")
+                                         "(nominal and adversarial means weighed 1-W and W), each optionally after regret: "
+                                         "(relative to the best baseline on each instance; regret:min is "
+                                         "minimax regret; default: the task's, else mean)")
     p.add_argument("--adversary-objective", help="what the inner search maximises: metric (the paper's), "
                                                  "regret:baselines or regret:population[:K] (default: the task's, "
                                                  "else metric)")

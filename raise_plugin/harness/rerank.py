@@ -110,32 +110,40 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.
     from raise_plugin.harness.profile import search_timeout
 
     task = get_task(task_name)
-    agg = Aggregation.parse(aggregation)
+    scorer = task.evaluation(aggregation=Aggregation.parse(aggregation))  # scores only: A, nominal count, references
     chosen = sorted(programs, key=lambda p: -p.original_score)[:top]
     nominal = task.nominal_instances()
     instances = list(nominal)
+    scorer.nominal_count = len(nominal)
     limit = search_timeout(task, population, generations, timeout)
     pool = ProcessExecutor(workers, SandboxLimits(timeout=limit))
     skipped = [0]
     try:
-        metrics, found = _refresh(task_name, agg, chosen, nominal, instances, pool, skipped, epsilon=epsilon,
+        metrics, found = _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, epsilon=epsilon,
                                   refreshes=refreshes, seed=seed, population=population,
                                   generations=generations, progress=progress, timeout=timeout)
     finally:
         pool.shutdown()
     for p, m in zip(chosen, metrics):
         p.nominal_metric = float(np.mean(m[: len(nominal)]))
-        p.robust_score = agg(-m, len(nominal)) if np.all(np.isfinite(m)) else -math.inf
+        p.robust_score = _robust_score(scorer, m, instances) if np.all(np.isfinite(m)) else -math.inf
     return {"programs": chosen, "adversarial": found, "instances": instances, "skipped": skipped[0]}
 
 
-def _refresh(task_name, agg, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed, population,
+def _robust_score(evaluation, metrics, instances) -> float:
+    """The evaluation's score of ``metrics`` on the first ``len(metrics)`` of ``instances``."""
+    regret = evaluation.aggregation.regret
+    return evaluation.score_of(metrics, references=evaluation.reference_metrics(instances[:len(metrics)])
+                               if regret else None)
+
+
+def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed, population,
              generations, progress, timeout):
     """The refreshes: attack the robust best, add its worst instance, re-score the others."""
     metrics = _metrics(task_name, chosen, instances, pool, skipped, timeout)
     found = []
     for k in range(refreshes):
-        scores = [agg(-m, len(nominal)) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
+        scores = [_robust_score(scorer, m, instances) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
         if max(scores) == -math.inf:
             break  # no program is valid on every instance: nothing left to attack
         victim_index = int(np.argmax(scores))

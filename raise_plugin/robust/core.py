@@ -15,7 +15,7 @@ from llm4ad.tools.profiler import ProfilerBase
 
 from ..callback import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .evaluator import InstanceSetEvaluator
-from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest
+from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
 from .scores import ProgramRecord, ScoreBook, program_id_of
 
 __all__ = ["RobustCore", "QuietProfiler", "state_keys"]
@@ -151,11 +151,12 @@ class RobustCore:
         records = [self._record_of(func) for func in everyone]
         for rec in records:
             self._evaluator.score_on(rec, entries, purpose="rescore")
+        score_of = score_function(self.evaluation, entries)
         with self._gate.cond:
             for func, rec in zip(everyone, records):
                 if getattr(func, "_raise_duplicate", False):
                     continue
-                score = self._book.score(rec, ids, self.evaluation.score_of)
+                score = self._book.score(rec, ids, score_of)
                 func.score = float("-inf") if score is None or math.isnan(score) else score
             self._scores_changed()
             return tuple(self._view(f) for f in everyone)
@@ -169,7 +170,7 @@ class RobustCore:
                 entries, version = self._instances.state()
                 ids = [e.instance_id for e in entries]
                 if not self._book.missing(rec, ids):
-                    return then(self._book.score(rec, ids, self.evaluation.score_of), version, ids)
+                    return then(self._book.score(rec, ids, score_function(self.evaluation, entries)), version, ids)
             self._evaluator.score_on(rec, entries)
             self._stale_samples += 1
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..engine.evaluator import host_code_edits
 from ..engine.jobs import Job, ProgramSpec, execute_job
 from ..engine.results import EvalResult, FailureKind
-from .instances import InstanceEntry, InstanceSet
+from .instances import InstanceEntry, InstanceSet, score_function
 from .scores import ProgramRecord, ScoreBook
 
 __all__ = ["ProgramRunner", "InstanceSetEvaluator", "outcome"]
@@ -125,7 +125,7 @@ class InstanceSetEvaluator:
         missing = set(self._book.missing(rec, ids))
         if missing:
             self.evaluate(rec, [e for e in entries if e.instance_id in missing], purpose)
-        return self._book.score(rec, ids, self._evaluation.score_of)
+        return self._book.score(rec, ids, score_function(self._evaluation, entries))
 
     def counts(self) -> dict:
         with self._count_lock:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..callback import InstanceView
 
-__all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest"]
+__all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function"]
 
 NOMINAL, ADVERSARIAL = "nominal", "adversarial"
 
@@ -43,6 +43,15 @@ def instance_digest(instance) -> str:
             h.update(str(arr.dtype).encode() + str(arr.shape).encode())
             h.update(np.ascontiguousarray(arr).tobytes())
     return h.hexdigest()[:10]
+
+
+def score_function(evaluation, entries: Sequence[InstanceEntry]):
+    """The evaluation's ``score_of`` for metrics on ``entries`` in order: under a ``regret:``
+    aggregation bound to the entries' reference metrics (the best baseline's on each)."""
+    if not getattr(getattr(evaluation, "aggregation", None), "regret", False):
+        return evaluation.score_of
+    references = evaluation.reference_metrics([e.instance for e in entries])
+    return lambda metrics: evaluation.score_of(metrics, references=references)
 
 
 class InstanceSet:

@@ -12,7 +12,13 @@ __all__ = ["Aggregation"]
 @dataclass(frozen=True)
 class Aggregation:
     """``mean`` (paper default), ``min`` (worst case), ``cvar:ALPHA`` (mean of the worst ALPHA
-    share) or ``balanced[:W]`` (``(1 - W)`` x the nominal mean + ``W`` x the adversarial mean).
+    share) or ``balanced[:W]`` (``(1 - W)`` x the nominal mean + ``W`` x the adversarial mean),
+    each over ``-metric``; ``regret:`` before any of them aggregates ``-(metric - reference)``
+    instead, the reference being the best classical baseline's metric on the same instance
+    (``regret:min`` is minimax regret: a program scores 0 when it is never worse than the best
+    rule, below 0 by its worst loss to it). Under ``mean`` and ``balanced`` the regret only
+    shifts every program by the same amount per instance, so it ranks programs as the metric
+    does; under ``min`` and ``cvar`` it does not.
 
     ``balanced`` needs to know which evaluations are nominal: the set keeps its nominal
     instances first, and ``nominal`` (their count) is passed with the evaluations. With
@@ -24,12 +30,22 @@ class Aggregation:
     kind: str = "mean"
     alpha: float = 1.0
     weight: float = 0.5
+    regret: bool = False
 
     @classmethod
     def parse(cls, spec: "str | Aggregation") -> "Aggregation":
         if isinstance(spec, Aggregation):
             return spec
         text = str(spec).strip().lower()
+        if text.startswith("regret:"):
+            try:
+                inner = cls.parse(text[len("regret:"):])
+                if inner.regret:
+                    raise ValueError(spec)
+            except ValueError:
+                raise ValueError(f"aggregation {spec!r}: use regret:mean, regret:min, regret:cvar:ALPHA or "
+                                 f"regret:balanced[:W]") from None
+            return cls(inner.kind, inner.alpha, inner.weight, regret=True)
         if text in ("mean", "min", "balanced"):
             return cls(text)
         head, _, tail = text.partition(":")
@@ -45,7 +61,8 @@ class Aggregation:
             if not 0 <= value <= 1:
                 raise ValueError(f"aggregation {spec!r}: the balanced weight W must be in [0, 1]")
             return cls("balanced", weight=value)
-        raise ValueError(f"aggregation {spec!r}: use mean, min, cvar:ALPHA or balanced[:W]")
+        raise ValueError(f"aggregation {spec!r}: use mean, min, cvar:ALPHA or balanced[:W], "
+                         f"each optionally after regret:")
 
     def __call__(self, evals, nominal: int | None = None) -> float:
         """A over ``evals``; ``nominal``: how many leading evaluations are nominal (``balanced`` only)."""
@@ -65,8 +82,9 @@ class Aggregation:
         return float(worst.mean())
 
     def __str__(self) -> str:
+        text = self.kind
         if self.kind == "cvar":
-            return f"cvar:{self.alpha:g}"
+            text = f"cvar:{self.alpha:g}"
         if self.kind == "balanced":
-            return f"balanced:{self.weight:g}"
-        return self.kind
+            text = f"balanced:{self.weight:g}"
+        return f"regret:{text}" if self.regret else text

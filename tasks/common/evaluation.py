@@ -1,7 +1,8 @@
 """The host ``Evaluation`` for any task: scores a heuristic on a plain list of instances."""
 from __future__ import annotations
 
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from llm4ad.base import Evaluation
@@ -9,7 +10,23 @@ from llm4ad.base import Evaluation
 from .aggregation import Aggregation
 from .errors import HeuristicError
 
-__all__ = ["TaskEvaluation"]
+__all__ = ["TaskEvaluation", "baseline_reference"]
+
+
+def baseline_reference(task, instance) -> float:
+    """The best (smallest) metric of the task's classical baselines on ``instance``: the
+    reference of a ``regret:`` aggregation. Baselines that fail there are left out."""
+    values = []
+    for priority in (getattr(task, "baselines", None) or {}).values():
+        try:
+            values.append(float(task.evaluate(priority, instance)))
+        except HeuristicError:
+            continue
+    values = [v for v in values if np.isfinite(v)]
+    if not values:
+        raise HeuristicError(f"task {getattr(task, 'name', task)!r} has no classical baseline that runs on this "
+                             f"instance: a regret: aggregation needs one")
+    return min(values)
 
 
 class TaskEvaluation(Evaluation):
@@ -19,7 +36,8 @@ class TaskEvaluation(Evaluation):
     generations; ``nominal_count`` says how many of its leading instances are nominal
     (all of them unless a robust wrapper says otherwise; the ``balanced`` aggregation
     weighs the rest apart); ``last_error`` keeps the reason of the latest failure in this
-    process.
+    process. Under a ``regret:`` aggregation each instance's metric is taken relative to the
+    best classical baseline's on it (``reference_metrics``, computed once per instance).
     """
 
     def __init__(self, task, instances: list | None = None, *, aggregation: str | Aggregation = "mean",
@@ -36,15 +54,49 @@ class TaskEvaluation(Evaluation):
         self.aggregation = Aggregation.parse(aggregation)
         self.nominal_count: int | None = None
         self.last_error: str | None = None
+        self._references: dict[int, tuple[Any, float]] = {}  # id(instance) -> (instance, reference)
+        self._references_lock = threading.Lock()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_references_lock"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._references_lock = threading.Lock()
+
+    def reference_metrics(self, instances: Sequence | None = None) -> np.ndarray:
+        """The best classical baseline's metric on each of ``instances`` (the evaluation's own
+        by default), cached per instance object; raises ``HeuristicError`` when none runs."""
+        chosen = self.instances if instances is None else instances
+        out = []
+        for inst in chosen:
+            with self._references_lock:
+                hit = self._references.get(id(inst))
+            if hit is None or hit[0] is not inst:
+                hit = (inst, baseline_reference(self.task, inst))  # the instance is kept: its id stays unique
+                with self._references_lock:
+                    self._references[id(inst)] = hit
+            out.append(hit[1])
+        return np.asarray(out, dtype=float)
 
     def metrics(self, priority: Callable, instances: list | None = None) -> np.ndarray:
         """Per-instance metrics (lower is better); raises ``HeuristicError``."""
         chosen = self.instances if instances is None else instances
         return np.array([self.task.evaluate(priority, inst) for inst in chosen], dtype=float)
 
-    def score_of(self, metrics) -> float:
-        """The host score (larger is better) of a vector of per-instance metrics."""
-        return self.aggregation(-np.asarray(metrics, dtype=float), self.nominal_count)
+    def score_of(self, metrics, references=None) -> float:
+        """The host score (larger is better) of a vector of per-instance metrics. Under a
+        ``regret:`` aggregation ``references`` are the instances' reference metrics (those of
+        the evaluation's own instances when not given)."""
+        evals = -np.asarray(metrics, dtype=float)
+        if self.aggregation.regret:
+            refs = self.reference_metrics() if references is None else np.asarray(references, dtype=float)
+            if refs.shape != evals.shape:
+                raise ValueError(f"{refs.size} reference metrics for {evals.size} instances")
+            evals = evals + refs
+        return self.aggregation(evals, self.nominal_count)
 
     def evaluate_program(self, program_str: str, callable_func: Callable, **kwargs) -> float | None:
         try:

@@ -39,6 +39,18 @@ def test_robust_scores_include_the_adversarial_instances(run_dir):
         assert math.isfinite(p.robust_score) and p.nominal_metric == pytest.approx(-p.original_score)
 
 
+def test_a_regret_aggregation_scores_against_the_best_baseline_on_each_instance(run_dir):
+    from raise_plugin.programs import compile_priority
+    from tasks import get_task
+
+    out = rerank("ojsp", load_run_programs(run_dir), epsilon=0.005, refreshes=1, top=3, population=4,
+                 generations=1, workers=1, progress=False, aggregation="regret:min")
+    fresh = get_task("ojsp").evaluation(instances=out["instances"], aggregation="regret:min")
+    fresh.nominal_count = 5
+    for p in out["programs"]:
+        assert p.robust_score == pytest.approx(fresh.evaluate_program(p.code, compile_priority(p.code)))
+
+
 def test_cli(run_dir, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "raise_plugin.cli", "rerank", str(run_dir), "--task", "ojsp",
                            "--refreshes", "1", "--top", "4", "--suite-instances", "1", "--workers", "1",

@@ -138,8 +138,45 @@ def test_balanced_lets_a_few_adversarial_instances_count_as_much_as_the_nominal_
     assert str(Aggregation.parse("balanced")) == "balanced:0.5"
 
 
+def test_regret_aggregations_score_relative_to_the_reference_and_round_trip():
+    for spec in ("regret:mean", "regret:min", "regret:cvar:0.3", "regret:balanced:0.25"):
+        agg = Aggregation.parse(spec)
+        assert agg.regret and str(agg) == spec and Aggregation.parse(str(agg)) == agg
+    assert not Aggregation.parse("min").regret
+
+
+def test_minimax_regret_prefers_the_rule_to_a_specialist_that_loses_anywhere():
+    # the specialist's case again, now against the best rule on each instance
+    task = get_task("obp")
+    evaluation = task.evaluation(aggregation="regret:min")
+    evaluation.nominal_count = 5
+    reference = np.array([1.55] * 5 + [0.88])
+    specialist = np.array([0.48] * 5 + [2.58])
+    assert evaluation.score_of(reference, references=reference) == 0.0       # the rule itself: no regret
+    assert evaluation.score_of(specialist, references=reference) == pytest.approx(-1.70)  # its worst loss
+    dominating = reference - 0.01
+    assert evaluation.score_of(dominating, references=reference) == pytest.approx(0.01)
+    # under the mean the regret only shifts every program by the same amount: it ranks as the metric does
+    mean_regret = task.evaluation(aggregation="regret:mean")
+    assert (mean_regret.score_of(specialist, references=reference) - mean_regret.score_of(reference, references=reference)
+            == pytest.approx(task.evaluation().score_of(specialist) - task.evaluation().score_of(reference)))
+
+
+def test_the_reference_is_the_best_baseline_on_each_instance_and_bestfit_has_no_regret():
+    task = get_task("obp")
+    evaluation = task.evaluation(aggregation="regret:min")
+    refs = evaluation.reference_metrics()
+    by_rule = np.array([[task.evaluate(f, inst) for inst in evaluation.instances] for f in task.baselines.values()])
+    np.testing.assert_array_equal(refs, by_rule.min(axis=0))
+    assert evaluation.reference_metrics() is not refs and np.array_equal(evaluation.reference_metrics(), refs)
+    best_fit = task.baselines["BestFit"]
+    assert evaluation.score_of(evaluation.metrics(best_fit)) == pytest.approx(-(by_rule[0] - refs).max())
+    with pytest.raises(ValueError, match="reference metrics"):
+        evaluation.score_of([1.0, 2.0], references=[1.0])
+
+
 @pytest.mark.parametrize("spec", ["median", "cvar:0", "cvar:2", "cvar:x", "balanced:1.5", "balanced:-0.1",
-                                  "balanced:x"])
+                                  "balanced:x", "regret:", "regret:median", "regret:regret:min", "regret:cvar:2"])
 def test_bad_aggregations(spec):
     with pytest.raises(ValueError, match="aggregation"):
         Aggregation.parse(spec)

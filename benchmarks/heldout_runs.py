@@ -1,5 +1,9 @@
 """Finished runs trained after a default was fixed, on the test suite beside the classical rules.
 
+``--suite validation`` (with ``--per-dataset N`` instances of each validation dataset) reports
+the same on the validation suite instead: the figures a default is chosen on, before the test
+suite is read.
+
 A check that had no part in choosing the default: each run hands on its final program as its
 task says (``Task.final_selection``; ``--select-on`` to override), which is evaluated on the
 task's test suite with the baselines; the report gives each run's mean, the mean over runs
@@ -8,6 +12,7 @@ seed-bootstrap interval of the mean difference) against the best baseline, per r
 pooled. Nothing is selected on the test suite.
 
     python benchmarks/heldout_runs.py obp1000-fresh/seed3 obp1000-fresh/seed4 --out fresh.csv
+    python benchmarks/heldout_runs.py obp1000-fresh/seed3 --suite validation --per-dataset 10
 """
 from __future__ import annotations
 
@@ -37,7 +42,12 @@ def main(argv=None) -> int:
     p.add_argument("--select-on", choices=("robust", "validation"), help="default: the task's")
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
+    p.add_argument("--suite", choices=("test", "validation"), default="test")
+    p.add_argument("--per-dataset", type=int, default=None,
+                   help="instances of each validation dataset (default: the task's); --suite validation only")
     args = p.parse_args(argv)
+    if args.per_dataset is not None and (args.suite != "validation" or args.per_dataset < 1):
+        p.error("--per-dataset takes a whole number >= 1, with --suite validation")
     configs = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.runs}
     tasks = {c["task"] for c in configs.values()}
     if len(tasks) != 1:
@@ -53,7 +63,8 @@ def main(argv=None) -> int:
         heuristics.append(Heuristic(name, code=code))
         seeds[name] = config["seed"]
     heuristics += [Heuristic(b, baseline=b) for b in task.baselines]
-    rows = evaluate_suite(task.name, heuristics, task.test_suite(), workers=args.workers)
+    suite = task.test_suite() if args.suite == "test" else task.validation_suite(per_dataset=args.per_dataset)
+    rows = evaluate_suite(task.name, heuristics, suite, workers=args.workers)
     table = [{"method": METHOD if r.heuristic in seeds else r.heuristic, "seed": seeds.get(r.heuristic, 0),
               "run": r.heuristic, "dataset": r.dataset, "family": r.family, "params": r.params,
               "instance": r.instance, "metric": r.metric, "valid": r.valid} for r in rows]
@@ -67,7 +78,8 @@ def main(argv=None) -> int:
         return float(np.mean([r["metric"] for r in table if r["run"] == name and r["valid"]]))
 
     best = min(task.baselines, key=mean_of)
-    print(f"{task.name}: test suite, final program {select_on!r}; lower is better")
+    size = len({(r["dataset"], r["instance"]) for r in table})
+    print(f"{task.name}: {args.suite} suite ({size} instances), final program {select_on!r}; lower is better")
     for b in task.baselines:
         print(f"  {b:24s} {mean_of(b):.3f}")
     per_run = []

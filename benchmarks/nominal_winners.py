@@ -3,7 +3,8 @@
 For each run directory: every valid sample's mean metric on the nominal instances beside the
 best classical rule's, and, for the samples that beat it there, whether they met an
 adversarial instance and their largest regret (metric minus the best baseline's on the same
-instance, the reference of ``regret:`` aggregations) on the instances of the set they met,
+instance, the reference of ``regret:`` aggregations, or the named rule's under ``regret:NAME:``;
+an adversarial instance's is the one its search recorded) on the instances of the set they met,
 from the run's own records (``samples.jsonl``, ``scores.jsonl``, the instance index); nothing
 is evaluated again but the baselines on the nominal set. A score that lets such a program win
 trades the nominal set against the instances that expose it; ``regret:min`` never does.
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from raise_plugin.rundir import read_jsonl  # noqa: E402
 from tasks import get_task  # noqa: E402
+from tasks.common.aggregation import Aggregation  # noqa: E402
 from tasks.common.evaluation import baseline_reference  # noqa: E402
 
 
@@ -36,7 +38,8 @@ def summarise(run: Path, margin: float) -> dict:
     reference = {r["instance_id"]: r["provenance"].get("reference_metric") for r in index
                  if r["origin"] != "nominal"}
     evaluation = task.evaluation(instances=task.nominal_instances()[:len(nominal)])
-    reference.update({i: baseline_reference(task, inst) for i, inst in zip(nominal, evaluation.instances)})
+    named = Aggregation.parse(config.get("aggregation") or "mean").reference  # regret:NAME:A: that rule alone
+    reference.update({i: baseline_reference(task, inst, named) for i, inst in zip(nominal, evaluation.instances)})
     rule = min(task.baselines, key=lambda b: float(np.mean(evaluation.metrics(task.baselines[b]))))
     rule_nominal = float(np.mean(evaluation.metrics(task.baselines[rule])))
     metrics: dict[str, dict] = {}
@@ -72,7 +75,7 @@ def main(argv=None) -> int:
         worst = "-" if s["median_worst_regret"] is None else f"{s['median_worst_regret']:.3f}"
         print(f"{s['run']} ({s['aggregation']}): {s['programs']} programs; {s['nominal_winners']} beat {s['rule']} "
               f"({s['rule_nominal']:.3f}) on the nominal set by more than {args.margin:g}; {s['met_adversarial']} of them "
-              f"met an adversarial instance; {s['exposed']} lose to the best baseline on an instance they met "
+              f"met an adversarial instance; {s['exposed']} lose to the reference on an instance they met "
               f"(median worst regret {worst})")
     return 0
 

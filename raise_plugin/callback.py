@@ -42,22 +42,27 @@ POPULATION_REFERENCES = 3
 class Objective:
     """What the inner search maximises: the attacked program's ``metric`` (the paper's), or its
     regret against a reference on the same instance: the best of the task's classical
-    ``baselines``, or of the ``population``'s next ``members`` best programs."""
+    ``baselines``, the one called ``name`` (``reference="baseline"``), or the best of the
+    ``population``'s next ``members`` best programs."""
 
     kind: str = "metric"
     reference: str | None = None
     members: int = POPULATION_REFERENCES
+    name: str | None = None
 
     def __str__(self) -> str:
         if self.kind == "metric":
             return "metric"
         if self.reference == "population" and self.members != POPULATION_REFERENCES:
             return f"regret:population:{self.members}"
+        if self.reference == "baseline":
+            return f"regret:{self.name}"
         return f"regret:{self.reference}"
 
 
 def parse_objective(spec: "str | Objective") -> Objective:
-    """``metric``, ``regret:baselines`` or ``regret:population[:K]``; a ``ValueError`` names what is wrong."""
+    """``metric``, ``regret:baselines``, ``regret:NAME`` (one baseline of the task, checked when
+    the task is known) or ``regret:population[:K]``; a ``ValueError`` names what is wrong."""
     if isinstance(spec, Objective):
         return spec
     text = str(spec).strip().lower()
@@ -73,7 +78,10 @@ def parse_objective(spec: "str | Objective") -> Objective:
                 raise ValueError(f"adversary objective {spec!r}: K in regret:population:K must be an integer >= 1")
             members = int(parts[2])
         return Objective("regret", "population", members)
-    raise ValueError(f"adversary objective {spec!r}: use metric, regret:baselines or regret:population[:K]")
+    if parts[0] == "regret" and len(parts) == 2 and parts[1]:
+        return Objective("regret", "baseline", name=parts[1])
+    raise ValueError(f"adversary objective {spec!r}: use metric, regret:baselines, regret:NAME (one classical "
+                     f"baseline of the task) or regret:population[:K]")
 
 
 @dataclass(frozen=True)
@@ -303,7 +311,9 @@ class AdversarialInstanceCallback(Callback):
             given). A search that runs out of time, or whose worker dies (the memory cap among
             the reasons), is skipped, logged and kept in ``skipped``; the run goes on.
         objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
-            paper's), ``regret:baselines`` or ``regret:population[:K]``. Whatever the objective,
+            paper's), ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME
+            alone, e.g. ``regret:bestfit``; the name is checked when the run starts) or
+            ``regret:population[:K]``. Whatever the objective,
             the instance's provenance records ``metric``, ``reference_metric`` (the best
             classical baseline's, or the best reference's under regret) and ``regret``.
         draws: instances R each candidate distribution is scored on (the task's default,
@@ -359,6 +369,17 @@ class AdversarialInstanceCallback(Callback):
                    config.aggregation, config.max_adversarial, seed, objective=config.objective,
                    draws=config.draws, tau_unit=config.tau_unit, per_refresh=config.per_refresh, **options,
                    **dict(config.switches))
+
+    def check_task(self, task) -> None:
+        """A baseline named by the objective or the aggregation must be ``task``'s: the robust
+        method calls this when it is made, so a wrong name fails before the first sample."""
+        from tasks.common.evaluation import named_baseline
+        for field, name in (("objective", self.objective.name), ("aggregation", self.aggregation.reference)):
+            if name:
+                try:
+                    named_baseline(task, name)
+                except ValueError as exc:
+                    raise AdversaryConfigError(field, str(exc), ": ") from None
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         # a callback used without the runner brings its aggregation to the evaluation
@@ -490,6 +511,9 @@ class AdversarialInstanceCallback(Callback):
                             key=lambda p: -p.score)
             chosen = list(dict.fromkeys(p.program_id for p in others))[: self.objective.members]
             return [(pid, method.program_text(pid)) for pid in chosen]
+        if self.objective.reference == "baseline":
+            from tasks.common.evaluation import named_baseline
+            return [named_baseline(method.task, self.objective.name)]
         baselines = getattr(method.task, "baselines", None) or {}
         return list(baselines.items())
 

@@ -157,6 +157,7 @@ class RunConfig:
         from tasks import list_tasks
         if self.task not in list_tasks():
             bad("task", f"must be one of {', '.join(list_tasks())}")
+        self._check_references()
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
             bad("llm", "use offline, openai[:MODEL] or replay:FILE")
         if self.executor is not None:
@@ -165,6 +166,23 @@ class RunConfig:
                 parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:
                 bad("executor", str(exc))
+
+    def _check_references(self) -> None:
+        """A regret against one named baseline must name one of the task's baselines."""
+        from tasks import get_task
+        from tasks.common.aggregation import Aggregation
+        from tasks.common.evaluation import named_baseline
+        from .callback import parse_objective
+        task = get_task(self.task)
+        for name, field in (((Aggregation.parse(self.aggregation).reference if self.aggregation else None),
+                             "aggregation"),
+                            ((parse_objective(self.adversary_objective).name if self.adversary_objective else None),
+                             "adversary_objective")):
+            if name:
+                try:
+                    named_baseline(task, name)
+                except ValueError as exc:
+                    raise ConfigError(f"config field {field!r}: {exc}") from None
 
     # -- loading ---------------------------------------------------------------
     @classmethod

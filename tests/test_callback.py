@@ -7,7 +7,7 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.callback import AdversarialInstanceCallback, Callback, RunSnapshot
+from raise_plugin.callback import AdversarialInstanceCallback, AdversaryConfigError, Callback, RunSnapshot
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import robust
 from tasks import get_task
@@ -114,7 +114,7 @@ def test_instance_set_grows_and_keeps_a_window_of_adversarial_instances():
 
 
 @pytest.mark.parametrize("aggregation", ["mean", "min", "cvar:0.5", "balanced", "balanced:0.8", "regret:min",
-                                         "regret:cvar:0.5"])
+                                         "regret:cvar:0.5", "regret:bestfit:min"])
 def test_scores_after_a_refresh_equal_a_fresh_evaluation_on_the_new_set(aggregation):
     method, cb, rec = robust_run(budget=32, pop_size=4, tau=2, aggregation=aggregation)
     assert rec.updates and rec.checked >= 4 * len(rec.updates)
@@ -158,7 +158,9 @@ def test_callback_state_round_trips():
                                           ({"epsilon": 0.1, "aggregation": "median"}, "aggregation"),
                                           ({"epsilon": 0.1, "aggregation": "balanced:2"}, "aggregation"),
                                           ({"epsilon": 0.1, "draws": 0}, "draws"),
-                                          ({"epsilon": 0.1, "objective": "regret:nope"}, "objective"),
+                                          ({"epsilon": 0.1, "objective": "regret:nope:x"}, "objective"),
+                                          ({"epsilon": 0.1, "objective": "regret:"}, "objective"),
+                                          ({"epsilon": 0.1, "aggregation": "regret:bestfit"}, "aggregation"),
                                           ({"epsilon": 0.1, "objective": "regret:population:0"}, "objective"),
                                           ({"epsilon": 0.1, "projection": "cube"}, "projection"),
                                           ({"epsilon": 0.1, "encoding": "bits"}, "encoding"),
@@ -219,12 +221,20 @@ def test_the_inner_search_sees_no_secret_of_the_environment(monkeypatch):
     assert method.hook_errors == 0 and callback.refreshes >= 2, callback.skipped
 
 
+@pytest.mark.parametrize("kwargs, field", [({"objective": "regret:worstfit"}, "objective"),
+                                           ({"aggregation": "regret:worstfit:min"}, "aggregation")])
+def test_a_baseline_the_task_does_not_have_fails_when_the_method_is_made(kwargs, field):
+    with pytest.raises(AdversaryConfigError, match=f"^{field}: task 'obp' has no classical baseline 'worstfit' "
+                                                   r"\(it has: BestFit, FirstFit\)"):
+        robust_run(budget=8, pop_size=4, tau=2, **kwargs)
+
+
 def test_search_timeout_is_validated():
     with pytest.raises(ValueError, match="search_timeout"):
         AdversarialInstanceCallback(0.002, search_timeout=-1)
 
 
-@pytest.mark.parametrize("objective", ["metric", "regret:baselines", "regret:population:2"])
+@pytest.mark.parametrize("objective", ["metric", "regret:baselines", "regret:population:2", "regret:bestfit"])
 def test_every_adversarial_instance_records_objective_metric_reference_and_regret(objective):
     method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None, objective=objective, draws=2)
     assert cb.refreshes >= 1 and method.hook_errors == 0
@@ -237,6 +247,10 @@ def test_every_adversarial_instance_records_objective_metric_reference_and_regre
         if objective == "regret:population:2":
             assert prov["reference"] in prov["references"] and len(prov["references"]) <= 2
             assert prov["program_id"] not in prov["references"]
+        elif objective == "regret:bestfit":  # one rule: the reference is BestFit on every instance
+            assert prov["references"] == ["BestFit"] and prov["reference"] == "BestFit"
+            task = get_task("obp")
+            assert prov["reference_metric"] == task.evaluate(task.baselines["BestFit"], entry.instance)
         else:
             assert set(prov["references"]) == set(get_task("obp").baselines)
         assert prov["reference_evaluations"] > 0

@@ -25,8 +25,16 @@ def test_a_given_setting_wins_and_is_still_checked():
     with pytest.raises(ConfigError, match="epsilon"):
         RunConfig(task="obp", epsilon=0.0)
     assert RunConfig(task="ovrp", aggregation="regret:min").aggregation == "regret:min"
-    with pytest.raises(ConfigError, match="'aggregation'.*regret:min"):
+    with pytest.raises(ConfigError, match=r"'aggregation'.*regret:\[NAME:\]min"):
         RunConfig(task="obp", aggregation="regret:median")
+    # a regret against one named rule: the name must be one of the task's baselines
+    c = RunConfig(task="ovrp", aggregation="regret:sp-insert:min", adversary_objective="regret:SP-Insert")
+    assert c.adversary().aggregation_rule.reference == "sp-insert"
+    with pytest.raises(ConfigError, match=r"^config field 'adversary_objective': task 'ovrp' has no classical "
+                                          r"baseline 'bestfit' \(it has: NF-Insert, SP-Insert, UW-Insert\)$"):
+        RunConfig(task="ovrp", adversary_objective="regret:bestfit")
+    with pytest.raises(ConfigError, match="^config field 'aggregation': task 'obp' has no classical baseline"):
+        RunConfig(task="obp", aggregation="regret:worstfit:min")
 
 
 def test_the_run_directory_records_the_resolved_settings(tmp_path):

@@ -8,6 +8,8 @@ import numpy as np
 
 __all__ = ["Aggregation"]
 
+_KINDS = ("mean", "min", "cvar", "balanced")
+
 
 @dataclass(frozen=True)
 class Aggregation:
@@ -16,9 +18,12 @@ class Aggregation:
     each over ``-metric``; ``regret:`` before any of them aggregates ``-(metric - reference)``
     instead, the reference being the best classical baseline's metric on the same instance
     (``regret:min`` is minimax regret: a program scores 0 when it is never worse than the best
-    rule, below 0 by its worst loss to it). Under ``mean`` and ``balanced`` the regret only
-    shifts every program by the same amount per instance, so it ranks programs as the metric
-    does; under ``min`` and ``cvar`` it does not.
+    rule, below 0 by its worst loss to it), or one named baseline's (``regret:NAME:min``, e.g.
+    ``regret:bestfit:min``; ``reference`` holds the name, lower case). Under ``mean`` and
+    ``balanced`` the regret only shifts every program by the same amount per instance, so it
+    ranks programs as the metric does; under ``min`` and ``cvar`` it does not. Against the best
+    rule per instance every rule has a floor (it loses to the other rules where they win);
+    against one rule that rule scores exactly 0 everywhere.
 
     ``balanced`` needs to know which evaluations are nominal: the set keeps its nominal
     instances first, and ``nominal`` (their count) is passed with the evaluations. With
@@ -31,6 +36,7 @@ class Aggregation:
     alpha: float = 1.0
     weight: float = 0.5
     regret: bool = False
+    reference: str | None = None
 
     @classmethod
     def parse(cls, spec: "str | Aggregation") -> "Aggregation":
@@ -38,14 +44,19 @@ class Aggregation:
             return spec
         text = str(spec).strip().lower()
         if text.startswith("regret:"):
+            rest, reference = text[len("regret:"):], None
+            head, _, tail = rest.partition(":")
+            if head and head not in _KINDS and head != "regret":
+                reference, rest = head, tail
             try:
-                inner = cls.parse(text[len("regret:"):])
+                inner = cls.parse(rest)
                 if inner.regret:
                     raise ValueError(spec)
             except ValueError:
-                raise ValueError(f"aggregation {spec!r}: use regret:mean, regret:min, regret:cvar:ALPHA or "
-                                 f"regret:balanced[:W]") from None
-            return cls(inner.kind, inner.alpha, inner.weight, regret=True)
+                raise ValueError(f"aggregation {spec!r}: use regret:[NAME:]mean, regret:[NAME:]min, "
+                                 f"regret:[NAME:]cvar:ALPHA or regret:[NAME:]balanced[:W] (NAME: one classical "
+                                 f"baseline of the task)") from None
+            return cls(inner.kind, inner.alpha, inner.weight, regret=True, reference=reference)
         if text in ("mean", "min", "balanced"):
             return cls(text)
         head, _, tail = text.partition(":")
@@ -87,4 +98,6 @@ class Aggregation:
             text = f"cvar:{self.alpha:g}"
         if self.kind == "balanced":
             text = f"balanced:{self.weight:g}"
-        return f"regret:{text}" if self.regret else text
+        if not self.regret:
+            return text
+        return f"regret:{self.reference}:{text}" if self.reference else f"regret:{text}"

@@ -10,22 +10,37 @@ from llm4ad.base import Evaluation
 from .aggregation import Aggregation
 from .errors import HeuristicError
 
-__all__ = ["TaskEvaluation", "baseline_reference"]
+__all__ = ["TaskEvaluation", "baseline_reference", "named_baseline"]
 
 
-def baseline_reference(task, instance) -> float:
-    """The best (smallest) metric of the task's classical baselines on ``instance``: the
-    reference of a ``regret:`` aggregation. Baselines that fail there are left out."""
+def named_baseline(task, name: str) -> tuple[str, Callable]:
+    """The task's classical baseline called ``name`` (any case) as ``(its name, priority)``;
+    a ``ValueError`` lists the names when there is none."""
+    baselines = getattr(task, "baselines", None) or {}
+    for key, priority in baselines.items():
+        if key.lower() == str(name).lower():
+            return key, priority
+    raise ValueError(f"task {getattr(task, 'name', task)!r} has no classical baseline {name!r} "
+                     f"(it has: {', '.join(baselines) or 'none'})")
+
+
+def baseline_reference(task, instance, name: str | None = None) -> float:
+    """The best (smallest) metric of the task's classical baselines on ``instance``, or the
+    metric of the one called ``name``: the reference of a ``regret:`` aggregation. Baselines
+    that fail there are left out."""
+    baselines = getattr(task, "baselines", None) or {}
+    chosen = [named_baseline(task, name)[1]] if name else list(baselines.values())
     values = []
-    for priority in (getattr(task, "baselines", None) or {}).values():
+    for priority in chosen:
         try:
             values.append(float(task.evaluate(priority, instance)))
         except HeuristicError:
             continue
     values = [v for v in values if np.isfinite(v)]
     if not values:
-        raise HeuristicError(f"task {getattr(task, 'name', task)!r} has no classical baseline that runs on this "
-                             f"instance: a regret: aggregation needs one")
+        which = f"baseline {name!r}" if name else "classical baseline"
+        raise HeuristicError(f"task {getattr(task, 'name', task)!r}: no {which} runs on this instance, and a "
+                             f"regret: aggregation needs one")
     return min(values)
 
 
@@ -37,7 +52,8 @@ class TaskEvaluation(Evaluation):
     (all of them unless a robust wrapper says otherwise; the ``balanced`` aggregation
     weighs the rest apart); ``last_error`` keeps the reason of the latest failure in this
     process. Under a ``regret:`` aggregation each instance's metric is taken relative to the
-    best classical baseline's on it (``reference_metrics``, computed once per instance).
+    best classical baseline's on it, or the named one's (``reference_metrics``, computed once
+    per instance).
     """
 
     def __init__(self, task, instances: list | None = None, *, aggregation: str | Aggregation = "mean",
@@ -52,6 +68,8 @@ class TaskEvaluation(Evaluation):
         self.task = task
         self.instances = list(task.nominal_instances() if instances is None else instances)
         self.aggregation = Aggregation.parse(aggregation)
+        if self.aggregation.reference:
+            named_baseline(task, self.aggregation.reference)  # an unknown name fails here, not mid-run
         self.nominal_count: int | None = None
         self.last_error: str | None = None
         self._references: dict[int, tuple[Any, float]] = {}  # id(instance) -> (instance, reference)
@@ -75,7 +93,7 @@ class TaskEvaluation(Evaluation):
             with self._references_lock:
                 hit = self._references.get(id(inst))
             if hit is None or hit[0] is not inst:
-                hit = (inst, baseline_reference(self.task, inst))  # the instance is kept: its id stays unique
+                hit = (inst, baseline_reference(self.task, inst, self.aggregation.reference))  # the instance is kept: its id stays unique
                 with self._references_lock:
                     self._references[id(inst)] = hit
             out.append(hit[1])

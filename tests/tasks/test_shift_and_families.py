@@ -175,8 +175,32 @@ def test_the_reference_is_the_best_baseline_on_each_instance_and_bestfit_has_no_
         evaluation.score_of([1.0, 2.0], references=[1.0])
 
 
+def test_a_regret_against_one_named_rule_has_no_floor():
+    # against BestFit alone, BestFit scores exactly 0 on every instance; another rule scores its
+    # largest loss to BestFit; against the best rule per instance BestFit's own score is below 0
+    for spec in ("regret:bestfit:min", "regret:firstfit:cvar:0.3", "regret:bestfit:balanced:0.25"):
+        agg = Aggregation.parse(spec)
+        assert agg.regret and str(agg) == spec and Aggregation.parse(str(agg)) == agg
+    assert Aggregation.parse("regret:BestFit:min").reference == "bestfit"
+    task = get_task("obp")
+    evaluation = task.evaluation(aggregation="regret:bestfit:min")
+    best_fit, first_fit = task.baselines["BestFit"], task.baselines["FirstFit"]
+    bf = evaluation.metrics(best_fit)
+    np.testing.assert_array_equal(evaluation.reference_metrics(), bf)
+    assert evaluation.score_of(bf) == 0.0
+    ff = evaluation.metrics(first_fit)
+    assert evaluation.score_of(ff) == pytest.approx(-(ff - bf).max())
+    either = task.evaluation(aggregation="regret:min")
+    assert either.score_of(bf) == pytest.approx(-(bf - np.minimum(bf, ff)).max())
+    with pytest.raises(ValueError, match=r"^task 'obp' has no classical baseline 'worstfit' \(it has: BestFit, "
+                                         r"FirstFit\)$"):
+        task.evaluation(aggregation="regret:worstfit:min")
+
+
 @pytest.mark.parametrize("spec", ["median", "cvar:0", "cvar:2", "cvar:x", "balanced:1.5", "balanced:-0.1",
-                                  "balanced:x", "regret:", "regret:median", "regret:regret:min", "regret:cvar:2"])
+                                  "balanced:x", "regret:", "regret:median", "regret:regret:min", "regret:cvar:2",
+                                  "regret:bestfit", "regret:bestfit:", "regret:bestfit:median",
+                                  "regret:bestfit:regret:min"])
 def test_bad_aggregations(spec):
     with pytest.raises(ValueError, match="aggregation"):
         Aggregation.parse(spec)

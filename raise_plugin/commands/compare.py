@@ -41,11 +41,11 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--ablations", action="store_true",
                    help="also run the paper's three component ablations and the regret and balanced rows")
     p.add_argument("--aggregation", default=defaults.get("aggregation"),
-                   help="robust runs' A over the instance set: mean, min, cvar:ALPHA, balanced[:W] "
-                        "(default: the task's, else mean)")
+                   help="robust runs' A over the instance set: mean, min, cvar:ALPHA, balanced[:W], each "
+                        "optionally after regret: or regret:NAME: (default: the task's, else mean)")
     p.add_argument("--adversary-objective", default=defaults.get("adversary_objective"),
-                   help="robust runs' inner objective: metric, regret:baselines, regret:population[:K] "
-                        "(default: the task's, else metric)")
+                   help="robust runs' inner objective: metric, regret:baselines, regret:NAME, "
+                        "regret:population[:K] (default: the task's, else metric)")
     p.add_argument("--projection", default=defaults.get("projection"),
                    help="robust runs' eps-projection: paper or sphere (default: the task's, else paper)")
     p.add_argument("--inner-draws", type=int, default=None,

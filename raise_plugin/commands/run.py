@@ -37,10 +37,11 @@ def register(sub) -> None:
     p.add_argument("--aggregation", help="A over the instance set: mean, min, cvar:ALPHA or balanced[:W] "
                                          "(nominal and adversarial means weighed 1-W and W), each optionally after regret: "
                                          "(relative to the best baseline on each instance; regret:min is "
-                                         "minimax regret; default: the task's, else mean)")
+                                         "minimax regret) or regret:NAME: (relative to the baseline NAME alone, "
+                                         "e.g. regret:bestfit:min; default: the task's, else mean)")
     p.add_argument("--adversary-objective", help="what the inner search maximises: metric (the paper's), "
-                                                 "regret:baselines or regret:population[:K] (default: the task's, "
-                                                 "else metric)")
+                                                 "regret:baselines, regret:NAME (one baseline, e.g. regret:bestfit) "
+                                                 "or regret:population[:K] (default: the task's, else metric)")
     p.add_argument("--inner-draws", type=int, help="instances R each candidate distribution is scored on "
                                                    "(default: the task's)")
     p.add_argument("--max-adversarial", type=int, help=f"adversarial instances kept (default {d.max_adversarial})")

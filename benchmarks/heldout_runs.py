@@ -11,8 +11,13 @@ with its 95 % t-interval, and the harness's paired statistics (Wilcoxon over (ru
 seed-bootstrap interval of the mean difference) against the best baseline, per run and
 pooled. Nothing is selected on the test suite.
 
+``--plain RUN...`` adds the runs' plain twins (same seeds, no adversary): each hands on its
+final program the same way, and the report adds their mean and the paired comparison of the
+runs against them over (seed, instance).
+
     python benchmarks/heldout_runs.py obp1000-fresh/seed3 obp1000-fresh/seed4 --out fresh.csv
     python benchmarks/heldout_runs.py obp1000-fresh/seed3 --suite validation --per-dataset 10
+    python benchmarks/heldout_runs.py robust/seed0 robust/seed1 --plain plain/seed0 plain/seed1
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite  # noqa: E
 from tasks import get_task  # noqa: E402
 
 METHOD = "run"
+PLAIN = "plain"
 
 
 def main(argv=None) -> int:
@@ -43,29 +49,36 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
     p.add_argument("--suite", choices=("test", "validation"), default="test")
+    p.add_argument("--plain", nargs="+", default=[], metavar="RUN",
+                   help="the runs' plain twins (one per seed), compared with them paired by seed")
     p.add_argument("--per-dataset", type=int, default=None,
                    help="instances of each validation dataset (default: the task's); --suite validation only")
     args = p.parse_args(argv)
     if args.per_dataset is not None and (args.suite != "validation" or args.per_dataset < 1):
         p.error("--per-dataset takes a whole number >= 1, with --suite validation")
     configs = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.runs}
-    tasks = {c["task"] for c in configs.values()}
+    plain = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.plain}
+    tasks = {c["task"] for c in (configs | plain).values()}
     if len(tasks) != 1:
         p.error(f"the runs are of {len(tasks)} tasks; give runs of one")
     task = get_task(tasks.pop())
     select_on = args.select_on or final_selection(task.name)
-    heuristics, seeds = [], {}
-    for run, config in configs.items():
-        code = final_program(run, task, select_on, args.workers)
-        if code is None:
-            p.error(f"{run}: no valid program")
-        name = run.name if run.name not in seeds else str(run)
-        heuristics.append(Heuristic(name, code=code))
-        seeds[name] = config["seed"]
+    if sorted(c["seed"] for c in plain.values()) != sorted(set(c["seed"] for c in plain.values())):
+        p.error("--plain: give one plain run per seed")
+    heuristics, seeds, twins = [], {}, {}
+    for group, runs in ((seeds, configs), (twins, plain)):
+        for run, config in runs.items():
+            code = final_program(run, task, select_on, args.workers)
+            if code is None:
+                p.error(f"{run}: no valid program")
+            name = run.name if run.name not in seeds and run.name not in twins else str(run)
+            heuristics.append(Heuristic(name, code=code))
+            group[name] = config["seed"]
     heuristics += [Heuristic(b, baseline=b) for b in task.baselines]
     suite = task.test_suite() if args.suite == "test" else task.validation_suite(per_dataset=args.per_dataset)
     rows = evaluate_suite(task.name, heuristics, suite, workers=args.workers)
-    table = [{"method": METHOD if r.heuristic in seeds else r.heuristic, "seed": seeds.get(r.heuristic, 0),
+    table = [{"method": METHOD if r.heuristic in seeds else PLAIN if r.heuristic in twins else r.heuristic,
+              "seed": seeds.get(r.heuristic, twins.get(r.heuristic, 0)),
               "run": r.heuristic, "dataset": r.dataset, "family": r.family, "params": r.params,
               "instance": r.instance, "metric": r.metric, "valid": r.valid} for r in rows]
     if args.out:
@@ -92,6 +105,14 @@ def main(argv=None) -> int:
     print(f"  {'over the runs':24s} {np.mean(per_run):.3f} ± {mean_half_width(per_run):.3f}   vs {best}: "
           f"{c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}], Wilcoxon p {c.p:.2g}, {c.pairs} pairs over {c.over}; "
           f"{c.verdict}")
+    if twins:
+        per_twin = [mean_of(name) for name in twins]
+        for name, value in zip(twins, per_twin):
+            print(f"  {name:24s} {value:.3f}   (plain, seed {twins[name]})")
+        c = compare_paired(table, METHOD, PLAIN, by_seed=True)
+        print(f"  {'plain twins':24s} {np.mean(per_twin):.3f} ± {mean_half_width(per_twin):.3f}   runs vs plain: "
+              f"{c.mean:+.3f} [{c.low:+.3f}, {c.high:+.3f}], Wilcoxon p {c.p:.2g}, {c.pairs} pairs over {c.over}; "
+              f"{c.verdict}")
     return 0
 
 

@@ -25,10 +25,16 @@ TIMING = {"sample_time", "evaluate_time", "search_seconds", "seconds", "rescore_
 
 
 def _strip(value):
+    """``value`` without its timing fields, its floats to 10 significant digits: numpy picks its
+    SIMD kernels by CPU (AVX2, AVX-512), and they round the last bits of a sum differently, so
+    the projected distributions differ by an ulp from one machine to the next; a change of
+    behaviour moves far more than the tenth digit."""
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items() if k not in TIMING}
     if isinstance(value, list):
         return [_strip(v) for v in value]
+    if isinstance(value, float):
+        return float(f"{value:.10g}")
     return value
 
 

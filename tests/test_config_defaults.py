@@ -12,7 +12,7 @@ from raise_plugin.runner import start_run
 def test_obp_takes_its_validated_defaults_and_the_others_the_papers():
     obp = RunConfig(task="obp")
     assert (obp.epsilon, obp.projection, obp.adversary_objective, obp.aggregation) == (
-        0.01, "sphere", "regret:baselines", "balanced")
+        0.01, "sphere", "regret:bestfit", "regret:bestfit:min")
     for task in ("ojsp", "ovrp", "knapsack", "cvrp"):
         c = RunConfig(task=task)
         assert (c.epsilon, c.aggregation, c.adversary_objective, c.projection) == tuple(
@@ -44,8 +44,8 @@ def test_the_run_directory_records_the_resolved_settings(tmp_path):
         recorded = json.loads((tmp_path / "r" / "config.json").read_text())
     finally:
         run._recorder.close()
-    assert recorded["epsilon"] == 0.01 and recorded["aggregation"] == "balanced"
-    assert recorded["adversary_objective"] == "regret:baselines" and recorded["projection"] == "sphere"
+    assert recorded["epsilon"] == 0.01 and recorded["aggregation"] == "regret:bestfit:min"
+    assert recorded["adversary_objective"] == "regret:bestfit" and recorded["projection"] == "sphere"
 
 
 def test_a_run_recorded_before_task_defaults_resumes_with_the_papers_settings(tmp_path):

@@ -27,9 +27,12 @@ class OBPTask(Task):
     timeout_seconds = 120.0
     metric_name = "waste ratio (%)"
     # chosen on the validation suite (docs/validation.md): at the paper's eps 0.002 (an L1
-    # shift of 0.2 over K = 100) the robust program collapses under shift like plain EoH
-    robust_defaults = {"epsilon": 0.01, "projection": "sphere", "adversary_objective": "regret:baselines",
-                       "aggregation": "balanced"}
+    # shift of 0.2 over K = 100) the robust program collapses under shift like plain EoH; the
+    # regret adversary in a wider ball holds, and minimax regret against BestFit alone (the
+    # best rule on the nominal set: no floor, nothing traded) ends level with it on every
+    # validation instance, where `regret:baselines` + `balanced` ended a hair behind
+    robust_defaults = {"epsilon": 0.01, "projection": "sphere", "adversary_objective": "regret:bestfit",
+                       "aggregation": "regret:bestfit:min"}
     # final_selection stays "robust": the choice on the validation suite helps OBP runs that
     # overfit (split halves, 42 runs, p < 0.001) but not these defaults (0 of 3 better), and on
     # two paper-scale seeds trained to check it, it did worse (docs/validation.md)

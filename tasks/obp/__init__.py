@@ -34,8 +34,9 @@ class OBPTask(Task):
     robust_defaults = {"epsilon": 0.01, "projection": "sphere", "adversary_objective": "regret:bestfit",
                        "aggregation": "regret:bestfit:min"}
     # final_selection stays "robust": the choice on the validation suite helps OBP runs that
-    # overfit (split halves, 42 runs, p < 0.001) but not these defaults (0 of 3 better), and on
-    # two paper-scale seeds trained to check it, it did worse (docs/validation.md)
+    # overfit (split halves, 42 runs, p < 0.001) but not the earlier regret/balanced defaults (0
+    # of 3 better), and on two paper-scale seeds of those trained to check it, it did worse
+    # (docs/validation.md)
 
     def table_layouts(self):
         return (TableLayout("table1_per_distribution", "Table 1: OBP waste ratio (%) per distribution at n=5000, "

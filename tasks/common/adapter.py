@@ -82,17 +82,20 @@ class HostTask(Task):
     def instance_length(self, instance: Instance) -> int:
         return int(np.asarray(self.shift_values(instance)[0]).size)
 
-    def family_instance(self, family: str, sizes: dict[str, Any], rng: np.random.Generator) -> Instance:
+    def family_instance(self, family: str, rng: np.random.Generator, **sizes) -> Instance:
         """An instance whose shifted values come from ``family`` at ``sizes`` (nominal sizes
-        for what ``sizes`` leaves out), the rest from ``make_instance``."""
+        for what ``sizes`` leaves out), the rest from ``make_instance``: ``Task.family_instance``'s
+        signature, so EoH-S's diverse set and the suites draw instances the same way. The
+        length is ``sizes[length_key]`` (``length`` is accepted too, as for every task)."""
         params = {**self.nominal_params, **sizes}
-        length = int(params.pop(self.length_key, self.nominal_length))
+        given = params.pop("length", None)
+        length = int(params.pop(self.length_key, self.nominal_length if given is None else given))
         values = sample_family(family, length, self.high_of(params), rng, **self.family_options)
         return self.make_instance(np.maximum(values, self.shift.low), rng, **params)
 
     def _datasets(self, families, sizes, per_dataset: int, *tag: str) -> list[Dataset]:
         return [Dataset(family, dict(size),
-                        [self.family_instance(family, size, seed_for(self.name, *tag, family, *size.values(), i))
+                        [self.family_instance(family, seed_for(self.name, *tag, family, *size.values(), i), **size)
                          for i in range(per_dataset)])
                 for family in families for size in sizes]
 

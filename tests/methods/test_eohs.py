@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from raise_plugin.methods.eohs import EoHS, complementary_set, diverse_training_set
 from tasks import get_task
 from tasks.common.families import FAMILIES, VALIDATION_FAMILIES, sample_family
+from tasks.common.suite import seed_for
 
 
 def test_diverse_set_cycles_the_five_families_at_nominal_sizes_from_a_seed():
@@ -84,3 +86,25 @@ def test_eohs_refuses_an_evaluation_without_metrics(recorder):
         assert "metrics" in str(exc)
     else:
         raise AssertionError("EoHS accepted an evaluation without metrics")
+
+
+@pytest.mark.parametrize("task_name, size_key", [("knapsack", "n"), ("cvrp", "n")])
+def test_eohs_runs_on_the_host_adapter_tasks(method_factory, evaluation_factory, task_name, size_key):
+    task = get_task(task_name)
+    built = diverse_training_set(task, 5)
+    assert len(built) == 5
+    assert all(task.instance_length(i) == task.nominal_length for i in built)
+    assert task.instance_length(diverse_training_set(task, 1, **{size_key: 20})[0]) == 20
+    ev = evaluation_factory(task_name)
+    method = method_factory("eohs", task_name, budget=12, pop_size=4, evaluation=ev, diverse_instances=5)
+    method.run()
+    assert method.best_single_record["training_instances"] == 5
+    assert method.set_metrics().shape == (5,)
+
+
+def test_adapter_family_instances_follow_the_task_signature_and_keep_the_suites():
+    task = get_task("knapsack")
+    first = task.test_suite()[0]
+    again = task.family_instance(first.family, seed_for(task.name, first.family, *first.params.values(), 0),
+                                 **first.params)
+    assert np.array_equal(again["weights"], first.instances[0]["weights"])

@@ -535,11 +535,13 @@ class _SearchFailed(Exception):
 
 
 def _inner_search(search: Callable, task, code: str, references: list, epsilon: float, options: dict):
-    """One inner search on the program ``code``; ``references`` are ``(name, program text or priority)``."""
-    from .programs import compile_priority
+    """One inner search on the program ``code``; ``references`` are ``(name, program text or priority)``.
+    The programs are compiled where they are first called: in this sandboxed worker, or in the
+    adversary's executor's workers when it has one (never in the engine's process)."""
+    from .engine.jobs import SourcePriority
 
-    refs = [(name, compile_priority(ref, None) if isinstance(ref, str) else ref) for name, ref in references]
-    return search(task, compile_priority(code, None), epsilon, references=refs or None, **options)
+    refs = [(name, SourcePriority(ref) if isinstance(ref, str) else ref) for name, ref in references]
+    return search(task, SourcePriority(code), epsilon, references=refs or None, **options)
 
 
 def _in_sandbox(fn: Callable, args: tuple, seconds: float):

@@ -158,6 +158,7 @@ class RunConfig:
         if self.task not in list_tasks():
             bad("task", f"must be one of {', '.join(list_tasks())}")
         self._check_references()
+        self._check_epsilon()
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
             bad("llm", "use offline, openai[:MODEL] or replay:FILE")
         if self.executor is not None:
@@ -166,6 +167,17 @@ class RunConfig:
                 parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:
                 bad("executor", str(exc))
+
+    def _check_epsilon(self) -> None:
+        """eps beyond the largest distance the task's distributions reach is never reached."""
+        if not self.robust or self.constraint == "none":
+            return
+        from tasks import get_task
+        from .adversary.projection import check_epsilon
+        reach = check_epsilon(get_task(self.task), self.epsilon)
+        if reach is not None:
+            raise ConfigError(f"config field 'epsilon': {self.epsilon:g} is beyond the largest distance {self.task}'s "
+                              f"distributions can reach from its nominal histograms ({reach:.4g})")
 
     def _check_references(self) -> None:
         """A regret against one named baseline must name one of the task's baselines."""

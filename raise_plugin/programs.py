@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["ProgramError", "compile_priority", "load_priority", "function_names"]
+__all__ = ["ProgramError", "check_program", "compile_priority", "load_priority", "function_names"]
 
 
 class ProgramError(Exception):
@@ -21,8 +21,62 @@ def function_names(code: str) -> list[str]:
     return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
+def _parse(code: str, source: str) -> ast.Module:
+    try:
+        return ast.parse(code, source)
+    except SyntaxError as exc:
+        raise ProgramError(f"{source}: syntax error at line {exc.lineno}: {exc.msg}") from None
+    except (ValueError, TypeError) as exc:  # e.g. NUL bytes in the text
+        raise ProgramError(f"{source}: cannot parse the program: {exc}") from None
+
+
+def _chosen(functions: dict, name: str | None, source: str):
+    if name is None:
+        if "priority" in functions:
+            return functions["priority"]
+        if len(functions) == 1:
+            return next(iter(functions.values()))
+        found = ", ".join(functions) or "none"
+        raise ProgramError(f"{source}: expected one function or one named 'priority' (found: {found})")
+    if name not in functions:
+        raise ProgramError(f"{source}: no top-level function named {name!r}")
+    return functions[name]
+
+
+def _accepts(node: ast.FunctionDef, count: int) -> bool:
+    """Whether a call with ``count`` positional arguments matches the function's parameters."""
+    a = node.args
+    positional = len(a.posonlyargs) + len(a.args)
+    required = positional - len(a.defaults)
+    kwonly_required = sum(1 for d in a.kw_defaults if d is None)
+    return required <= count and (count <= positional or a.vararg is not None) and not kwonly_required
+
+
+def check_program(code: str, name: str | None = None, *, source: str = "<program>",
+                  template: str | None = None) -> str:
+    """The name of the program's heuristic function, found by parsing ``code`` without running it.
+
+    Checks the syntax, that the function exists (``name``, or the only top-level function,
+    or the one called ``priority``) and, given the task's ``template`` program, that it takes
+    the template function's positional arguments. ``ProgramError`` (one line) otherwise.
+    """
+    tree = _parse(code, source)
+    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    node = _chosen(functions, name, source)
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise ProgramError(f"{source}: {node.name!r} is a coroutine (async def), not a function")
+    if template is not None:
+        wanted = [n for n in ast.parse(template).body if isinstance(n, ast.FunctionDef)]
+        if wanted:
+            params = [a.arg for a in wanted[0].args.posonlyargs + wanted[0].args.args]
+            if not _accepts(node, len(params)):
+                raise ProgramError(f"{source}: {node.name}() must take the arguments ({', '.join(params)})")
+    return node.name
+
+
 def compile_priority(code: str, name: str | None = "priority", *, source: str = "<program>") -> Callable:
-    """Execute ``code`` and return its function ``name``.
+    """Execute ``code`` and return its function ``name``: runs the program's module code, so
+    call it only inside a sandboxed worker (``check_program`` checks a program without running it).
 
     With ``name=None`` the program must define exactly one top-level function, or one
     called ``priority``.
@@ -50,7 +104,8 @@ def compile_priority(code: str, name: str | None = "priority", *, source: str = 
 
 
 def load_priority(path: str | Path, name: str | None = None) -> Callable:
-    """The heuristic defined in the Python file at ``path``."""
+    """The heuristic defined in the Python file at ``path`` (runs its module code: inside a
+    sandboxed worker only; ``read_program`` and ``check_program`` read and check it)."""
     p = Path(path)
     try:
         code = p.read_text()

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PROJECTIONS", "Projection", "distance", "distances", "nearest", "project"]
+__all__ = ["PROJECTIONS", "Projection", "distance", "distances", "nearest", "project", "largest_reachable_distance",
+           "reachable_epsilon"]
 
 PROJECTIONS = ("paper", "sphere", "none")
 _BISECTION_STEPS = 80
@@ -33,6 +34,29 @@ def nearest(p, histograms: np.ndarray) -> tuple[int, float]:
     d = distances(p, histograms)
     index = int(np.argmin(d))
     return index, float(d[index])
+
+
+def largest_reachable_distance(histograms: np.ndarray) -> float:
+    """An upper bound on the distance from the nominal histograms that any distribution reaches:
+    ``min_b max_p d(p, b) = min_b 2 (1 - min_j b_j) / K`` (the farthest point from ``b`` is
+    the vertex of its emptiest cell), so no eps above it is ever reached."""
+    histograms = np.atleast_2d(np.asarray(histograms, dtype=float))
+    return float(np.min(2.0 * (1.0 - histograms.min(axis=1)) / histograms.shape[1]))
+
+
+def reachable_epsilon(task) -> float:
+    """``largest_reachable_distance`` of ``task``'s nominal histograms. Every bound lies in
+    [2 (1 - 1/K) / K, 2 / K]: below that range the histograms are not needed."""
+    return largest_reachable_distance(np.stack([task.histogram(s) for s in task.nominal_instances()]))
+
+
+def check_epsilon(task, epsilon: float) -> float | None:
+    """The largest reachable distance when ``epsilon`` is beyond it, else None."""
+    cells = int(task.shift.cells)
+    if epsilon <= 2.0 * (1.0 - 1.0 / cells) / cells:
+        return None
+    reach = reachable_epsilon(task)
+    return reach if epsilon > reach else None
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
 from raise_plugin.errors import UserError
 from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
-from raise_plugin.programs import ProgramError, load_priority
+from raise_plugin.programs import ProgramError, check_program
 from tasks import get_task, list_tasks
 
 
@@ -50,8 +51,11 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
     for f in files:
         path = Path(f)
         try:
-            load_priority(path)  # fail early, in this process, with a one-line reason
             code = path.read_text()
+            # fail early with a one-line reason; parsed, never run here: its code runs in the sandbox only
+            check_program(code, source=str(path), template=getattr(task, "template_program", None))
+        except OSError as exc:
+            raise UserError(f"cannot read heuristic file {path}: {exc.strerror or exc}") from None
         except ProgramError as exc:
             raise UserError(str(exc)) from None
         except UnicodeDecodeError:
@@ -135,4 +139,15 @@ def run(args) -> int:
     if args.out:
         write_rows_csv(rows, args.out)
         print(f"wrote {len(rows)} rows to {args.out}")
-    return 0
+    given = [h.name for h in heuristics if h.code is not None] or [h.name for h in heuristics]
+    return all_invalid_status("evaluate", given, {r.heuristic for r in rows if r.valid})
+
+
+def all_invalid_status(command: str, given: list[str], valid: set[str]) -> int:
+    """1, with one line on stderr, when every heuristic given (the files, or the baselines
+    when there are none) was invalid everywhere; else 0."""
+    if any(name in valid for name in given):
+        return 0
+    which = "the heuristic" if len(given) == 1 else f"all {len(given)} heuristics"
+    print(f"raise-ahd {command}: {which} given ({', '.join(given)}) invalid on every instance", file=sys.stderr)
+    return 1

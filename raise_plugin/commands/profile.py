@@ -4,11 +4,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from raise_plugin.commands.evaluate import check_output, check_timeout, resolve_task
+from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness.profile import robustness_profile, save_profile
 from raise_plugin.harness.suite_eval import Heuristic
-from raise_plugin.programs import ProgramError, compile_priority, read_program
+from raise_plugin.programs import ProgramError, check_program, read_program
 
 
 def register(sub) -> None:
@@ -51,6 +51,11 @@ def parse_eps(text: str) -> list[float]:
 def run(args) -> int:
     task = resolve_task(args.task)
     epsilons = parse_eps(args.eps)
+    from raise_plugin.adversary.projection import check_epsilon
+    reach = check_epsilon(task, max(epsilons))
+    if reach is not None:
+        raise UserError(f"--eps {max(epsilons):g} is beyond the largest distance {task.name}'s distributions can "
+                        f"reach from its nominal histograms ({reach:.4g})")
     if args.seeds < 1 or args.population < 2 or args.generations < 1:
         raise UserError("--seeds must be >= 1, --population >= 2 and --generations >= 1")
     if args.workers is not None and args.workers < 1:
@@ -61,7 +66,7 @@ def run(args) -> int:
     for source in args.heuristics:
         try:
             name, code = read_program(source)
-            compile_priority(code, None, source=str(source))
+            check_program(code, source=str(source), template=getattr(task, "template_program", None))
         except ProgramError as exc:
             raise UserError(str(exc)) from None
         except UnicodeDecodeError:
@@ -90,4 +95,11 @@ def run(args) -> int:
             print(f"{h}: {len(failed)} of {len(profile.points) // len(profile.heuristics())} searches failed: "
                   f"{first}" + (f" ({skipped} skipped)" if skipped else ""))
     print("wrote " + ", ".join(str(w) for w in written))
-    return 0
+    given = [h.name for h in heuristics if h.code is not None] or [h.name for h in heuristics]
+    return all_invalid_status("profile", given, valid_somewhere(profile))
+
+
+def valid_somewhere(profile) -> set[str]:
+    """The heuristics with a metric on the nominal set or on one searched instance."""
+    return ({h for h, mean in profile.nominal.items() if not math.isnan(mean)}
+            | {p.heuristic for p in profile.points if not math.isnan(p.metric)})

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from raise_plugin.programs import ProgramError, compile_priority
+from raise_plugin.programs import ProgramError, check_program, compile_priority
 
 from .results import EvalResult, FailureKind
 
@@ -61,10 +61,11 @@ def _compiled(code: str, function: str | None, source: str):
     """The code object of a program and the name of its heuristic function.
 
     With ``function`` given the text is only compiled (the name is checked after running
-    it); otherwise ``compile_priority`` picks the function (the only one, or ``priority``).
+    it); otherwise ``check_program`` picks the function (the only one, or ``priority``)
+    from the parsed text, without running it.
     """
     if function is None:
-        function = compile_priority(code, None, source=source).__name__
+        function = check_program(code, None, source=source)
     try:
         return compile(code, source, "exec"), function
     except SyntaxError as exc:
@@ -76,15 +77,20 @@ def _compiled(code: str, function: str | None, source: str):
 class SourcePriority:
     """A compiled heuristic that pickles as its source text, so any executor can ship it.
 
-    ``SourcePriority(code)(item, bins)`` calls the program's function; after unpickling
-    in another process the program is compiled again there.
+    ``SourcePriority(code)(item, bins)`` calls the program's function. Making one only
+    parses the text (``ProgramError`` at once for bad syntax or no such function); the
+    program's module code runs at the first call, in the process that calls it (a sandboxed
+    worker, once shipped there): after unpickling the program is compiled again.
     """
 
     def __init__(self, code: str, function: str | None = None, label: str = ""):
         self.spec = ProgramSpec(code=code, function=function, label=label)
-        self._func = compile_priority(code, function, source=label or "<program>")
+        check_program(code, function, source=label or "<program>")
+        self._func = None
 
     def __call__(self, *args, **kwargs):
+        if self._func is None:
+            self._func = compile_priority(self.spec.code, self.spec.function, source=self.spec.label or "<program>")
         return self._func(*args, **kwargs)
 
     def __reduce__(self):
@@ -196,6 +202,7 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None) -
     try:
         from tasks import get_task
         task = get_task(job.task)
+        evaluate = task.evaluate  # taken before the program's module code runs: it cannot replace it
         priority = job.program.resolve(task)
     except ProgramError as exc:
         return EvalResult.failed(count, FailureKind.PROGRAM, _one_line(str(exc)), time.perf_counter() - start)
@@ -209,7 +216,7 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None) -
     first: tuple[str, str] | None = None
     for k, index in enumerate(job.indices):
         try:
-            value = float(task.evaluate(priority, instances[index]))
+            value = float(evaluate(priority, instances[index]))
             if not math.isfinite(value):
                 raise ArithmeticError(f"the task returned a non-finite metric ({value})")
             metrics[k] = value

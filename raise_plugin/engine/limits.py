@@ -6,7 +6,8 @@ import multiprocessing as mp
 import sys
 from dataclasses import dataclass
 
-__all__ = ["SandboxLimits", "SECRET_PATTERNS", "scrub_environment", "default_start_method"]
+__all__ = ["SandboxLimits", "SECRET_PATTERNS", "START_METHODS", "scrub_environment", "default_start_method",
+           "is_secret"]
 
 # Environment variables never passed to generated programs (matched case-insensitively).
 SECRET_PATTERNS = ("*_API_KEY", "*API_KEY*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
@@ -15,9 +16,18 @@ SECRET_PATTERNS = ("*_API_KEY", "*API_KEY*", "*KEY*", "*TOKEN*", "*SECRET*", "*P
 
 
 def default_start_method() -> str:
-    """``fork`` on Linux (workers start in milliseconds), else ``spawn`` (macOS and Windows,
-    where forking a process with threads is unsafe or impossible)."""
-    return "fork" if sys.platform.startswith("linux") else "spawn"
+    """``server`` on Linux (workers forked in milliseconds by a clean fork server, see
+    ``cleanstart``), else ``spawn`` (macOS and Windows, where forking is unsafe or impossible)."""
+    return "server" if sys.platform.startswith("linux") else "spawn"
+
+
+def start_methods() -> tuple[str, ...]:
+    """``server`` where processes can fork, and multiprocessing's own start methods."""
+    own = tuple(mp.get_all_start_methods())
+    return (("server",) if "forkserver" in own else ()) + own
+
+
+START_METHODS = start_methods()
 
 
 @dataclass(frozen=True)
@@ -34,9 +44,15 @@ class SandboxLimits:
     (output is discarded; past the cap ``print`` raises, which makes the result invalid).
     ``audit``: refuse, through a Python audit hook,
     writes outside the worker's private directory, process creation, sockets and
-    ctypes. ``retries``: how often a job whose worker died is run again on a fresh worker.
-    ``start_method``: ``fork`` (default where available), ``forkserver`` (workers start
-    from a clean interpreter, so they hold none of the parent's memory) or ``spawn``.
+    ctypes. ``confine``: what the kernel offers on Linux (``confine.confine``): run as
+    ``nobody`` when the engine is root, not dumpable, no new privileges, and a Landlock domain
+    (writes only in the worker's directory, no other process's /proc, no TCP, no signals
+    outside). ``retries``: how often a job whose worker died is run again on a fresh worker.
+    ``start_method``: ``server`` (default on Linux: workers forked by a fork server started
+    from a fresh interpreter with the secrets removed from its environment, so they hold
+    none of the engine's memory or secrets), ``fork`` (a copy of the engine's memory, API
+    keys included: for scripts that registered a task in their own process),
+    ``forkserver`` or ``spawn``.
     """
 
     timeout: float | None = 60.0
@@ -45,6 +61,7 @@ class SandboxLimits:
     file_mb: int | None = 16
     output_mb: float | None = 10
     audit: bool = True
+    confine: bool = True
     retries: int = 1
     start_method: str | None = None
     cache_sets: int = 4
@@ -64,9 +81,8 @@ class SandboxLimits:
             raise ValueError(f"retries must be >= 0, got {self.retries!r}")
         if self.cache_sets < 1:
             raise ValueError(f"cache_sets must be >= 1, got {self.cache_sets!r}")
-        if self.start_method is not None and self.start_method not in mp.get_all_start_methods():
-            raise ValueError(f"start_method must be one of {', '.join(mp.get_all_start_methods())}, "
-                             f"got {self.start_method!r}")
+        if self.start_method is not None and self.start_method not in START_METHODS:
+            raise ValueError(f"start_method must be one of {', '.join(START_METHODS)}, got {self.start_method!r}")
 
     @property
     def method(self) -> str:

@@ -8,10 +8,14 @@ instance sets it was sent (``("set", id, version, instances)``) and answers jobs
 from __future__ import annotations
 
 import collections
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import io
 import multiprocessing as mp
 import operator
 import os
+import random
 import shutil
 import signal
 import sys
@@ -20,12 +24,16 @@ import threading
 import time
 from typing import Any
 
+from .confine import confine
 from .jobs import Job, execute_job, freeze_instances
 from .limits import SandboxLimits, scrub_environment
 from .results import EvalResult, FailureKind
 
 __all__ = ["SandboxWorker", "WorkerDied", "CallTimeout"]
 
+# how long a worker may take to read a call before it starts (unpickling the function may
+# import its module; a dead worker is seen at once)
+_READING_SECONDS = 120.0
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -83,6 +91,7 @@ _PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_sp
                    "pty.spawn", "os.setuid", "os.setgid", "os.setresuid", "os.setresgid"}
 _CTYPES_EVENTS = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.call_function",
                   "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at"}
+_OPENING_EVENTS = {"sqlite3.connect": 0, "shelve.open": 0, "dbm.open": 0}  # event: the index of its path
 _PATH_EVENTS = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate",
                 "os.link", "os.symlink", "os.utime", "os.chdir", "os.chroot", "os.setxattr",
                 "os.removexattr", "shutil.rmtree", "shutil.copyfile", "shutil.copymode", "shutil.copystat",
@@ -114,6 +123,10 @@ def _audit_hook(workdir: str):
                 isinstance_(flags, int) and flags & write_flags)
             if writing and not inside(path):
                 refuse(f"writing {path!r} outside the working directory")
+        elif event in _OPENING_EVENTS:
+            path = args[_OPENING_EVENTS[event]] if args else None
+            if isinstance_(path, (str_, bytes, os.PathLike)) and not inside(path) and str_(path) != ":memory:":
+                refuse(f"{event} on {path!r} outside the working directory")
         elif event in _PATH_EVENTS:
             for a in args:
                 if isinstance_(a, (str_, bytes, os.PathLike)) and not inside(a):
@@ -148,15 +161,64 @@ class _CappedSink(io.TextIOBase):
 _sinks: list[_CappedSink] = []
 
 
-def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int) -> None:
+class _EngineModules(importlib.abc.MetaPathFinder):
+    """Finds, by their files, modules the engine had loaded that a fresh interpreter cannot
+    import by name (a test module imported by path, a script's own helpers), so that functions
+    from them can be sent to a worker. Consulted after every other finder."""
+
+    def __init__(self, files: dict[str, str]):
+        self.files = files
+        self.packages = {name.rsplit(".", i)[0] for name in files for i in range(1, name.count(".") + 1)}
+
+    def find_spec(self, name, path=None, target=None):
+        file = self.files.get(name)
+        if file is not None:
+            return importlib.util.spec_from_file_location(name, file)
+        if name in self.packages:  # a parent package that exists only as a name
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = []
+            return spec
+        return None
+
+
+def carried_state() -> dict:
+    """What a worker started from a clean interpreter takes over from the engine (a forked one
+    has it already): the global random states, so that programs drawing from them see what
+    they would in a forked worker, and the files of modules it cannot import by name."""
+    import numpy as np
+    roots = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    files = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if (name != "__main__" and isinstance(file, str) and file.endswith(".py")
+                and not os.path.realpath(file).startswith(roots)):
+            files[name] = file
+    return {"random": (random.getstate(), np.random.get_state()), "modules": files}
+
+
+def _take_over(carried: dict | None) -> None:
+    if not carried:
+        return
+    import numpy as np
+    state, numpy_state = carried["random"]
+    random.setstate(state)
+    np.random.set_state(numpy_state)
+    sys.meta_path.append(_EngineModules(carried["modules"]))
+
+
+confinement: list[str] = []  # the kernel's part of this worker's sandbox (``confine.confine``)
+
+
+def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str = "fork",
+                   carried: dict | None = None) -> None:
     """Isolate this process; called first thing in a new worker."""
     try:
         os.setsid()  # own session and process group: killpg reaches every descendant
     except (OSError, AttributeError):  # AttributeError: no sessions on this platform
         pass
-    _prctl(_PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # die with the engine
+    _prctl(_PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # die with the process that started us
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphaned grandchildren come back to us, to be found
-    if limits.method != "forkserver" and os.getppid() != parent:  # the engine died meanwhile
+    if method == "fork" and os.getppid() != parent:  # the engine died meanwhile
         os._exit(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the engine's business
     if hasattr(signal, "SIGXFSZ"):
@@ -177,12 +239,16 @@ def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int) -> None:
     if limits.memory_mb is not None:
         base = _address_space_bytes() or 0
         _set_limit("RLIMIT_AS", base + int(limits.memory_mb) * 1024 * 1024)
-    if limits.max_processes is not None:
-        _set_limit("RLIMIT_NPROC", int(limits.max_processes))
     if limits.file_mb is not None:
         _set_limit("RLIMIT_FSIZE", int(limits.file_mb) * 1024 * 1024)
     _set_limit("RLIMIT_CORE", 0)
     import tasks  # noqa: F401 - before the audit hook, so the import machinery is warm
+    _take_over(carried)
+    if limits.confine:
+        confinement[:] = confine(workdir)
+        _prctl(_PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # a change of user cleared it
+    if limits.max_processes is not None:  # after the change of user: the limit counts the new user's
+        _set_limit("RLIMIT_NPROC", int(limits.max_processes))
     if limits.audit:
         sys.addaudithook(_audit_hook(workdir))
 
@@ -234,9 +300,117 @@ def _changed_modules(before: list) -> list[str]:
     return changed
 
 
-def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int) -> None:
+def _task_classes() -> list[type]:
+    """Every ``tasks.Task`` subclass loaded, with their bases."""
+    from tasks.common import Task
+    subclasses: dict[type, None] = {}
+    todo = [Task]
+    while todo:
+        cls = todo.pop()
+        if cls not in subclasses:
+            subclasses[cls] = None
+            todo.extend(cls.__subclasses__())
+    return list(dict.fromkeys(base for cls in subclasses for base in cls.__mro__[:-1]))
+
+
+def _task_state() -> list[tuple[Any, list]]:
+    """The shared task objects (``tasks.get_task``'s) and every task class, with their
+    attributes (references, compared by identity): a program that replaces a task, or one of
+    its methods, changes what later evaluations are scored by."""
+    import tasks
+    state: list[tuple[Any, list]] = []
+    for registry in _registries(tasks):
+        state.append((registry, list(registry.items())))
+        for task in registry.values():
+            state.append((task, list(getattr(task, "__dict__", {}).items())))
+    for cls in _task_classes():
+        state.append((cls, list(cls.__dict__.items())))
+    return state
+
+
+def _registries(tasks) -> list[dict]:
+    return [r for r in (getattr(tasks, "_cache", None), getattr(tasks, "_registered", None)) if isinstance(r, dict)]
+
+
+def _hidden_method(task) -> str | None:
+    """An attribute of ``task`` itself that hides a method or property of its class (a cache
+    written by ``functools.cached_property`` is its own business)."""
+    import functools
+    import inspect
+    cls = type(task)
+    for name in getattr(task, "__dict__", {}):
+        if hasattr(cls, name) and not isinstance(inspect.getattr_static(cls, name), functools.cached_property):
+            return name
+    return None
+
+
+def _changed_tasks(before: list) -> str | None:
+    """What of ``_task_state``'s was rebound or deleted since ``before``. New entries are fine in
+    the registry (a task loaded for the first time) and in a task's attributes (caches), unless
+    they hide one of the class's methods."""
+    import tasks
+    for owner, items in before:
+        if isinstance(owner, type):
+            now, may_grow = list(owner.__dict__.items()), False
+        elif isinstance(owner, dict):
+            now, may_grow = list(owner.items()), True
+        else:
+            now, may_grow = list(getattr(owner, "__dict__", {}).items()), True
+        same = len(now) == len(items) or (may_grow and len(now) > len(items))
+        if not same or not all(a[0] == b[0] and a[1] is b[1] for a, b in zip(now, items)):
+            if isinstance(owner, type):
+                return f"class {owner.__name__}"
+            return "the task registry" if isinstance(owner, dict) else f"the task {owner!r}"
+    for registry in _registries(tasks):
+        for task in registry.values():
+            hidden = _hidden_method(task)
+            if hidden:
+                return f"the task's {hidden!r}"
+    return None
+
+
+def _settings() -> tuple:
+    import numpy as np
+    return sys.getrecursionlimit(), np.geterr()
+
+
+def _restore(settings: tuple, workdir: str) -> None:
+    """Undo what a program may change in the process without rebinding anything: interpreter
+    and numpy settings, files left in the working directory (the next program must not read them)."""
+    import numpy as np
+    limit, errors = settings
+    if sys.getrecursionlimit() != limit:
+        sys.setrecursionlimit(limit)
+    if np.geterr() != errors:
+        np.seterr(**errors)
+    try:
+        leftovers = os.listdir(workdir)
+    except OSError:
+        return
+    for name in leftovers:
+        path = os.path.join(workdir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+
+
+def _load_task(name: str) -> None:
+    try:
+        from tasks import get_task
+        get_task(name)
+    except Exception:  # noqa: BLE001 - the job reports it
+        pass
+
+
+def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: str = "fork",
+                carried: dict | None = None) -> None:
     """The worker's loop (the target of the worker process)."""
-    _enter_sandbox(limits, workdir, parent)
+    _enter_sandbox(limits, workdir, parent, method, carried)
+    settings = _settings()
     sets: collections.OrderedDict[str, tuple[int, list, list[int]]] = collections.OrderedDict()
     while True:
         try:
@@ -257,19 +431,24 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int) -> None:
                 sets.popitem(last=False)
             continue
         before = _module_state()
+        tasks_before = _task_state()
         for sink in _sinks:
             sink.count = 0
         if kind == "job":
             job: Job = message[1]
+            _load_task(job.task)  # before the state is taken: the job's task is then watched too
+            tasks_before = _task_state()
             held = sets.get(job.set_id)
             if held is None or held[0] != job.version:
                 conn.send(("need", job.set_id))
                 continue
+            conn.send(("started",))
             sets.move_to_end(job.set_id)
             result = execute_job(job, held[1], held[2])
             reply: tuple[Any, ...] = ("result", result)
         else:  # "call"
             _, fn, args, kwargs = message
+            conn.send(("started",))
             try:
                 reply = ("value", fn(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - returned to the caller
@@ -283,6 +462,11 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int) -> None:
         if changed:
             recycle = True
             reply = _mark(reply, FailureKind.TAMPERED, f"the program modified module {changed[0]}")
+        task_changed = _changed_tasks(tasks_before)
+        if task_changed:
+            recycle = True
+            reply = _mark(reply, FailureKind.TAMPERED, f"the program modified {task_changed}")
+        _restore(settings, workdir)
         try:
             conn.send(reply + (recycle,))
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable return value
@@ -302,6 +486,31 @@ def _mark(reply, kind: str, reason: str):
 
 
 # -- the parent's side --------------------------------------------------------------------------
+
+def _wait_for_group(pgid: int | None, seconds: float = 1.0) -> None:
+    """Wait (a little) until every process of group ``pgid`` is gone: killed processes take a
+    moment to exit, and the next job should not share the machine with them."""
+    if pgid is None or not hasattr(os, "killpg"):
+        return
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except OSError:  # none left
+            return
+        time.sleep(0.01)
+
+
+def start_method(limits: SandboxLimits) -> str:
+    """How a worker starts: ``limits.method``, except that a task registered in this process
+    (``tasks.register_task``) exists only here, so its workers are forked from this process."""
+    method = limits.method
+    if method == "server":
+        import tasks
+        if getattr(tasks, "_registered", None):
+            return "fork"
+    return method
+
 
 class SandboxWorker:
     """The parent's handle on one worker process. Not thread-safe: one owner at a time."""
@@ -324,11 +533,17 @@ class SandboxWorker:
         return self.process is not None and self.process.is_alive()
 
     def start(self) -> None:
-        ctx = mp.get_context(self.limits.method)
+        method = start_method(self.limits)
+        if method == "server":
+            from .cleanstart import clean_context
+            ctx = clean_context()
+        else:
+            ctx = mp.get_context(method)
         parent_conn, child_conn = ctx.Pipe(duplex=True)
         self.workdir = tempfile.mkdtemp(prefix="raise-sandbox-")
-        self.process = ctx.Process(target=worker_main, args=(child_conn, self.limits, self.workdir, os.getpid()),
-                                   daemon=True, name="raise-sandbox")
+        carried = None if method == "fork" else carried_state()
+        self.process = ctx.Process(target=worker_main, daemon=True, name="raise-sandbox",
+                                   args=(child_conn, self.limits, self.workdir, os.getpid(), method, carried))
         self.process.start()
         child_conn.close()
         self.conn = parent_conn
@@ -358,6 +573,7 @@ class SandboxWorker:
             except (OSError, ValueError, AttributeError):
                 pass
             self.process.join(5)
+            _wait_for_group(pid)
             try:
                 self.process.close()
             except (ValueError, AttributeError):
@@ -400,6 +616,12 @@ class SandboxWorker:
         while len(self.sets) > self.limits.cache_sets:
             self.sets.popitem(last=False)
 
+    def _started(self):
+        """Wait for the worker to say it read the call (its time limit starts then: reading may
+        import the modules of a function sent to it); the reply instead of that, if any."""
+        reply = self._wait(time.perf_counter() + _READING_SECONDS)
+        return None if reply == ("started",) else reply
+
     def _wait(self, deadline: float | None):
         """The next reply, ``"timeout"`` or ``"died"``."""
         remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
@@ -414,17 +636,18 @@ class SandboxWorker:
         """Run one job; the result is invalid (timeout, died, ...) rather than an exception."""
         count = len(job.indices)
         start = time.perf_counter()
-        deadline = None if job.timeout is None else start + float(job.timeout)
         try:
             self.ensure()
             if self.sets.get(instance_set.id) != instance_set.version:
                 self._send_set(instance_set)
             self.conn.send(("job", job))
-            reply = self._wait(deadline)
+            reply = self._started()
             if isinstance(reply, tuple) and reply[0] == "need":
                 self._send_set(instance_set)
                 self.conn.send(("job", job))
-                reply = self._wait(deadline)
+                reply = self._started()
+            if reply is None:
+                reply = self._wait(None if job.timeout is None else time.perf_counter() + float(job.timeout))
         except (BrokenPipeError, EOFError, ConnectionError, OSError):
             reply = "died"
         seconds = time.perf_counter() - start
@@ -446,11 +669,12 @@ class SandboxWorker:
 
     def call(self, fn, args: tuple, kwargs: dict, timeout: float | None):
         """``fn(*args, **kwargs)`` in the worker; raises what it raised, ``CallTimeout`` or ``WorkerDied``."""
-        deadline = None if timeout is None else time.perf_counter() + float(timeout)
         try:
             self.ensure()
             self.conn.send(("call", fn, args, kwargs))
-            reply = self._wait(deadline)
+            reply = self._started()
+            if reply is None:
+                reply = self._wait(None if timeout is None else time.perf_counter() + float(timeout))
         except (BrokenPipeError, EOFError, ConnectionError):
             reply = "died"
         if reply == "timeout":

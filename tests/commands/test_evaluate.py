@@ -40,19 +40,29 @@ def test_evaluate_file_and_baselines_on_nominal(tmp_path, capsys):
     assert mine == best  # the file is BestFit
 
 
-def test_heuristic_failing_on_instances_is_reported_not_fatal(tmp_path, capsys):
+def test_a_heuristic_invalid_everywhere_is_reported_and_the_exit_status_is_one(tmp_path, capsys):
     f = tmp_path / "broken.py"
     f.write_text("import numpy as np\n\ndef priority(item, bins):\n    return np.full(len(bins), np.nan)\n")
     assert main(["evaluate", str(f), "--task", "obp", "--suite", "nominal", "--baselines", "none",
-                 "--workers", "2", "--no-progress"]) == 0
-    text = capsys.readouterr().out
-    assert "invalid" in text and "non-finite" in text
+                 "--workers", "2", "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert "invalid" in captured.out and "non-finite" in captured.out
+    assert captured.err.strip() == "raise-ahd evaluate: the heuristic given (broken) invalid on every instance"
+
+
+def test_a_file_whose_module_code_raises_is_invalid_in_the_sandbox_not_run_here(tmp_path, capsys):
+    f = tmp_path / "bad.py"
+    f.write_text("raise RuntimeError('boom')\ndef priority(item, bins):\n    return bins\n")
+    assert main(["evaluate", str(f), "--task", "obp", "--suite", "nominal", "--baselines", "none",
+                 "--workers", "1", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "bad: invalid on 5 instances" in out and "RuntimeError: boom" in out
 
 
 @pytest.mark.parametrize("content, message", [
     ("def priority(item, bins)\n    return bins\n", "syntax error"),
     ("x = 1\n", "expected one function"),
-    ("raise RuntimeError('boom')\ndef priority(item, bins):\n    return bins\n", "RuntimeError"),
+    ("def priority(item):\n    return item\n", "must take the arguments (item, bins)"),
 ])
 def test_bad_heuristic_files_get_one_line(tmp_path, content, message):
     f = tmp_path / "bad.py"

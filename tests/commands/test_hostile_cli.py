@@ -20,6 +20,7 @@ def files(tmp_path):
     """A workspace: a good heuristic, a plain file, a directory, TOML configs, replay files."""
     (tmp_path / "good.py").write_text(GOOD)
     (tmp_path / "plain.txt").write_text("just a file\n")
+    (tmp_path / "one_argument.py").write_text("def priority(item):\n    return item\n")
     (tmp_path / "folder").mkdir()
     (tmp_path / "syntax.toml").write_text("task = 'obp\nbudget = \n")
     (tmp_path / "unknown.toml").write_text("task = 'obp'\ncolour = 'blue'\n")
@@ -53,6 +54,7 @@ CASES = {
     "run: zero call cap": RUN + ["--max-llm-calls", "0", "--out", "{tmp}/r"],
     "run: malformed price": RUN + ["--price", "model=1", "--out", "{tmp}/r"],
     "run: eps not a number": RUN + ["--epsilon", "small", "--out", "{tmp}/r"],
+    "run: eps beyond reach": RUN + ["--epsilon", "5", "--out", "{tmp}/r"],
     "run: tau zero": RUN + ["--tau", "0", "--out", "{tmp}/r"],
     "run: budget zero": ["run", "--budget", "0", "--out", "{tmp}/r", "--no-progress"],
     "run: budget negative": ["run", "--budget", "-3", "--out", "{tmp}/r", "--no-progress"],
@@ -126,6 +128,9 @@ CASES = {
     "profile: binary file": ["profile", "{tmp}/binary.toml", "--task", "obp"],
     "profile: eps not numbers": ["profile", "{tmp}/good.py", "--task", "obp", "--eps", "x"],
     "profile: eps negative": ["profile", "{tmp}/good.py", "--task", "obp", "--eps", "-0.1"],
+    "profile: eps beyond reach": ["profile", "{tmp}/good.py", "--task", "obp", "--eps", "0.001,5"],
+    "profile: wrong arguments": ["profile", "{tmp}/one_argument.py", "--task", "obp"],
+    "evaluate: wrong arguments": ["evaluate", "{tmp}/one_argument.py", "--task", "obp"],
     "profile: seeds zero": ["profile", "{tmp}/good.py", "--task", "obp", "--seeds", "0"],
     "profile: population one": ["profile", "{tmp}/good.py", "--task", "obp", "--population", "1"],
     "profile: unknown baseline": ["profile", "--task", "obp", "--compare", "worstfit"],
@@ -195,6 +200,12 @@ def test_bad_input_exits_non_zero_with_one_line_and_no_traceback(case, files, al
     assert "Traceback" not in err, err
     assert len(lines) == 1, (case, lines)
     assert lines[0].startswith("raise-ahd"), lines[0]
+
+
+def test_eps_beyond_reach_names_the_largest_reachable_distance(files, capsys, monkeypatch):
+    monkeypatch.chdir(files)
+    code, err = run_cli(RUN + ["--epsilon", "5", "--out", str(files / "r")], capsys)
+    assert code == 2 and "largest distance obp's distributions can reach" in err and "(0.02)" in err
 
 
 def test_a_command_that_succeeds_prints_nothing_on_stderr(files, capsys):

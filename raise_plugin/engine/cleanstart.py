@@ -1,0 +1,145 @@
+"""Workers started from a clean fork server: a fresh interpreter, run with the secrets removed
+from its environment, that forks the sandboxed workers. A worker so started never held the
+engine's memory (an LLM client, its API key) nor its environment.
+
+The server is multiprocessing's fork server, started by this module rather than by
+multiprocessing so that its environment can be cleaned; one per engine process, started at
+the first worker and stopped with the process.
+"""
+from __future__ import annotations
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import threading
+from multiprocessing import connection, context, forkserver, popen_forkserver, resource_tracker, spawn, util
+
+from .limits import is_secret
+
+__all__ = ["clean_context", "clean_environment"]
+
+# imported once by the server, so that a worker forked from it starts in milliseconds
+PRELOAD = ["numpy", "tasks", "tasks.obp", "tasks.ojsp", "tasks.ovrp", "raise_plugin.engine", "raise_plugin.adversary",
+           "raise_plugin.harness.profile", "raise_plugin.harness.rerank", "raise_plugin.callback"]
+# what multiprocessing would re-import in every worker: the engine's main script is the
+# caller's, not a worker's business
+_MAIN_KEYS = ("main_path", "init_main_from_name", "init_main_from_path")
+
+
+def clean_environment(environ=None) -> dict[str, str]:
+    """``environ`` (default: this process's) without the variables ``limits.is_secret`` names."""
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in environ.items() if not is_secret(k)}
+
+
+class _CleanForkServer(forkserver.ForkServer):
+    """multiprocessing's fork server, started with a cleaned environment and without the
+    caller's ``__main__``."""
+
+    def __init__(self):
+        super().__init__()
+        self._preload_modules = list(PRELOAD)
+        self._process: subprocess.Popen | None = None
+
+    def ensure_running(self):
+        with self._lock:
+            resource_tracker.ensure_running()
+            if self._process is not None:
+                if self._process.poll() is None:
+                    return
+                os.close(self._forkserver_alive_fd)  # it died: start another
+                self._forkserver_address = self._forkserver_alive_fd = self._forkserver_pid = None
+                self._process = None
+            with socket.socket(socket.AF_UNIX) as listener:
+                address = connection.arbitrary_address("AF_UNIX")
+                listener.bind(address)
+                if not util.is_abstract_socket_namespace(address):
+                    os.chmod(address, 0o600)
+                listener.listen()
+                # every client holds the write end; when all are gone the server stops
+                alive_r, alive_w = os.pipe()
+                try:
+                    # a subreaper: what a killed worker's children leave is reaped by the server
+                    command = (f"import sys; sys.path[:0] = {sys.path!r}; "
+                               f"from raise_plugin.engine.cleanstart import _become_subreaper; _become_subreaper(); "
+                               f"from multiprocessing.forkserver import main; "
+                               f"main({listener.fileno()}, {alive_r}, {self._preload_modules!r})")
+                    args = [spawn.get_executable()] + util._args_from_interpreter_flags() + ["-c", command]
+                    self._process = subprocess.Popen(args, env=clean_environment(), close_fds=True,
+                                                     pass_fds=(listener.fileno(), alive_r),
+                                                     stdin=subprocess.DEVNULL)
+                except BaseException:
+                    os.close(alive_w)
+                    raise
+                finally:
+                    os.close(alive_r)
+                self._forkserver_address = address
+                self._forkserver_alive_fd = alive_w
+                self._forkserver_pid = self._process.pid
+
+
+def _become_subreaper() -> None:
+    import warnings
+    # the server reaps the orphans it adopts; multiprocessing warns about every one
+    warnings.filterwarnings("ignore", message="forkserver: waitpid returned")
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+_server: list = [None, None]  # [the server, the pid of the process that started it]
+_server_lock = threading.Lock()
+
+
+def _the_server() -> _CleanForkServer:
+    with _server_lock:
+        if _server[0] is None or _server[1] != os.getpid():  # a forked copy of the engine gets its own
+            _server[:] = [_CleanForkServer(), os.getpid()]
+        return _server[0]
+
+
+class _Popen(popen_forkserver.Popen):
+    """multiprocessing's fork-server Popen, through the clean server."""
+
+    def _launch(self, process_obj):
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        for key in _MAIN_KEYS:
+            prep_data.pop(key, None)
+        buf = io.BytesIO()
+        context.set_spawning_popen(self)
+        try:
+            context.reduction.dump(prep_data, buf)
+            context.reduction.dump(process_obj, buf)
+        finally:
+            context.set_spawning_popen(None)
+        self.sentinel, w = _the_server().connect_to_new_process(self._fds)
+        _parent_w = os.dup(w)  # the child watches it to learn that this process went away
+        self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _CleanProcess(context.ForkServerProcess):
+    _start_method = "forkserver"
+
+    @staticmethod
+    def _Popen(process_obj):
+        return _Popen(process_obj)
+
+
+class _CleanContext(context.ForkServerContext):
+    _name = "forkserver"
+    Process = _CleanProcess
+
+
+_context = _CleanContext()
+
+
+def clean_context() -> _CleanContext:
+    """A multiprocessing context whose processes are forked by the clean server."""
+    return _context

@@ -1,0 +1,195 @@
+"""What the kernel enforces on a worker (Linux): an unprivileged user when the engine runs as
+root (or, when the code it imports is not readable by other users, root without any
+capability), no new privileges, not dumpable, and a Landlock domain (writes only in the
+worker's directory, no other process's /proc, no TCP, no signals or abstract sockets outside).
+
+Each step is applied where the kernel and the user allow it and skipped otherwise;
+``confine`` returns the names of the steps applied.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+__all__ = ["confine", "landlock_abi", "unprivileged_ids"]
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every architecture
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+
+# filesystem rights, by the ABI version that introduced them
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_ABI1_FS = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+_REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE | _IOCTL_DEV  # what a rule on a file may grant
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1  # ABI 4
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
+_READ = _EXECUTE | _READ_FILE | _READ_DIR
+# /proc entries a worker may read besides its own: nothing there names another process
+_PROC_READABLE = ("cpuinfo", "meminfo", "stat", "sys", "self", "thread-self")
+
+
+def _libc():
+    import ctypes
+    return ctypes, ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        _, libc = _libc()
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: not available)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        _, libc = _libc()
+        version = libc.syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
+    except (OSError, AttributeError):
+        return 0
+    return max(0, int(version))
+
+
+def unprivileged_ids() -> tuple[int, int] | None:
+    """(uid, gid) of ``nobody`` when this process runs as root, else None."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    try:
+        import pwd
+        entry = pwd.getpwnam("nobody")
+        return entry.pw_uid, entry.pw_gid
+    except (ImportError, KeyError):
+        return 65534, 65534
+
+
+def _others_can_read(path: str) -> bool:
+    """Whether a user with no relation to ``path``'s owner can reach and read it."""
+    try:
+        full = os.path.realpath(path)
+        mode = os.stat(full).st_mode
+        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
+            return False
+        parent = os.path.dirname(full)
+        while True:
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+            if parent == os.path.dirname(parent):
+                return True
+            parent = os.path.dirname(parent)
+    except OSError:
+        return False
+
+
+def _code_readable_by_others() -> bool:
+    """Whether the code a worker may still import (the plugin, the tasks, numpy, the
+    standard library) stays readable once the worker is no longer root."""
+    import sysconfig
+
+    import numpy
+    import tasks
+    places = [os.path.dirname(m.__file__) for m in (sys.modules["raise_plugin"], tasks, numpy)]
+    places.append(sysconfig.get_paths()["stdlib"])
+    return all(_others_can_read(p) for p in places)
+
+
+def _drop_privileges(workdir: str) -> bool:
+    ids = unprivileged_ids()
+    if ids is None or not _code_readable_by_others():
+        return False
+    uid, gid = ids
+    try:
+        os.chown(workdir, uid, gid)
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
+def _drop_capabilities() -> bool:
+    """Keep user 0 but give up every capability (bounding, ambient, effective, permitted,
+    inheritable): no reading other users' processes, no signals to them, no module loading."""
+    if unprivileged_ids() is None:
+        return False
+    ctypes, libc = _libc()
+    cap = 0
+    while cap < 64 and libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two sets of (effective, permitted, inheritable), all empty
+    return libc.capset(ctypes.byref(header), ctypes.byref(data)) == 0
+
+
+def _landlock(workdir: str, abi: int) -> bool:
+    ctypes, libc = _libc()
+
+    class RulesetAttr(ctypes.Structure):
+        _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                    ("scoped", ctypes.c_uint64)]
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    fs = _ABI1_FS | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0) | (_IOCTL_DEV if abi >= 5 else 0)
+    attr = RulesetAttr(fs, (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0,
+                       (_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL) if abi >= 6 else 0)
+    size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), size, 0)
+    if ruleset < 0:
+        return False
+    try:
+        def allow(path: str, rights: int) -> None:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                return
+            try:
+                if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                    rights &= _FILE_RIGHTS
+                rule = PathBeneath(rights & fs, fd)
+                libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0)
+            finally:
+                os.close(fd)
+
+        for entry in os.listdir("/"):
+            if entry not in ("proc", "tmp"):  # other processes, other workers' directories
+                allow("/" + entry, _READ)
+        for entry in _PROC_READABLE:
+            allow("/proc/" + entry, _READ)
+        allow("/dev/null", _READ_FILE | _WRITE_FILE)
+        allow(workdir, fs)
+        return libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0) == 0
+    finally:
+        os.close(ruleset)
+
+
+def confine(workdir: str) -> list[str]:
+    """Apply to this process what the kernel offers; the steps applied, in order."""
+    if not sys.platform.startswith("linux"):
+        return []
+    applied = []
+    if _drop_privileges(workdir):
+        applied.append("nobody")
+    elif _drop_capabilities():
+        applied.append("no capabilities")
+    if _prctl(_PR_SET_DUMPABLE, 0):
+        applied.append("not dumpable")
+    if _prctl(_PR_SET_NO_NEW_PRIVS, 1):
+        applied.append("no new privileges")
+        abi = landlock_abi()
+        if abi and _landlock(workdir, abi):
+            applied.append(f"landlock {abi}")
+    return applied

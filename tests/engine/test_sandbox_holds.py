@@ -1,0 +1,162 @@
+"""The sandbox holds against a program written to attack it: it finds no secret, writes
+nothing outside its directory, cannot change what it is scored by, and leaves nothing
+behind for the next program in the same worker."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from raise_plugin.engine import Engine, FailureKind, ProcessExecutor, SandboxLimits
+from raise_plugin.engine import cleanstart
+from raise_plugin.engine.confine import landlock_abi
+
+from .conftest import BEST_FIT, ROOMY
+
+KEY = "sk-raise-test-5f3a9c1e7d"
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the clean server and /proc are Linux's")
+
+# Looks everywhere a program could find the key; returns -bins only if it found nothing.
+HUNT = """
+import gc, os, sys
+
+def priority(item, bins):
+    if getattr(priority, "done", False):
+        return -bins
+    priority.done = True
+    key = "-".join(["sk", "raise", "test", "5f3a9c1e7d"])  # built here: this text must not count as a find
+    found = []
+    if any(key in v for v in os.environ.values()):
+        found.append("os.environ")
+    for pid in ("self", str(os.getppid()), "{engine}", "1"):
+        for what in ("environ", "cmdline"):
+            try:
+                with open(f"/proc/{{pid}}/{{what}}", "rb") as f:
+                    if key.encode() in f.read():
+                        found.append(f"/proc/{{pid}}/{{what}}")
+            except OSError:
+                pass
+    for o in gc.get_objects():
+        try:
+            text = repr(o) if not isinstance(o, (str, bytes)) else o
+        except Exception:
+            continue
+        if isinstance(text, str) and key in text and o is not key:
+            found.append("gc: " + type(o).__name__)
+            break
+    if found:
+        raise RuntimeError("found the key in " + ", ".join(found))
+    return -bins
+"""
+
+
+@pytest.fixture()
+def fresh_server():
+    """A clean server started now, while this process holds the key (the worst case)."""
+    saved = list(cleanstart._server)
+    cleanstart._server[:] = [None, None]
+    yield
+    cleanstart._server[:] = saved
+
+
+@linux
+def test_a_worker_finds_no_secret_when_the_engine_holds_a_client_with_the_key(small_instances, monkeypatch,
+                                                                           fresh_server):
+    openai = pytest.importorskip("openai")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    client = openai.OpenAI(api_key=KEY, base_url="http://127.0.0.1:9/v1")  # what a run holds
+    with ProcessExecutor(1, ROOMY) as pool:
+        result = Engine("obp", pool, limits=ROOMY).evaluate(HUNT.format(engine=os.getpid()), small_instances)
+    assert result.valid, result.reason
+    assert client.api_key == KEY and os.environ["OPENAI_API_KEY"] == KEY  # the engine's own are intact
+
+
+@linux
+def test_a_forked_worker_would_find_it(small_instances, monkeypatch):
+    """The probe works: with the plain fork start the key is in the worker's memory."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    holder = [KEY]  # noqa: F841 - what the hunt finds in a forked copy (a list: always tracked by gc)
+    limits = SandboxLimits(timeout=120, memory_mb=512, start_method="fork")
+    with ProcessExecutor(1, limits) as pool:
+        result = Engine("obp", pool, limits=limits).evaluate(HUNT.format(engine=os.getpid()), small_instances)
+    assert not result.valid and "found the key" in result.reason
+
+
+WRITES = {
+    "open": "open(TARGET, 'w').write('x')",
+    "os.open": "os.close(os.open(TARGET, os.O_WRONLY | os.O_CREAT))",
+    "sqlite3": "import sqlite3; sqlite3.connect(TARGET).execute('create table t (x)')",
+    "shutil.copyfile": "import shutil; open('here', 'w').write('x'); shutil.copyfile('here', TARGET)",
+    "os.rename": "open('here', 'w').write('x'); os.rename('here', TARGET)",
+    "pathlib": "import pathlib; pathlib.Path(TARGET).write_text('x')",
+    "numpy.save": "import numpy; numpy.save(TARGET, numpy.zeros(3))",
+}
+
+
+def _writer(route: str, target: Path) -> str:
+    body = WRITES[route].replace("TARGET", repr(str(target)))
+    return f"import os\n\ndef priority(item, bins):\n    {body}\n    return -bins\n"
+
+
+@pytest.mark.parametrize("audit", [True, pytest.param(False, marks=pytest.mark.skipif(
+    landlock_abi() == 0, reason="without the audit hook only Landlock refuses writes"))])
+@pytest.mark.parametrize("route", list(WRITES))
+def test_a_write_outside_the_workers_directory_is_refused_whatever_the_route(route, audit, small_instances,
+                                                                              tmp_path):
+    target = tmp_path / f"outside-{route}.db"
+    limits = SandboxLimits(timeout=120, memory_mb=512, audit=audit)
+    with ProcessExecutor(1, limits) as pool:
+        result = Engine("obp", pool, limits=limits).evaluate(_writer(route, target), small_instances[:1])
+    assert not result.valid and result.kind == FailureKind.HEURISTIC, result
+    assert not list(tmp_path.iterdir()), list(tmp_path.iterdir())
+
+
+TAMPERING = {
+    "the task's evaluate": "import tasks\ntasks.get_task('obp').evaluate = lambda priority, instance: 0.0\n",
+    "its class's evaluate": "import tasks\ntype(tasks.get_task('obp')).evaluate = lambda self, p, i: 0.0\n",
+    "the registry": ("import tasks\nclass Fake:\n    name = 'obp'\n    def evaluate(self, p, i):\n        return 0.0\n"
+                     "tasks._cache['obp'] = Fake()\n"),
+}
+
+
+@pytest.mark.parametrize("how", list(TAMPERING))
+@pytest.mark.parametrize("when", ["at import", "in priority"])
+def test_a_program_cannot_change_what_it_is_scored_by_and_the_next_one_scores_alone(how, when, task,
+                                                                                   small_instances):
+    patch = TAMPERING[how]
+    if when == "at import":
+        code = patch + "\ndef priority(item, bins):\n    return -bins\n"
+    else:
+        inner = "".join("        " + line + "\n" for line in patch.splitlines())
+        code = ("def priority(item, bins):\n    if not getattr(priority, 'done', False):\n"
+                "        priority.done = True\n" + inner + "    return -bins\n")
+    expected = [task.evaluate(task.baselines["BestFit"], s) for s in small_instances]
+    with ProcessExecutor(1, ROOMY) as pool:
+        engine = Engine("obp", pool, limits=ROOMY)
+        first = engine.evaluate(code, small_instances)
+        second = engine.evaluate(BEST_FIT, small_instances)
+    assert first.kind == FailureKind.TAMPERED and "modified" in first.reason, first
+    assert second.valid and list(second.metrics) == expected
+
+
+def test_files_left_by_a_program_are_gone_for_the_next_one(small_instances):
+    leave = "def priority(item, bins):\n    open('note', 'w').write('from the first')\n    return -bins\n"
+    read = ("import os\n\ndef priority(item, bins):\n    if os.listdir('.'):\n"
+            "        raise RuntimeError('found ' + ','.join(os.listdir('.')))\n    return -bins\n")
+    with ProcessExecutor(1, ROOMY) as pool:
+        engine = Engine("obp", pool, limits=ROOMY)
+        assert engine.evaluate(leave, small_instances).valid
+        result = engine.evaluate(read, small_instances)
+    assert result.valid, result.reason
+
+
+@linux
+def test_a_program_cannot_signal_or_read_the_engine(small_instances):
+    code = ("import os, signal\n\ndef priority(item, bins):\n"
+            f"    open('/proc/{os.getpid()}/environ', 'rb').read()\n    return -bins\n")
+    limits = SandboxLimits(timeout=120, memory_mb=512, audit=False)  # the kernel's part alone
+    with ProcessExecutor(1, limits) as pool:
+        result = Engine("obp", pool, limits=limits).evaluate(code, small_instances[:1])
+    assert not result.valid and "Permission denied" in result.reason, result

@@ -1,11 +1,14 @@
-"""``raise-ahd tasks``: list the registered tasks."""
+"""``raise-ahd tasks``: list the registered tasks, or describe one (by name, file or module)."""
 from __future__ import annotations
 
+from raise_plugin.errors import UserError
 from tasks import get_task, list_tasks
 
 
 def register(sub) -> None:
-    p = sub.add_parser("tasks", help="list the registered tasks")
+    p = sub.add_parser("tasks", help="list the registered tasks, or describe one")
+    p.add_argument("--task", help="describe only this task: a name, path/to/file.py:Class or package.module:Class "
+                                  "(a file or module is loaded: this checks a task before a run)")
     p.set_defaults(func=run)
 
 
@@ -25,13 +28,19 @@ _SELECTION = {"robust": "the run's robust best (the paper's)",
 def run(args) -> int:
     from raise_plugin.config import final_selection
 
-    for name in list_tasks():
+    names = list_tasks()
+    if getattr(args, "task", None):
+        try:
+            names = [get_task(args.task).name if ":" not in args.task else args.task]
+        except KeyError:
+            raise UserError(f"unknown task {args.task!r}; choose from {', '.join(list_tasks())}") from None
+    for name in names:
         task = get_task(name)
         nominal = task.nominal_instances()
         suite = task.test_suite()
         validation = task.validation_suite()
         spread = task.nominal_spread
-        print(f"{name:8s} {type(task).__name__}: shift {task.shift.name}, K = {task.shift.cells}\n"
+        print(f"{task.name:8s} {type(task).__name__}: shift {task.shift.name}, K = {task.shift.cells}\n"
               f"       nominal {len(nominal)} instances, spread {spread:.3g} (mean d between two of them); "
               f"eps 0.002 = {0.002 / spread:.3g} x spread, an L1 shift of {task.shift.cells * 0.002:.3g}\n"
               f"       validation suite {len(validation)} datasets, {sum(len(d.instances) for d in validation)} "

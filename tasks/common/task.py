@@ -200,9 +200,10 @@ class Task(ABC):
         return TaskEvaluation(self, instances, **kwargs)
 
     def __reduce__(self):
-        # Tasks are stateless apart from caches: pickle by name so worker processes rebuild them.
-        from tasks import get_task
-        return (get_task, (self.name,))
+        # Tasks are stateless apart from caches: pickle by name (or the file or module reference
+        # they were loaded from) so worker processes rebuild them.
+        from tasks import get_task, reference_of
+        return (get_task, (reference_of(self),))
 
     def __repr__(self) -> str:
         return f"<Task {self.name}>"

@@ -1,0 +1,127 @@
+"""A task named by its file or module: loaded without packaging, found again by name in child
+processes, refused in one line when the reference is wrong."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tasks
+from raise_plugin.cli import main
+from raise_plugin.errors import UserError
+from tasks import get_task, list_tasks, reference_of
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "load_balance.py"
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch):
+    """Each test loads its tasks anew and leaves no trace in the process or its environment."""
+    for name in ("_cache", "_registered", "_references"):
+        monkeypatch.setattr(tasks, name, dict(getattr(tasks, name)))
+    monkeypatch.delenv(tasks.SOURCES_VARIABLE, raising=False)
+    monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
+
+
+@pytest.fixture
+def task_file(tmp_path, fresh_registry):
+    path = tmp_path / "my_task.py"
+    path.write_text(EXAMPLE.read_text())
+    return path
+
+
+def test_a_file_reference_loads_the_class_and_registers_it_by_name(task_file, monkeypatch):
+    monkeypatch.chdir(task_file.parent)
+    task = get_task("my_task.py:LoadBalance")
+    assert task.name == "load_balance" and type(task).__name__ == "LoadBalance"
+    assert get_task("load_balance") is task and get_task(f"{task_file}:LoadBalance") is task
+    assert reference_of(task) == f"{task_file.resolve()}:LoadBalance"
+    assert "load_balance" in list_tasks() and "my_task.py:LoadBalance" in list_tasks()
+    sources = json.loads(os.environ[tasks.SOURCES_VARIABLE])
+    assert sources["load_balance"][0] == f"{task_file.resolve()}:LoadBalance"
+    # the suites are the declaration's, from seeds of the task's name (not of the path)
+    assert len(task.test_suite()) == 10 and sum(len(d.instances) for d in task.validation_suite()) == 10
+
+
+def test_a_module_reference_imports_from_the_working_directory(tmp_path, fresh_registry, monkeypatch):
+    package = tmp_path / "lbpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "balance.py").write_text(EXAMPLE.read_text().replace('name = "load_balance"', 'name = "lb_module"'))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path), os.getcwd())])
+    task = get_task("lbpkg.balance:LoadBalance")
+    assert task.name == "lb_module" and reference_of(task) == "lbpkg.balance:LoadBalance"
+    assert json.loads(os.environ[tasks.SOURCES_VARIABLE])["lb_module"] == ["lbpkg.balance:LoadBalance", str(tmp_path)]
+
+
+def test_a_child_process_finds_a_loaded_task_by_its_name(task_file):
+    get_task(f"{task_file}:LoadBalance")
+    code = "from tasks import get_task; t = get_task('load_balance'); print(t.name, len(t.nominal_instances()))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ}, cwd="/")
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert proc.stdout.split() == ["load_balance", "5"]
+
+
+@pytest.mark.parametrize("reference, message", [
+    ("missing.py:LoadBalance", "no such file"),
+    ("my_task.py:Nope", "has no 'Nope'; it declares LoadBalance"),
+    ("my_task.py:least_loaded", "least_loaded() did not make a task"),
+    ("my_task.py:np", "np is a module, not a tasks.Task"),
+    ("my_task.py:", "give path/to/file.py:Class or package.module:Class"),
+    ("no_such_package.module:Task", "no module named 'no_such_package.module'"),
+])
+def test_a_bad_reference_is_one_line_naming_what_is_wrong(task_file, monkeypatch, reference, message):
+    monkeypatch.chdir(task_file.parent)
+    with pytest.raises(UserError) as caught:
+        get_task(reference)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_registry):
+    broken = tmp_path / "broken.py"
+    broken.write_text("x = 1\nraise RuntimeError('no data here')\n")
+    with pytest.raises(UserError, match=r"broken.py, line 2: RuntimeError: no data here"):
+        get_task(f"{broken}:Task")
+    syntax = tmp_path / "syntax.py"
+    syntax.write_text("def f(:\n")
+    with pytest.raises(UserError, match=r"syntax.py, line 1: SyntaxError"):
+        get_task(f"{syntax}:Task")
+    bad = tmp_path / "bad_decl.py"
+    bad.write_text(EXAMPLE.read_text().replace("validation_sizes = ({\"n\": 150, \"m\": 8},)",
+                                               "validation_sizes = ({\"n\": 100, \"m\": 5},)"))
+    with pytest.raises(UserError, match=r"validation_sizes: .* also test sizes"):
+        get_task(f"{bad}:LoadBalance")
+
+
+def test_a_name_taken_by_another_task_is_refused(tmp_path, fresh_registry):
+    clash = tmp_path / "clash.py"
+    clash.write_text(EXAMPLE.read_text().replace('name = "load_balance"', 'name = "obp"'))
+    with pytest.raises(UserError, match="its name 'obp' is taken"):
+        get_task(f"{clash}:LoadBalance")
+
+
+@pytest.mark.parametrize("argv", [
+    ["tasks", "--task", "{dir}/missing.py:X"],
+    ["evaluate", "--task", "{dir}/my_task.py:Nope", "--suite", "nominal"],
+    ["run", "--task", "{dir}/my_task.py:Nope", "--budget", "4"],
+    ["compare", "--task", "{dir}/my_task.py:Nope", "--budget", "4", "--out", "{dir}/cmp"],
+    ["profile", "--task", "{dir}/my_task.py:Nope", "--compare", "all"],
+    ["rerank", "{dir}", "--task", "{dir}/my_task.py:Nope"],
+])
+def test_every_command_refuses_a_bad_reference_in_one_line(task_file, capsys, argv):
+    code = main([a.format(dir=task_file.parent) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("raise-ahd: error: task ") and err.count("\n") == 1
+
+
+def test_the_tasks_command_describes_a_task_from_its_file(task_file, capsys):
+    assert main(["tasks", "--task", f"{task_file}:LoadBalance"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("load_balance LoadBalance: shift job size, K = 20")
+    assert "baselines: LeastLoaded, FullestThatFits" in out and "test suite 10 datasets, 30 instances" in out

@@ -12,7 +12,7 @@ from raise_plugin.methods import METHODS
 from tasks import get_task
 from tasks.obp.instances import weibull_instances
 
-PLUGIN_METHODS = ("reevo", "partevo", "eohs")
+PLUGIN_METHODS = ("reevo", "partevo", "eohs", "moh")
 
 
 class Recorder(LLM):
@@ -45,11 +45,14 @@ def evaluation_for(task_name: str, **kwargs):
 
 def make_method(name: str, task_name: str = "ojsp", *, budget: int = 24, pop_size: int = 4, seed: int = 0,
                 llm=None, cls=None, evaluation=None, **kwargs):
-    """A method on a small training set; EoH-S gets a 6-instance diverse set (500 items for OBP)."""
+    """A method on a small training set; EoH-S gets a 6-instance diverse set, MoH a second variant as large
+    as the training set (500 items for OBP)."""
     if name == "eohs":
         kwargs.setdefault("diverse_instances", 6)
         if task_name == "obp":
             kwargs.setdefault("diverse_params", {"num_items": 500})
+    if name == "moh" and task_name == "obp":
+        kwargs.setdefault("second_params", {"num_items": 500})
     cls = cls or METHODS[name]
     return cls(llm=llm if llm is not None else Recorder(seed), evaluation=evaluation or evaluation_for(task_name),
                max_sample_nums=budget, pop_size=pop_size, seed=seed, **kwargs)

@@ -13,12 +13,13 @@ from raise_plugin.methods.base import MethodBase, MethodPopulation
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import RobustPopulationMixin, robust
 
-PLUGIN_METHODS = ("reevo", "partevo", "eohs")
+PLUGIN_METHODS = ("reevo", "partevo", "eohs", "moh")
 TASKS = ("obp", "ojsp", "ovrp")
 
 
 def test_every_method_is_registered_by_name():
-    assert set(METHODS) == {"eoh", "reevo", "partevo", "eohs", "funsearch", "hillclimb", "randsample"}
+    assert set(METHODS) == {"eoh", "reevo", "partevo", "eohs", "moh", "funsearch", "hillclimb",
+                            "randsample"}
     for name in PLUGIN_METHODS:
         cls = get_method(name)
         assert issubclass(cls, EoH) and issubclass(cls, MethodBase)
@@ -56,7 +57,7 @@ def test_reflections_and_summaries_are_llm_calls_but_not_samples(method_factory,
     assert method._tot_sample_nums == 20
     assert len(llm.calls) == 20 + method.text_calls
     assert len(llm.text_calls()) == method.text_calls
-    if name != "eohs":
+    if name not in ("eohs", "moh"):
         assert method.text_calls > 0
 
 

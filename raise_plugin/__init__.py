@@ -1,2 +1,92 @@
-"""RAISE: robust LLM-driven heuristic design for LLM4AD (adversarial instances in an eps-ball)."""
+"""RAISE: robust LLM-driven heuristic design for LLM4AD (adversarial instances in an eps-ball).
+
+Everything a user needs, from this one import (each name is loaded on first use)::
+
+    import raise_plugin as rp
+
+    task = rp.get_task("knapsack")                        # or "my_task.py:MyTask", "package.module:MyTask"
+    result = rp.compare(task="knapsack", methods=("eoh", "eohs"), budget=30, pop_size=4, seeds=2)
+    print(result.tables["table_all_distributions"].markdown())
+    result.figures                                        # convergence.png, adversarial_distributions.png
+
+- tasks: ``get_task``, ``list_tasks``, ``register_task``; for writing one: ``Task``,
+  ``HostTask``, ``ShiftDimension``, ``HeuristicError``, ``decide`` (docs/tasks.md);
+- a robust method: ``robust``, ``AdversarialInstanceCallback``, ``get_method``, ``make_llm``;
+  a recorded run: ``start_run(RunConfig(...)).run()``, ``resume_run(path)``;
+- the harness: ``compare`` (``CompareConfig`` fields as keywords), ``run_compare``,
+  ``evaluate_suite``, ``Heuristic``; ``stats`` (paired tests), ``figures`` (convergence and
+  adversarial distributions) and ``paper_tables`` as modules.
+
+The plugin's task package is the top-level ``tasks``; it is pinned here, so a file called
+``tasks.py`` in the working directory (beside a notebook) does not hide it.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
 __version__ = "0.1.0"
+
+
+def _pin_task_package() -> None:
+    """Import the plugin's own ``tasks`` package from beside this one, whatever the path says;
+    a ``tasks`` module imported before from elsewhere is refused in one line."""
+    own = Path(__file__).resolve().parent.parent / "tasks" / "__init__.py"
+    loaded = sys.modules.get("tasks")
+    if loaded is not None:
+        origin = getattr(loaded, "__file__", None)
+        if origin is None or Path(origin).resolve() != own:
+            raise ImportError(f"a module named 'tasks' ({origin or 'a namespace'}) was imported before raise_plugin "
+                              "and hides the plugin's task package; rename it (e.g. my_tasks.py)")
+        return
+    if not own.is_file():  # an unusual install: leave the path to find it
+        return
+    spec = importlib.util.spec_from_file_location("tasks", own, submodule_search_locations=[str(own.parent)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["tasks"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules["tasks"]
+        raise
+
+
+_pin_task_package()
+
+# public name -> (module, attribute); None as attribute: the module itself
+_EXPORTS = {
+    "get_task": ("tasks", "get_task"), "list_tasks": ("tasks", "list_tasks"),
+    "register_task": ("tasks", "register_task"), "Task": ("tasks.common", "Task"),
+    "HostTask": ("tasks.common.adapter", "HostTask"), "ShiftDimension": ("tasks.common", "ShiftDimension"),
+    "HeuristicError": ("tasks.common", "HeuristicError"), "decide": ("tasks.common", "decide"),
+    "robust": ("raise_plugin.robust", "robust"),
+    "AdversarialInstanceCallback": ("raise_plugin.callback", "AdversarialInstanceCallback"),
+    "get_method": ("raise_plugin.methods", "get_method"), "make_llm": ("raise_plugin.llm", "make_llm"),
+    "RunConfig": ("raise_plugin.config", "RunConfig"), "start_run": ("raise_plugin.runner", "start_run"),
+    "resume_run": ("raise_plugin.runner", "resume_run"),
+    "compare": ("raise_plugin.harness.api", "compare"), "CompareConfig": ("raise_plugin.harness.compare", "CompareConfig"),
+    "run_compare": ("raise_plugin.harness.compare", "run_compare"),
+    "evaluate_suite": ("raise_plugin.harness.suite_eval", "evaluate_suite"),
+    "Heuristic": ("raise_plugin.harness.suite_eval", "Heuristic"),
+    "RunLog": ("raise_plugin.rundir", "RunLog"),
+    "stats": ("raise_plugin.harness.stats", None), "figures": ("raise_plugin.harness.figures", None),
+    "paper_tables": ("raise_plugin.harness.paper_tables", None), "UserError": ("raise_plugin.errors", "UserError"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'raise_plugin' has no attribute {name!r}")
+    module_name, attribute = _EXPORTS[name]
+    module = importlib.import_module(module_name)
+    value = module if attribute is None else getattr(module, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -35,7 +35,8 @@ from tasks import get_task
 
 __all__ = ["Variant", "CompareConfig", "plan_variants", "run_compare", "default_jobs", "METHOD_LABELS", "ABLATIONS"]
 
-METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "funsearch": "FunSearch",
+METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "moh": "MoH",
+                 "funsearch": "FunSearch",
                  "hillclimb": "HillClimb", "randsample": "RandSample"}
 
 # the paper's Table 4: switch -> (label suffix, run settings), then this plugin's rows beyond the
@@ -115,9 +116,11 @@ class CompareConfig:
 
     def __post_init__(self):
         from raise_plugin.methods import METHODS
-        from tasks import list_tasks
-        if self.task not in list_tasks():
+        from tasks import is_task_reference, list_tasks, task_reference
+        if self.task not in list_tasks():  # a file or module reference loads here, or fails in one line
             raise UserError(f"task: unknown {self.task!r}; choose from {', '.join(list_tasks())}")
+        if is_task_reference(self.task):  # the file's absolute path: jobs and re-runs find it from anywhere
+            self.task = task_reference(self.task)
         self.methods = tuple(self.methods)
         for m in self.methods:
             if m not in METHODS:
@@ -197,6 +200,15 @@ class CompareResult:
     files: list[Path] = field(default_factory=list)
     comparisons: list = field(default_factory=list)  # stats.Comparison: each method vs best baseline and plain twin
     jobs: list = field(default_factory=list)  # jobs.JobRecord of every job this call ran (none when all were done)
+
+    @property
+    def figures(self) -> list[Path]:
+        """The figures written (convergence.png, adversarial_distributions.png)."""
+        return [f for f in self.files if f.suffix == ".png"]
+
+    @property
+    def report(self) -> Path:
+        return self.out / "report.md"
 
 
 def _say(message: str, quiet: bool) -> None:

@@ -136,6 +136,9 @@ class Table:
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         return "\n".join(lines + [""] + self.footnotes()).rstrip()
 
+    def _repr_markdown_(self) -> str:  # a notebook shows the table as it appears in report.md
+        return self.markdown()
+
     def footnotes(self) -> list[str]:
         notes = []
         most = int(self.seeds.max()) if self.seeds.size else 0

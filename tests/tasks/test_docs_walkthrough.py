@@ -1,0 +1,54 @@
+"""docs/tasks.md's walkthrough as written: its task file is examples/load_balance.py, and its
+commands run on that file, named by its path, without packaging."""
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+import tasks
+from raise_plugin.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = (ROOT / "docs" / "tasks.md").read_text()
+
+
+def block_after(marker: str) -> str:
+    found = re.search(re.escape(f"<!-- walkthrough: {marker} -->") + r"\n```\w*\n(.*?)```", DOC, re.S)
+    assert found, f"docs/tasks.md has no walkthrough block {marker!r}"
+    return found.group(1)
+
+
+@pytest.fixture
+def walkthrough_dir(tmp_path, monkeypatch):
+    for name in ("_cache", "_registered", "_references"):
+        monkeypatch.setattr(tasks, name, dict(getattr(tasks, name)))
+    monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
+    (tmp_path / "load_balance.py").write_text(block_after("load_balance.py"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_documented_task_file_is_the_example():
+    assert block_after("load_balance.py") == (ROOT / "examples" / "load_balance.py").read_text()
+
+
+@pytest.mark.slow  # end to end: a compare of 12 runs
+def test_the_documented_commands_run_on_the_task_file(walkthrough_dir, capsys):
+    commands = [line for line in block_after("commands").splitlines() if line.strip()]
+    assert [c.split()[1] for c in commands] == ["tasks", "evaluate", "run", "compare"]
+    outputs = []
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "raise-ahd"
+        assert main(argv[1:]) == 0, command
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0].startswith("load_balance LoadBalance: shift job size, K = 20")
+    assert "LeastLoaded" in outputs[1] and "gamma" in outputs[1]
+    assert "best robust" in outputs[2] and (walkthrough_dir / "lb-run" / "summary.json").exists()
+    report = (walkthrough_dir / "lb-compare" / "report.md").read_text()
+    for row in ("| EoH |", "| EoH-S |", "| MoH |", "| RAISE-MoH (eps=0.002) |", "| LeastLoaded |"):
+        assert row in report
+    assert (walkthrough_dir / "lb-compare" / "adversarial_distributions.png").exists()

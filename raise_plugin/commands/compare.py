@@ -132,7 +132,9 @@ def run(args) -> int:
         print(table.markdown())
     if result.comparisons:
         print("\nWhat is significant (paired over seed and instance, p < 0.05 and a 95 % interval excluding 0):")
-        for line in significance_summary(result.comparisons, len(config.seeds)):
+        per_slice = result.tables.get("table_all_distributions")
+        for line in significance_summary(result.comparisons, len(config.seeds),
+                                         slices=per_slice.marked() if per_slice else None):
             print(f"- {line.replace('**', '')}")
     print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")
     return 0

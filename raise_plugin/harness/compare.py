@@ -444,7 +444,9 @@ def _report(config, task, variants, tables, figures, run_dirs, comparisons=()) -
                   "that rewrites parent programs. Results show the harness, not what an LLM would reach.", ""]
     if comparisons:
         lines += ["## What is significant", ""]
-        lines += [f"- {s}" for s in significance_summary(comparisons, len(config.seeds))]
+        per_slice = tables.get("table_all_distributions")
+        lines += [f"- {s}" for s in significance_summary(comparisons, len(config.seeds),
+                                                            slices=per_slice.marked() if per_slice else None)]
         lines += ["", "([table_significance.md](table_significance.md): mean differences, 95 % intervals, "
                   "Wilcoxon p and pairs; how they are computed: docs/harness.md)", ""]
     lines += ["## Tables", ""]
@@ -463,5 +465,8 @@ def _report(config, task, variants, tables, figures, run_dirs, comparisons=()) -
         lines.append(f"| {label} | {seed} | {summary.get('samples')} | {summary.get('generations')} | "
                      f"{summary.get('refreshes')} | {'' if best is None else f'{best:.4f}'} | "
                      f"[{path.name}](runs/{path.name}) |")
-    lines += ["", "Every (method, seed, dataset, instance) result: [results.csv](results.csv)."]
+    lines += ["", "A run's score is the host's: minus its metric aggregated over the set it trained on (the "
+              "nominal set, grown by adversarial instances with RAISE), so higher is better and a score of "
+              "−1.2 is a metric of 1.2. The tables above show the metric itself on the test suite, lower is "
+              "better.", "", "Every (method, seed, dataset, instance) result: [results.csv](results.csv)."]
     return "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["convergence_series", "plot_convergence", "plot_adversarial_distributions"]
+__all__ = ["convergence_series", "plot_convergence", "adversarial_centres", "plot_adversarial_distributions"]
 
 
 def _pyplot():
@@ -83,35 +83,65 @@ def plot_convergence(runs: dict, path: str | Path) -> list[str]:
     return labels
 
 
-def plot_adversarial_distributions(task, runs: dict, path: str | Path) -> int:
-    """Nominal mean histogram against every adversarial distribution found (coloured by generation).
+def adversarial_centres(task, log) -> tuple[np.ndarray, list[tuple[int, np.ndarray, int, float]]]:
+    """The run's nominal histograms, and per adversarial distribution found (by generation):
+    ``(generation, distribution, index of its nearest nominal histogram, distance d to it)``.
+    The nearest nominal histogram is the centre of the eps-ball the distribution was projected
+    onto, so ``d`` is what eps bounds."""
+    from raise_plugin.adversary import nearest
 
-    Returns the number of adversarial histograms drawn.
+    nominal = np.array([task.histogram(log.instance(i)) for i, r in log.instances.items()
+                        if r.get("origin") == "nominal"])
+    found = []
+    for gen, iid in sorted(((r.get("generation") or 0, i) for i, r in log.instances.items()
+                            if r.get("origin") == "adversarial")):
+        # the distribution the adversary chose (the instance is one draw from it)
+        p = np.asarray(log.instances[iid].get("distribution") or task.histogram(log.instance(iid)), float)
+        if len(nominal):
+            index, d = nearest(p, nominal)
+            found.append((gen, p, index, d))
+    return nominal, found
+
+
+def plot_adversarial_distributions(task, runs: dict, path: str | Path) -> int:
+    """Every adversarial distribution a run found beside its nearest nominal histogram, the centre
+    of the eps-ball it was projected onto (not the mean of the nominal histograms, from which even
+    a distribution at eps 0.002 can lie far). Top row: the last distribution found and its centre;
+    bottom row: each distribution minus its centre, cell by cell (coloured by generation), with
+    its distance d to the centre in the legend.
+
+    Returns the number of adversarial distributions drawn.
     """
     plt = _pyplot()
     n = max(1, len(runs))
-    fig, axes = plt.subplots(1, n, figsize=(5.6 * n, 3.8), squeeze=False)
+    fig, axes = plt.subplots(2, n, figsize=(5.6 * n, 6.4), squeeze=False, sharex="col")
     drawn = 0
-    for ax, (label, log) in zip(axes[0], runs.items()):
-        nominal = [task.histogram(log.instance(i)) for i, r in log.instances.items() if r.get("origin") == "nominal"]
-        cells = np.arange(task.shift.cells)
-        if nominal:
-            ax.bar(cells, np.mean(nominal, axis=0), width=1.0, color="lightgray", label="nominal (mean)")
-        adversarial = sorted(((r.get("generation") or 0, i) for i, r in log.instances.items()
-                              if r.get("origin") == "adversarial"))
+    cells = np.arange(task.shift.cells)
+    for column, (label, log) in enumerate(runs.items()):
+        top, bottom = axes[0][column], axes[1][column]
+        nominal, adversarial = adversarial_centres(task, log)
         cmap = plt.get_cmap("viridis")
-        for k, (gen, iid) in enumerate(adversarial):
+        for k, (gen, found, centre_index, d) in enumerate(adversarial):
+            centre = nominal[centre_index]
             colour = cmap(k / max(1, len(adversarial) - 1))
-            record = log.instances[iid]
-            # the distribution the adversary chose (the instance is one draw from it)
-            found = record.get("distribution") or task.histogram(log.instance(iid))
-            ax.step(cells, found, where="mid", color=colour, lw=1.0,
-                    label=f"found at generation {gen}" if k in (0, len(adversarial) - 1) else None)
+            bottom.step(cells, found - centre, where="mid", color=colour, lw=1.0,
+                        label=f"generation {gen}: d = {d:.3g} to nominal {centre_index + 1}")
+            if k == len(adversarial) - 1:
+                top.bar(cells, centre, width=1.0, color="lightgray",
+                        label=f"nearest nominal (no. {centre_index + 1}), the ball's centre")
+                top.step(cells, found, where="mid", color=colour, lw=1.2,
+                         label=f"found at generation {gen}, d = {d:.3g}")
             drawn += 1
-        ax.set_title(label, fontsize=10)
-        ax.set_xlabel(f"{task.shift.name} cell (K={task.shift.cells})")
-        ax.set_ylabel("probability")
-        ax.legend(fontsize=8)
+        if not adversarial and len(nominal):
+            top.bar(cells, nominal[0], width=1.0, color="lightgray", label="nominal no. 1 (no adversarial instance)")
+        top.set_title(label, fontsize=10)
+        top.set_ylabel("probability")
+        bottom.axhline(0.0, color="gray", lw=0.8)
+        bottom.set_xlabel(f"{task.shift.name} cell (K={task.shift.cells})")
+        bottom.set_ylabel("found − nearest nominal")
+        for ax in (top, bottom):
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

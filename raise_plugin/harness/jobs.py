@@ -69,7 +69,7 @@ class TrainOutcome:
 
     def summary(self) -> str:
         best = "none" if self.best_score is None else f"{self.best_score:.4f}"
-        return f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, best robust score {best}"
+        return f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, best robust score {best} (minus the metric: higher is better)"
 
 
 @dataclass

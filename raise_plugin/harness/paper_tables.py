@@ -136,6 +136,16 @@ class Table:
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
         return "\n".join(lines + [""] + self.footnotes()).rstrip()
 
+    def marked(self) -> dict[tuple[str, str], list[str]]:
+        """``(method, "baseline" | "twin") -> ["Uniform (better)", ...]``: the columns where the cell's
+        own test marks the method significantly better or worse (the average column left out)."""
+        out: dict[tuple[str, str], list[str]] = {}
+        last = len(self.columns) - (1 if self.average else 0)
+        for (i, j, relation), test in sorted(self.tests.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            if j < last and test is not None and test.significant:
+                out.setdefault((self.methods[i], relation), []).append(f"{self.columns[j]} ({test.direction})")
+        return out
+
     def _repr_markdown_(self) -> str:  # a notebook shows the table as it appears in report.md
         return self.markdown()
 
@@ -319,11 +329,17 @@ def significance_markdown(comparisons: list[Comparison], title: str, digits: int
     return "\n".join(lines)
 
 
-def significance_summary(comparisons: list[Comparison], seeds: int, digits: int = 3) -> list[str]:
-    """What is and what is not significant, in sentences (for report.md and the printed summary)."""
+def significance_summary(comparisons: list[Comparison], seeds: int, digits: int = 3,
+                         slices: Mapping[tuple[str, str], list[str]] | None = None) -> list[str]:
+    """What is and what is not significant, in sentences (for report.md and the printed summary).
+
+    Each verdict is over the whole test suite, and significant means both tests say so: the
+    Wilcoxon test over (seed, instance) pairs and the bootstrap interval over seeds; the sentence
+    says which one refused when they disagree. ``slices`` (``Table.marked()``) adds the columns
+    where a table's per-cell test marks the method, so the sentence and the table's marks agree."""
     lines = []
     for c in comparisons:
-        head = f"{c.method} vs {c.reference} ({c.relation})"
+        head = f"{c.method} vs {c.reference} ({c.relation}), whole test suite"
         if c.pairs == 0:
             lines.append(f"{head}: no valid pairs, nothing to test.")
             continue
@@ -336,11 +352,22 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
         elif c.verdict.startswith("no difference"):
             lines.append(f"{head}: identical results on every pair.")
         elif c.p < c.alpha:
-            lines.append(f"{head}: no significant difference ({numbers}): the test over pairs rejects, but the "
-                         "interval over seeds includes 0, so the difference depends on the seed and is not "
-                         "established.")
+            lines.append(f"{head}: not significant ({numbers}): the Wilcoxon test over pairs alone would call it "
+                         "significant, but the 95 % interval over seeds includes 0, and a difference is called "
+                         "significant only when both agree; it depends on the seed.")
+        elif not (c.low > 0 or c.high < 0):
+            lines.append(f"{head}: not significant ({numbers}): neither the Wilcoxon test nor the interval "
+                         "over seeds finds a difference.")
         else:
-            lines.append(f"{head}: no significant difference ({numbers}); this difference is not established.")
+            lines.append(f"{head}: not significant ({numbers}): the interval excludes 0 but the Wilcoxon test "
+                         "over pairs does not reject, and a difference is called significant only when both "
+                         "agree.")
+        relation = "baseline" if c.relation == "best baseline" else "twin" if c.relation == "plain twin" else ""
+        marked = (slices or {}).get((c.method, relation))
+        if marked:
+            against = "the column's best baseline" if relation == "baseline" else "its plain twin"
+            lines[-1] += (f" Per distribution (the table's † / ‡ marks, each cell tested on its own instances "
+                          f"against {against}): significant on {', '.join(marked)}.")
     if seeds == 1:
         lines.append("One seed: the intervals resample instances, not seeds, so none of these differences is "
                      "established across seeds.")

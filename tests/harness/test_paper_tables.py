@@ -95,10 +95,28 @@ def test_significance_in_words_says_what_is_not_established():
     assert [(c.method, c.relation) for c in comparisons] == [
         ("Plain", "best baseline"), ("Robust", "best baseline"), ("Robust", "plain twin")]
     words = significance_summary(comparisons, seeds=3)
-    assert "better, significant" in words[0] and "no significant difference" in words[2]
-    assert words[-1].startswith("Only 3 seeds") and "not established" not in words[0]
-    assert "not established" in words[2]
+    assert "better, significant" in words[0] and "not significant" in words[2]
+    assert all("whole test suite" in w for w in words[:3])
+    assert words[-1].startswith("Only 3 seeds") and "not significant" not in words[0]
+    assert "significant only when both agree" in words[2] or "neither the Wilcoxon test" in words[2]
     one = significance_summary(significance(seeded("Base", [0], 0) + seeded("A", [0], -0.1), ["A"], ["Base"]), 1)
     assert "One seed" in one[-1]
     table = significance_markdown(comparisons, "t")
     assert "| Robust | Plain (plain twin) |" in table and "better, significant" in table
+
+
+def test_the_sentence_names_the_slices_the_table_marks_when_the_whole_suite_is_not_significant():
+    rng = np.random.default_rng(0)
+    rows = rows_for("Base", 0, {("uniform", 50, 100): [5.0] * 30, ("normal", 50, 100): [5.0] * 30})
+    for seed in range(5):  # much better on uniform on every seed, worse on normal: no difference over the suite
+        rows += rows_for("A", seed, {("uniform", 50, 100): list(4.0 + 0.1 * rng.random(30)),
+                                     ("normal", 50, 100): list(6.0 - 0.1 * rng.random(30))})
+    table = build_table(rows, family_columns(["uniform", "normal"], n=50, C=100), title="t",
+                        baselines=["Base"], methods=["Base", "A"])
+    assert table.marked() == {("A", "baseline"): ["Uniform (better)", "Normal (worse)"]}
+    comparisons = significance(rows, ["A"], ["Base"])
+    assert not comparisons[0].significant
+    sentence = significance_summary(comparisons, 5, slices=table.marked())[0]
+    assert sentence.startswith("A vs Base (best baseline), whole test suite: not significant")
+    assert sentence.endswith("significant on Uniform (better), Normal (worse).")
+    assert "†+" in table.cell(1, 0) and "†−" in table.cell(1, 1)

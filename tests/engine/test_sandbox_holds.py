@@ -160,3 +160,26 @@ def test_a_program_cannot_signal_or_read_the_engine(small_instances):
     with ProcessExecutor(1, limits) as pool:
         result = Engine("obp", pool, limits=limits).evaluate(code, small_instances[:1])
     assert not result.valid and "Permission denied" in result.reason, result
+
+
+@linux
+def test_a_robust_runs_programs_find_no_key_held_by_its_llm_client(tmp_path, monkeypatch, fresh_server):
+    """A run's LLM client holds the key in the engine's process; its programs run in workers
+    that never held it."""
+    openai = pytest.importorskip("openai")
+    from robust_helpers import ScriptedLLM
+    from raise_plugin.config import RunConfig
+    from raise_plugin.runner import start_run
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    llm = ScriptedLLM(0)
+    llm.client = openai.OpenAI(api_key=KEY, base_url="http://127.0.0.1:9/v1")  # made before the engine
+    config = RunConfig(task="obp", budget=4, pop_size=2, tau=2, inner_population=2, inner_generations=1, nominal=1,
+                       out=str(tmp_path / "run"), host_profiler=False)
+    method = start_run(config, llm=llm)
+    try:
+        hunt = HUNT.format(engine=os.getpid())
+        assert method._evaluator.evaluate_program(hunt) is not None, method._book.record(hunt).error
+    finally:
+        method._recorder.close()
+    assert KEY not in "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file())

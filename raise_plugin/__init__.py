@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import types
 from pathlib import Path
 
 __version__ = "0.1.0"
@@ -61,7 +62,6 @@ _EXPORTS = {
     "register_task": ("tasks", "register_task"), "Task": ("tasks.common", "Task"),
     "HostTask": ("tasks.common.adapter", "HostTask"), "ShiftDimension": ("tasks.common", "ShiftDimension"),
     "HeuristicError": ("tasks.common", "HeuristicError"), "decide": ("tasks.common", "decide"),
-    "robust": ("raise_plugin.robust", "robust"),
     "AdversarialInstanceCallback": ("raise_plugin.callback", "AdversarialInstanceCallback"),
     "get_method": ("raise_plugin.methods", "get_method"), "make_llm": ("raise_plugin.llm", "make_llm"),
     "RunConfig": ("raise_plugin.config", "RunConfig"), "start_run": ("raise_plugin.runner", "start_run"),
@@ -75,7 +75,7 @@ _EXPORTS = {
     "paper_tables": ("raise_plugin.harness.paper_tables", None), "UserError": ("raise_plugin.errors", "UserError"),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted({*_EXPORTS, "robust"})
 
 
 def __getattr__(name: str):
@@ -89,4 +89,23 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted({*globals(), *__all__})
+
+
+class _Plugin(types.ModuleType):
+    """``raise_plugin.robust`` is a subpackage and the function users want from one import; the
+    import system records the subpackage as this module's attribute once it is imported, so the
+    attribute is a property that always gives the function (``from raise_plugin.robust import ...``
+    still reaches the subpackage)."""
+
+    @property
+    def robust(self):
+        from raise_plugin.robust import robust
+        return robust
+
+    @robust.setter
+    def robust(self, subpackage) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Plugin

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
-from tqdm import tqdm
+from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
 
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits, default_workers
 from raise_plugin.programs import compile_priority

@@ -1,33 +1,37 @@
-"""Caps for paid endpoints: a callback that ends a run cleanly once its LLM spend reaches a cap.
+"""Caps for paid endpoints: a callback that puts LLM spend caps on the run's usage ledger.
 
-``LLMBudget(max_cost_usd=5.0, max_llm_calls=2000)`` reads the LLM back-end's usage ledger
-after every sample. When a cap is reached it asks the run to stop (``method.request_stop``):
-no new sample starts, the samples under way are registered, everything is saved, and the
-summary says why. The sample that crosses a cap is kept, so the spend can pass the cap by
-what the samples under way cost (one call per sampler thread). A resumed run counts what
-was spent before (the run directory's ledger is merged into the new back-end's), so
-``raise-ahd resume RUN_DIR --max-cost-usd HIGHER`` continues up to the new cap.
+``LLMBudget(max_cost_usd=5.0, max_llm_calls=2000)`` hands its caps to the LLM back-end's
+ledger when the run starts. The ledger checks them before every request, retries included,
+so the endpoint receives at most ``max_llm_calls`` requests, and no request starts once the
+spend has reached ``max_cost_usd`` (the request under way when it is reached is paid for,
+so the spend can pass the cap by one answer per sampler). A cap reached stops the run
+cleanly: no new sample starts, the samples under way are registered, everything is saved,
+and the summary says why. A resumed run counts what was spent before (the ledger reads the
+run directory's request journal), so with the same caps it stops at once, and
+``raise-ahd resume RUN_DIR --max-cost-usd HIGHER`` (or ``--max-llm-calls``) continues.
 """
 from __future__ import annotations
 
 import math
 
 from .callback import Callback, RunSnapshot
+from .llm.errors import LLMAborted, LLMCapReached
 
 __all__ = ["LLMBudget", "llm_usage_total"]
 
 
 def llm_usage_total(method) -> dict:
-    """``{"calls": ..., "cost_usd": ...}`` of the run's LLM back-end (zeros when it keeps no ledger)."""
+    """``{"calls", "requests", "cost_usd"}`` of the run's LLM back-end (zeros without a ledger)."""
     usage = getattr(method.llm, "usage", None)
     if usage is None or not hasattr(usage, "total"):
-        return {"calls": 0, "cost_usd": 0.0}
+        return {"calls": 0, "requests": 0, "cost_usd": 0.0}
     total = usage.total()
-    return {"calls": int(total.calls), "cost_usd": float(total.cost_usd)}
+    return {"calls": int(total.calls), "requests": int(total.calls + total.retries),
+            "cost_usd": float(total.cost_usd)}
 
 
 class LLMBudget(Callback):
-    """Stop the run when the LLM cost reaches ``max_cost_usd`` dollars or the calls ``max_llm_calls``."""
+    """Cap the run's LLM spend at ``max_cost_usd`` dollars and ``max_llm_calls`` requests."""
 
     def __init__(self, max_cost_usd: float | None = None, max_llm_calls: int | None = None):
         if max_cost_usd is not None and (isinstance(max_cost_usd, bool) or not math.isfinite(max_cost_usd)
@@ -45,21 +49,31 @@ class LLMBudget(Callback):
 
     def reason(self, method) -> str | None:
         """Why the run must stop now, or ``None``."""
-        used = llm_usage_total(method)
-        # a relative tolerance: ten calls of $0.01 add up to 0.09999999999999999
-        if self.max_cost_usd is not None and used["cost_usd"] >= self.max_cost_usd * (1 - 1e-9):
-            return (f"the LLM cost cap of ${self.max_cost_usd:g} is reached (${used['cost_usd']:.4f} spent); "
-                    f"continue with `raise-ahd resume RUN_DIR --max-cost-usd HIGHER`")
-        if self.max_llm_calls is not None and used["calls"] >= self.max_llm_calls:
-            return (f"the cap of {self.max_llm_calls} LLM calls is reached ({used['calls']} made); "
-                    f"continue with `raise-ahd resume RUN_DIR --max-llm-calls HIGHER`")
+        usage = self._ledger(method)
+        if usage is None:
+            return None
+        try:
+            usage.check()
+        except LLMCapReached as exc:
+            return str(exc)
+        except LLMAborted:  # a failing endpoint: the run's LLM guard ends the run as failed
+            return None
         return None
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
+        usage = self._ledger(method)
+        if usage is not None:
+            usage.max_requests = self.max_llm_calls
+            usage.max_cost_usd = self.max_cost_usd
         self._check(method)
 
     def on_sample_evaluated(self, method, snapshot: RunSnapshot, sample) -> None:
         self._check(method)
+
+    @staticmethod
+    def _ledger(method):
+        usage = getattr(method.llm, "usage", None)
+        return usage if usage is not None and hasattr(usage, "check") else None
 
     def _check(self, method) -> None:
         why = self.reason(method)

@@ -60,7 +60,11 @@ class RunConfig:
     (``pop_size`` samples each) or samples. ``max_cost_usd`` and ``max_llm_calls`` end the
     run cleanly when the LLM spend reaches them (``resume`` with higher caps continues);
     ``prices`` adds models to the price table (model -> [input, output] dollars per million
-    tokens).
+    tokens). ``max_llm_calls`` counts requests, retries included: the endpoint receives at
+    most that many. ``max_tokens`` caps the completion tokens of each request (sent to the
+    endpoint), ``llm_timeout`` the seconds a request may take (its whole answer), and
+    ``max_failed_requests`` the requests in a row that may give no usable program before the
+    run stops as failed.
 
     ``epsilon``, ``aggregation``, ``adversary_objective`` and ``projection`` left unset take
     the task's robust defaults (``Task.robust_defaults``, chosen on its validation suite),
@@ -99,6 +103,9 @@ class RunConfig:
     max_cost_usd: float | None = None
     max_llm_calls: int | None = None
     prices: dict | None = None
+    max_tokens: int | None = None
+    llm_timeout: float | None = None
+    max_failed_requests: int = 10
     validation_trace: bool = True
     instances_per_refresh: str = "one"
 
@@ -142,6 +149,12 @@ class RunConfig:
             bad("max_cost_usd", "must be > 0 dollars")
         if self.max_llm_calls is not None and self.max_llm_calls < 1:
             bad("max_llm_calls", "must be >= 1")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            bad("max_tokens", "must be >= 1 completion tokens")
+        if self.llm_timeout is not None and self.llm_timeout <= 0:
+            bad("llm_timeout", "must be > 0 seconds")
+        if self.max_failed_requests < 1:
+            bad("max_failed_requests", "must be >= 1")
         if self.prices is not None:
             if not isinstance(self.prices, dict):
                 bad("prices", "must be a table: model = [input, output] dollars per million tokens")

@@ -268,6 +268,12 @@ class RunDirectory:
         self._population = _Appender(self.path / "population.jsonl")
         self._index = _Appender(self.path / "instances" / "index.jsonl")
         self._lock = threading.Lock()
+        # what a resumed run recorded already: a refresh made again after a kill is not written twice
+        index = read_jsonl(self.path / "instances" / "index.jsonl")
+        self._known_instances = {r.get("instance_id") for r in index if r.get("kind") == "instance"}
+        self._known_sets = {r.get("version") for r in index if r.get("kind") == "set"}
+        populations = read_jsonl(self.path / "population.jsonl")
+        self.recorded_generation = int(populations[-1].get("generation", -1)) if populations else -1
 
     # -- start -----------------------------------------------------------------
     def write_config(self, config: dict) -> None:
@@ -275,11 +281,9 @@ class RunDirectory:
 
     def log_nominal(self, entries) -> None:
         """The nominal instances and set version 0 (skipped when already recorded)."""
-        known = {r.get("instance_id") for r in read_jsonl(self.path / "instances" / "index.jsonl")}
         for entry in entries:
-            if entry.instance_id not in known:
-                self.log_instance(entry, {})
-        if not any(r.get("kind") == "set" for r in read_jsonl(self.path / "instances" / "index.jsonl")):
+            self.log_instance(entry, {})
+        if not self._known_sets:
             self.log_instance_set(0, entries, 0)
 
     # -- as the run goes -------------------------------------------------------
@@ -293,9 +297,11 @@ class RunDirectory:
             "failed_on": list(d["failed_on"]),
             "algorithm": view.program.algorithm, "function": view.program.code, "program": d["program"],
             "sample_time": _num(d.get("sample_time")), "evaluate_time": _num(d.get("evaluate_time")),
+            **({"cursor": d["cursor"]} if d.get("cursor") else {}),
         })
 
     def log_population(self, snapshot) -> None:
+        self.recorded_generation = max(self.recorded_generation, int(snapshot.generation))
         self._population.write({
             "generation": snapshot.generation, "samples": snapshot.samples,
             "instance_set": snapshot.instance_set_version,
@@ -303,6 +309,10 @@ class RunDirectory:
         })
 
     def log_instance(self, entry, arrays: dict) -> None:
+        """An instance's arrays and index line (once: one already recorded is skipped)."""
+        if entry.instance_id in self._known_instances:
+            return
+        self._known_instances.add(entry.instance_id)
         file = f"{entry.instance_id}.npz"
         save_instance(self.path / "instances" / file, entry.instance)
         self._index.write({"kind": "instance", "instance_id": entry.instance_id, "origin": entry.origin,
@@ -310,6 +320,9 @@ class RunDirectory:
                            "provenance": entry.provenance, **{k: v for k, v in arrays.items()}})
 
     def log_instance_set(self, version: int, entries, refreshes: int) -> None:
+        if version in self._known_sets:
+            return
+        self._known_sets.add(version)
         self._index.write({"kind": "set", "version": version, "refreshes": refreshes,
                            "members": [e.instance_id for e in entries]})
 

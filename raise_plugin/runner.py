@@ -53,9 +53,21 @@ def make_llm(config: RunConfig):
     except ImportError as exc:
         raise UserError(f"no LLM back-end available ({exc})") from None
     kind = config.llm.split(":", 1)[0]
-    options = {"offline": {"seed": config.seed, "task": config.task},
-               "openai": {"seed": config.seed, **({"prices": config.prices} if config.prices else {})}}.get(kind, {})
-    return factory(config.llm, record=config.record, **options)
+    openai = {"seed": config.seed, "max_tokens": config.max_tokens,
+              **({"prices": config.prices} if config.prices else {}),
+              **({"timeout": config.llm_timeout} if config.llm_timeout is not None else {})}
+    options = {"offline": {"seed": config.seed, "task": config.task}, "openai": openai}.get(kind, {})
+    llm = factory(config.llm, record=config.record, **options)
+    backend = getattr(llm, "inner", llm)
+    if config.max_cost_usd is not None and getattr(backend, "priced", True) is False:
+        raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
+                        f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")
+    usage = getattr(backend, "usage", None)
+    if usage is not None:  # the caps hold at every request, retries included (LLMBudget's docstring)
+        usage.max_requests = config.max_llm_calls
+        usage.max_cost_usd = config.max_cost_usd
+        usage.max_failed_requests = config.max_failed_requests
+    return llm
 
 
 def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Callback], initial_samples: int = 0):
@@ -126,8 +138,11 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         run_dir = RunDirectory(path, lock=lock)
         if changes:
             run_dir.write_config(config.to_dict())
+        from .robust.llm_guard import REQUESTS_FILE
+        journalled = (Path(path) / REQUESTS_FILE).exists()
         method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
-        _carry_usage(method, Path(path) / "llm_usage.json")
+        if not journalled:
+            _carry_usage(method, Path(path) / "llm_usage.json")
         method.restore(log)
         return method
     except BaseException:
@@ -148,7 +163,8 @@ def recorded_settings(config: dict) -> dict:
 
 
 def _carry_usage(method, path: Path) -> None:
-    """Add the usage a run directory recorded to the new back-end's ledger (cost caps count it)."""
+    """Add the usage recorded in ``llm_usage.json`` to the new back-end's ledger (cost caps count
+    it): run directories written before the request journal, which the ledger reads itself."""
     import json
 
     usage = getattr(method.llm, "usage", None)

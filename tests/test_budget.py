@@ -58,7 +58,7 @@ def test_a_cost_cap_stops_the_run_cleanly_and_resume_with_a_higher_cap_continues
 def test_a_call_cap_stops_during_the_initial_population(tmp_path):
     method = start_run(config(tmp_path, max_llm_calls=3), llm=PricedLLM())
     method.run()
-    assert method.samples == 3 and "cap of 3 LLM calls" in method.stop_reason
+    assert method.samples == 3 and "cap of 3 LLM requests" in method.stop_reason
 
 
 def test_a_run_already_at_its_cap_stops_before_any_sample(tmp_path):

@@ -13,7 +13,10 @@ FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inne
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
          "nominal", "timeout", "projection", "encoding", "constraint", "length", "host_profiler", "record", "executor",
          "adversary_objective", "inner_draws", "validation_trace", "tau_unit", "max_cost_usd", "max_llm_calls",
-         "prices", "instances_per_refresh")
+         "prices", "instances_per_refresh", "max_tokens", "llm_timeout", "max_failed_requests")
+
+
+ENDPOINT_FAILED = 3  # the exit status of a run its LLM endpoint could not serve
 
 
 def register(sub) -> None:
@@ -51,6 +54,15 @@ def register(sub) -> None:
     p.add_argument("--executor", help="where programs are evaluated: process[:N] (default: sandboxed workers, "
                                       "one per core), dask://HOST:PORT or dask://local")
     add_cap_arguments(p)
+    p.add_argument("--max-tokens", type=int, metavar="N",
+                   help="completion tokens per LLM request, sent to the endpoint (default: the endpoint's own "
+                        "limit; set it for local models that may not stop generating)")
+    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+                   help="seconds one LLM request may take, its whole answer included (default 120); a request "
+                        "past it is a failed request (retried)")
+    p.add_argument("--max-failed-requests", type=int, metavar="N",
+                   help="stop the run as failed (exit 3) after N LLM requests in a row that gave no usable "
+                        "program: errors, time-outs, retries and answers without the function (default 10)")
     p.add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
                    help="add a model to the price table: dollars per million input and output tokens "
                         "(repeatable; the [prices] table of a TOML config likewise)")
@@ -83,9 +95,11 @@ def register(sub) -> None:
 
 def add_cap_arguments(p) -> None:
     p.add_argument("--max-cost-usd", type=float, metavar="DOLLARS",
-                   help="stop cleanly once the LLM cost reaches this (resume with a higher cap continues)")
+                   help="stop cleanly once the LLM cost reaches this: no request starts past it (the model "
+                        "needs a price: the built-in table or --price); resume with a higher cap continues")
     p.add_argument("--max-llm-calls", type=int, metavar="N",
-                   help="stop cleanly once this many LLM calls are made (resume with a higher cap continues)")
+                   help="the endpoint receives at most N requests, retries included; the run then stops "
+                        "cleanly (resume with a higher cap continues)")
 
 
 def parse_prices(items) -> dict | None:
@@ -119,7 +133,7 @@ class ProgressBar(Callback):
     """A tqdm bar over samples: generation, best robust score, instance-set size."""
 
     def __init__(self, total: int, initial: int = 0, enabled: bool = True):
-        from tqdm import tqdm
+        from tqdm.auto import tqdm
         self._bar = tqdm(total=total, initial=initial, unit="sample", disable=not enabled, file=sys.stderr,
                          dynamic_ncols=True)
 
@@ -129,8 +143,8 @@ class ProgressBar(Callback):
         text = f"gen {snapshot.generation} best {best.score:.4g} set {snapshot.instance_set_size}" if best else \
             f"gen {snapshot.generation} set {snapshot.instance_set_size}"
         used = llm_usage_total(method)
-        if used["calls"]:
-            text += f" llm {used['calls']} calls ${used['cost_usd']:.3f}"
+        if used["requests"]:
+            text += f" llm {used['requests']} requests ${used['cost_usd']:.3f}"
         self._bar.set_postfix_str(text, refresh=False)
 
     def on_run_start(self, method, snapshot):
@@ -201,8 +215,14 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
 def _usage_line(usage: dict) -> str:
     total = usage.get("total", usage)
     parts = [f"{usage.get('backend', '?')} ({usage.get('model', '?')})"]
-    parts += [f"{k.replace('_', ' ')} {total[k]}" for k in ("calls", "input_tokens", "output_tokens", "cost_usd")
+    parts += [f"{k.replace('_', ' ')} {total[k]}" for k in ("requests", "calls", "retries", "failures", "unusable",
+                                                            "input_tokens", "output_tokens", "cost_usd")
               if k in total]
+    if not usage.get("priced", True):
+        parts.append("cost unknown (no price for this model)")
+    kinds = usage.get("failures_by_kind") or {}
+    if kinds:
+        parts.append("failed requests by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
     return ", ".join(parts)
 
 
@@ -216,6 +236,10 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         bar._bar.close()
     summary = method.summary(finished=method.stop_reason is None)
     print_summary(summary, run_dir, out=out, selection=_final_selection(method, run_dir, summary))
+    failure = getattr(method, "failure", None)
+    if failure is not None:
+        print(f"raise-ahd: error: the run stopped: {failure}", file=sys.stderr)
+        return ENDPOINT_FAILED
     return 0
 
 

@@ -4,8 +4,9 @@
 
 - ``"offline"`` or ``"offline:SEED"``: the LLM-free program sampler (options: ``seed``, ``task``);
 - ``"openai"`` or ``"openai:MODEL"``: an OpenAI-compatible endpoint (options: ``base_url``,
-  ``api_key``, ``timeout``, ``max_attempts``, ``backoff_base``, ``backoff_max``, ``prices``,
-  ``request_options``); configuration falls back to the environment;
+  ``api_key``, ``timeout``, ``connect_timeout``, ``max_attempts``, ``backoff_base``,
+  ``backoff_max``, ``max_tokens``, ``max_failed_requests``, ``prices``, ``request_options``,
+  ``wait_notice``); configuration falls back to the environment;
 - ``"replay:FILE"``: answers from a recording;
 - ``"auto"`` (or ``None``): ``openai`` when an endpoint and a model are configured in the
   environment, else ``offline``.
@@ -20,7 +21,7 @@ from typing import Any
 
 from llm4ad.base import LLM
 
-from .errors import LLMAborted, LLMConfigError, ReplayMissError, UnknownBackendError
+from .errors import EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, UnknownBackendError
 from .offline import NO_LLM_NOTICE, OfflineSampler
 from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIBackend
 from .operators import OPERATOR_PHRASES, infer_operator
@@ -30,7 +31,7 @@ from .usage import DEFAULT_PRICES, Price, UsageLedger
 __all__ = [
     "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE",
-    "LLMConfigError", "LLMAborted", "ReplayMissError", "UnknownBackendError",
+    "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError", "UnknownBackendError",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE' or 'auto'"
@@ -64,8 +65,9 @@ def make_llm(spec: str | None = "auto", *, record: str | os.PathLike | None = No
     elif kind == "openai":
         if arg:
             options["model"] = arg
-        _only(options, {"model", "base_url", "api_key", "timeout", "max_attempts", "backoff_base", "backoff_max",
-                        "retry_after_max", "prices", "request_options", "sleep", "seed"}, kind)
+        _only(options, {"model", "base_url", "api_key", "timeout", "connect_timeout", "max_attempts", "backoff_base",
+                        "backoff_max", "retry_after_max", "max_tokens", "max_failed_requests", "prices",
+                        "request_options", "wait_notice", "sleep", "seed"}, kind)
         llm = OpenAIBackend(**options)
     elif kind == "replay":
         if not arg:

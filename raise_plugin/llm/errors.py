@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from raise_plugin.errors import UserError
 
-__all__ = ["LLMConfigError", "LLMAborted", "ReplayMissError", "UnknownBackendError"]
+__all__ = ["LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
+           "UnknownBackendError"]
 
 
 class LLMConfigError(UserError):
@@ -20,6 +21,16 @@ class LLMAborted(BaseException):
     and retry forever, so a refused key would otherwise spin without end. The message
     is the original one-line reason.
     """
+
+
+class LLMCapReached(LLMAborted):
+    """A cap (requests, retries included, or dollars) leaves no room for the next request: the
+    run stops cleanly, and ``raise-ahd resume`` with a higher cap continues it."""
+
+
+class EndpointFailed(LLMAborted):
+    """Too many requests in a row gave no usable program (errors, time-outs, unusable answers),
+    or the endpoint could not be reached: the run stops with this one-line reason."""
 
 
 class ReplayMissError(UserError):

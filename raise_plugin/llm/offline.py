@@ -16,6 +16,7 @@ import hashlib
 import logging
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -341,6 +342,16 @@ def _vary(parent: str, name: str | None, rng: np.random.Generator) -> tuple[str,
 
 # -- the sampler -----------------------------------------------------------------
 
+_CODE_HEAD = "```python\nimport numpy as np\n\n"
+
+
+def _source_of(answer: str) -> str:
+    """The program source inside one of this sampler's answers (``OfflineSampler._answer``)."""
+    start = answer.find(_CODE_HEAD)
+    end = answer.rfind("\n```")
+    return answer[start + len(_CODE_HEAD):end] if 0 <= start < end else ""
+
+
 class OfflineSampler(LLM):
     """LLM-free sampler: answers operator prompts with rule-made programs. No LLM is used.
 
@@ -376,13 +387,26 @@ class OfflineSampler(LLM):
         with self._lock:
             nth = self._asked.get(text, 0)
             self._asked[text] = nth + 1
+        rid = self.usage.begin_request(op)  # caps count offline calls as requests
+        start = time.perf_counter()
         rng = np.random.default_rng([self.seed, int.from_bytes(digest[:8], "little"), nth])
         if operator_kind(op) == "text":
             answer = self._hint(text, rng)
         else:
             answer = self._program(text, op, nth, rng)
-        self.usage.record(op)
+        self.usage.end_request(rid, seconds=time.perf_counter() - start)
+        self.usage.set_last_call(op)
         return answer
+
+    def prime(self, prompt: str | Any, response: str) -> None:
+        """Take an answer given before (a resumed run's) as if this sampler had written it, so
+        the answers that follow are the ones an uninterrupted run gets."""
+        text = prompt_text(prompt)
+        with self._lock:
+            self._asked[text] = self._asked.get(text, 0) + 1
+            source = _source_of(response)
+            if source:
+                self._written.add(source)
 
     # -- answers -------------------------------------------------------------------
     def _hint(self, text: str, rng: np.random.Generator) -> str:
@@ -460,8 +484,7 @@ class OfflineSampler(LLM):
     @staticmethod
     def _answer(description: str, source: str) -> str:
         description = description.replace("{", "(").replace("}", ")").replace("\n", " ")
-        return ("{Offline sampler, no LLM: " + description + ".}\n"
-                "```python\nimport numpy as np\n\n" + source + "\n```\n")
+        return "{Offline sampler, no LLM: " + description + ".}\n" + _CODE_HEAD + source + "\n```\n"
 
     def _perturbed_source(self, parent: str, found: PromptPrograms, rng: np.random.Generator) -> str:
         tree = ast.parse(parent)

@@ -1,28 +1,35 @@
-"""An OpenAI-compatible chat back-end (OpenAI, vLLM, Ollama, ...) with retries and cost accounting.
+"""An OpenAI-compatible chat back-end (OpenAI, vLLM, llama.cpp, Ollama, ...): bounded, counted requests.
 
 Configuration, first found wins: constructor arguments, then the environment:
 ``OPENAI_BASE_URL`` (default: the OpenAI API), ``OPENAI_API_KEY`` and the model in
 ``RAISE_LLM_MODEL`` or ``OPENAI_MODEL``. The ``openai`` client's own retries are off;
-this class retries rate limits (429), timeouts, connection errors and server errors
-(5xx) itself with exponential back-off and jitter, honouring ``Retry-After``, so
-retries are counted in the usage ledger.
+this class retries rate limits (429), time-outs, connection errors, answers cut off
+mid-body and server errors (5xx) itself, with exponential back-off and jitter, honouring
+``Retry-After``. Every request passes the usage ledger first, which caps and journals it.
+
+Whatever the endpoint does, a call ends: each request has a deadline for its whole answer
+(a model that never stops generating is cut off there), a refused key or unknown model
+ends the run at once, an endpoint never reached ends it after one call's attempts, and
+the ledger ends it after ``max_failed_requests`` requests in a row without a usable program.
 """
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
 import os
 import random
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import openai
 from llm4ad.base import LLM
 
-from .errors import LLMAborted, LLMConfigError
+from .errors import EndpointFailed, LLMAborted, LLMConfigError
 from .operators import infer_operator
-from .usage import DEFAULT_PRICES, Price, UsageLedger
+from .usage import DEFAULT_PRICES, LENGTH, OK, Price, UsageLedger
 
 __all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "price_for"]
 
@@ -33,6 +40,8 @@ ENV_API_KEY = "OPENAI_API_KEY"
 ENV_MODEL = ("RAISE_LLM_MODEL", "OPENAI_MODEL")
 
 _RETRYABLE_STATUS = {408, 409, 429}
+_MAX_BODY = 16 * 2 ** 20   # bytes of one answer: far past any program, short of a runaway stream
+DEFAULT_MAX_FAILED_REQUESTS = 10
 
 
 def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
@@ -87,6 +96,43 @@ def to_messages(prompt: Any) -> list[dict]:
     return messages
 
 
+@dataclass
+class _Outcome:
+    """How one request ended: ``kind`` is ``OK``/``LENGTH`` (an answer) or a failure kind."""
+
+    kind: str
+    text: str = ""
+    why: str = ""
+    status: int | None = None
+    retryable: bool = False
+    fatal: Exception | None = None
+    retry_after: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class _Waiting:
+    """Says, while a request is under way, that the run is waiting for the endpoint."""
+
+    def __init__(self, where: str, timeout: float, first: float):
+        self.where, self.timeout, self.first = where, timeout, first
+        self._done = threading.Event()
+        self._start = time.monotonic()
+        self._thread = threading.Thread(target=self._watch, daemon=True) if first > 0 else None
+        if self._thread is not None:
+            self._thread.start()
+
+    def _watch(self) -> None:
+        wait = self.first
+        while not self._done.wait(wait):
+            log.warning("waiting for the LLM at %s: %.0f s so far (given up at %.0f s; --llm-timeout)",
+                        self.where, time.monotonic() - self._start, self.timeout)
+            wait = max(wait, 30.0)
+
+    def close(self) -> None:
+        self._done.set()
+
+
 class OpenAIBackend(LLM):
     """Chat completions through the ``openai`` package; one instance serves many threads.
 
@@ -94,22 +140,27 @@ class OpenAIBackend(LLM):
         model: model name (else ``RAISE_LLM_MODEL`` / ``OPENAI_MODEL``).
         base_url: endpoint (else ``OPENAI_BASE_URL``, else the OpenAI API).
         api_key: key (else ``OPENAI_API_KEY``; local endpoints without a key get "EMPTY").
-        timeout: seconds per request.
+        timeout: seconds a request may take, its whole answer included (a model that never
+            stops generating is cut off here); connecting may take ``connect_timeout`` of them.
         max_attempts: requests per call, first included (``max_attempts - 1`` retries).
         backoff_base, backoff_max: the n-th retry waits ``min(backoff_max, backoff_base * 2**n)``
             times a jitter factor in [0.5, 1], or what ``Retry-After`` asks (capped by
             ``retry_after_max``).
+        max_tokens: completion tokens per request, sent to the endpoint (``max_completion_tokens``
+            to the OpenAI API, ``max_tokens`` to others).
+        max_failed_requests: requests in a row without a usable program before the run stops.
         prices: entries added to / overriding ``DEFAULT_PRICES`` (model -> ``Price`` or (in, out)).
-        request_options: extra keyword arguments for ``chat.completions.create``
-            (``temperature``, ``max_completion_tokens``, ...).
+        request_options: extra keyword arguments for ``chat.completions.create`` (``temperature``, ...).
+        wait_notice: seconds into a request before the run says it is waiting (0: never).
         sleep, seed: injectable waiting function and jitter seed (tests).
     """
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0, max_attempts: int = 6, backoff_base: float = 1.0,
-                 backoff_max: float = 60.0, retry_after_max: float = 120.0,
+                 timeout: float = 120.0, connect_timeout: float = 5.0, max_attempts: int = 4,
+                 backoff_base: float = 0.5, backoff_max: float = 8.0, retry_after_max: float = 60.0,
+                 max_tokens: int | None = None, max_failed_requests: int | None = DEFAULT_MAX_FAILED_REQUESTS,
                  prices: Mapping[str, Price | tuple[float, float]] | None = None,
-                 request_options: Mapping[str, Any] | None = None,
+                 request_options: Mapping[str, Any] | None = None, wait_notice: float = 10.0,
                  sleep: Callable[[float], None] = time.sleep, seed: int | None = None,
                  do_auto_trim: bool = True):
         super().__init__(do_auto_trim=do_auto_trim)
@@ -123,17 +174,24 @@ class OpenAIBackend(LLM):
             if not self.base_url:
                 raise LLMConfigError(f"no API key: set {ENV_API_KEY} or pass an API key "
                                      f"(or point {ENV_BASE_URL} at a local server)")
-            key = "EMPTY"  # local servers (vLLM, Ollama) accept any key
+            key = "EMPTY"  # local servers (vLLM, llama.cpp, Ollama) accept any key
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
-        if timeout <= 0 or backoff_base < 0 or backoff_max < 0:
-            raise ValueError("timeout must be > 0 and back-off delays >= 0")
+        if timeout <= 0 or connect_timeout <= 0 or backoff_base < 0 or backoff_max < 0:
+            raise ValueError("timeouts must be > 0 and back-off delays >= 0")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         self.timeout = float(timeout)
+        self.connect_timeout = min(float(connect_timeout), self.timeout)
         self.max_attempts = int(max_attempts)
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
         self.retry_after_max = float(retry_after_max)
+        self.max_tokens = None if max_tokens is None else int(max_tokens)
+        self.wait_notice = float(wait_notice)
         self.request_options = dict(request_options or {})
+        if self.max_tokens is not None:
+            self.request_options[self.max_tokens_field] = self.max_tokens
         self.prices: dict[str, Price] = dict(DEFAULT_PRICES)
         for name, price in dict(prices or {}).items():
             self.set_price(name, price)
@@ -141,9 +199,11 @@ class OpenAIBackend(LLM):
         self._jitter = random.Random(seed)
         self._jitter_lock = threading.Lock()
         self._fatal: str | None = None
+        self._reached = False  # the endpoint answered once (any HTTP status)
         self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
         self.usage = UsageLedger(backend="openai", model=self.model,
-                                 priced=price_for(self.model, self.prices) is not None)
+                                 priced=price_for(self.model, self.prices) is not None,
+                                 endpoint=self.where, max_failed_requests=max_failed_requests)
 
     # -- configuration ---------------------------------------------------------
     def set_price(self, model: str, price: Price | tuple[float, float]) -> None:
@@ -152,9 +212,23 @@ class OpenAIBackend(LLM):
         if hasattr(self, "usage"):
             self.usage.priced = price_for(self.model, self.prices) is not None
 
+    @property
+    def priced(self) -> bool:
+        return price_for(self.model, self.prices) is not None
+
+    @property
+    def where(self) -> str:
+        return self.base_url or "the OpenAI API"
+
+    @property
+    def max_tokens_field(self) -> str:
+        """The OpenAI API wants ``max_completion_tokens`` (its reasoning models refuse ``max_tokens``);
+        OpenAI-compatible servers (vLLM, llama.cpp, Ollama) read ``max_tokens``."""
+        official = self.base_url is None or "api.openai.com" in self.base_url
+        return "max_completion_tokens" if official else "max_tokens"
+
     def describe(self) -> str:
-        where = self.base_url or "the OpenAI API"
-        return f"OpenAI-compatible chat model {self.model!r} at {where}"
+        return f"OpenAI-compatible chat model {self.model!r} at {self.where}"
 
     @property
     def calls(self) -> int:
@@ -170,62 +244,129 @@ class OpenAIBackend(LLM):
 
     # -- sampling --------------------------------------------------------------
     def draw_sample(self, prompt: str | Any, *args, operator: str | None = None, **kwargs) -> str:
-        """The model's answer to ``prompt``; ``""`` (a counted failure) when no usable answer came.
+        """The model's answer to ``prompt``; ``""`` (a counted failure) when no answer came.
 
-        Raises ``LLMConfigError`` on a refused key or unknown model, and ``LLMAborted``
-        on every call after that.
+        Raises ``LLMConfigError`` on a refused key or unknown model (``LLMAborted`` on every
+        call after that), ``LLMCapReached`` when a cap leaves no room for a request, and
+        ``EndpointFailed`` when the endpoint cannot be reached or keeps failing.
         """
         if self._fatal is not None:
             raise LLMAborted(self._fatal)
         op = operator or infer_operator(prompt)
         messages = to_messages(prompt)
-        retries = 0
+        outcome = _Outcome("none")
         for attempt in range(self.max_attempts):
+            rid = self.usage.begin_request(op, attempt)
+            start = time.monotonic()
+            waiting = _Waiting(self.where, self.timeout, self.wait_notice)
             try:
-                response = self._client.chat.completions.create(
-                    model=self.model, messages=messages, stream=False, **self.request_options)
-            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
-                self.usage.record(op, failed=True, retries=retries)
-                raise self._refused(exc) from None
-            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError,
-                    openai.APIStatusError) as exc:
-                status = getattr(exc, "status_code", None)
-                transient = status is None or status in _RETRYABLE_STATUS or status >= 500
-                if transient and attempt + 1 < self.max_attempts:
-                    delay = self._delay(attempt, _retry_after(exc))
-                    log.info("LLM request failed (%s); retry %d in %.2f s", _describe_error(exc), attempt + 1, delay)
-                    retries += 1
-                    self._sleep(delay)
-                    continue
-                return self._failed(op, retries, _describe_error(exc)
-                                    + (f" after {attempt + 1} attempts" if transient else ""))
-            except (openai.APIError, ValueError) as exc:  # malformed body (bad JSON, wrong shape)
-                return self._failed(op, retries, f"malformed response: {_one_line(exc)}")
-            return self._read(response, op, retries)
-        raise AssertionError("unreachable")  # the loop always returns or raises
-
-    def _read(self, response: Any, op: str, retries: int) -> str:
-        usage = getattr(response, "usage", None)
-        tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
-        tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
-        price = price_for(self.model, self.prices)
-        cost = price.cost(tokens_in, tokens_out) if price else 0.0
-        choices = getattr(response, "choices", None) or []
-        message = getattr(choices[0], "message", None) if choices else None
-        content = getattr(message, "content", None)
-        ok = isinstance(content, str) and content.strip() != ""
-        self.usage.record(op, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost,
-                          failed=not ok, retries=retries)
-        if not ok:
-            why = "no choices" if not choices else "empty content"
-            log.warning("LLM answer unusable (%s); counted as a failed sample", why)
-            return ""
-        return content
-
-    def _failed(self, op: str, retries: int, why: str) -> str:
-        self.usage.record(op, failed=True, retries=retries)
-        log.warning("LLM call failed: %s; counted as a failed sample", why)
+                outcome = self._send(messages)
+            finally:
+                waiting.close()
+            price = price_for(self.model, self.prices)
+            cost = price.cost(outcome.input_tokens, outcome.output_tokens) if price else 0.0
+            self.usage.end_request(rid, outcome.kind, input_tokens=outcome.input_tokens,
+                                   output_tokens=outcome.output_tokens, cost_usd=cost,
+                                   seconds=time.monotonic() - start, why=outcome.why)
+            if outcome.status is not None:
+                self._reached = True
+            if outcome.kind in (OK, LENGTH):
+                self.usage.set_last_call(op, input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
+                                         cost_usd=cost, retries=attempt, kind=outcome.kind)
+                if outcome.kind == LENGTH:
+                    log.warning("LLM answer cut off at the completion-token cap (%s)", self.max_tokens or "the server's")
+                return outcome.text
+            if outcome.fatal is not None:
+                self.usage.call_failed(op)
+                raise self._refused(outcome.fatal) from None
+            if outcome.retryable and attempt + 1 < self.max_attempts:
+                delay = self._delay(attempt, outcome.retry_after)
+                log.info("LLM request failed (%s); retry %d in %.2f s", outcome.why, attempt + 1, delay)
+                self._sleep(delay)
+                continue
+            break
+        self.usage.call_failed(op)
+        self.usage.set_last_call(op, failed=True, retries=attempt, kind=outcome.kind)
+        if not self._reached and outcome.kind == "connection":
+            raise EndpointFailed(f"cannot reach the LLM at {self.where}: {outcome.why} ({attempt + 1} attempts); "
+                                 f"check the base URL ({ENV_BASE_URL}) and that the server is running")
+        log.warning("LLM call failed: %s%s; counted as a failed sample", outcome.why,
+                    f" after {attempt + 1} attempts" if outcome.retryable else "")
         return ""
+
+    def _send(self, messages: list[dict]) -> _Outcome:
+        """One request, read to the end of its answer or to its deadline."""
+        deadline = time.monotonic() + self.timeout
+        timeout = openai.Timeout(self.timeout, connect=self.connect_timeout)
+        try:
+            with self._client.chat.completions.with_streaming_response.create(
+                    model=self.model, messages=messages, stream=False, timeout=timeout,
+                    **self.request_options) as response:
+                status = int(getattr(response, "status_code", 200) or 200)
+                chunks, size = [], 0
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if time.monotonic() > deadline:
+                        return _Outcome("timeout", status=status, retryable=True,
+                                        why=f"the answer did not end within {self.timeout:g} s (a model that does "
+                                            f"not stop generating? --max-tokens caps it)")
+                    if size > _MAX_BODY:
+                        return _Outcome("oversized", status=status,
+                                        why=f"an answer of more than {_MAX_BODY // 2 ** 20} MiB")
+        except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
+            return _Outcome(f"http_{exc.status_code}", status=exc.status_code, fatal=exc,
+                            why=_describe_error(exc))
+        except openai.APIStatusError as exc:
+            return self._status_failure(exc)
+        except openai.APITimeoutError:
+            return _Outcome("timeout", retryable=True, why=f"no answer within {self.timeout:g} s")
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc.__context__
+            return _Outcome("connection", retryable=True,
+                            why=f"connection failed ({_one_line(cause or exc, 120)})")
+        except Exception as exc:  # the transport failed while the body was read (the openai client's layer)
+            return _Outcome("cut", status=200, retryable=True,
+                            why=f"the answer stopped mid-way ({type(exc).__name__}: {_one_line(exc, 120)})")
+        return self._parse(b"".join(chunks), status)
+
+    def _status_failure(self, exc: openai.APIStatusError) -> _Outcome:
+        status = int(exc.status_code)
+        text = _one_line(getattr(exc, "message", exc), 160)
+        code = str((getattr(exc, "body", None) or {}).get("code", "") if isinstance(getattr(exc, "body", None), dict)
+                   else getattr(exc, "code", "") or "")
+        if status == 400 and ("context_length" in code or "context length" in text.lower()
+                              or "maximum context" in text.lower()):
+            return _Outcome("context_length", status=status, why=f"the prompt is longer than the model's context "
+                                                                  f"(HTTP 400: {text})")
+        if status == 429:
+            return _Outcome("rate_limited", status=status, retryable=True, retry_after=_retry_after(exc),
+                            why=f"rate-limited (HTTP 429: {text})")
+        retryable = status in _RETRYABLE_STATUS or status >= 500
+        return _Outcome(f"http_{status}", status=status, retryable=retryable, why=f"HTTP {status}: {text}")
+
+    def _parse(self, body: bytes, status: int) -> _Outcome:
+        """The answer in a 200 body, or why there is none."""
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return _Outcome("malformed", status=status, why=f"a body that is not JSON ({_one_line(body[:80])})")
+        if not isinstance(data, dict):
+            return _Outcome("malformed", status=status, why="a body that is not a chat completion")
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        tokens = dict(input_tokens=_count(usage.get("prompt_tokens")), output_tokens=_count(usage.get("completion_tokens")))
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            error = data.get("error")
+            why = f"an error in a 200 body ({_one_line(error, 120)})" if error else "an answer with no choices"
+            return _Outcome("no_choices", status=status, why=why, **tokens)
+        first = choices[0] if isinstance(choices[0], dict) else {}
+        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        content = message.get("content")
+        if not isinstance(content, str) or not content.strip():
+            return _Outcome("empty", status=status, why="an empty answer", **tokens)
+        kind = LENGTH if first.get("finish_reason") == "length" else OK
+        return _Outcome(kind, text=content, status=status, **tokens)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -236,17 +377,23 @@ class OpenAIBackend(LLM):
 
     def _refused(self, exc: Exception) -> LLMConfigError:
         status = getattr(exc, "status_code", "?")
-        where = self.base_url or "the OpenAI API"
         detail = _one_line(getattr(exc, "message", exc))
         if status == 404:
-            msg = (f"model {self.model!r} not found at {where} (HTTP 404: {detail}); "
+            msg = (f"model {self.model!r} not found at {self.where} (HTTP 404: {detail}); "
                    f"check the model name ({ENV_MODEL[0]}) and the base URL ({ENV_BASE_URL})")
         else:
-            msg = (f"{where} refused the API key (HTTP {status}: {detail}); "
+            msg = (f"{self.where} refused the API key (HTTP {status}: {detail}); "
                    f"check {ENV_API_KEY} and the key's access to model {self.model!r}")
         self._fatal = msg
         log.error("%s", msg)
         return LLMConfigError(msg)
+
+
+def _count(value) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
 
 
 def _describe_error(exc: Exception) -> str:

@@ -154,6 +154,7 @@ class ReplayLLM(LLM):
 
     def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
         digest = prompt_hash(prompt)
+        self.usage.check()  # the recorded run's caps and failure bound stop the replay where they stopped it
         with self._lock:
             index = self._own_answer(digest)
             if index is None and self.stand_ins:
@@ -176,6 +177,15 @@ class ReplayLLM(LLM):
                           cost_usd=usage.get("cost_usd", 0.0), failed=bool(usage.get("failed", False)),
                           retries=usage.get("retries", 0))
         return entry["response"]
+
+    def prime(self, prompt: str | Any, response: str) -> None:
+        """Mark the recorded answer a resumed run was given before as served."""
+        digest = prompt_hash(prompt)
+        with self._lock:
+            index = self._own_answer(digest)
+            if index is not None:
+                self.claimed[index] = True
+                self._served[digest] += 1
 
     # -- internals (lock held) ---------------------------------------------------------------
     def _own_answer(self, digest: str) -> int | None:

@@ -44,7 +44,10 @@ class Accounting:
         parts overlap, and ``other`` is what the wall time leaves (it can reach 0)."""
         c = compute or self.compute()
         n = max(1, self.samples)
-        parts = {"llm": c["sampler_seconds"], "evaluation": c["outer_seconds"],
+        # the ledger's time covers every call, those whose answer gave no sample included
+        usage = getattr(self.llm, "usage", None)
+        llm_seconds = usage.total().seconds if hasattr(usage, "total") else 0.0
+        parts = {"llm": max(c["sampler_seconds"], llm_seconds), "evaluation": c["outer_seconds"],
                  "inner_search": c["inner_seconds"], "rescore": c["rescore_seconds"]}
         out = {k: v / n for k, v in parts.items()}
         out["other"] = max(0.0, c["wall_seconds"] - sum(parts.values())) / n
@@ -62,6 +65,7 @@ class Accounting:
         return {
             "finished": finished,
             "stopped": self.stop_reason,
+            "failure": self.failure,
             "samples": snap.samples,
             "budget": snap.budget,
             "generations": snap.generation,

@@ -16,6 +16,7 @@ from llm4ad.tools.profiler import ProfilerBase
 from ..callback import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .evaluator import InstanceSetEvaluator
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
+from .llm_guard import LLMGuard
 from .scores import ProgramRecord, ScoreBook, program_id_of
 
 __all__ = ["RobustCore", "QuietProfiler", "state_keys"]
@@ -83,7 +84,13 @@ class RobustCore:
             params["profiler"] = QuietProfiler()  # without one the host never counts a sample
         if "fork_proc" in inspect.signature(host_init).parameters or "kwargs" in inspect.signature(host_init).parameters:
             params.setdefault("fork_proc", "default")  # do not let the host switch the start method to spawn
+        llm = params.get("llm")
+        if llm is not None and not isinstance(llm, LLMGuard):
+            params["llm"] = LLMGuard(llm, getattr(recorder, "path", None))
+        self._llm_guard = params.get("llm")
         host_init(**params)
+        if self._llm_guard is not None:
+            self._llm_guard.bind(self)
 
         self.evaluation = evaluation
         self.task = getattr(evaluation, "task", None)
@@ -103,6 +110,7 @@ class RobustCore:
         self._stale_samples = 0
         self.hook_errors = 0
         self.stop_reason: str | None = None
+        self.failure: str | None = None  # why the run could not go on (its LLM endpoint failed)
         self._refreshes = 0
         self._catch_up: list[RunSnapshot] = []
         self._started = time.time()
@@ -201,6 +209,9 @@ class RobustCore:
         finally:
             self._evaluation_executor.close()
             self._evaluator.close()
+            usage = getattr(self._llm_guard, "usage", None)
+            if hasattr(usage, "close_journal"):
+                usage.close_journal()
         return result
 
     def request_stop(self, reason: str) -> None:
@@ -209,6 +220,13 @@ class RobustCore:
         if self.stop_reason is None:
             self.stop_reason = str(reason)
             log.warning("stopping: %s", reason)
+
+    def fail(self, reason: str) -> None:
+        """End the run because it cannot go on (the LLM endpoint failed): as ``request_stop``,
+        and the run reports the failure (the CLI exits non-zero with ``reason``)."""
+        if self.failure is None:
+            self.failure = str(reason)
+        self.request_stop(reason)
 
     # -- events ---------------------------------------------------------------
     def _fire(self, hook: str, snapshot: RunSnapshot, *extra) -> None:
@@ -227,7 +245,10 @@ class RobustCore:
                    "duplicate": duplicate, "generation": self.generation, "broken": rec.broken,
                    "failed_on": tuple(k for k, v in metrics.items() if v is None and k in rec.metrics),
                    "sample_time": getattr(func, "sample_time", None),
-                   "evaluate_time": getattr(func, "evaluate_time", None)}
+                   "evaluate_time": getattr(func, "evaluate_time", None),
+                   "cursor": self._cursor()}
+        if self._llm_guard is not None:
+            self._llm_guard.sample_registered()
         view = SampleView(n, self._view(func) if joined else ProgramView(rec.program_id, str(func),
                                                                           float("-inf"), func.algorithm or ""),
                           MappingProxyType(metrics), version, rec.error if score is None else None,
@@ -235,6 +256,12 @@ class RobustCore:
         with self._inner_lock:
             self._sampler_seconds += float(details["sample_time"] or 0.0)
         self._gate.push(self._fire, "on_sample_evaluated", self._snapshot_locked(), view)
+
+    def _cursor(self) -> dict:
+        """Where the run stands right after this sample (gate lock held): the LLM calls answered,
+        and what the shape needs to continue exactly from here (``resume_cursor``)."""
+        calls = self._llm_guard.calls if self._llm_guard is not None else 0
+        return {"llm_calls": calls, **self._shape_cursor()}
 
     def _generation_ended(self) -> None:
         """A generation ended (gate lock held): queue ``on_generation_end``."""

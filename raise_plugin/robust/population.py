@@ -17,7 +17,10 @@ import threading
 import numpy as np
 from llm4ad.base import Function
 
+from llm4ad.method.eoh import EoH
+
 from .gate import EventGate
+from .scores import program_id_of
 from .shape import HostShape, Stopped, with_mixin
 
 __all__ = ["RobustPopulationMixin", "PopulationShape"]
@@ -111,6 +114,13 @@ class PopulationShape(HostShape):
         population = with_mixin(self._population, RobustPopulationMixin, "Robust")
         population._robust_init(self, np.random.default_rng(self.seed))
         self._population = population
+        # the host's sampler loops, by name, and the prompts each has asked ("slots"): with one
+        # sampler, a loop's n-th slot asks the same prompt in an uninterrupted and a resumed run
+        self._loop = threading.local()
+        self._slots = {"init": 0, "evolution": 0}
+        self._skip: dict[str, int] = {}
+        self._skip_rng = None
+        self._bare: set[str] = set()
 
     @property
     def _gate(self) -> EventGate:
@@ -137,6 +147,19 @@ class PopulationShape(HostShape):
     def _resume_mode_after_restore(self) -> bool:
         return self.generation >= 1  # the host then skips its initial population
 
+    def _restore_generation_end(self) -> None:
+        """A kill after a generation's last sample, before its record: end that generation as the
+        interrupted run did (survival on the scores it had then), without firing its event here
+        (``restore`` lets the run fire it first thing)."""
+        pop = self._population
+        with pop._cond:
+            if len(pop._next_gen_pop) < pop._pop_size:
+                return
+            for f in pop._population + pop._next_gen_pop:
+                if f.score is None or math.isnan(f.score):
+                    f.score = float("-inf")
+            super(RobustPopulationMixin, pop).survival()
+
     def _restore_members(self, members: list, pending: list, generation: int, samples: int) -> None:
         pop = self._population
         with pop._cond:
@@ -145,6 +168,54 @@ class PopulationShape(HostShape):
             pop._generation = generation
             pop.samples = samples
 
+    # -- exact resume -------------------------------------------------------------------------
+    @classmethod
+    def _host_loops(cls) -> bool:
+        """Whether the host's own EoH loops run: they ask the LLM only for samples, so skipping
+        a slot asks nothing (methods with loops of their own resume from their last generation)."""
+        for klass in cls.__mro__[cls.__mro__.index(PopulationShape) + 1:]:
+            if "_iteratively_use_eoh_operator" in vars(klass):
+                return klass is EoH
+        return False
+
+    def _shape_cursor(self) -> dict:
+        loop = getattr(self._loop, "name", None)
+        if loop is None or getattr(self, "_num_samplers", 1) != 1 or not self._host_loops():
+            return {}  # several samplers: the order of prompts follows thread timing
+        # the host's e1/e2 prompts clear the docstring of the parents they show: part of the state
+        bare = sorted({self._id_of(f) for f in self._population.members() if getattr(f, "docstring", None) == ""})
+        return {"loop": loop, "slot": self._slots[loop], "rng": self._rng_state(), "bare": bare}
+
+    def _id_of(self, func) -> str:
+        return program_id_of(self._program_text_of(func))
+
+    def _resume_at(self, cursor: dict) -> None:
+        """Skip the slots the interrupted run had asked in the loop it was in (their selections
+        are made and dropped, no LLM is asked), then take the selection RNG it had then."""
+        loop, slot = cursor.get("loop"), int(cursor.get("slot", 0))
+        if loop not in self._slots or cursor.get("rng") is None or getattr(self, "_num_samplers", 1) != 1:
+            return
+        if loop == "init" and self.generation >= 1:
+            loop, slot = "evolution", 0  # the sample ended the initial population
+        self._slots[loop] = slot
+        self._skip_rng = cursor["rng"]
+        self._bare = set(cursor.get("bare") or ())
+        if slot == 0:
+            self._end_skip()
+        else:
+            self._skip = {loop: slot}
+
+    def _end_skip(self) -> None:
+        """The skipped slots are behind: the selection RNG and the members' docstrings as they were."""
+        if self._skip_rng is not None:
+            self._set_rng_state(self._skip_rng)
+            for func in self._population.members():
+                if self._id_of(func) in self._bare:
+                    func.docstring = ""
+                elif func.docstring == "" and getattr(func, "_raise_docstring", None):
+                    func.docstring = func._raise_docstring  # cleared by a skipped slot's prompt
+        self._skip, self._skip_rng = {}, None
+
     # the host's loops swallow ``Exception``: a requested stop passes them as ``Stopped``
     def _continue_loop(self) -> bool:
         return self.stop_reason is None and super()._continue_loop()
@@ -152,16 +223,29 @@ class PopulationShape(HostShape):
     def _sample_evaluate_register(self, *args, **kwargs):
         if self.stop_reason is not None:
             raise Stopped()
+        loop = getattr(self._loop, "name", None)
+        if self._skip.get(loop):
+            self._skip[loop] -= 1
+            if not self._skip[loop]:
+                self._end_skip()
+            return None
+        if loop is not None:
+            self._slots[loop] += 1
         return super()._sample_evaluate_register(*args, **kwargs)
 
-    def _iteratively_init_population(self):
+    def _in_loop(self, name: str, loop) -> None:
+        self._loop.name = name
         try:
-            super()._iteratively_init_population()
+            loop()
         except Stopped:
             pass
+        finally:
+            self._loop.name = None
+            if self._skip.get(name):  # the loop ended inside the skipped slots
+                self._end_skip()
+
+    def _iteratively_init_population(self):
+        self._in_loop("init", super()._iteratively_init_population)
 
     def _iteratively_use_eoh_operator(self):
-        try:
-            super()._iteratively_use_eoh_operator()
-        except Stopped:
-            pass
+        self._in_loop("evolution", super()._iteratively_use_eoh_operator)

@@ -18,7 +18,7 @@ class RunRecorder(Callback):
 
     def on_run_start(self, method, snapshot):
         self.directory.log_nominal([e for e in method.instance_entries() if e.origin == "nominal"])
-        self._population_generation = snapshot.generation if snapshot.samples else -1
+        self._population_generation = self.directory.recorded_generation if snapshot.samples else -1
 
     def on_sample_evaluated(self, method, snapshot, sample):
         self.directory.log_sample(sample)

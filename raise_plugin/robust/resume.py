@@ -12,6 +12,7 @@ __all__ = ["Checkpoints", "function_from_record"]
 def function_from_record(sample: dict, duplicate: bool = False) -> Function:
     """A host ``Function`` rebuilt from a recorded sample, scored ``-inf`` until re-scored."""
     f = TextFunctionProgramConverter.text_to_function(sample["function"])
+    f._raise_docstring = f.docstring  # as registered (a prompt may clear it: see PopulationShape)
     f.algorithm = sample.get("algorithm") or ""
     f._raise_key = sample["program"]
     f._raise_duplicate = duplicate
@@ -81,6 +82,7 @@ class Checkpoints:
             if hasattr(type(profiler), "_cur_gen"):
                 type(profiler)._cur_gen = self.generation
         self._rescore(entries)
+        self._restore_generation_end()
         if ckpt.get("rng") is not None:
             self._set_rng_state(ckpt["rng"])
         states = ckpt.get("callbacks", {})
@@ -93,6 +95,14 @@ class Checkpoints:
             self._catch_up = [self.snapshot()]
         if self._resume_mode_after_restore():
             self._resume_mode = True
+        # one sampler in the EoH family: continue exactly after the last sample, the calls answered
+        # after it served again from the journal; otherwise every answered call primes the back-end
+        cursor = (log.samples[-1].get("cursor") or {}) if log.samples else {}
+        exact = "loop" in cursor or not log.samples
+        if self._llm_guard is not None:
+            self._llm_guard.resume(int(cursor.get("llm_calls", 0)) if exact else None)
+        if "loop" in cursor:
+            self._resume_at(cursor)
 
     def _checkpointed(self) -> list:
         """``(key, callback)`` for the callbacks whose state goes into checkpoints."""

@@ -69,6 +69,17 @@ class HostShape:
         """Whether the restored host should skip its start (a template or initial population)."""
         return self.samples >= 1
 
+    def _shape_cursor(self) -> dict:
+        """What a sample's record keeps for an exact resume right after it (nothing by default:
+        such shapes resume from their last generation's state)."""
+        return {}
+
+    def _resume_at(self, cursor: dict) -> None:
+        """Continue exactly after the sample whose ``_shape_cursor`` was ``cursor``."""
+
+    def _restore_generation_end(self) -> None:
+        """End a generation whose samples were all recorded but whose end was not (after a kill)."""
+
     def _rng_state(self):
         return None
 

@@ -13,8 +13,9 @@ def test_ledger_counts_per_operator_and_sums_to_the_total():
     ledger.record("m1", failed=True, retries=2)
     ledger.record("e1", input_tokens=5, output_tokens=1, cost_usd=0.25)
     data = json.loads(json.dumps(ledger.to_dict()))
-    assert data["per_operator"]["m1"] == {"calls": 2, "failures": 1, "retries": 2, "input_tokens": 100,
-                                          "output_tokens": 10, "cost_usd": 0.5}
+    assert data["per_operator"]["m1"] == {"calls": 2, "failures": 1, "retries": 2, "unusable": 0,
+                                          "input_tokens": 100, "output_tokens": 10, "cost_usd": 0.5, "seconds": 0.0}
+    assert data["total"]["requests"] == 3 + 2
     assert data["total"]["calls"] == 3 and data["total"]["cost_usd"] == pytest.approx(0.75)
     line = ledger.summary()
     assert "\n" not in line and "3 calls, 1 failed, 2 retries" in line and "$0.7500" in line

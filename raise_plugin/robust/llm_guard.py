@@ -1,0 +1,191 @@
+"""The run's side of its LLM: failures end the run, answers are journalled, a resume is exact.
+
+``LLMGuard`` sits between a host method and its LLM back-end (the wrapper puts it there).
+
+- A cap reached (``LLMCapReached``), or a replay whose every answer was served, stops the
+  run cleanly; an endpoint that cannot serve
+  (``EndpointFailed``, a refused key, a replay that misses a prompt) ends it with a one-line
+  failure. The host's loops swallow ``Exception`` and would ask again forever, so the guard
+  tells the run to stop first and then raises ``LLMUnavailable``, which the loops pass to
+  their stop check.
+- An answer that gave no sample (prose, another function, code that does not parse) is
+  counted as unusable when the same thread asks again; it counts against the ledger's
+  failure bound like a failed request. A sample resets that bound.
+- Every answered call is appended to the run directory's ``llm_calls.jsonl`` (the
+  ``--record`` format: ``raise-ahd run --llm replay:RUN_DIR/llm_calls.jsonl`` replays any run).
+  A resumed run primes the back-end with the calls made before its restore point and serves
+  the calls made after it (answered, but not yet a sample when the run was killed) from the
+  journal instead of asking again: nothing paid for is asked twice, and the sequence of
+  answers is the uninterrupted run's.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from llm4ad.base import LLM
+
+from ..llm.errors import LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError
+from ..llm.operators import infer_operator, operator_kind
+from ..llm.record import RecordingLLM, ReplayExhausted, prompt_hash
+
+__all__ = ["LLMGuard", "LLMUnavailable", "CALLS_FILE", "REQUESTS_FILE"]
+
+log = logging.getLogger("raise_plugin.llm")
+
+CALLS_FILE = "llm_calls.jsonl"
+REQUESTS_FILE = "llm_requests.jsonl"
+
+
+class LLMUnavailable(RuntimeError):
+    """The LLM cannot answer any more in this run (the run was told to stop first)."""
+
+
+def innermost(llm):
+    """The back-end under any recording wrappers."""
+    while hasattr(llm, "inner"):
+        llm = llm.inner
+    return llm
+
+
+class LLMGuard(LLM):
+    """Wraps the run's LLM back-end; ``bind(method)`` before the run starts."""
+
+    def __init__(self, inner: LLM, run_dir: str | Path | None = None):
+        super().__init__(do_auto_trim=getattr(inner, "do_auto_trim", True),
+                         debug_mode=getattr(inner, "debug_mode", False))
+        self.backend = inner
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        if self.run_dir is not None:
+            inner = RecordingLLM(inner, self.run_dir / CALLS_FILE)
+            usage = getattr(self.backend, "usage", None)
+            if usage is not None and hasattr(usage, "open_journal"):
+                usage.open_journal(self.run_dir / REQUESTS_FILE)
+        self.inner = inner
+        self.calls = 0          # answered calls of the whole run (a resumed run's earlier ones included)
+        self._method = None
+        self._lock = threading.Lock()
+        self._tail: deque[dict] = deque()
+        self._local = threading.local()
+
+    def bind(self, method) -> None:
+        self._method = method
+        usage = self.usage
+        if usage is not None and hasattr(usage, "reset_on_answer"):
+            usage.reset_on_answer = False  # only a sample says an answer was usable
+
+    @property
+    def usage(self):
+        return getattr(self.backend, "usage", None)
+
+    def describe(self) -> str:
+        describe = getattr(self.backend, "describe", None)
+        return describe() if callable(describe) else type(self.backend).__name__
+
+    def __getattr__(self, name: str) -> Any:  # the back-end's own attributes (model, seed, ...)
+        if name.startswith("__") or name in ("backend", "inner"):
+            raise AttributeError(name)
+        return getattr(self.backend, name)
+
+    # -- the host's interface ----------------------------------------------------------------
+    def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
+        self._settle_previous()
+        served = self._from_tail(prompt)
+        if served is not None:
+            self._answered(prompt, served, kwargs)
+            return served
+        try:
+            response = self.inner.draw_sample(prompt, *args, **kwargs)
+        except (LLMCapReached, ReplayExhausted) as exc:  # a cap, or every recorded answer served
+            self._stop(str(exc), failed=False)
+        except (LLMAborted, LLMConfigError, ReplayMissError) as exc:
+            self._stop(str(exc), failed=True)
+        self._answered(prompt, response, kwargs)
+        return response
+
+    def sample_registered(self) -> None:
+        """The calling thread's latest answer became a sample."""
+        self._local.registered = True
+        usage = self.usage
+        if usage is not None and hasattr(usage, "usable"):
+            usage.usable()
+
+    # -- resume ------------------------------------------------------------------------------
+    def resume(self, calls_before: int | None) -> None:
+        """Continue a run whose journal holds its answered calls: the first ``calls_before``
+        prime the back-end (they led to the samples restored), the rest are served again
+        (``None``: every call primes it, none is served)."""
+        if self.run_dir is None:
+            return
+        entries = _read_calls(self.run_dir / CALLS_FILE)
+        calls_before = len(entries) if calls_before is None else min(int(calls_before), len(entries))
+        prime = getattr(innermost(self.inner), "prime", None)
+        if callable(prime):
+            for entry in entries[:calls_before]:
+                prime(entry["prompt"], entry["response"])
+        with self._lock:
+            self.calls = calls_before
+            self._tail = deque(entries[calls_before:])
+
+    # -- internals ---------------------------------------------------------------------------
+    def _from_tail(self, prompt) -> str | None:
+        with self._lock:
+            if not self._tail:
+                return None
+            entry = self._tail[0]
+            if entry["hash"] != prompt_hash(prompt):
+                log.warning("the resumed run asks another prompt than the interrupted run did at call %d; "
+                            "%d answered calls after it are asked again", self.calls + 1, len(self._tail))
+                self._tail.clear()
+                return None
+            self._tail.popleft()
+        prime = getattr(innermost(self.inner), "prime", None)
+        if callable(prime):
+            prime(entry["prompt"], entry["response"])
+        return entry["response"]
+
+    def _answered(self, prompt, response: str, kwargs) -> None:
+        with self._lock:
+            self.calls += 1
+        op = kwargs.get("operator") or infer_operator(prompt)
+        # an answer meant to become a program; text operators (reflections) never do
+        self._local.pending = op if response and operator_kind(op) != "text" else None
+        self._local.registered = False
+
+    def _settle_previous(self) -> None:
+        """Count this thread's previous answer as unusable when no sample came of it."""
+        op = getattr(self._local, "pending", None)
+        self._local.pending = None
+        if op is not None and not getattr(self._local, "registered", False):
+            usage = self.usage
+            if usage is not None and hasattr(usage, "unusable"):
+                usage.unusable(op)
+
+    def _stop(self, reason: str, *, failed: bool):
+        method = self._method
+        if method is not None:
+            if failed:
+                method.fail(reason)
+            else:
+                method.request_stop(reason)
+        raise LLMUnavailable(reason) from None
+
+
+def _read_calls(path: Path) -> list[dict]:
+    entries = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return entries
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            entry["hash"], entry["response"], entry["prompt"]
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by a kill
+        entries.append(entry)
+    return entries

@@ -1,0 +1,195 @@
+"""Whatever the endpoint does, ``raise-ahd run`` ends: bounded time, exit status, one-line reason,
+and a ledger whose request count equals the requests the endpoint received.
+
+Each case runs the CLI in this process against the misbehaving server (``chat_server.py``) on
+127.0.0.1, with a 6-sample plain run as a new user would start it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+
+import pytest
+
+from raise_plugin.cli import main
+from raise_plugin.llm import OfflineSampler
+
+ENDPOINT_FAILED = 3
+
+
+def offline_answers(task="ovrp"):
+    """A model that answers with real programs: the offline sampler behind the HTTP endpoint."""
+    sampler = OfflineSampler(seed=0, task=task)
+    return lambda prompt: sampler.draw_sample(prompt)
+
+
+def run_cli(tmp_path, base_url, *flags, budget=6, model="test-model", monkeypatch=None):
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    out = tmp_path / "run"
+    start = time.monotonic()
+    code = main(["run", "--task", "ovrp", "--no-robust", "--budget", str(budget), "--pop-size", "4",
+                 "--nominal", "1", "--llm", f"openai:{model}", "--out", str(out), "--no-progress",
+                 "--no-validation-trace", "--no-host-profiler", *flags])
+    return code, time.monotonic() - start, out
+
+
+def journal(out):
+    lines = [json.loads(line) for line in (out / "llm_requests.jsonl").read_text().splitlines()]
+    return lines, sum(e["e"] == "sent" for e in lines)
+
+
+CASES = [  # behaviour, flags, words of the reason, requests the endpoint receives
+    ("500", [], "HTTP 500", 10),
+    ("429", [], "rate-limited", 10),
+    ("malformed", [], "not JSON", 10),
+    ("prose", [], "without a usable program", 10),
+    ("wrong", [], "without a usable program", 10),
+    ("empty", [], "an empty answer", 10),
+    ("none", [], "an empty answer", 10),
+    ("nochoices", [], "no choices", 10),
+    ("cut", [], "stopped mid-way", 10),
+    ("context", [], "longer than the model's context", 10),
+    ("hang", ["--llm-timeout", "0.5"], "no answer within 0.5 s", 10),
+    ("endless", ["--llm-timeout", "0.5"], "did not end within 0.5 s", 10),
+    ("length", ["--max-tokens", "30"], "without a usable program", 10),
+    ("401", [], "refused the API key", 1),
+    ("404", [], "not found", 1),
+]
+
+
+@pytest.mark.parametrize("behaviour, flags, words, requests", CASES, ids=[c[0] for c in CASES])
+def test_a_misbehaving_endpoint_ends_the_run_with_one_line_and_every_request_counted(
+        tmp_path, monkeypatch, capsys, behaviour, flags, words, requests):
+    from llm_chat_server import ChatServer
+
+    with ChatServer(answer=offline_answers()) as server:
+        server.default = behaviour
+        code, seconds, out = run_cli(tmp_path, server.base_url, *flags, monkeypatch=monkeypatch)
+        received = len(server.requests)
+        caps = server.max_tokens_seen
+    err = capsys.readouterr().err
+    assert code == ENDPOINT_FAILED and seconds < 60
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("raise-ahd: error: the run stopped: ") and words in last
+    assert "Traceback" not in err
+    assert received == requests
+    events, sent = journal(out)
+    assert sent == received  # the ledger counts what the endpoint received
+    summary = json.loads((out / "summary.json").read_text())
+    usage = json.loads((out / "llm_usage.json").read_text())
+    assert summary["failure"] and summary["samples"] == 0
+    assert usage["total"]["requests"] == received == usage["total"]["calls"] + usage["total"]["retries"]
+    assert sum(usage["failures_by_kind"].values()) >= 1
+    if behaviour == "length":
+        assert caps == [30] * received  # the completion-token cap reaches the endpoint
+
+
+def test_a_closed_port_fails_within_30_seconds_naming_the_endpoint(tmp_path, monkeypatch, capsys):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, seconds, out = run_cli(tmp_path, f"http://127.0.0.1:{port}/v1", monkeypatch=monkeypatch)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == ENDPOINT_FAILED and seconds < 30
+    assert f"cannot reach the LLM at http://127.0.0.1:{port}/v1" in last and "connection failed" in last
+    assert journal(out)[1] == 4  # one call's attempts, then the run stops
+
+
+def test_a_wrong_host_fails_within_30_seconds(tmp_path, monkeypatch, capsys):
+    code, seconds, _ = run_cli(tmp_path, "http://no-such-host.invalid/v1", monkeypatch=monkeypatch)
+    assert code == ENDPOINT_FAILED and seconds < 30
+    assert "cannot reach the LLM at http://no-such-host.invalid/v1" in capsys.readouterr().err
+
+
+def test_the_failure_bound_is_configurable(tmp_path, monkeypatch, capsys):
+    from llm_chat_server import ChatServer
+
+    with ChatServer() as server:
+        server.default = "prose"
+        code, _, _ = run_cli(tmp_path, server.base_url, "--max-failed-requests", "3", monkeypatch=monkeypatch)
+        assert code == ENDPOINT_FAILED and len(server.requests) == 3
+    assert "3 LLM requests in a row gave no usable program" in capsys.readouterr().err
+
+
+def test_unusable_answers_between_usable_ones_count_but_the_run_finishes(tmp_path, monkeypatch, capsys):
+    from llm_chat_server import ChatServer
+
+    with ChatServer(answer=offline_answers()) as server:
+        server.script("prose", "ok", "wrong", "ok", "500", "ok", "nochoices", "ok", "ok", "ok")
+        code, _, out = run_cli(tmp_path, server.base_url, monkeypatch=monkeypatch)
+        received = len(server.requests)
+    assert code == 0
+    usage = json.loads((out / "llm_usage.json").read_text())
+    assert usage["total"]["requests"] == received
+    assert usage["total"]["unusable"] == 2 and usage["failures_by_kind"]["unusable"] == 2
+    assert usage["failures_by_kind"]["http_500"] == 1 and usage["failures_by_kind"]["no_choices"] == 1
+    printed = capsys.readouterr().out
+    assert "failed requests by kind:" in printed and "unusable 2" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["samples"] == 6 and summary["finished"] and summary["failure"] is None
+
+
+@pytest.mark.parametrize("cap", [1, 5])
+def test_max_llm_calls_caps_the_requests_the_endpoint_receives_retries_included(tmp_path, monkeypatch, capsys,
+                                                                                cap):
+    from llm_chat_server import ChatServer
+
+    with ChatServer(answer=offline_answers()) as server:
+        server.script("500", "ok", "429", "ok", "ok", "ok", "ok", "ok")
+        code, _, out = run_cli(tmp_path, server.base_url, "--max-llm-calls", str(cap), monkeypatch=monkeypatch)
+        received = len(server.requests)
+    assert code == 0 and received == cap  # a cap reached is a clean stop, resumable
+    assert journal(out)[1] == cap
+    summary = json.loads((out / "summary.json").read_text())
+    assert f"the cap of {cap} LLM requests is reached" in summary["stopped"] and summary["failure"] is None
+    assert f"stopped early   the cap of {cap} LLM requests" in capsys.readouterr().out
+
+
+def test_a_cost_cap_needs_a_price(tmp_path, monkeypatch, capsys):
+    from llm_chat_server import ChatServer
+
+    with ChatServer(answer=offline_answers()) as server:
+        code, _, _ = run_cli(tmp_path, server.base_url, "--max-cost-usd", "0.001", monkeypatch=monkeypatch)
+        assert code == 2 and not server.requests
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "has no known price" in err and "--price test-model=" in err
+        code, _, out = run_cli(tmp_path / "priced", server.base_url, "--max-cost-usd", "0.0001",
+                               "--price", "test-model=10,10", monkeypatch=monkeypatch)
+        received = len(server.requests)
+    assert code == 0
+    usage = json.loads((out / "llm_usage.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
+    assert "cost cap of $0.0001 is reached" in summary["stopped"]
+    # no request starts once the cap is reached: the spend passes it by the last answer at most
+    assert usage["total"]["requests"] == received and usage["total"]["cost_usd"] >= 0.0001
+    assert usage["total"]["cost_usd"] - 0.0001 < usage["total"]["cost_usd"] / received + 1e-12
+
+
+def test_a_replay_that_misses_a_prompt_stops_with_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    recorded = tmp_path / "recorded"
+    assert main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "4", "--nominal", "1", "--out",
+                 str(recorded), "--no-progress", "--no-validation-trace", "--no-host-profiler"]) == 0
+    start = time.monotonic()
+    code = main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "4", "--nominal", "1", "--seed", "5",
+                 "--llm", f"replay:{recorded / 'llm_calls.jsonl'}", "--out", str(tmp_path / "replayed"),
+                 "--no-progress", "--no-validation-trace", "--no-host-profiler"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == ENDPOINT_FAILED and time.monotonic() - start < 60
+    # the initial prompts have no parents, so the seed changes the first e1 prompt: the first miss
+    assert re.search(r"replay .*llm_calls.jsonl: prompt [0-9a-f]{16} \(e1\) is not in the recording$", last)
+
+
+def test_a_slow_endpoint_is_waited_for_and_the_run_says_so(caplog):
+    from llm_chat_server import ChatServer
+    from raise_plugin.llm import OpenAIBackend
+
+    with ChatServer(slow_seconds=0.6) as server:
+        server.default = "slow"
+        llm = OpenAIBackend("m", base_url=server.base_url, api_key="k", timeout=5, wait_notice=0.2)
+        with caplog.at_level("WARNING", logger="raise_plugin.llm"):
+            assert llm.draw_sample("hello").startswith("echo")
+    assert any("waiting for the LLM at " + server.base_url in r.getMessage() for r in caplog.records)
+    assert llm.usage.total().seconds >= 0.6

@@ -42,8 +42,11 @@ class HostProfiler(EoHProfiler):
 
 
 def default_out(config: RunConfig) -> str:
+    from tasks import get_task
+
     kind = "robust" if config.robust else "plain"
-    return str(Path("runs") / f"{config.task}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+    name = get_task(config.task).name  # a task given by file or module: its name, not the reference
+    return str(Path("runs") / f"{name}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 def make_llm(config: RunConfig):

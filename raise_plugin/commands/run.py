@@ -5,7 +5,7 @@ import argparse
 import math
 import sys
 
-from raise_plugin.callback import Callback
+from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
 
@@ -119,48 +119,18 @@ def parse_prices(items) -> dict | None:
 
 
 def config_from_args(args) -> RunConfig:
+    from tasks import is_task_reference, task_reference
+
     args.prices = parse_prices(getattr(args, "price_items", None))
     flags = {name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None}
+    if flags.get("task") and is_task_reference(flags["task"]):
+        flags["task"] = task_reference(flags["task"])  # recorded with its absolute path: resumable anywhere
     if args.config:
         try:
             return RunConfig.from_toml(args.config, **flags)
         except UnicodeDecodeError:
             raise UserError(f"config file {args.config}: not UTF-8 text") from None
     return RunConfig.from_dict(flags, source="flags")
-
-
-class ProgressBar(Callback):
-    """A tqdm bar over samples: generation, best robust score, instance-set size."""
-
-    def __init__(self, total: int, initial: int = 0, enabled: bool = True):
-        from tqdm.auto import tqdm
-        self._bar = tqdm(total=total, initial=initial, unit="sample", disable=not enabled, file=sys.stderr,
-                         dynamic_ncols=True)
-
-    def _post(self, method, snapshot):
-        from raise_plugin.budget import llm_usage_total
-        best = snapshot.best
-        text = f"gen {snapshot.generation} best {best.score:.4g} set {snapshot.instance_set_size}" if best else \
-            f"gen {snapshot.generation} set {snapshot.instance_set_size}"
-        used = llm_usage_total(method)
-        if used["requests"]:
-            text += f" llm {used['requests']} requests ${used['cost_usd']:.3f}"
-        self._bar.set_postfix_str(text, refresh=False)
-
-    def on_run_start(self, method, snapshot):
-        self._post(method, snapshot)
-
-    def on_sample_evaluated(self, method, snapshot, sample):
-        self._post(method, snapshot)
-        self._bar.update(snapshot.samples - self._bar.n)
-
-    def on_instances_updated(self, method, snapshot, update):
-        self._post(method, snapshot)
-        self._bar.refresh()
-
-    def on_run_end(self, method, snapshot):
-        self._post(method, snapshot)
-        self._bar.close()
 
 
 def print_summary(summary: dict, run_dir, out=None, selection: dict | None = None) -> None:
@@ -233,7 +203,7 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
     try:
         method.run()
     finally:
-        bar._bar.close()
+        bar.close()
     summary = method.summary(finished=method.stop_reason is None)
     print_summary(summary, run_dir, out=out, selection=_final_selection(method, run_dir, summary))
     failure = getattr(method, "failure", None)

@@ -72,7 +72,8 @@ class RobustCore:
     _bound_callbacks: tuple = ()
 
     def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
-                 recorder=None, executor=None, generation_size: int = 10, **kwargs):
+                 recorder=None, executor=None, generation_size: int = 10, progress: bool | None = None,
+                 **kwargs):
         host_init = super().__init__
         params = _bind_host_arguments(host_init, args, kwargs)
         evaluation = params.get("evaluation")
@@ -127,6 +128,7 @@ class RobustCore:
         self._evaluation_executor.shutdown(wait=False)
         self._evaluation_executor = _RunPool(max_workers=int(getattr(self, "_num_evaluators", 1) or 1))
         self._install_shape()
+        self._progress = progress
 
     # -- the instance set -----------------------------------------------------
     def add_instance(self, instance, *, instance_id: str = "adv", origin: str = ADVERSARIAL, distance: float = 0.0,
@@ -192,6 +194,11 @@ class RobustCore:
 
     # -- run ------------------------------------------------------------------
     def run(self):
+        from .progress import ProgressBar, show_progress_by_default
+        show = show_progress_by_default() if self._progress is None else bool(self._progress)
+        if show and not any(isinstance(cb, ProgressBar) for cb in self.callbacks):
+            self.callbacks.insert(len(self.callbacks) - 1 if self._recorder is not None else len(self.callbacks),
+                                  ProgressBar(self._max_sample_nums, initial=self.samples))
         self._fire("on_run_start", self.snapshot())
         catch_up, self._catch_up = self._catch_up, []
         if catch_up:

@@ -15,6 +15,7 @@ Hooks receive the method (the driver, see ``raise_plugin.robust``) and a frozen
 """
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import math
 import time
@@ -302,14 +303,25 @@ class AdversarialInstanceCallback(Callback):
         searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
             generations, draws, references, objective, **switches)``; ``raise_plugin.adversary.search``
             by default.
-        search_timeout: wall-clock seconds allowed for one inner search, which then runs in one of
-            the engine's sandboxed workers, under its memory cap and audit hook and without the
-            environment's secrets (the attacked program is generated code: it may hang, or
-            allocate without bound, on a shifted instance). ``None``: the evaluation's time limit times ``inner_generations`` (each
-            inner generation evaluates about as many instances as one evaluation of the set).
-            ``0``: no limit, in the calling thread (also whenever an ``executor`` switch is
-            given). A search that runs out of time, or whose worker dies (the memory cap among
-            the reasons), is skipped, logged and kept in ``skipped``; the run goes on.
+        search_timeout: wall-clock seconds allowed for one inner search. The attacked program is
+            generated code (it may hang, or allocate without bound, on a shifted instance), so it
+            runs only in the engine's sandboxed workers, under their memory cap and audit hook
+            and without the environment's secrets: with ``inner_parallel`` on the run's own
+            workers, otherwise the whole search in one worker of its own. ``None``: the
+            evaluation's time limit times ``inner_generations`` (each inner generation evaluates
+            about as many instances as one evaluation of the set), times one plus the number of
+            references. ``0``: no limit (without the run's workers, the search then runs in the
+            calling thread; so it does whenever an ``executor`` switch is given). A search that
+            runs out of time, or whose worker dies (the memory cap among the reasons), is
+            skipped, logged and kept in ``skipped``; the run goes on.
+        inner_parallel: ``True`` (default): the candidates and draws of each inner generation (and
+            the references' runs on them) are evaluated in parallel on the sandboxed workers that
+            evaluate the run's programs (every core with the default executor); the search itself
+            (genes, projection, the GA) stays in this process. Each call there is under the
+            workers' own time limit as well. ``False``, or a run whose executor does not run
+            calls in sandboxed workers (``serial``, Dask), or a custom ``searcher``: the whole
+            search runs serially in one sandboxed worker. The result is the same either way:
+            every instance is sampled from its own seed, wherever it is evaluated.
         objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
             paper's), ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME
             alone, e.g. ``regret:bestfit``; the name is checked when the run starts) or
@@ -331,7 +343,8 @@ class AdversarialInstanceCallback(Callback):
                  aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
                  searcher: Callable | None = None, search_timeout: float | None = None,
                  objective: "str | Objective" = "metric", draws: int | None = None,
-                 tau_unit: str = "generations", per_refresh: str = "one", **adversary_switches):
+                 tau_unit: str = "generations", per_refresh: str = "one", inner_parallel: bool = True,
+                 **adversary_switches):
         config = AdversaryConfig(epsilon, tau, tau_unit, inner_population, inner_generations, aggregation,
                                  max_adversarial, objective, draws,
                                  MappingProxyType({k: v for k, v in adversary_switches.items()}), per_refresh)
@@ -356,6 +369,7 @@ class AdversarialInstanceCallback(Callback):
             raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
         self._searcher = searcher
         self.search_timeout = search_timeout
+        self.inner_parallel = bool(inner_parallel)
         self.skipped: list[dict] = []
         self.refreshes = 0
         self.last_refresh_generation = 0
@@ -364,7 +378,8 @@ class AdversarialInstanceCallback(Callback):
 
     @classmethod
     def from_config(cls, config: AdversaryConfig, seed: int = 0, **options) -> "AdversarialInstanceCallback":
-        """The callback of a validated ``AdversaryConfig`` (``options``: ``searcher``, ``search_timeout``)."""
+        """The callback of a validated ``AdversaryConfig`` (``options``: ``searcher``, ``search_timeout``,
+        ``inner_parallel``)."""
         return cls(config.epsilon, config.tau, config.inner_population, config.inner_generations,
                    config.aggregation, config.max_adversarial, seed, objective=config.objective,
                    draws=config.draws, tau_unit=config.tau_unit, per_refresh=config.per_refresh, **options,
@@ -423,12 +438,18 @@ class AdversarialInstanceCallback(Callback):
         if limit is None:
             limit = float(getattr(method.evaluation, "timeout_seconds", None) or 0) * self.inner_generations
             limit *= 1 + len(references)  # the references run on every candidate too
+        pool = None
         if self.adversary_switches.get("executor") is not None:
             limit = 0  # a pool made in this process does not survive a fork: its own limits apply
+        elif self.inner_parallel and self._searcher is None:  # ours evaluates only through its executor
+            pool = _sandbox_pool(method)
         try:
             if self.objective.kind == "regret" and not references:
                 raise _SearchFailed(f"no reference for {self.objective}: the population has no other valid member")
-            result = _inner_search(*call) if not limit else _in_sandbox(_inner_search, call, limit)
+            if pool is not None:
+                result = _on_pool(_inner_search, call, pool, limit)
+            else:
+                result = _inner_search(*call) if not limit else _in_sandbox(_inner_search, call, limit)
         except (_SearchFailed, AdversaryReferenceError) as exc:  # no usable reference: skip, as a hang
             seconds = time.perf_counter() - start
             record = getattr(method, "record_inner_search", None)
@@ -559,6 +580,77 @@ def _in_sandbox(fn: Callable, args: tuple, seconds: float):
                                 f"{pool.limits.memory_mb} MB)") from None
         except WorkerDied as exc:
             raise _SearchFailed(f"the inner search's worker died ({exc})") from None
+
+
+def _sandbox_pool(method):
+    """The run's pool of sandboxed workers when its ``submit`` runs calls in them (a
+    ``ProcessExecutor``); ``None`` otherwise (a serial or Dask executor, programs run in the
+    calling thread, a method without an engine)."""
+    from .engine import ProcessExecutor
+
+    executor = getattr(method, "engine_executor", None)
+    return executor if isinstance(executor, ProcessExecutor) else None
+
+
+def _on_pool(fn: Callable, args: tuple, pool, seconds: float):
+    """``fn(*args)`` in this thread with the search's evaluations on ``pool``'s sandboxed
+    workers, all of them within ``seconds`` (``0``: no limit but the workers' own)."""
+    from .engine import CallTimeout, WorkerDied
+
+    search, task, code, references, epsilon, options = args
+    bounded = _Deadline(pool, seconds)
+    try:
+        return fn(search, task, code, references, epsilon, {**options, "executor": bounded})
+    except CallTimeout:
+        raise _SearchFailed(f"an evaluation of the inner search exceeded {pool.limits.timeout:g} s") from None
+    except MemoryError:
+        raise _SearchFailed(f"the inner search ran out of memory (the sandbox caps it at "
+                            f"{pool.limits.memory_mb} MB)") from None
+    except WorkerDied as exc:
+        raise _SearchFailed(f"the inner search's worker died ({exc})") from None
+    finally:
+        bounded.cancel()  # after a failure, what has not started does not hold up the run's workers
+
+
+class _Deadline:
+    """An executor's ``submit`` under one wall-clock limit for all it was given: a result not
+    there by the deadline cancels what has not started and raises ``_SearchFailed`` (a call
+    under way ends at its executor's own time limit)."""
+
+    def __init__(self, executor, seconds: float):
+        self._executor = executor
+        self.workers = getattr(executor, "workers", 1)
+        self._seconds = seconds
+        self._deadline = time.perf_counter() + seconds if seconds else None
+        self._futures: list = []
+
+    def submit(self, fn: Callable, *args):
+        future = self._executor.submit(fn, *args)
+        self._futures.append(future)
+        return _Bounded(future, self)
+
+    def wait(self, future):
+        if self._deadline is not None:
+            done, _ = concurrent.futures.wait([future], timeout=max(0.0, self._deadline - time.perf_counter()))
+            if not done:
+                self.cancel()
+                raise _SearchFailed(f"the inner search exceeded {self._seconds:g} s")
+        return future.result()
+
+    def cancel(self) -> None:
+        for future in self._futures:
+            future.cancel()
+
+
+class _Bounded:
+    """A future whose ``result()`` waits no later than its ``_Deadline``."""
+
+    def __init__(self, future, deadline: _Deadline):
+        self._future = future
+        self._deadline = deadline
+
+    def result(self):
+        return self._deadline.wait(self._future)
 
 
 def _float_or_none(x):

@@ -128,16 +128,50 @@ class InnerGA:
         self.rng.bit_generator.state = state["rng"]
 
 
+# calls per worker a batch is grouped into: few enough that the cost of a call (shipping the
+# program, compiling it again, the sandbox's checks after it) stays small beside the
+# evaluations it carries, enough that one slow evaluation does not hold up a whole worker's share
+CALLS_PER_WORKER = 4
+
+
 def evaluate_batch(fn: Callable, arguments: list[tuple], executor=None) -> list:
     """``[fn(*a) for a in arguments]``, in order; through ``executor.submit`` when given.
 
     Any object whose ``submit(fn, *args)`` returns a ``concurrent.futures.Future``-like
-    object (``.result()``) works: thread or process pools, a Dask or Ray client.
+    object (``.result()``) works: thread or process pools, a Dask or Ray client. An executor
+    that says how many calls it runs at once (``workers``, or ``_max_workers`` for a
+    ``concurrent.futures`` pool) gets the batch as at most ``CALLS_PER_WORKER`` calls per
+    worker, each running consecutive arguments in turn; one that does not say gets one
+    call per argument. The result is the same either way: each ``fn(*a)`` depends only on ``a``.
     """
     if executor is None:
         return [fn(*a) for a in arguments]
-    futures: list[Future] = [executor.submit(fn, *a) for a in arguments]
-    return [f.result() for f in futures]
+    calls = len(arguments)
+    width = _width(executor)
+    if width is not None:
+        calls = min(calls, CALLS_PER_WORKER * width)
+    if calls >= len(arguments):
+        futures: list[Future] = [executor.submit(fn, *a) for a in arguments]
+        return [f.result() for f in futures]
+    bounds = np.linspace(0, len(arguments), calls + 1).round().astype(int)
+    futures = [executor.submit(_run_in_turn, fn, arguments[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [value for f in futures for value in f.result()]
+
+
+def _width(executor) -> int | None:
+    """How many calls ``executor`` runs at once, if it says."""
+    n = getattr(executor, "workers", None)
+    if n is None:
+        n = getattr(executor, "_max_workers", None)
+    try:
+        return max(1, int(n)) if n is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _run_in_turn(fn: Callable, arguments: list[tuple]) -> list:
+    """One call of a grouped batch (module level, so process pools can ship it)."""
+    return [fn(*a) for a in arguments]
 
 
 def optimise(optimiser: AskTell, evaluate: Callable[[np.ndarray], float], generations: int,

@@ -47,6 +47,14 @@ class RunView:
         return getattr(sampler, "_sampler", None) or getattr(sampler, "_llm", None)
 
     @property
+    def engine_executor(self):
+        """The executor whose sandboxed workers run the run's programs (started on first use;
+        the inner search fans its evaluations out over it); ``None`` when programs run in the
+        calling thread (``safe_evaluate=False``)."""
+        engine = getattr(getattr(self._evaluator, "_runner", None), "engine", None)
+        return None if engine is None else engine.executor
+
+    @property
     def evaluations(self) -> int:
         """Program-instance evaluations so far (the cache saves the rest)."""
         return self._evaluator.evaluations

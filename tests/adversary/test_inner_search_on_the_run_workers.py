@@ -1,0 +1,84 @@
+"""A robust run's inner search on the run's sandboxed workers: the run records the same on one
+worker or two and with the serial search, and no program runs in the run's own process."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from llm4ad.method.eoh import EoH
+
+from robust_helpers import ScriptedLLM, small_obp_evaluation
+from raise_plugin.callback import AdversarialInstanceCallback
+from raise_plugin.robust import robust
+
+
+def _short_run(executor="process:2", inner_parallel=True, budget=12):
+    callback = AdversarialInstanceCallback(0.01, tau=1, inner_population=4, inner_generations=2,
+                                           projection="sphere", objective="regret:bestfit", seed=5,
+                                           inner_parallel=inner_parallel)
+    method = robust(EoH)(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(count=2), max_sample_nums=budget,
+                         pop_size=4, max_generations=None, callbacks=[callback], executor=executor)
+    method.run()
+    return method, callback
+
+
+def _untimed(value):
+    """``value`` without its timing fields (``*seconds``), at any depth."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if not k.endswith("seconds")}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def _recorded(method, callback):
+    entries = [(e.instance_id, e.origin, e.distance, _untimed(e.provenance)) for e in method.instance_entries()]
+    history = _untimed(callback.history)
+    return entries, history, [(p.program_id, p.score) for p in method.snapshot().population]
+
+
+def test_the_run_records_the_same_with_the_inner_search_on_the_workers_or_in_one_worker():
+    parallel = _short_run(inner_parallel=True)
+    serial = _short_run(inner_parallel=False)
+    assert parallel[1].refreshes >= 2 and not parallel[1].skipped and parallel[0].hook_errors == 0
+    assert _recorded(*parallel) == _recorded(*serial)
+
+
+def test_no_program_runs_in_the_run_process_during_a_parallel_refresh(monkeypatch):
+    from raise_plugin.engine import SandboxLimits
+    from raise_plugin.engine.jobs import SourcePriority
+    from raise_plugin.engine.sandbox import start_method
+
+    if start_method(SandboxLimits()) != "server":
+        pytest.skip("workers forked from this process would inherit the patch")
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a program ran in the run's own process")
+
+    monkeypatch.setattr(SourcePriority, "__call__", refuse)  # the workers start from a clean interpreter
+    method, callback = _short_run(budget=8)
+    assert callback.refreshes >= 1 and not callback.skipped and method.hook_errors == 0
+    # a program called here would have failed on every instance (the task turns the refusal into inf)
+    assert all(math.isfinite(h["metric"]) for h in callback.history), callback.history
+
+
+@pytest.mark.slow
+def test_a_robust_run_records_the_same_with_its_inner_search_on_one_or_two_workers(tmp_path):
+    from raise_plugin.config import RunConfig
+    from raise_plugin.rundir import read_jsonl
+    from raise_plugin.runner import start_run
+
+    def recorded(executor):
+        out = tmp_path / executor.replace(":", "-")
+        config = RunConfig(task="ovrp", robust=True, budget=20, pop_size=4, tau=1, seed=0, num_samplers=1,
+                           executor=executor, out=str(out), validation_trace=False, host_profiler=False)
+        start_run(config).run()
+        samples = [{k: s[k] for k in ("sample", "program_id", "score", "metrics")} for s in read_jsonl(out / "samples.jsonl")]
+        index = _untimed(read_jsonl(out / "instances" / "index.jsonl"))
+        populations = read_jsonl(out / "population.jsonl")
+        return json.dumps([samples, index, populations], sort_keys=True, default=str)
+
+    one, two = recorded("process:1"), recorded("process:2")
+    assert '"adv-' in one
+    assert one == two

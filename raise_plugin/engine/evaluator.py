@@ -48,14 +48,17 @@ class Engine:
     shuts down only executors it created. ``limits``: ``SandboxLimits`` (``timeout`` and
     ``memory_mb`` may also be given directly). ``split``: into how many jobs one program's
     instances are cut: ``"auto"`` (as many as the executor runs at once), an int, or
-    ``"instance"`` (one job per instance: the timeout then applies per instance).
+    ``"instance"`` (one job per instance: the timeout then applies per instance). ``jit``: the
+    compiled evaluation path (``limits.jit``, see ``engine.compiled``) in the workers the engine
+    starts; ``compiled`` counts its programs.
     """
 
     def __init__(self, task, executor=None, *, limits: SandboxLimits | None = None,
-                 timeout: float | None = None, memory_mb: int | None = None, split: Any = "auto"):
+                 timeout: float | None = None, memory_mb: int | None = None, split: Any = "auto",
+                 jit: bool | None = None):
         self.task_name = task if isinstance(task, str) else task.name
         base = limits or SandboxLimits()
-        changes = {k: v for k, v in (("timeout", timeout), ("memory_mb", memory_mb)) if v is not None}
+        changes = {k: v for k, v in (("timeout", timeout), ("memory_mb", memory_mb), ("jit", jit)) if v is not None}
         self.limits = dataclasses.replace(base, **changes) if changes else base
         self._own = executor is None or isinstance(executor, (str, int))
         self.executor = make_executor(executor, self.limits)
@@ -66,6 +69,11 @@ class Engine:
     @property
     def workers(self) -> int:
         return executor_workers(self.executor)
+
+    @property
+    def compiled(self):
+        """The executor's ``CompiledTally`` (programs compiled, programs left on Python), if it keeps one."""
+        return getattr(self.executor, "compiled", None)
 
     def instance_set(self, instances) -> InstanceSet:
         """The ``InstanceSet`` for a list (the same one while the list holds the same objects)."""
@@ -267,7 +275,7 @@ class EngineEvaluator:
 
     def __init__(self, evaluation, executor=None, *, limits: SandboxLimits | None = None,
                  timeout: float | None = None, memory_mb: int | None = None, split: Any = "auto",
-                 debug_mode: bool = False, **_ignored):
+                 jit: bool | None = None, debug_mode: bool = False, **_ignored):
         self._evaluator = evaluation  # the name the host's SecureEvaluator uses
         self._debug_mode = debug_mode
         host_timeout = getattr(evaluation, "timeout_seconds", None)
@@ -276,7 +284,7 @@ class EngineEvaluator:
         self.is_task = task is not None and hasattr(evaluation, "instances")
         self._function_name = self._template_function(evaluation)
         self.engine = Engine(task if self.is_task else "none", executor, limits=limits, timeout=limit,
-                             memory_mb=memory_mb, split=split)
+                             memory_mb=memory_mb, split=split, jit=jit)
         self._lock = threading.Lock()
         self._set: InstanceSet | None = None
         self._snapshot: tuple = ()

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from raise_plugin.errors import UserError
 
+from .compiled import CompiledTally
 from .jobs import InstanceSet, Job
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
@@ -85,6 +86,7 @@ class ProcessExecutor:
         self.workers = default_workers() if workers is None else int(workers)
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers!r}")
+        self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._slots = [SandboxWorker(self.limits) for _ in range(self.workers)]
         self._closed = False
@@ -166,6 +168,7 @@ class ProcessExecutor:
             try:
                 if kind == "job":
                     value = _run_with_retries(slot, payload[0], payload[1], self.limits.retries)
+                    self.compiled.record(payload[0], value)
                 else:
                     fn, args, kwargs, timeout = payload
                     value = slot.call(fn, args, kwargs, timeout)
@@ -203,6 +206,7 @@ class SerialExecutor:
     def __init__(self, limits: SandboxLimits | None = None):
         self.limits = limits or SandboxLimits()
         self._worker = SandboxWorker(self.limits)
+        self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, self._worker.kill)
 
@@ -214,7 +218,9 @@ class SerialExecutor:
 
     def submit_job(self, job: Job, instance_set: InstanceSet) -> cf.Future:
         with self._lock:
-            return _done(_run_with_retries(self._worker, job, instance_set, self.limits.retries))
+            result = _run_with_retries(self._worker, job, instance_set, self.limits.retries)
+            self.compiled.record(job, result)
+            return _done(result)
 
     def worker_pids(self) -> list[int | None]:
         return [self._worker.pid]
@@ -305,6 +311,7 @@ class DaskExecutor:
             target = address if "://" in address else f"tcp://{address}"
             self.client = Client(target)
         self._scattered: dict[str, tuple[int, Any]] = {}
+        self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()
 
     @property
@@ -320,7 +327,9 @@ class DaskExecutor:
             if held is None or held[0] != instance_set.version:
                 ref = self.client.scatter(instance_set, broadcast=True, hash=False)
                 held = self._scattered[instance_set.id] = (instance_set.version, ref)
-        return _from_dask(self.client.submit(run_job, job, held[1], self.limits, pure=False))
+        future = _from_dask(self.client.submit(run_job, job, held[1], self.limits, pure=False))
+        future.add_done_callback(lambda f: f.exception() is None and self.compiled.record(job, f.result()))
+        return future
 
     def shutdown(self, wait: bool = True, **_) -> None:
         self._scattered.clear()

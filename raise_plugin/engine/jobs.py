@@ -195,14 +195,22 @@ def classify(exc: BaseException) -> tuple[str, str]:
     return FailureKind.ERROR, _one_line(f"evaluation raised {type(exc).__name__}: {exc}")
 
 
-def execute_job(job: Job, instances: list, checksums: list[int] | None = None) -> EvalResult:
-    """Run ``job`` on ``instances`` in this process (a worker calls this). Never raises."""
+def execute_job(job: Job, instances: list, checksums: list[int] | None = None, compiler=None) -> EvalResult:
+    """Run ``job`` on ``instances`` in this process (a worker calls this). Never raises.
+
+    With a ``compiler`` (``compiled.Compiler``: the worker's compiled path) the heuristic runs
+    compiled where the compiler accepts it; an instance on which the compiled heuristic fails
+    is evaluated again in Python, whose outcome stands.
+    """
     start = time.perf_counter()
     count = len(job.indices)
+    verdict = None
     try:
         from tasks import get_task
         task = get_task(job.task)
         evaluate = task.evaluate  # taken before the program's module code runs: it cannot replace it
+        if compiler is not None:
+            verdict = compiler.verdict(task, job.program)
         priority = job.program.resolve(task)
     except ProgramError as exc:
         return EvalResult.failed(count, FailureKind.PROGRAM, _one_line(str(exc)), time.perf_counter() - start)
@@ -214,11 +222,20 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None) -
     metrics = [math.nan] * count
     reasons = [""] * count
     first: tuple[str, str] | None = None
+    fast = verdict.function if verdict is not None else None
+    fallback = verdict.reason if verdict is not None else ""
     for k, index in enumerate(job.indices):
         try:
-            value = float(evaluate(priority, instances[index]))
-            if not math.isfinite(value):
-                raise ArithmeticError(f"the task returned a non-finite metric ({value})")
+            value = None
+            if fast is not None:
+                value = _metric_or_none(evaluate, fast, instances[index])
+                if value is not None and not verdict.still_checked():
+                    value = None  # argument types the probes never gave: unchecked
+                if value is None:  # the compiled heuristic failed here: Python's outcome stands
+                    fast, fallback = None, ("fails on an instance compiled, or meets argument types the probes "
+                                            "did not: evaluated in Python")
+            if value is None:
+                value = _metric(evaluate, priority, instances[index])
             metrics[k] = value
         except BaseException as exc:  # noqa: BLE001 - every failure becomes a reason
             kind, reason = classify(exc)
@@ -235,6 +252,26 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None) -
             reason = f"the program modified the instance data (instances {bad[:5]})"
             return EvalResult.failed(count, FailureKind.TAMPERED, reason, time.perf_counter() - start)
     seconds = time.perf_counter() - start
+    compiled = None if verdict is None else fast is not None
     if first is None:
-        return EvalResult(tuple(metrics), tuple(reasons), seconds)
-    return EvalResult(tuple(metrics), tuple(reasons), seconds, first[0], first[1])
+        return EvalResult(tuple(metrics), tuple(reasons), seconds, compiled=compiled, fallback=fallback)
+    return EvalResult(tuple(metrics), tuple(reasons), seconds, first[0], first[1], compiled=compiled,
+                      fallback=fallback)
+
+
+def _metric(evaluate, priority, instance) -> float:
+    value = float(evaluate(priority, instance))
+    if not math.isfinite(value):
+        raise ArithmeticError(f"the task returned a non-finite metric ({value})")
+    return value
+
+
+def _metric_or_none(evaluate, priority, instance) -> float | None:
+    """The metric of a compiled heuristic, or ``None`` where it failed (a memory error is not
+    the heuristic's to retry)."""
+    try:
+        return _metric(evaluate, priority, instance)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - the Python function's run decides what failed
+        return None

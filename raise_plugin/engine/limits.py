@@ -52,7 +52,10 @@ class SandboxLimits:
     from a fresh interpreter with the secrets removed from its environment, so they hold
     none of the engine's memory or secrets), ``fork`` (a copy of the engine's memory, API
     keys included: for scripts that registered a task in their own process),
-    ``forkserver`` or ``spawn``.
+    ``forkserver`` or ``spawn``. ``jit``: the compiled evaluation path (``engine.compiled``):
+    the worker loads numba before its limits and hook, compiles each heuristic and runs it
+    compiled where its decisions on the task's probe instances equal the Python function's;
+    the audit hook then lets numba's and llvmlite's own code make their ctypes calls.
     """
 
     timeout: float | None = 60.0
@@ -65,6 +68,7 @@ class SandboxLimits:
     retries: int = 1
     start_method: str | None = None
     cache_sets: int = 4
+    jit: bool = False
 
     def __post_init__(self):
         if self.timeout is not None and not self.timeout > 0:

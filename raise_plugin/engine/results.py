@@ -34,7 +34,9 @@ class EvalResult:
     is true when every instance gave a finite metric; ``reason`` and ``kind`` describe
     the first failure. ``seconds`` is the wall time seen by the caller. ``skipped``: not
     run at all, because the program already failed in a way that repeats (``reason`` then
-    starts with ``"skipped: "`` and names that failure).
+    starts with ``"skipped: "`` and names that failure). ``compiled``: on the compiled path
+    (``engine.compiled``), whether the heuristic ran compiled (``None``: not asked, or not
+    reached); ``fallback``: why it ran in Python instead.
     """
 
     metrics: tuple[float, ...]
@@ -44,6 +46,8 @@ class EvalResult:
     reason: str = ""
     worker: int | None = field(default=None, compare=False)
     skipped: bool = False
+    compiled: bool | None = field(default=None, compare=False)
+    fallback: str = field(default="", compare=False)
 
     @property
     def valid(self) -> bool:
@@ -61,7 +65,7 @@ class EvalResult:
 
     def with_seconds(self, seconds: float, worker: int | None = None) -> "EvalResult":
         return EvalResult(self.metrics, self.reasons, seconds, self.kind, self.reason,
-                          self.worker if worker is None else worker, self.skipped)
+                          self.worker if worker is None else worker, self.skipped, self.compiled, self.fallback)
 
     @classmethod
     def combine(cls, parts: list["EvalResult"], seconds: float) -> "EvalResult":
@@ -69,9 +73,12 @@ class EvalResult:
         metrics = tuple(m for p in parts for m in p.metrics)
         reasons = tuple(r for p in parts for r in p.reasons)
         first = next((p for p in parts if not p.valid), None)
+        asked = [p for p in parts if p.compiled is not None]
+        compiled = all(p.compiled for p in asked) if asked else None
+        fallback = next((p.fallback for p in asked if not p.compiled), "")
         if first is None:
-            return cls(metrics, reasons, seconds)
-        return cls(metrics, reasons, seconds, first.kind, first.reason)
+            return cls(metrics, reasons, seconds, compiled=compiled, fallback=fallback)
+        return cls(metrics, reasons, seconds, first.kind, first.reason, compiled=compiled, fallback=fallback)
 
     def __repr__(self) -> str:
         state = "valid" if self.valid else f"invalid[{self.kind}]: {self.reason}"

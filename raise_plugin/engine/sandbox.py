@@ -98,8 +98,10 @@ _PATH_EVENTS = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "o
                 "shutil.move", "shutil.chown", "os.mkfifo", "os.mknod"}
 
 
-def _audit_hook(workdir: str):
-    """A hook refusing writes outside ``workdir``, new processes, signals, sockets and ctypes."""
+def _audit_hook(workdir: str, compiler_dirs: tuple[str, ...] = ()):
+    """A hook refusing writes outside ``workdir``, new processes, signals, sockets and ctypes
+    (except the ctypes calls made by the code of the packages in ``compiler_dirs``: the
+    compiled path's numba and llvmlite, which call LLVM through ctypes)."""
     root = os.path.realpath(workdir)
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
     realpath, fspath, isinstance_, str_ = os.path.realpath, os.fspath, isinstance, str
@@ -112,6 +114,16 @@ def _audit_hook(workdir: str):
         except (TypeError, ValueError):
             return False
         return full == root or full.startswith(root + os.sep)
+
+    getframe = sys._getframe
+    ctypes_dir = os.path.join(os.path.dirname(os.__file__), "ctypes") + os.sep
+
+    def from_compiler() -> bool:
+        """Whether the first caller outside ctypes itself is the compiler's own code."""
+        frame = getframe(2)
+        while frame is not None and frame.f_code.co_filename.startswith(ctypes_dir):
+            frame = frame.f_back
+        return frame is not None and frame.f_code.co_filename.startswith(compiler_dirs)
 
     def refuse(what: str):
         raise PermissionError(f"sandbox: {what} is not allowed")
@@ -134,7 +146,8 @@ def _audit_hook(workdir: str):
         elif event in _PROCESS_EVENTS:
             refuse(f"{event} (processes and signals)")
         elif event in _CTYPES_EVENTS:
-            refuse(f"{event} (ctypes)")
+            if not (compiler_dirs and event != "ctypes.dlopen" and from_compiler()):
+                refuse(f"{event} (ctypes)")
         elif event.startswith("socket."):
             refuse(f"{event} (network)")
 
@@ -236,6 +249,7 @@ def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str
     sys.stdout = sys.__stdout__ = _sinks[0]
     sys.stderr = sys.__stderr__ = _sinks[1]
     os.chdir(workdir)
+    compiler_dirs = _load_compiler() if limits.jit else ()  # before the memory cap: not the program's budget
     if limits.memory_mb is not None:
         base = _address_space_bytes() or 0
         _set_limit("RLIMIT_AS", base + int(limits.memory_mb) * 1024 * 1024)
@@ -250,7 +264,18 @@ def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str
     if limits.max_processes is not None:  # after the change of user: the limit counts the new user's
         _set_limit("RLIMIT_NPROC", int(limits.max_processes))
     if limits.audit:
-        sys.addaudithook(_audit_hook(workdir))
+        sys.addaudithook(_audit_hook(workdir, compiler_dirs))
+
+
+def _load_compiler() -> tuple[str, ...]:
+    """Import numba (it loads LLVM's library, which the audit hook would refuse later); the
+    directories of numba and llvmlite, or none when numba is not installed."""
+    try:
+        import llvmlite
+        import numba
+    except Exception:  # noqa: BLE001 - not installed or broken: every program runs in Python
+        return ()
+    return tuple(os.path.dirname(m.__file__) + os.sep for m in (numba, llvmlite))
 
 
 def _stray_children() -> int:
@@ -411,6 +436,11 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
     """The worker's loop (the target of the worker process)."""
     _enter_sandbox(limits, workdir, parent, method, carried)
     settings = _settings()
+    compiler = None
+    if limits.jit:
+        from .compiled import Compiler
+        compiler = Compiler()
+    grown_at = _compiled_code_cap(limits)
     sets: collections.OrderedDict[str, tuple[int, list, list[int]]] = collections.OrderedDict()
     while True:
         try:
@@ -444,7 +474,7 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
                 continue
             conn.send(("started",))
             sets.move_to_end(job.set_id)
-            result = execute_job(job, held[1], held[2])
+            result = execute_job(job, held[1], held[2], compiler)
             reply: tuple[Any, ...] = ("result", result)
         else:  # "call"
             _, fn, args, kwargs = message
@@ -454,6 +484,8 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
             except BaseException as exc:  # noqa: BLE001 - returned to the caller
                 reply = ("raised", exc)
         recycle = result_kind(reply) in (FailureKind.MEMORY, FailureKind.TAMPERED)
+        if compiler is not None and grown_at is not None and (_address_space_bytes() or 0) > grown_at:
+            recycle = True  # compiled code is never unloaded: a fresh worker before it eats the budget
         strays = _stray_children()
         if strays:
             recycle = True
@@ -473,6 +505,14 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
             conn.send(("raised", RuntimeError(f"the result could not be sent back: {exc}"), recycle))
         if recycle:
             os._exit(0)
+
+
+def _compiled_code_cap(limits: SandboxLimits) -> int | None:
+    """The address space past which a worker on the compiled path is replaced: its size now
+    plus a quarter of the program's budget."""
+    if not limits.jit or limits.memory_mb is None:
+        return None
+    return (_address_space_bytes() or 0) + int(limits.memory_mb) * 1024 * 1024 // 4
 
 
 def result_kind(reply) -> str | None:

@@ -1,0 +1,267 @@
+"""The compiled evaluation path: a heuristic compiled with numba, inside the sandboxed worker,
+runs compiled only once its answers on the task's probe instances equal the Python function's.
+
+``SandboxLimits(jit=True)`` turns it on: the worker loads numba before its limits and audit
+hook, and ``execute_job`` asks a ``Compiler`` for each job's heuristic. The ``Compiler``
+executes a copy of the program, compiles its function with ``numba.njit`` (no cache, no
+fastmath, no parallel threads), and runs the task's evaluation of the Python function on the
+probe instances with every call also made to the compiled function on copies of the same
+arguments: the two answers must give the same decision at every call (the same first argmax,
+and the same verdict of the simulator's check: NaN, +inf, every score -inf). The decision is
+all a simulator takes from an answer, so a metric computed from the same decisions is the
+same; scores may differ in their last bits (numba's ``exp`` is not numpy's SIMD ``exp``).
+Anything else (numba absent, a compile error, a different answer, an exception of either,
+a draw from the global random state) leaves the heuristic on its Python function, with a
+one-line reason. The verdict is kept per program text in the worker, so a program met again
+(another instance set, another chunk) is neither compiled nor probed again.
+
+Results say which path ran (``EvalResult.compiled``, ``EvalResult.fallback``); executors keep a
+``CompiledTally`` of programs compiled and programs left on Python.
+"""
+from __future__ import annotations
+
+import collections
+import random
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Compiler", "Verdict", "CompiledTally", "probe_instances", "numba_available", "PROBE_SEED"]
+
+PROBE_SEED = 20240532  # the probe instances are the same in every worker and every run
+_CACHED_PROGRAMS = 256
+
+
+def numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except Exception:  # noqa: BLE001 - absent or broken alike
+        return False
+    return True
+
+
+def probe_instances(task) -> list:
+    """A small fixed set of instances of ``task`` on which a compiled heuristic must decide as the
+    Python one does: the nominal distribution at a fifth of the nominal length (at least 50, at
+    most the nominal length), the uniform distribution at that length, and the nominal
+    distribution at half of it; drawn with a fixed seed through the task's own sampler."""
+    nominal = task.nominal_instances()[0]
+    histogram = np.asarray(task.histogram(nominal), dtype=float)
+    uniform = np.full(histogram.shape, 1.0 / histogram.size)
+    full = int(task.nominal_length)
+    length = min(full, max(50, full // 5))
+    rng = np.random.default_rng(PROBE_SEED)
+    return [task.sample_instance(histogram, rng, length=length),
+            task.sample_instance(uniform, rng, length=length),
+            task.sample_instance(histogram, rng, length=max(5, length // 2))]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``function``: the compiled heuristic, or ``None`` with ``reason`` (why it stays in Python)."""
+
+    function: Callable | None
+    reason: str = ""
+    signatures: int = 0
+
+    @property
+    def compiled(self) -> bool:
+        return self.function is not None
+
+    def still_checked(self) -> bool:
+        """Whether every argument type the compiled function has met was met on the probes (a
+        new one is compiled on the spot, unchecked; numba's conversions to a known one are
+        refused by this too, as a conversion can change a value: a float item to an int)."""
+        return len(self.function.signatures) == self.signatures
+
+
+class _Different(Exception):
+    """The compiled function's answer differs from the Python function's."""
+
+
+class _Comparing:
+    """Calls the Python function (whose answer the simulator gets) and the compiled one on
+    copies of the same arguments; the first difference is kept in ``difference``."""
+
+    def __init__(self, python: Callable, compiled: Callable, compile_error: type):
+        self.python = python
+        self.compiled = compiled
+        self.compile_error = compile_error
+        self.difference: str | None = None
+        self.calls = 0
+
+    def __call__(self, *args):
+        copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        expected = self.python(*args)
+        self.calls += 1
+        try:
+            answer = self.compiled(*copies)
+        except Exception as exc:  # noqa: BLE001 - any failure of the compiled function
+            if isinstance(exc, self.compile_error) or not self.compiled.signatures:  # compiled at the first call
+                self.difference = f"does not compile: {_one_line(exc)}"
+            else:
+                self.difference = (f"differs on the probe instances: the compiled function raised "
+                                   f"{type(exc).__name__} at decision {self.calls}")
+            raise _Different(self.difference) from None
+        if _decision(expected) != _decision(answer):
+            self.difference = f"differs on the probe instances: another decision at call {self.calls}"
+            raise _Different(self.difference)
+        return expected
+
+
+def _decision(answer) -> tuple:
+    """What a simulator makes of an answer (``tasks.common.decision``): the first argmax, and
+    whether it refuses the answer (NaN anywhere, +inf anywhere, every score -inf, not numbers)."""
+    try:
+        a = np.asarray(answer)
+    except Exception:  # noqa: BLE001 - the simulator refuses it too
+        return ("refused",)
+    if a.ndim != 1 or a.size == 0 or a.dtype.kind not in "biuf":
+        return ("other", a.shape, a.dtype.kind)
+    index = int(a.argmax())
+    if a.dtype.kind != "f":
+        return (a.shape, index)
+    return (a.shape, index, bool(np.isnan(a).any()), bool(np.isposinf(a).any()), bool(np.isneginf(a[index])))
+
+
+def _one_line(exc: BaseException, limit: int = 160) -> str:
+    first = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _random_state() -> tuple:
+    state = np.random.get_state()
+    return random.getstate(), state[0], state[1].copy(), state[2:]
+
+
+def _same_random_state(a: tuple, b: tuple) -> bool:
+    return a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2]) and a[3] == b[3]
+
+
+def _restore_random_state(saved: tuple) -> None:
+    random.setstate(saved[0])
+    np.random.set_state((saved[1], saved[2], *saved[3]))
+
+
+class Compiler:
+    """A worker's compiled path: compiles, probes and remembers the verdict for each program."""
+
+    def __init__(self, cached: int = _CACHED_PROGRAMS):
+        self._verdicts: collections.OrderedDict[tuple, Verdict] = collections.OrderedDict()
+        self._probes: dict[str, list] = {}
+        self._cached = cached
+
+    def verdict(self, task, spec) -> Verdict:
+        """The compiled heuristic for ``spec`` (a ``ProgramSpec``) on ``task``, or why there is none."""
+        key = (task.name, spec.code, spec.function, spec.baseline)
+        held = self._verdicts.get(key)
+        if held is not None:
+            self._verdicts.move_to_end(key)
+            return held
+        verdict = self._judge(task, spec)
+        self._verdicts[key] = verdict
+        while len(self._verdicts) > self._cached:
+            self._verdicts.popitem(last=False)
+        return verdict
+
+    def _judge(self, task, spec) -> Verdict:
+        saved = _random_state()
+        try:
+            return self._compile_and_probe(task, spec, saved)
+        except BaseException as exc:  # noqa: BLE001 - the Python path meets (and reports) it again
+            return Verdict(None, f"the compile step failed: {type(exc).__name__}")
+        finally:
+            _restore_random_state(saved)  # the Python path then sees what it would without this step
+
+    def _compile_and_probe(self, task, spec, saved: tuple) -> Verdict:
+        try:
+            import numba
+            from numba.core.errors import NumbaError
+        except Exception as exc:  # noqa: BLE001 - absent or broken alike
+            return Verdict(None, f"numba is not available ({type(exc).__name__})")
+        python = spec.resolve(task)  # a copy of the program's module of its own: the real run gets a fresh one
+        try:
+            compiled = numba.njit(python, cache=False, fastmath=False, parallel=False, nogil=False)
+        except Exception as exc:  # noqa: BLE001 - e.g. not a Python function
+            return Verdict(None, f"does not compile: {type(exc).__name__}")
+        comparing = _Comparing(python, compiled, NumbaError)
+        for instance in self._probe_set(task):
+            try:
+                task.evaluate(comparing, instance)
+            except Exception as exc:  # noqa: BLE001 - sorted out below
+                if comparing.difference is not None:
+                    return Verdict(None, comparing.difference)
+                cause = _cause(exc)
+                if isinstance(cause, NumbaError):
+                    return Verdict(None, f"does not compile: {_one_line(cause)}")
+                return Verdict(None, f"fails on a probe instance in Python: {type(cause).__name__}")
+        if not _same_random_state(saved, _random_state()):
+            return Verdict(None, "draws from the global random state")
+        return Verdict(compiled, signatures=len(compiled.signatures))
+
+    def _probe_set(self, task) -> list:
+        if task.name not in self._probes:
+            self._probes[task.name] = probe_instances(task)
+        return self._probes[task.name]
+
+
+def _cause(exc: BaseException) -> BaseException:
+    seen = set()
+    while exc.__context__ is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc = exc.__context__
+    return exc
+
+
+class CompiledTally:
+    """How many programs ran compiled and how many stayed on Python (by reason), over the jobs an
+    executor ran. A program counts as compiled when every job of it ran compiled. Thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._compiled: set = set()
+        self._python: dict = {}
+        self.jobs = {"compiled": 0, "python": 0}
+
+    def record(self, job, result) -> None:
+        if result.compiled is None:
+            return
+        key = (job.task, job.program.code, job.program.function, job.program.baseline)
+        with self._lock:
+            if result.compiled:
+                self.jobs["compiled"] += 1
+                if key not in self._python:
+                    self._compiled.add(key)
+            else:
+                self.jobs["python"] += 1
+                self._compiled.discard(key)
+                self._python.setdefault(key, result.fallback)
+
+    @property
+    def programs_compiled(self) -> int:
+        return len(self._compiled)
+
+    @property
+    def programs_python(self) -> int:
+        return len(self._python)
+
+    def reasons(self) -> dict[str, int]:
+        """Programs left on Python, by the kind of reason (the text before its first colon)."""
+        with self._lock:
+            kinds = collections.Counter(reason.split(":", 1)[0] for reason in self._python.values())
+        return dict(kinds.most_common())
+
+    def as_dict(self) -> dict:
+        with self._lock:
+            jobs = dict(self.jobs)
+        return {"programs_compiled": self.programs_compiled, "programs_python": self.programs_python,
+                "jobs_compiled": jobs["compiled"], "jobs_python": jobs["python"], "python_reasons": self.reasons()}
+
+    def line(self) -> str:
+        d = self.as_dict()
+        reasons = ", ".join(f"{n} {k}" for k, n in d["python_reasons"].items())
+        return (f"{d['programs_compiled']} programs compiled, {d['programs_python']} on Python"
+                + (f" ({reasons})" if reasons else ""))

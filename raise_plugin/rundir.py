@@ -298,6 +298,7 @@ class RunDirectory:
             "algorithm": view.program.algorithm, "function": view.program.code, "program": d["program"],
             "sample_time": _num(d.get("sample_time")), "evaluate_time": _num(d.get("evaluate_time")),
             **({"cursor": d["cursor"]} if d.get("cursor") else {}),
+            **({"rejected": True, "admission_bound": _num(d["admission_bound"])} if d.get("rejected") else {}),
         })
 
     def log_population(self, snapshot) -> None:

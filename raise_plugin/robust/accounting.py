@@ -34,6 +34,9 @@ class Accounting:
         with self._inner_lock:
             sampler = self._sampler_seconds
         out["sampler_seconds"] = sampler + float(before.get("sampler_seconds", 0.0))
+        if self.early_rejection == "on":  # (absent otherwise: the records of such runs are unchanged)
+            out["rejected_early"] = self._evaluator.rejected + int(before.get("rejected_early", 0))
+            out["evaluations_saved"] = self._evaluator.saved + int(before.get("evaluations_saved", 0))
         out["wall_seconds"] = time.time() - self._started + float(before.get("wall_seconds", 0.0))
         return out
 
@@ -81,6 +84,7 @@ class Accounting:
             "stale_samples_reevaluated": self._stale_samples,
             "hook_errors": self.hook_errors,
             "compute": compute,
+            "early_rejection": self.early_rejection,
             "time_per_sample": self.time_per_sample(compute),
             "seconds": time.time() - self._started,
             "llm": describe() if callable(describe) else type(llm).__name__,

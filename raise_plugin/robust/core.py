@@ -73,7 +73,7 @@ class RobustCore:
 
     def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
                  recorder=None, executor=None, generation_size: int = 10, progress: bool | None = None,
-                 **kwargs):
+                 early_reject: bool = True, **kwargs):
         host_init = super().__init__
         params = _bind_host_arguments(host_init, args, kwargs)
         evaluation = params.get("evaluation")
@@ -129,6 +129,34 @@ class RobustCore:
         self._evaluation_executor = _RunPool(max_workers=int(getattr(self, "_num_evaluators", 1) or 1))
         self._install_shape()
         self._progress = progress
+        self._early_reject = bool(early_reject)
+        if self._early_reject and self._admission_supported() is None:
+            self._evaluator.admission = self._admission  # (it asks the aggregation for a bound each time)
+
+    # -- early rejection ------------------------------------------------------
+    @property
+    def early_rejection(self) -> str:
+        """``on``, or why every candidate meets the whole set: switched off, an aggregation without
+        a bound from part of the set (``mean``, ``balanced``; a callback may set the aggregation
+        at run start), or a search state every valid sample enters."""
+        if not self._early_reject:
+            return "off"
+        aggregation = getattr(self.evaluation, "aggregation", None)
+        if aggregation is None or not getattr(aggregation, "bounded", False):
+            return f"no bound: under {aggregation or 'this aggregation'} any instance not yet met can raise the score"
+        return self._admission_supported() or "on"
+
+    def _admission(self):
+        """The current members, version and admission bound, read together (gate lock)."""
+        with self._gate.cond:
+            entries, version = self._instances.state()
+            return entries, version, self._admission_bound()
+
+    def _kept_rejected(self, func, rec: ProgramRecord, ids: list, version: int) -> bool:
+        """A pending sample stopped early on this very set: it stays as registered (re-scoring it
+        would only confirm that it cannot enter)."""
+        rejected = getattr(func, "_raise_rejected", None)
+        return rejected is not None and rejected[0] == version and bool(self._book.missing(rec, ids))
 
     # -- the instance set -----------------------------------------------------
     def add_instance(self, instance, *, instance_id: str = "adv", origin: str = ADVERSARIAL, distance: float = 0.0,
@@ -160,15 +188,22 @@ class RobustCore:
 
     def _rescore(self, entries: list[InstanceEntry]) -> tuple[ProgramView, ...]:
         ids = [e.instance_id for e in entries]
+        version = self._instances.state()[1]
         members, pending = self._search_members_locked()
         everyone = members + pending
         records = [self._record_of(func) for func in everyone]
-        for rec in records:
-            self._evaluator.score_on(rec, entries, purpose="rescore")
+        kept = [self._kept_rejected(func, rec, ids, version) for func, rec in zip(everyone, records)]
+        for func, rec, keep in zip(everyone, records, kept):
+            if not keep:
+                self._evaluator.score_on(rec, entries, purpose="rescore")
+                func._raise_rejected = None
         score_of = score_function(self.evaluation, entries)
         with self._gate.cond:
-            for func, rec in zip(everyone, records):
+            for func, rec, keep in zip(everyone, records, kept):
                 if getattr(func, "_raise_duplicate", False):
+                    continue
+                if keep:
+                    func.score = func._raise_rejected[1]
                     continue
                 score = self._book.score(rec, ids, score_of)
                 func.score = float("-inf") if score is None or math.isnan(score) else score
@@ -185,6 +220,9 @@ class RobustCore:
                 ids = [e.instance_id for e in entries]
                 if not self._book.missing(rec, ids):
                     return then(self._book.score(rec, ids, score_function(self.evaluation, entries)), version, ids)
+                rejection = rec.rejection  # stopped early on this set, and still below what survival keeps
+                if rejection is not None and rejection.version == version and rejection.score <= self._admission_bound():
+                    return then(rejection.score, version, ids)
             self._evaluator.score_on(rec, entries)
             self._stale_samples += 1
 
@@ -254,6 +292,12 @@ class RobustCore:
                    "sample_time": getattr(func, "sample_time", None),
                    "evaluate_time": getattr(func, "evaluate_time", None),
                    "cursor": self._cursor()}
+        rejection = rec.rejection
+        if rejection is not None and rejection.version == version and score == rejection.score \
+                and self._book.missing(rec, ids):
+            details["rejected"] = True  # ``score``: the most its score could be; ``metrics``: what it met
+            details["admission_bound"] = rejection.bound
+            func._raise_rejected = (version, score)
         if self._llm_guard is not None:
             self._llm_guard.sample_registered()
         view = SampleView(n, self._view(func) if joined else ProgramView(rec.program_id, str(func),

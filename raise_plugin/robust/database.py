@@ -76,6 +76,9 @@ class DatabaseShape(TappedShape):
                 break
         return best
 
+    def _admission_supported(self) -> str | None:
+        return "every valid sample enters an island, clustered by its score: every sample meets the whole set"
+
     def _admit(self, function) -> bool:
         return False  # the database filed it already (``_RobustDatabase``)
 

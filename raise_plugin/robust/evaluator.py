@@ -16,10 +16,12 @@ import numpy as np
 from ..engine.evaluator import host_code_edits
 from ..engine.jobs import Job, ProgramSpec, execute_job
 from ..engine.results import EvalResult, FailureKind
-from .instances import InstanceEntry, InstanceSet, score_function
-from .scores import ProgramRecord, ScoreBook
+from .instances import InstanceEntry, InstanceSet, bound_function, rejection_order, score_function
+from .scores import ProgramRecord, Rejection, ScoreBook
 
 __all__ = ["ProgramRunner", "InstanceSetEvaluator", "outcome"]
+
+_UNMET = object()
 
 
 class ProgramRunner:
@@ -66,6 +68,12 @@ class ProgramRunner:
         futures = [engine.submit_indices(spec, instances, chunk) for chunk in chunks]
         return [f.result() for f in futures]
 
+    @property
+    def width(self) -> int:
+        """How many instances run at once (one job each): the engine's workers, 1 in the calling thread."""
+        engine = self.engine
+        return 1 if engine is None else max(1, engine.workers)
+
     def close(self) -> None:
         with self._lock:
             engine, self._engine = self._engine, None
@@ -95,6 +103,15 @@ class InstanceSetEvaluator:
     not met are evaluated, the metrics go into the book, and evaluations are counted by
     purpose: ``outer`` (a new sample, or one that missed a refresh) and ``rescore`` (the
     population after the set changed).
+
+    Early rejection: with ``admission`` set (a callable giving the current members, version and
+    admission bound together) and an aggregation that bounds the score from part of the set, a
+    new sample meets the set in ``rejection_order``, as many instances at a time as the engine
+    has workers, and stops at the first point of that order where its score can be at most the
+    bound (``Rejection``). Where it stops is decided on that order alone, so neither the number
+    of workers nor the cache moves it; the metrics met after it in the same round are dropped.
+    A failure before that point is evaluated as without rejection (in the set's order), so a
+    failing sample records what it records without it.
     """
 
     def __init__(self, task, evaluation, book: ScoreBook, instance_set: InstanceSet, executor=None,
@@ -106,6 +123,9 @@ class InstanceSetEvaluator:
         self.evaluations = 0
         self.calls = 0
         self.by_purpose = {"outer": [0, 0.0], "rescore": [0, 0.0]}
+        self.admission = None  # () -> (entries, version, bound), set by the wrapper when rejection is on
+        self.rejected = 0  # samples stopped early
+        self.saved = 0  # instance evaluations they did not need
         self._count_lock = threading.Lock()
 
     # host interface
@@ -115,7 +135,13 @@ class InstanceSetEvaluator:
 
     def evaluate_program(self, program, **kwargs) -> float | None:
         rec = self._book.record(str(program))
-        entries, _ = self._set.state()
+        rec.rejection = None
+        if self.admission is not None:
+            entries, version, bound = self.admission()
+            if bound > -math.inf:
+                return self.score_or_reject(rec, entries, version, bound)
+        else:
+            entries, _ = self._set.state()
         return self.score_on(rec, entries)
 
     # ours
@@ -126,6 +152,69 @@ class InstanceSetEvaluator:
         if missing:
             self.evaluate(rec, [e for e in entries if e.instance_id in missing], purpose)
         return self._book.score(rec, ids, score_function(self._evaluation, entries))
+
+    def score_or_reject(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], version: int,
+                        bound: float) -> float | None:
+        """The score of ``rec`` on ``entries``, or, once it provably cannot exceed ``bound``, the
+        most it could be (``rec.rejection`` then says so): see the class docstring."""
+        ids = [e.instance_id for e in entries]
+        missing = set(self._book.missing(rec, ids))
+        upper = bound_function(self._evaluation, entries)
+        if not missing or upper is None:
+            return self.score_on(rec, entries)
+        started = time.perf_counter()
+        known = self._book.metrics(rec.program_id)
+        order = rejection_order(entries)
+        width = self._runner.width
+        code = None
+        new: dict = {}  # instance id -> metric met in this call (None: failed there)
+        ran = 0
+        while True:
+            positions, values, rejected, failed, complete = [], [], None, False, True
+            for pos in order:
+                iid = ids[pos]
+                value = known[iid] if iid not in missing else new.get(iid, _UNMET)
+                if value is _UNMET:
+                    complete = False
+                    break
+                if value is None:
+                    failed = True
+                    break
+                positions.append(pos)
+                values.append(value)
+                most = upper(positions, values)
+                if most <= bound:
+                    rejected = most
+                    break
+            if rejected is not None or failed or complete:
+                break
+            todo = [pos for pos in order if ids[pos] in missing and ids[pos] not in new][:width]
+            if code is None:
+                code, _ = host_code_edits(self._evaluation, rec.text)
+            results = self._runner.run(code, rec.function_name, [e.instance for e in entries], todo)
+            for pos, result in zip(todo, results):
+                met, _, broken = outcome([result])
+                new[ids[pos]] = None if broken or not met or met[-1] is None else met[0]
+            ran += len(todo)
+        with self._count_lock:
+            self.calls += 1
+            self.evaluations += ran
+            counter = self.by_purpose["outer"]
+            counter[0] += ran
+            counter[1] += time.perf_counter() - started
+        if failed:  # as without rejection: the set's order decides which failure it records
+            self.evaluate(rec, [e for e in entries if e.instance_id in missing], "outer")
+            return self._book.score(rec, ids, score_function(self._evaluation, entries))
+        if rejected is None:
+            self._book.store(rec, new, None, False)
+            return self._book.score(rec, ids, score_function(self._evaluation, entries))
+        met = [ids[p] for p in positions]
+        self._book.store(rec, {i: new[i] for i in met if i in missing}, None, False)
+        rec.rejection = Rejection(version, float(bound), float(rejected), tuple(met))
+        with self._count_lock:
+            self.rejected += 1
+            self.saved += len(missing) - ran
+        return float(rejected)
 
     def counts(self) -> dict:
         with self._count_lock:

@@ -39,6 +39,18 @@ class IncumbentShape(TappedShape):
         self._scores_changed()
         return False
 
+    def _admission_supported(self) -> str | None:
+        return None
+
+    def _admission_bound(self) -> float:
+        """The archive's last score once it is full: a new program joins it last and the archive
+        keeps its ``generation_size`` best, ties to the earlier (HillClimb's incumbent is then
+        reset to the archive's best, whatever the host compared the sample's score with)."""
+        if len(self._archive) < self._generation_size:
+            return float("-inf")
+        score = self._archive[self._generation_size - 1].score
+        return float("-inf") if score is None or score != score else float(score)
+
     def _scores_changed(self) -> None:
         self._archive.sort(key=lambda f: f.score, reverse=True)
         del self._archive[self._generation_size:]

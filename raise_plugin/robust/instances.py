@@ -10,7 +10,8 @@ import numpy as np
 
 from ..callback import InstanceView
 
-__all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function"]
+__all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function",
+           "bound_function", "rejection_order"]
 
 NOMINAL, ADVERSARIAL = "nominal", "adversarial"
 
@@ -52,6 +53,33 @@ def score_function(evaluation, entries: Sequence[InstanceEntry]):
         return evaluation.score_of
     references = evaluation.reference_metrics([e.instance for e in entries])
     return lambda metrics: evaluation.score_of(metrics, references=references)
+
+
+def bound_function(evaluation, entries: Sequence[InstanceEntry]):
+    """``bound(positions, metrics)``: the most the score over ``entries`` can be, given the metrics
+    at those positions of the set (``Aggregation.upper_bound``, per-instance evaluations formed
+    as ``score_of`` forms them); ``None`` when the aggregation gives no bound (``mean``, ``balanced``)."""
+    aggregation = getattr(evaluation, "aggregation", None)
+    if aggregation is None or not getattr(aggregation, "bounded", False):
+        return None
+    total = len(entries)
+    references = evaluation.reference_metrics([e.instance for e in entries]) if aggregation.regret else None
+
+    def bound(positions, metrics) -> float:
+        evals = -np.asarray(metrics, dtype=float)
+        if references is not None:
+            evals = evals + references[np.asarray(positions, dtype=int)]
+        return aggregation.upper_bound(evals, total)
+    return bound
+
+
+def rejection_order(entries: Sequence[InstanceEntry]) -> list[int]:
+    """Positions of the set in the order a candidate meets them when it may be rejected early:
+    the adversarial instances first, newest first (found against the population's best, they
+    are where a candidate most often loses), then the nominal ones in the set's order. The
+    order decides only how soon a rejection comes, never a score."""
+    adversarial = [i for i, e in enumerate(entries) if e.origin != NOMINAL]
+    return adversarial[::-1] + [i for i, e in enumerate(entries) if e.origin == NOMINAL]
 
 
 class InstanceSet:

@@ -18,12 +18,18 @@ import numpy as np
 from llm4ad.base import Function
 
 from llm4ad.method.eoh import EoH
+from llm4ad.method.eoh.population import Population
 
 from .gate import EventGate
 from .scores import program_id_of
 from .shape import HostShape, Stopped, with_mixin
 
 __all__ = ["RobustPopulationMixin", "PopulationShape"]
+
+
+def _rank(score) -> float:
+    """A score as survival ranks it (``None`` and NaN as ``-inf``)."""
+    return -math.inf if score is None or math.isnan(score) else float(score)
 
 
 class RobustPopulationMixin:
@@ -137,6 +143,32 @@ class PopulationShape(HostShape):
     def _search_members(self) -> tuple[list, list]:
         pop = self._population
         return list(pop._population), list(pop._next_gen_pop)
+
+    # -- early rejection ------------------------------------------------------------------------
+    def _admission_supported(self) -> str | None:
+        """Only the host's own survival (the ``pop_size`` best of members and pending, ties to the
+        earlier) and the host's own EoH loops (the score of a sample goes nowhere else)."""
+        pop_cls = type(self._population)
+        for klass in pop_cls.__mro__[pop_cls.__mro__.index(RobustPopulationMixin) + 1:]:
+            if "survival" in vars(klass):
+                if klass is not Population:
+                    return f"{klass.__name__}.survival keeps other than the pop_size best: every sample meets " \
+                           f"the whole set"
+                break
+        if not self._host_loops():
+            return "the method's own loops may read a sample's score: every sample meets the whole set"
+        return None
+
+    def _admission_bound(self) -> float:
+        """The ``pop_size``-th best score among the members and the pending samples. Survival keeps
+        the ``pop_size`` best of members and pending, in that order with ties to the earlier, and a
+        new sample joins the pending ones last: at or below this score it never survives. Adding
+        a sample at or below it leaves it where it is, so a rejected sample moves no later bound."""
+        pop = self._population
+        scores = [_rank(f.score) for f in list(pop._population) + list(pop._next_gen_pop)]
+        if len(scores) < pop._pop_size:
+            return -math.inf
+        return sorted(scores, reverse=True)[pop._pop_size - 1]
 
     def _rng_state(self):
         return self._population._rng.bit_generator.state

@@ -17,6 +17,8 @@ def function_from_record(sample: dict, duplicate: bool = False) -> Function:
     f._raise_key = sample["program"]
     f._raise_duplicate = duplicate
     f.score = float("-inf")
+    if sample.get("rejected") and sample.get("score") is not None:  # stopped early: kept so on its set
+        f._raise_rejected = (int(sample["instance_set"]), float(sample["score"]))
     return f
 
 

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 from llm4ad.base import TextFunctionProgramConverter
 
-__all__ = ["ProgramRecord", "ScoreBook", "program_id_of"]
+__all__ = ["ProgramRecord", "Rejection", "ScoreBook", "program_id_of"]
 
 _MISSING = object()
 
@@ -17,6 +17,18 @@ _MISSING = object()
 def program_id_of(text: str) -> str:
     """The program's identity: a digest of its full text."""
     return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A candidate's evaluation stopped early: on set ``version``, after meeting ``met`` (in the
+    order met), its score could be at most ``score``, no more than ``bound``, the score of the
+    worst member the search state would keep; so it cannot enter, whatever the rest holds."""
+
+    version: int
+    bound: float
+    score: float
+    met: tuple
 
 
 @dataclass
@@ -30,6 +42,7 @@ class ProgramRecord:
     metrics: dict = field(default_factory=dict)
     error: str | None = None
     broken: bool = False
+    rejection: Rejection | None = None  # the latest sample of it stopped early (``InstanceSetEvaluator``)
 
 
 class ScoreBook:

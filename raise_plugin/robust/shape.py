@@ -58,6 +58,15 @@ class HostShape:
         """``(members, pending)``: host ``Function``s whose scores follow the instance set."""
         raise NotImplementedError
 
+    def _admission_supported(self) -> str | None:
+        """``None`` when the shape gives an admission bound (early rejection can apply), else why not."""
+        return "this search state gives no admission bound: every sample meets the whole set"
+
+    def _admission_bound(self) -> float:
+        """(Gate lock held.) A score no larger than which a new sample provably never enters the
+        search state on the current set; ``-inf`` while any sample could."""
+        return float("-inf")
+
     def _shown(self) -> list:
         """The members a snapshot shows as the population (all of them by default)."""
         return self._search_members()[0]

@@ -92,6 +92,30 @@ class Aggregation:
         worst = np.sort(e)[: max(1, math.ceil(self.alpha * e.size))]
         return float(worst.mean())
 
+    @property
+    def bounded(self) -> bool:
+        """Whether part of the set bounds the score from above (``upper_bound``): ``min`` and
+        ``cvar`` (and their ``regret:`` forms) do; ``mean`` and ``balanced`` do not (an instance
+        not yet met can raise the score without limit)."""
+        return self.kind in ("min", "cvar")
+
+    def upper_bound(self, evals, total: int) -> float:
+        """The largest value A can take over ``total`` evaluations of which ``evals`` are known
+        (any of their positions): ``min`` of the known ones; under ``cvar:ALPHA``, once at least
+        m = ceil(ALPHA x total) are known, the mean of their m worst (the unknown ones can only
+        lower it); ``+inf`` otherwise. It is computed with the operations ``__call__`` uses, and
+        those are monotone in every evaluation, so it holds in floating point: the full score
+        is never above it."""
+        e = np.asarray(evals, dtype=float)
+        if e.size == 0 or not self.bounded:
+            return math.inf
+        if self.kind == "min":
+            return float(e.min())
+        m = max(1, math.ceil(self.alpha * int(total)))
+        if e.size < m:
+            return math.inf
+        return float(np.sort(e)[:m].mean())
+
     def __str__(self) -> str:
         text = self.kind
         if self.kind == "cvar":

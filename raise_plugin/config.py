@@ -64,12 +64,18 @@ class RunConfig:
     most that many. ``max_tokens`` caps the completion tokens of each request (sent to the
     endpoint), ``llm_timeout`` the seconds a request may take (its whole answer), and
     ``max_failed_requests`` the requests in a row that may give no usable program before the
-    run stops as failed.
+    run stops as failed. ``jit`` evaluates programs on the compiled path (``raise_plugin.engine.compiled``:
+    numba, the ``jit`` extra), each program compiled only where its decisions on the task's
+    probe instances equal its Python function's.
 
     ``epsilon``, ``aggregation``, ``adversary_objective`` and ``projection`` left unset take
     the task's robust defaults (``Task.robust_defaults``, chosen on its validation suite),
     else the paper's (eps 0.002, mean, metric, paper); the resolved values are what the
     run directory's ``config.json`` records.
+
+    ``early_reject`` stops a candidate's evaluation once it provably cannot enter the
+    population (aggregations bounded by part of the set: min, cvar and their regret forms);
+    the run's samples, populations and best are the same either way (docs/robust.md).
     """
 
     task: str = "obp"
@@ -95,6 +101,7 @@ class RunConfig:
     constraint: str | None = None
     length: str | None = None
     host_profiler: bool = True
+    early_reject: bool = True
     record: str | None = None
     executor: str | None = None
     adversary_objective: str | None = None
@@ -108,6 +115,7 @@ class RunConfig:
     max_failed_requests: int = 10
     validation_trace: bool = True
     instances_per_refresh: str = "one"
+    jit: bool = False
 
     def __post_init__(self):
         for name, value in robust_defaults(self.task).items():

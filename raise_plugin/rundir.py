@@ -272,7 +272,8 @@ class RunDirectory:
         index = read_jsonl(self.path / "instances" / "index.jsonl")
         self._known_instances = {r.get("instance_id") for r in index if r.get("kind") == "instance"}
         self._known_sets = {r.get("version") for r in index if r.get("kind") == "set"}
-        populations = read_jsonl(self.path / "population.jsonl")
+        # a generation recorded with no member (a start with no valid program) is recorded again
+        populations = [p for p in read_jsonl(self.path / "population.jsonl") if p.get("members")]
         self.recorded_generation = int(populations[-1].get("generation", -1)) if populations else -1
 
     # -- start -----------------------------------------------------------------

@@ -19,7 +19,7 @@ from .rundir import RunDirectory, RunLock, RunLog
 from .budget import LLMBudget
 from .validation import ValidationTrace
 
-__all__ = ["start_run", "resume_run", "default_out", "HostProfiler"]
+__all__ = ["start_run", "resume_run", "default_out", "HostProfiler", "CompiledPathReport"]
 
 
 class HostProfiler(EoHProfiler):
@@ -92,6 +92,11 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
         every = config.tau if config.tau_unit == "generations" else max(1, config.tau // config.pop_size)
         all_callbacks.append(ValidationTrace(every=every))
     all_callbacks.extend(callbacks)
+    executor = config.executor
+    if config.jit:  # the compiled path is a property of the workers: the run starts and owns them
+        from .engine import SandboxLimits, make_executor
+        executor = make_executor(config.executor, SandboxLimits(jit=True))
+        all_callbacks.append(CompiledPathReport(executor, run_dir.path))
     profiler = None
     if config.host_profiler:
         profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name,
@@ -100,7 +105,36 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
     return method_cls(llm=llm, evaluation=evaluation, profiler=profiler, max_sample_nums=config.budget,
                       max_generations=None, pop_size=config.pop_size, num_samplers=config.num_samplers,
                       num_evaluators=config.num_evaluators, callbacks=all_callbacks, seed=config.seed,
-                      recorder=run_dir, executor=config.executor, generation_size=config.pop_size)
+                      recorder=run_dir, executor=executor, generation_size=config.pop_size,
+                      early_reject=config.early_reject)
+
+
+class CompiledPathReport(Callback):
+    """With ``--jit``: at the end of the run, how many programs ran compiled and how many stayed
+    on Python (``compiled.json`` in the run directory, ``line`` for the summary); then stops
+    the run's workers."""
+
+    checkpointed = False
+
+    def __init__(self, executor, directory: Path):
+        self.executor = executor
+        self.directory = Path(directory)
+        self.line = ""
+
+    def on_run_end(self, method, snapshot) -> None:
+        self._close()
+
+    def on_exception(self, method, snapshot, exc) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        import json
+        tally = getattr(self.executor, "compiled", None)
+        if tally is not None:
+            self.line = tally.line()
+            (self.directory / "compiled.json").write_text(json.dumps(tally.as_dict(), indent=1) + "\n")
+        if hasattr(self.executor, "shutdown"):
+            self.executor.shutdown()
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
@@ -125,9 +159,10 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
 
     Refused when another process writes ``path``; damaged records are repaired or rebuilt
     first (``on_repair(message)`` hears of each), or refused in one line (``UserError``).
-    ``budget`` and ``overrides`` (``max_cost_usd``, ``max_llm_calls``; ``None`` leaves one
-    as recorded) change the recorded config before the run continues. The LLM usage
-    recorded so far is carried over, so cost caps count the whole run."""
+    ``budget`` and ``overrides`` (``max_cost_usd``, ``max_llm_calls``, ``max_tokens``,
+    ``llm_timeout``, ``max_failed_requests``; ``None`` leaves one as recorded) change the
+    recorded config before the run continues. The LLM usage recorded so far is carried over
+    (the run's request journal), so caps count the whole run."""
     if not (Path(path) / "config.json").exists():
         missing = "no config.json" if Path(path).is_dir() else "no such directory"
         raise UserError(f"{path} is not a run directory ({missing})")

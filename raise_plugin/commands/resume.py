@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from raise_plugin.commands.run import add_cap_arguments, execute
+from raise_plugin.commands.run import ENDPOINT_FLAGS, add_cap_arguments, execute
 
 
 def register(sub) -> None:
@@ -18,8 +18,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from raise_plugin.runner import resume_run
 
-    method = resume_run(args.run_dir, budget=args.budget, max_cost_usd=args.max_cost_usd,
-                        max_llm_calls=args.max_llm_calls,
+    method = resume_run(args.run_dir, budget=args.budget, **{name: getattr(args, name) for name in ENDPOINT_FLAGS},
                         on_repair=lambda message: print(f"raise-ahd: warning: {message}", file=sys.stderr))
     if method.samples >= method.budget:
         print(f"{args.run_dir}: already at its budget ({method.samples} samples); nothing to do")

@@ -13,7 +13,8 @@ FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inne
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
          "nominal", "timeout", "projection", "encoding", "constraint", "length", "host_profiler", "record", "executor",
          "adversary_objective", "inner_draws", "validation_trace", "tau_unit", "max_cost_usd", "max_llm_calls",
-         "prices", "instances_per_refresh", "max_tokens", "llm_timeout", "max_failed_requests")
+         "prices", "instances_per_refresh", "max_tokens", "llm_timeout", "max_failed_requests", "jit",
+         "early_reject")
 
 
 ENDPOINT_FAILED = 3  # the exit status of a run its LLM endpoint could not serve
@@ -54,15 +55,6 @@ def register(sub) -> None:
     p.add_argument("--executor", help="where programs are evaluated: process[:N] (default: sandboxed workers, "
                                       "one per core), dask://HOST:PORT or dask://local")
     add_cap_arguments(p)
-    p.add_argument("--max-tokens", type=int, metavar="N",
-                   help="completion tokens per LLM request, sent to the endpoint (default: the endpoint's own "
-                        "limit; set it for local models that may not stop generating)")
-    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
-                   help="seconds one LLM request may take, its whole answer included (default 120); a request "
-                        "past it is a failed request (retried)")
-    p.add_argument("--max-failed-requests", type=int, metavar="N",
-                   help="stop the run as failed (exit 3) after N LLM requests in a row that gave no usable "
-                        "program: errors, time-outs, retries and answers without the function (default 10)")
     p.add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
                    help="add a model to the price table: dollars per million input and output tokens "
                         "(repeatable; the [prices] table of a TOML config likewise)")
@@ -74,6 +66,12 @@ def register(sub) -> None:
                                                    "thread timing: --record then --llm replay:FILE gives back the programs)")
     p.add_argument("--num-evaluators", type=int, help="evaluation threads of the host (default 1); the sandboxed engine uses "
                                                     "every core whatever this says (--executor process:N to limit it)")
+    p.add_argument("--jit", action=argparse.BooleanOptionalAction, default=None,
+                   help="run each program compiled (numba: pip install 'raise-plugin[jit]') where its decisions "
+                        "on the task's probe instances equal its Python function's, else in Python (default off)")
+    p.add_argument("--early-reject", type=_on_off, metavar="{on,off}",
+                   help="stop a candidate's evaluation once it provably cannot enter the population (min, cvar "
+                        "and their regret forms; the same samples, populations and best either way; default on)")
     p.add_argument("--nominal", type=int, help="use only the first N nominal instances")
     p.add_argument("--timeout", type=float, help="seconds allowed per evaluation (default: the task's)")
     p.add_argument("--projection", help="adversary projection: paper, sphere or none (default: the task's, else paper)")
@@ -93,13 +91,32 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _on_off(value: str) -> bool:
+    if value not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"use on or off, not {value!r}")
+    return value == "on"
+
+
+ENDPOINT_FLAGS = ("max_cost_usd", "max_llm_calls", "max_tokens", "llm_timeout", "max_failed_requests")
+
+
 def add_cap_arguments(p) -> None:
+    """The LLM endpoint's caps and bounds (``run``, and ``resume`` to change them)."""
     p.add_argument("--max-cost-usd", type=float, metavar="DOLLARS",
                    help="stop cleanly once the LLM cost reaches this: no request starts past it (the model "
                         "needs a price: the built-in table or --price); resume with a higher cap continues")
     p.add_argument("--max-llm-calls", type=int, metavar="N",
                    help="the endpoint receives at most N requests, retries included; the run then stops "
                         "cleanly (resume with a higher cap continues)")
+    p.add_argument("--max-tokens", type=int, metavar="N",
+                   help="completion tokens per LLM request, sent to the endpoint (default: the endpoint's own "
+                        "limit; set it for local models that may not stop generating)")
+    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
+                   help="seconds one LLM request may take, its whole answer included (default 120); a request "
+                        "past it is a failed request (retried)")
+    p.add_argument("--max-failed-requests", type=int, metavar="N",
+                   help="stop the run as failed (exit 3) after N LLM requests in a row that gave no usable "
+                        "program: errors, time-outs, retries and answers without the function (default 10)")
 
 
 def parse_prices(items) -> dict | None:
@@ -159,6 +176,12 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
               f"({c['inner_seconds'] + c['rescore_seconds']:.1f} s of {c['total_seconds']:.1f} s)", file=out)
     else:
         print(f"evaluations     {summary['evaluations']} program-instance evaluations", file=out)
+    rejection = summary.get("early_rejection")
+    if rejection == "on" and c:
+        print(f"early rejection {c.get('rejected_early', 0)} candidates stopped early, "
+              f"{c.get('evaluations_saved', 0)} instance evaluations saved", file=out)
+    elif rejection and rejection != "off":
+        print(f"early rejection none ({rejection})", file=out)
     t = summary.get("time_per_sample")
     if t:
         print(f"per sample      {t['wall']:.3g} s: llm {t['llm']:.3g}, evaluation {t['evaluation']:.3g}, "
@@ -206,6 +229,10 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         bar.close()
     summary = method.summary(finished=method.stop_reason is None)
     print_summary(summary, run_dir, out=out, selection=_final_selection(method, run_dir, summary))
+    from raise_plugin.runner import CompiledPathReport
+    compiled = [cb.line for cb in method.callbacks if isinstance(cb, CompiledPathReport) and cb.line]
+    if compiled:
+        print(f"compiled path   {compiled[0]}", file=out)
     failure = getattr(method, "failure", None)
     if failure is not None:
         print(f"raise-ahd: error: the run stopped: {failure}", file=sys.stderr)

@@ -97,6 +97,7 @@ class UsageLedger:
     _streak: int = 0
     _last_failure: str = ""
     _interrupted: int = 0
+    _classified: set = field(default_factory=set, repr=False)   # calls already counted as unusable
     _journal: int | None = field(default=None, repr=False)
 
     # -- the journal -----------------------------------------------------------------------------
@@ -135,6 +136,7 @@ class UsageLedger:
                 op = e.get("op", "other")
                 if kind == "sent":
                     opened[e.get("id")] = op
+                    self._next_id = max(self._next_id, int(e.get("id", -1)) + 1)
                     self._count_sent(op, int(e.get("attempt", 0)))
                 elif kind == "done":
                     opened.pop(e.get("id"), None)
@@ -144,6 +146,8 @@ class UsageLedger:
                     self._entry(op).failures += 1
                 elif kind == "unusable":
                     self._count_unusable(op)
+                    if e.get("call") is not None:
+                        self._classified.add(e["call"])
                 elif kind == "usable":
                     self._streak = 0
             # requests sent that never ended: the process was killed while they were under way
@@ -182,11 +186,17 @@ class UsageLedger:
             self._entry(operator).failures += 1
             self._write({"e": "failed", "op": operator})
 
-    def unusable(self, operator: str) -> None:
-        """An answer gave no program (no code, another function, code that does not parse)."""
+    def unusable(self, operator: str, call: int | None = None) -> None:
+        """An answer gave no program (no code, another function, code that does not parse);
+        ``call``: its number in the run, so a resumed run that is given it again from its
+        journal does not count it twice."""
         with self._lock:
+            if call is not None:
+                if call in self._classified:
+                    return
+                self._classified.add(call)
             self._count_unusable(operator)
-            self._write({"e": "unusable", "op": operator})
+            self._write({"e": "unusable", "op": operator, **({"call": call} if call is not None else {})})
 
     def usable(self) -> None:
         """An answer became a sample: the failure streak starts again."""

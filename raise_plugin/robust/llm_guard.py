@@ -60,6 +60,9 @@ class LLMGuard(LLM):
                          debug_mode=getattr(inner, "debug_mode", False))
         self.backend = inner
         self.run_dir = Path(run_dir) if run_dir is not None else None
+        usage = getattr(inner, "usage", None)
+        if usage is not None and hasattr(usage, "reset_on_answer"):
+            usage.reset_on_answer = False  # only a sample says an answer was usable (journal read below)
         if self.run_dir is not None:
             inner = RecordingLLM(inner, self.run_dir / CALLS_FILE)
             usage = getattr(self.backend, "usage", None)
@@ -74,9 +77,6 @@ class LLMGuard(LLM):
 
     def bind(self, method) -> None:
         self._method = method
-        usage = self.usage
-        if usage is not None and hasattr(usage, "reset_on_answer"):
-            usage.reset_on_answer = False  # only a sample says an answer was usable
 
     @property
     def usage(self):
@@ -151,19 +151,20 @@ class LLMGuard(LLM):
     def _answered(self, prompt, response: str, kwargs) -> None:
         with self._lock:
             self.calls += 1
+            call = self.calls
         op = kwargs.get("operator") or infer_operator(prompt)
         # an answer meant to become a program; text operators (reflections) never do
-        self._local.pending = op if response and operator_kind(op) != "text" else None
+        self._local.pending = (op, call) if response and operator_kind(op) != "text" else None
         self._local.registered = False
 
     def _settle_previous(self) -> None:
         """Count this thread's previous answer as unusable when no sample came of it."""
-        op = getattr(self._local, "pending", None)
+        pending = getattr(self._local, "pending", None)
         self._local.pending = None
-        if op is not None and not getattr(self._local, "registered", False):
+        if pending is not None and not getattr(self._local, "registered", False):
             usage = self.usage
             if usage is not None and hasattr(usage, "unusable"):
-                usage.unusable(op)
+                usage.unusable(*pending)
 
     def _stop(self, reason: str, *, failed: bool):
         method = self._method

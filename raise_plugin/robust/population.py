@@ -197,7 +197,8 @@ class PopulationShape(HostShape):
         with pop._cond:
             pop._population = members
             pop._next_gen_pop = pending
-            pop._generation = generation
+            # a start that ended with no valid program (an endpoint that failed, say) is made again
+            pop._generation = generation if members else 0
             pop.samples = samples
 
     # -- exact resume -------------------------------------------------------------------------
@@ -280,4 +281,9 @@ class PopulationShape(HostShape):
         self._in_loop("init", super()._iteratively_init_population)
 
     def _iteratively_use_eoh_operator(self):
+        if not self._population._population:
+            # nothing to select from: a resumed run whose start found no valid program (the host
+            # ends such a run after its initial population; selection would fail without end)
+            self.request_stop("the population is empty: no valid program was sampled to start from")
+            return
         self._in_loop("evolution", super()._iteratively_use_eoh_operator)

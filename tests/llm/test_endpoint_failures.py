@@ -109,9 +109,14 @@ def test_the_failure_bound_is_configurable(tmp_path, monkeypatch, capsys):
 
     with ChatServer() as server:
         server.default = "prose"
-        code, _, _ = run_cli(tmp_path, server.base_url, "--max-failed-requests", "3", monkeypatch=monkeypatch)
+        code, _, out = run_cli(tmp_path, server.base_url, "--max-failed-requests", "3", monkeypatch=monkeypatch)
         assert code == ENDPOINT_FAILED and len(server.requests) == 3
-    assert "3 LLM requests in a row gave no usable program" in capsys.readouterr().err
+        assert "3 LLM requests in a row gave no usable program" in capsys.readouterr().err
+        # a resumed run knows the streak from its journal: the same bound stops it before any request
+        assert main(["resume", str(out), "--no-progress"]) == ENDPOINT_FAILED and len(server.requests) == 3
+        assert main(["resume", str(out), "--max-failed-requests", "5", "--no-progress"]) == ENDPOINT_FAILED
+        assert len(server.requests) == 5 and journal(out)[1] == 5
+    assert "5 LLM requests in a row gave no usable program" in capsys.readouterr().err
 
 
 def test_unusable_answers_between_usable_ones_count_but_the_run_finishes(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,39 @@
+"""--jit keeps a run's record: the characterisation runs record, on the compiled path, what
+the Python path recorded (``tests/golden/characterisation.json``). (The offline sampler's
+programs do not compile, so these runs check the fallback and the classical seeds' path;
+``test_compiled.py`` checks programs that do.)"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("numba")
+
+_HERE = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("characterisation_helper", _HERE / "test_characterisation.py")
+characterisation = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(characterisation)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", characterisation.TASKS)
+def test_a_characterisation_run_with_jit_records_what_it_records_without(task, tmp_path, monkeypatch):
+    import raise_plugin.config as config_module
+    import raise_plugin.runner  # noqa: F401 - bound to the plain class before the switch below
+
+    @dataclasses.dataclass(frozen=True)
+    class JitRunConfig(config_module.RunConfig):
+        jit: bool = True
+
+    monkeypatch.setattr(config_module, "RunConfig", JitRunConfig)  # what characterise() builds
+    golden = json.loads(characterisation.GOLDEN.read_text())[task]
+    now = characterisation.characterise(task, tmp_path / task)
+    tally = json.loads((tmp_path / task / "compiled.json").read_text())
+    assert tally["programs_compiled"] + tally["programs_python"] >= now["count"]["samples"] // 2, tally
+    assert now["count"] == golden["count"]
+    changed = [k for k in ("samples", "scores", "populations", "instances", "checkpoint") if now[k] != golden[k]]
+    assert not changed, f"{task}: with jit the run recorded other {', '.join(changed)} than without"

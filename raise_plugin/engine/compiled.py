@@ -28,6 +28,8 @@ from typing import Callable
 
 import numpy as np
 
+from .jobs import root_cause
+
 __all__ = ["Compiler", "Verdict", "CompiledTally", "probe_instances", "numba_available", "PROBE_SEED"]
 
 PROBE_SEED = 20240532  # the probe instances are the same in every worker and every run
@@ -194,7 +196,7 @@ class Compiler:
             except Exception as exc:  # noqa: BLE001 - sorted out below
                 if comparing.difference is not None:
                     return Verdict(None, comparing.difference)
-                cause = _cause(exc)
+                cause = root_cause(exc)
                 if isinstance(cause, NumbaError):
                     return Verdict(None, f"does not compile: {_one_line(cause)}")
                 return Verdict(None, f"fails on a probe instance in Python: {type(cause).__name__}")
@@ -206,14 +208,6 @@ class Compiler:
         if task.name not in self._probes:
             self._probes[task.name] = probe_instances(task)
         return self._probes[task.name]
-
-
-def _cause(exc: BaseException) -> BaseException:
-    seen = set()
-    while exc.__context__ is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        exc = exc.__context__
-    return exc
 
 
 class CompiledTally:

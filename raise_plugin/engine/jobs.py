@@ -165,7 +165,7 @@ def tampered_instances(instances: list, checksums: list[int], indices) -> list[i
     return [i for i in indices if _checksum(instances[i]) != checksums[i]]
 
 
-def _root_cause(exc: BaseException) -> BaseException:
+def root_cause(exc: BaseException) -> BaseException:
     """The innermost exception behind ``exc`` (tasks re-raise a heuristic's error ``from None``)."""
     seen = set()
     while exc.__context__ is not None and id(exc) not in seen:
@@ -182,7 +182,7 @@ def _one_line(text: str, limit: int = 300) -> str:
 def classify(exc: BaseException) -> tuple[str, str]:
     """(kind, reason) of an exception raised while evaluating a heuristic."""
     from tasks.common.errors import HeuristicError
-    cause = _root_cause(exc)
+    cause = root_cause(exc)
     if isinstance(cause, MemoryError) or isinstance(exc, MemoryError):
         detail = str(exc) if isinstance(exc, HeuristicError) else f"MemoryError: {cause}"
         return FailureKind.MEMORY, _one_line(f"exceeded the memory cap ({detail})")

@@ -345,6 +345,15 @@ class MethodBase(EoH):
         with pop._lock:
             return list(pop.population)
 
+    def _parents_for(self, op: str) -> list[Function] | None:
+        """The usable members to draw operator ``op``'s parents from, or ``None`` after sampling a
+        new starting program when there are too few (two for a crossover, one otherwise)."""
+        members = self._usable()
+        if len(members) < (2 if op in ("e1", "e2") else 1):
+            self._sample(self._init_prompt(), "init")
+            return None
+        return members
+
     def _usable(self) -> list[Function]:
         """Members with a finite score, best first."""
         return sorted((f for f in self._members() if finite(f)), key=lambda f: f.score, reverse=True)

@@ -181,9 +181,8 @@ class EoHS(MethodBase):
         for op in self.operators:
             if not self._continue_loop():
                 return
-            members = self._usable()
-            if len(members) < (2 if op in ("e1", "e2") else 1):
-                self._sample(self._init_prompt(), "init")
+            members = self._parents_for(op)
+            if members is None:
                 continue
             wins = self.wins(members)
             n, task, header = self.diverse_count, self._task_description_str, self._header

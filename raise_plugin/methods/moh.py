@@ -185,9 +185,8 @@ class MoH(MethodBase):
         for op in self.plan[0]:
             if not self._continue_loop():
                 return
-            members = self._usable()
-            if len(members) < (2 if op in ("e1", "e2") else 1):
-                self._sample(self._init_prompt(), "init")
+            members = self._parents_for(op)
+            if members is None:
                 continue
             task, variants, header = self._task_description_str, list(self.variants), self._header
             first = self._select(members)

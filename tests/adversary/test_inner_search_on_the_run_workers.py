@@ -39,8 +39,11 @@ def _recorded(method, callback):
 
 
 def test_the_run_records_the_same_with_the_inner_search_on_the_workers_or_in_one_worker():
+    from raise_plugin.callback import _sandbox_pool
+
     parallel = _short_run(inner_parallel=True)
     serial = _short_run(inner_parallel=False)
+    assert _sandbox_pool(parallel[0]) is not None  # the run hands its workers to the inner search
     assert parallel[1].refreshes >= 2 and not parallel[1].skipped and parallel[0].hook_errors == 0
     assert _recorded(*parallel) == _recorded(*serial)
 

@@ -193,10 +193,12 @@ class RobustCore:
         everyone = members + pending
         records = [self._record_of(func) for func in everyone]
         kept = [self._kept_rejected(func, rec, ids, version) for func, rec in zip(everyone, records)]
+        todo: dict[str, ProgramRecord] = {}
         for func, rec, keep in zip(everyone, records, kept):
             if not keep:
-                self._evaluator.score_on(rec, entries, purpose="rescore")
+                todo.setdefault(rec.program_id, rec)
                 func._raise_rejected = None
+        self._evaluator.score_each(list(todo.values()), entries, purpose="rescore")
         score_of = score_function(self.evaluation, entries)
         with self._gate.cond:
             for func, rec, keep in zip(everyone, records, kept):

@@ -6,6 +6,7 @@ sets ``safe_evaluate=False``, in the calling thread; an ``EvalResult`` either wa
 """
 from __future__ import annotations
 
+import concurrent.futures
 import math
 import threading
 import time
@@ -152,6 +153,21 @@ class InstanceSetEvaluator:
         if missing:
             self.evaluate(rec, [e for e in entries if e.instance_id in missing], purpose)
         return self._book.score(rec, ids, score_function(self._evaluation, entries))
+
+    def score_each(self, records: Sequence[ProgramRecord], entries: Sequence[InstanceEntry],
+                   purpose: str = "rescore") -> None:
+        """``score_on`` for each of ``records`` (distinct programs), as many at once as the engine
+        has workers: a refresh usually adds one instance, so one program is one job, and the
+        programs are what there is to spread. Each program's metrics are its own, so the order
+        in which they finish changes nothing."""
+        width = self._runner.width
+        if width <= 1 or len(records) <= 1:
+            for rec in records:
+                self.score_on(rec, entries, purpose)
+            return
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(width, len(records))) as pool:
+            for _ in pool.map(lambda rec: self.score_on(rec, entries, purpose), records):
+                pass
 
     def score_or_reject(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], version: int,
                         bound: float) -> float | None:

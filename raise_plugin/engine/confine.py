@@ -102,6 +102,38 @@ def _code_readable_by_others() -> bool:
     return all(_others_can_read(p) for p in places)
 
 
+def _code_places() -> list[str]:
+    """Where the worker's code lives (``sys.path``, the plugin's and the tasks' root, the files of
+    tasks given by reference), less any place that holds the temporary directory (other
+    workers' directories are there)."""
+    import json
+    import tempfile
+
+    temp = os.path.realpath(tempfile.gettempdir())
+    places = [p or os.getcwd() for p in sys.path]
+    for name in ("raise_plugin", "tasks"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            places.append(os.path.dirname(os.path.dirname(module.__file__)))
+    try:
+        sources = json.loads(os.environ.get("RAISE_PLUGIN_TASK_SOURCES", "{}"))
+    except ValueError:
+        sources = {}
+    for value in (sources.values() if isinstance(sources, dict) else ()):
+        for reference in (value if isinstance(value, list) else [value]):
+            path = str(reference).rpartition(":")[0]
+            if path.endswith(".py"):
+                places.append(os.path.dirname(os.path.abspath(path)))
+    found = []
+    for place in places:
+        full = os.path.realpath(place)
+        if not os.path.isdir(full) or temp == full or temp.startswith(full.rstrip("/") + "/"):
+            continue
+        if full not in found:
+            found.append(full)
+    return found
+
+
 def _drop_privileges(workdir: str) -> bool:
     ids = unprivileged_ids()
     if ids is None or not _code_readable_by_others():
@@ -167,6 +199,8 @@ def _landlock(workdir: str, abi: int) -> bool:
         for entry in os.listdir("/"):
             if entry not in ("proc", "tmp"):  # other processes, other workers' directories
                 allow("/" + entry, _READ)
+        for place in _code_places():  # a checkout or a task file under /tmp stays importable
+            allow(place, _READ)
         for entry in _PROC_READABLE:
             allow("/proc/" + entry, _READ)
         allow("/dev/null", _READ_FILE | _WRITE_FILE)

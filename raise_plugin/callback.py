@@ -16,6 +16,7 @@ Hooks receive the method (the driver, see ``raise_plugin.robust``) and a frozen
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import math
 import time
@@ -568,18 +569,27 @@ def _inner_search(search: Callable, task, code: str, references: list, epsilon: 
 def _in_sandbox(fn: Callable, args: tuple, seconds: float):
     """``fn(*args)`` in one of the engine's sandboxed workers (memory cap, audit hook, no secrets in
     its environment), killed after ``seconds``: the attacked program is generated code."""
-    from .engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
+    from .engine import ProcessExecutor, SandboxLimits
 
-    with ProcessExecutor(1, SandboxLimits(timeout=seconds)) as pool:
-        try:
-            return pool.submit(fn, *args).result()
-        except CallTimeout:
-            raise _SearchFailed(f"the inner search exceeded {seconds:g} s") from None
-        except MemoryError:
-            raise _SearchFailed(f"the inner search ran out of memory (the sandbox caps it at "
-                                f"{pool.limits.memory_mb} MB)") from None
-        except WorkerDied as exc:
-            raise _SearchFailed(f"the inner search's worker died ({exc})") from None
+    with ProcessExecutor(1, SandboxLimits(timeout=seconds)) as pool, \
+            _as_search_failure(pool, f"the inner search exceeded {seconds:g} s"):
+        return pool.submit(fn, *args).result()
+
+
+@contextlib.contextmanager
+def _as_search_failure(pool, timed_out: str):
+    """A sandboxed search's time-out, memory error or dead worker as one ``_SearchFailed`` line."""
+    from .engine import CallTimeout, WorkerDied
+
+    try:
+        yield
+    except CallTimeout:
+        raise _SearchFailed(timed_out) from None
+    except MemoryError:
+        raise _SearchFailed(f"the inner search ran out of memory (the sandbox caps it at "
+                            f"{pool.limits.memory_mb} MB)") from None
+    except WorkerDied as exc:
+        raise _SearchFailed(f"the inner search's worker died ({exc})") from None
 
 
 def _sandbox_pool(method):
@@ -595,19 +605,11 @@ def _sandbox_pool(method):
 def _on_pool(fn: Callable, args: tuple, pool, seconds: float):
     """``fn(*args)`` in this thread with the search's evaluations on ``pool``'s sandboxed
     workers, all of them within ``seconds`` (``0``: no limit but the workers' own)."""
-    from .engine import CallTimeout, WorkerDied
-
     search, task, code, references, epsilon, options = args
     bounded = _Deadline(pool, seconds)
     try:
-        return fn(search, task, code, references, epsilon, {**options, "executor": bounded})
-    except CallTimeout:
-        raise _SearchFailed(f"an evaluation of the inner search exceeded {pool.limits.timeout:g} s") from None
-    except MemoryError:
-        raise _SearchFailed(f"the inner search ran out of memory (the sandbox caps it at "
-                            f"{pool.limits.memory_mb} MB)") from None
-    except WorkerDied as exc:
-        raise _SearchFailed(f"the inner search's worker died ({exc})") from None
+        with _as_search_failure(pool, f"an evaluation of the inner search exceeded {pool.limits.timeout:g} s"):
+            return fn(search, task, code, references, epsilon, {**options, "executor": bounded})
     finally:
         bounded.cancel()  # after a failure, what has not started does not hold up the run's workers
 

@@ -45,7 +45,10 @@ def _run(args, out: Path, early_reject: str | None, jit: bool | None, cores: str
     cmd += args.extra
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    seconds = time.perf_counter() - start
+    return _figures(out, early_reject, jit, cores, time.perf_counter() - start)
+
+
+def _figures(out: Path, early_reject, jit, cores, seconds: float) -> dict:
     summary = json.loads((out / "summary.json").read_text())
     populations = [json.loads(line) for line in (out / "population.jsonl").read_text().splitlines() if line.strip()]
     final = [(m["program_id"], m["score"]) for m in populations[-1]["members"]] if populations else []
@@ -59,9 +62,25 @@ def _run(args, out: Path, early_reject: str | None, jit: bool | None, cores: str
         "rescore": c.get("rescore_evaluations"), "total": c.get("total_evaluations"),
         "rejected_early": c.get("rejected_early", 0), "evaluations_saved": c.get("evaluations_saved", 0),
         "rejected_share": c.get("rejected_early", 0) / samples, "early_rejection": summary.get("early_rejection"),
-        "compiled": {k: v for k, v in c.items() if "compiled" in k or "jit" in k},
+        "compiled": _compiled(out),
         "seconds_per_sample": seconds / samples,
     }
+
+
+def _compiled(out: Path) -> dict:
+    """What the compiled path reported (``compiled.json``, written by a run with ``--jit``)."""
+    path = out / "compiled.json"
+    if not path.exists():
+        return {}
+    tally = json.loads(path.read_text())
+    return {"programs_compiled": tally.get("programs_compiled", 0), "programs_python": tally.get("programs_python", 0),
+            "python_reasons": tally.get("python_reasons", {})}
+
+
+def _compiled_line(tally: dict) -> str:
+    programs = tally["programs_compiled"] + tally["programs_python"]
+    reasons = ", ".join(f"{why}: {n}" for why, n in sorted(tally["python_reasons"].items()))
+    return f"  compiled {tally['programs_compiled']} of {programs} programs" + (f" ({reasons})" if reasons else "")
 
 
 def main(argv=None) -> int:
@@ -104,7 +123,10 @@ def main(argv=None) -> int:
               f"outer {r['outer']}  inner {r['inner']}  rescore {r['rescore']}  "
               f"rejected early {r['rejected_early']} ({100 * r['rejected_share']:.1f} % of samples), "
               f"{r['evaluations_saved']} evaluations saved"
-              + (f"  compiled {r['compiled']}" if r["compiled"] else ""), flush=True)
+              + (_compiled_line(r["compiled"]) if r["compiled"] else ""), flush=True)
+    said = {str(r["early_rejection"]) for r in rows if r["early_rejection"]}
+    for line in sorted(said):
+        print(f"early rejection: {line}")
     same = all(r["best"] == rows[0]["best"] and r["final_population"] == rows[0]["final_population"] for r in rows)
     print(f"same best program and final population in every variant: {'yes' if same else 'NO'} "
           f"(best {rows[0]['best']}, robust score {rows[0]['best_score']})")

@@ -128,6 +128,7 @@ class InstanceSetEvaluator:
         self.rejected = 0  # samples stopped early
         self.saved = 0  # instance evaluations they did not need
         self._count_lock = threading.Lock()
+        self._in_batch = threading.local()  # set in score_each's threads: the batch counts its own wall time
 
     # host interface
     def evaluate_program_record_time(self, program, **kwargs):
@@ -159,15 +160,29 @@ class InstanceSetEvaluator:
         """``score_on`` for each of ``records`` (distinct programs), as many at once as the engine
         has workers: a refresh usually adds one instance, so one program is one job, and the
         programs are what there is to spread. Each program's metrics are its own, so the order
-        in which they finish changes nothing."""
+        in which they finish changes nothing. The time counted for ``purpose`` is the wall time
+        of the whole batch, not the sum of its overlapping calls."""
         width = self._runner.width
         if width <= 1 or len(records) <= 1:
             for rec in records:
                 self.score_on(rec, entries, purpose)
             return
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(width, len(records))) as pool:
-            for _ in pool.map(lambda rec: self.score_on(rec, entries, purpose), records):
-                pass
+
+        def one(rec):
+            self._in_batch.active = True
+            try:
+                self.score_on(rec, entries, purpose)
+            finally:
+                self._in_batch.active = False
+
+        started = time.perf_counter()
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(width, len(records))) as pool:
+                for _ in pool.map(one, records):
+                    pass
+        finally:
+            with self._count_lock:
+                self.by_purpose[purpose][1] += time.perf_counter() - started
 
     def score_or_reject(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], version: int,
                         bound: float) -> float | None:
@@ -256,7 +271,8 @@ class InstanceSetEvaluator:
             self.evaluations += len(values)
             counter = self.by_purpose[purpose]
             counter[0] += len(values)
-            counter[1] += time.perf_counter() - started
+            if not getattr(self._in_batch, "active", False):
+                counter[1] += time.perf_counter() - started
         self._book.store(rec, metrics, error, broken)
 
     def close(self) -> None:

@@ -78,6 +78,32 @@ class _CleanForkServer(forkserver.ForkServer):
                 self._forkserver_address = address
                 self._forkserver_alive_fd = alive_w
                 self._forkserver_pid = self._process.pid
+                # at exit, after multiprocessing has ended its children: stop and reap the server
+                # and the resource tracker, so that the process leaves nothing behind, not even a
+                # zombie for init to reap
+                util.Finalize(None, self.stop, exitpriority=-100)
+
+    def stop(self) -> None:
+        """Stop the server (it ends when its last client's "alive" pipe closes) and wait for it;
+        then the resource tracker likewise. Safe to call more than once."""
+        with self._lock:
+            process, self._process = self._process, None
+            if process is None:
+                return
+            if self._forkserver_alive_fd is not None:
+                os.close(self._forkserver_alive_fd)
+            self._forkserver_address = self._forkserver_alive_fd = self._forkserver_pid = None
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        stop_tracker = getattr(resource_tracker._resource_tracker, "_stop", None)
+        if stop_tracker is not None:
+            try:
+                stop_tracker()
+            except Exception:  # a tracker in use elsewhere or already gone: it ends with this process
+                pass
 
 
 def _become_subreaper() -> None:

@@ -317,11 +317,11 @@ class AdversarialInstanceCallback(Callback):
             skipped, logged and kept in ``skipped``; the run goes on.
         inner_parallel: ``True`` (default): the candidates and draws of each inner generation (and
             the references' runs on them) are evaluated in parallel on the sandboxed workers that
-            evaluate the run's programs (every core with the default executor); the search itself
+            evaluate the run's programs (every core with the default executor; on a Dask cluster
+            each call in the sandbox pool of the Dask worker it lands on); the search itself
             (genes, projection, the GA) stays in this process. Each call there is under the
-            workers' own time limit as well. ``False``, or a run whose executor does not run
-            calls in sandboxed workers (``serial``, Dask), or a custom ``searcher``: the whole
-            search runs serially in one sandboxed worker. The result is the same either way:
+            workers' own time limit as well. ``False``, a ``serial`` executor, or a custom
+            ``searcher``: the whole search runs serially in one sandboxed worker. The result is the same either way:
             every instance is sampled from its own seed, wherever it is evaluated.
         objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
             paper's), ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME
@@ -593,13 +593,17 @@ def _as_search_failure(pool, timed_out: str):
 
 
 def _sandbox_pool(method):
-    """The run's pool of sandboxed workers when its ``submit`` runs calls in them (a
-    ``ProcessExecutor``); ``None`` otherwise (a serial or Dask executor, programs run in the
-    calling thread, a method without an engine)."""
+    """What runs the run's calls in its sandboxed workers: its ``ProcessExecutor``, or a Dask
+    executor's ``sandboxed_calls()`` (each call in a sandbox pool local to its Dask worker);
+    ``None`` otherwise (a serial executor, programs run in the calling thread, a method without
+    an engine)."""
     from .engine import ProcessExecutor
 
     executor = getattr(method, "engine_executor", None)
-    return executor if isinstance(executor, ProcessExecutor) else None
+    if isinstance(executor, ProcessExecutor):
+        return executor
+    sandboxed = getattr(executor, "sandboxed_calls", None)
+    return sandboxed() if callable(sandboxed) else None
 
 
 def _on_pool(fn: Callable, args: tuple, pool, seconds: float):

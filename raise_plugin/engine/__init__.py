@@ -4,14 +4,14 @@ fanned out over instances and programs through an executor (local processes or D
     from raise_plugin.engine import Engine, EngineEvaluator, use_engine, make_executor
 """
 from .evaluator import Engine, EngineEvaluator, as_program, use_engine
-from .executors import (DaskExecutor, ProcessExecutor, SerialExecutor, default_workers, make_executor,
-                        run_job)
+from .executors import (DaskExecutor, ProcessExecutor, SandboxedCalls, SerialExecutor, default_workers,
+                        make_executor, run_call, run_job)
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
 from .sandbox import CallTimeout, WorkerDied
 
 __all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "make_executor", "ProcessExecutor",
-           "SerialExecutor", "DaskExecutor", "default_workers", "run_job", "InstanceSet", "Job",
+           "SerialExecutor", "DaskExecutor", "SandboxedCalls", "default_workers", "run_job", "run_call", "InstanceSet", "Job",
            "ProgramSpec", "SourcePriority", "SandboxLimits", "EvalResult", "FailureKind", "CallTimeout",
            "WorkerDied"]

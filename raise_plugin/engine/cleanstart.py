@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from multiprocessing import connection, context, forkserver, popen_forkserver, resource_tracker, spawn, util
 
 from .limits import is_secret
@@ -84,12 +86,16 @@ class _CleanForkServer(forkserver.ForkServer):
                 util.Finalize(None, self.stop, exitpriority=-100)
 
     def stop(self) -> None:
-        """Stop the server (it ends when its last client's "alive" pipe closes) and wait for it;
-        then the resource tracker likewise. Safe to call more than once."""
+        """Kill the workers still alive (each holds the resource tracker's pipe); stop the
+        server (it ends when its last client's "alive" pipe closes) and wait for it; then the
+        resource tracker likewise, never more than a few seconds each. Safe to call more than once."""
+        from .sandbox import kill_live_workers
+
         with self._lock:
             process, self._process = self._process, None
             if process is None:
                 return
+            kill_live_workers()
             if self._forkserver_alive_fd is not None:
                 os.close(self._forkserver_alive_fd)
             self._forkserver_address = self._forkserver_alive_fd = self._forkserver_pid = None
@@ -98,12 +104,36 @@ class _CleanForkServer(forkserver.ForkServer):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        stop_tracker = getattr(resource_tracker._resource_tracker, "_stop", None)
-        if stop_tracker is not None:
-            try:
-                stop_tracker()
-            except Exception:  # a tracker in use elsewhere or already gone: it ends with this process
-                pass
+        _stop_tracker()
+
+
+def _stop_tracker(seconds: float = 5.0) -> None:
+    """Stop multiprocessing's resource tracker as its own ``_stop`` does (close the pipe it
+    reads, reap it), but wait no longer than ``seconds``: a process that still holds the pipe
+    would keep it alive for ever, so past that it is killed, then reaped."""
+    tracker = resource_tracker._resource_tracker
+    lock = getattr(tracker, "_lock", None)
+    if lock is None:
+        return
+    with lock:
+        fd, pid = getattr(tracker, "_fd", None), getattr(tracker, "_pid", None)
+        if fd is None or pid is None:
+            return
+        tracker._fd = tracker._pid = None
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+    deadline = time.monotonic() + seconds
+    try:
+        while os.waitpid(pid, os.WNOHANG)[0] == 0:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return
+            time.sleep(0.01)
+    except (ChildProcessError, ProcessLookupError):  # not ours to reap, or already gone
+        pass
 
 
 def _become_subreaper() -> None:

@@ -27,8 +27,8 @@ from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
 from .sandbox import SandboxWorker
 
-__all__ = ["ProcessExecutor", "SerialExecutor", "DaskExecutor", "make_executor", "run_job",
-           "default_workers", "executor_workers", "worker_width"]
+__all__ = ["ProcessExecutor", "SerialExecutor", "DaskExecutor", "SandboxedCalls", "make_executor", "run_job",
+           "run_call", "default_workers", "executor_workers", "worker_width"]
 
 
 def default_workers() -> int:
@@ -277,6 +277,33 @@ def run_job(job: Job, instance_set: InstanceSet, limits: SandboxLimits | None = 
     return local_executor(limits or SandboxLimits()).submit_job(job, instance_set).result()
 
 
+def run_call(fn: Callable, args: tuple, kwargs: dict, limits: SandboxLimits | None = None):
+    """``fn(*args, **kwargs)`` in a sandboxed worker of the process this is called in, under
+    ``limits`` (what ``SandboxedCalls`` hands a foreign executor); raises what the call raised,
+    ``CallTimeout`` or ``WorkerDied``."""
+    return local_executor(limits or SandboxLimits()).submit(fn, *args, **kwargs).result()
+
+
+class SandboxedCalls:
+    """A foreign executor's ``submit`` whose calls run in a sandbox local to wherever they land
+    (``run_call``): the call interface of a ``ProcessExecutor`` (``submit``, ``workers``,
+    ``limits``) on a Dask cluster, for calls that run generated code."""
+
+    def __init__(self, executor, limits: SandboxLimits):
+        self._executor = executor
+        self.limits = limits
+
+    @property
+    def workers(self) -> int:
+        return executor_workers(self._executor)
+
+    def submit(self, fn: Callable, /, *args, **kwargs) -> cf.Future:
+        return self._executor.submit(run_call, fn, args, kwargs, self.limits)
+
+    def __repr__(self) -> str:
+        return f"<SandboxedCalls on {self._executor!r}>"
+
+
 # -- Dask -------------------------------------------------------------------------------------
 
 class DaskExecutor:
@@ -319,7 +346,13 @@ class DaskExecutor:
         return max(1, sum(self.client.nthreads().values()))
 
     def submit(self, fn: Callable, /, *args, **kwargs) -> cf.Future:
+        """``fn(*args, **kwargs)`` on a Dask worker, in the worker's own process: for the caller's
+        code; ``sandboxed_calls().submit`` for calls that run generated code."""
         return _from_dask(self.client.submit(fn, *args, pure=False, **kwargs))
+
+    def sandboxed_calls(self) -> SandboxedCalls:
+        """Calls that run in a sandbox pool local to their Dask worker, under this executor's limits."""
+        return SandboxedCalls(self, self.limits)
 
     def submit_job(self, job: Job, instance_set: InstanceSet) -> cf.Future:
         with self._lock:

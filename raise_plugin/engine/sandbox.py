@@ -21,6 +21,7 @@ import signal
 import sys
 import tempfile
 import threading
+import weakref
 import time
 from typing import Any
 
@@ -439,7 +440,7 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
     compiler = None
     if limits.jit:
         from .compiled import Compiler
-        compiler = Compiler()
+        compiler = Compiler(after=limits.jit_after)
     grown_at = _compiled_code_cap(limits)
     sets: collections.OrderedDict[str, tuple[int, list, list[int]]] = collections.OrderedDict()
     while True:
@@ -552,6 +553,19 @@ def start_method(limits: SandboxLimits) -> str:
     return method
 
 
+_LIVE: "weakref.WeakSet[SandboxWorker]" = weakref.WeakSet()  # every handle that started a worker
+
+
+def kill_live_workers() -> None:
+    """Kill every worker this process started that is still alive (at exit, before the clean
+    fork server and the resource tracker are stopped: a live worker holds the tracker's pipe)."""
+    for worker in list(_LIVE):
+        try:
+            worker.kill()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
 class SandboxWorker:
     """The parent's handle on one worker process. Not thread-safe: one owner at a time."""
 
@@ -585,6 +599,7 @@ class SandboxWorker:
         self.process = ctx.Process(target=worker_main, daemon=True, name="raise-sandbox",
                                    args=(child_conn, self.limits, self.workdir, os.getpid(), method, carried))
         self.process.start()
+        _LIVE.add(self)
         child_conn.close()
         self.conn = parent_conn
         self.sets.clear()

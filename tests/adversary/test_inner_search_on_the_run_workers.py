@@ -85,3 +85,32 @@ def test_a_robust_run_records_the_same_with_its_inner_search_on_one_or_two_worke
     one, two = recorded("process:1"), recorded("process:2")
     assert '"adv-' in one
     assert one == two
+
+
+def test_on_a_dask_cluster_the_inner_search_runs_in_the_dask_workers_sandboxes(monkeypatch):
+    """On Dask the inner search's calls are spread over the cluster, each in the sandbox pool of
+    the Dask worker it lands on (never in the worker's own process), with the serial search's result."""
+    from raise_plugin.callback import _sandbox_pool
+    from raise_plugin.engine import DaskExecutor, SandboxedCalls, SandboxLimits
+    from raise_plugin.engine.jobs import SourcePriority
+    from raise_plugin.engine.sandbox import start_method
+
+    pytest.importorskip("distributed")
+    serial = _recorded(*_short_run(inner_parallel=False, budget=8))
+    if start_method(SandboxLimits()) == "server":  # the sandboxes start from a clean interpreter
+        def refuse(self, *args, **kwargs):
+            raise AssertionError("a program ran in a Dask worker's own process")
+
+        monkeypatch.setattr(SourcePriority, "__call__", refuse)
+    submitted = []
+    through = SandboxedCalls.submit
+    monkeypatch.setattr(SandboxedCalls, "submit", lambda self, fn, *a: submitted.append(fn) or through(self, fn, *a))
+    # an in-process cluster: its workers are threads of this process, so the patch reaches them
+    with DaskExecutor("local", workers=2, processes=False) as dask:
+        method, callback = _short_run(executor=dask, budget=8)
+        calls = _sandbox_pool(method)
+        assert isinstance(calls, SandboxedCalls) and calls.workers == 2
+    assert callback.refreshes >= 1 and not callback.skipped and method.hook_errors == 0
+    assert all(math.isfinite(h["metric"]) for h in callback.history), callback.history
+    assert len(submitted) >= 2 * callback.refreshes  # each refresh's calls went to the cluster
+    assert _recorded(method, callback) == serial

@@ -4,8 +4,8 @@ faster an evaluation is, compiled against Python, measured in the same run.
 Programs: the offline sampler's answers to the task's first prompt (its description and
 template; ``--programs`` distinct ones) and the task's classical baselines. Each is evaluated
 on the task's nominal instances in one sandboxed worker on the Python path, then in one worker
-on the compiled path twice: "cold" (compile and probe included, as a program's first
-evaluation in a worker) and "warm" (the verdict kept, as every later evaluation of it). The
+on the compiled path twice, compiled at its first evaluation (``jit_after=0``): "cold" (compile
+and probe included, as a program's first evaluation in a worker) and "warm" (the verdict kept, as every later evaluation of it). The
 metrics must be the same on both paths. Runs one worker at a time, so the two cores' load is
 the same for all three.
 
@@ -58,8 +58,9 @@ def measure(task_name: str, programs: int, instances: int | None) -> dict:
               "baselines": [ProgramSpec(baseline=name) for name in task.baselines]}
     out: dict = {"task": task_name, "instances": len(nominal)}
     limits = SandboxLimits(timeout=600)
+    at_once = SandboxLimits(timeout=600, jit=True, jit_after=0)  # cold: the compile and probes, measured
     with Engine(task_name, "process:1", limits=limits) as python, \
-            Engine(task_name, "process:1", limits=SandboxLimits(timeout=600, jit=True)) as jit:
+            Engine(task_name, "process:1", limits=at_once) as jit:
         python.evaluate(ProgramSpec(baseline=next(iter(task.baselines))), nominal)  # workers up, sets sent
         jit.evaluate(ProgramSpec(baseline=next(iter(task.baselines))), nominal)
         for group, specs in groups.items():
@@ -99,6 +100,8 @@ def summarise(rows: list[dict]) -> dict:
         "run_speedup_cold": (sum(r["python_s"] for r in valid) / sum(r["cold_s"] for r in valid)) if valid else None,
         "run_speedup_warm": (sum(r["python_s"] for r in valid) / sum(r["warm_s"] for r in valid)) if valid else None,
         "python_s_per_program": statistics.mean(r["python_s"] for r in valid) if valid else None,
+        # what a compile and its probes cost (cold - warm): the price --jit-after weighs
+        "median_compile_s": statistics.median(r["cold_s"] - r["warm_s"] for r in compiled) if compiled else None,
     }
 
 
@@ -120,7 +123,8 @@ def main(argv=None) -> int:
                   f"(rate {fmt(g['compile_rate'])}), speed-up warm {fmt(g['speedup_warm'])} "
                   f"(median {fmt(g['median_speedup_warm'])}), cold {fmt(g['speedup_cold'])}; "
                   f"whole group warm {fmt(g['run_speedup_warm'])} cold {fmt(g['run_speedup_cold'])}; "
-                  f"Python {fmt(g['python_s_per_program'])} s/program; same metrics {g['all_same_metrics']}; "
+                  f"Python {fmt(g['python_s_per_program'])} s/program; compile and probes "
+                  f"{fmt(g['median_compile_s'])} s (median); same metrics {g['all_same_metrics']}; "
                   f"on Python: {g['python_reasons']}", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")

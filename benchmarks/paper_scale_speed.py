@@ -11,6 +11,7 @@ population (they must: none of the three changes a result).
     python benchmarks/paper_scale_speed.py                              # 1000 samples: early rejection on/off
     python benchmarks/paper_scale_speed.py --budget 300                 # a 300-sample slice
     python benchmarks/paper_scale_speed.py --budget 300 --jit --cores 1,2
+    python benchmarks/paper_scale_speed.py --budget 300 --jit -- --jit-after 0   # every program compiled at once
 
 ``--jit`` and ``--cores`` multiply the variants (on/off, process:1/process:2); an option the
 CLI does not know yet is skipped with a note. Run it on an otherwise idle machine: other work
@@ -74,13 +75,14 @@ def _compiled(out: Path) -> dict:
         return {}
     tally = json.loads(path.read_text())
     return {"programs_compiled": tally.get("programs_compiled", 0), "programs_python": tally.get("programs_python", 0),
-            "python_reasons": tally.get("python_reasons", {})}
+            "programs_waiting": tally.get("programs_waiting", 0), "python_reasons": tally.get("python_reasons", {})}
 
 
 def _compiled_line(tally: dict) -> str:
-    programs = tally["programs_compiled"] + tally["programs_python"]
+    programs = tally["programs_compiled"] + tally["programs_python"] + tally["programs_waiting"]
     reasons = ", ".join(f"{why}: {n}" for why, n in sorted(tally["python_reasons"].items()))
-    return f"  compiled {tally['programs_compiled']} of {programs} programs" + (f" ({reasons})" if reasons else "")
+    return (f"  compiled {tally['programs_compiled']} of {programs} programs" + (f" ({reasons})" if reasons else "")
+            + (f"; {tally['programs_waiting']} not evaluated long enough to compile" if tally["programs_waiting"] else ""))
 
 
 def main(argv=None) -> int:

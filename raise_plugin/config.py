@@ -66,7 +66,8 @@ class RunConfig:
     ``max_failed_requests`` the requests in a row that may give no usable program before the
     run stops as failed. ``jit`` evaluates programs on the compiled path (``raise_plugin.engine.compiled``:
     numba, the ``jit`` extra), each program compiled only where its decisions on the task's
-    probe instances equal its Python function's.
+    probe instances equal its Python function's, and only once its evaluations in a worker have
+    taken ``jit_after`` seconds in Python (``0``: every program at once).
 
     ``epsilon``, ``aggregation``, ``adversary_objective`` and ``projection`` left unset take
     the task's robust defaults (``Task.robust_defaults``, chosen on its validation suite),
@@ -116,6 +117,7 @@ class RunConfig:
     validation_trace: bool = True
     instances_per_refresh: str = "one"
     jit: bool = False
+    jit_after: float = 0.5
 
     def __post_init__(self):
         for name, value in robust_defaults(self.task).items():
@@ -163,6 +165,8 @@ class RunConfig:
             bad("llm_timeout", "must be > 0 seconds")
         if self.max_failed_requests < 1:
             bad("max_failed_requests", "must be >= 1")
+        if self.jit_after < 0:
+            bad("jit_after", "must be >= 0 seconds")
         if self.prices is not None:
             if not isinstance(self.prices, dict):
                 bad("prices", "must be a table: model = [input, output] dollars per million tokens")

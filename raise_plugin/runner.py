@@ -95,7 +95,7 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
     executor = config.executor
     if config.jit:  # the compiled path is a property of the workers: the run starts and owns them
         from .engine import SandboxLimits, make_executor
-        executor = make_executor(config.executor, SandboxLimits(jit=True))
+        executor = make_executor(config.executor, SandboxLimits(jit=True, jit_after=config.jit_after))
         all_callbacks.append(CompiledPathReport(executor, run_dir.path))
     profiler = None
     if config.host_profiler:

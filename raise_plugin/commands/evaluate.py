@@ -28,6 +28,12 @@ def register(sub) -> None:
                    help="serial, process[:N] or dask://HOST:PORT / dask://local (default: a local process pool)")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds allowed per instance (default: the task's limit for the instance's size)")
+    p.add_argument("--jit", action="store_true",
+                   help="run each heuristic compiled (numba: pip install 'raise-plugin[jit]') once its evaluations "
+                        "in a worker have taken --jit-after seconds, where its decisions on the task's probe "
+                        "instances equal its Python function's; the same metrics either way")
+    p.add_argument("--jit-after", type=float, default=0.5, metavar="SECONDS",
+                   help="with --jit: Python seconds before a heuristic is compiled (default 0.5; 0: at once)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -117,8 +123,16 @@ def run(args) -> int:
     check_timeout(args.timeout)
     check_executor(args.executor)
     check_output(args.out)
+    limits, compiled = None, []
+    if args.jit:
+        from raise_plugin.engine import SandboxLimits
+        try:
+            limits = SandboxLimits(jit=True, jit_after=args.jit_after)
+        except ValueError as exc:
+            raise UserError(f"--jit-after: {exc}") from None
     rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
-                          progress=not args.no_progress, executor=args.executor)
+                          progress=not args.no_progress, executor=args.executor, limits=limits,
+                          compiled_report=compiled.append)
     names, ds, means = dataset_means(rows)
     body = []
     for d, family, params in ds:
@@ -136,6 +150,8 @@ def run(args) -> int:
     print(f"{task.name}: mean metric per dataset (lower is better)")
     print(render_table(["family", "sizes"] + names, body))
     report_invalid(rows, names)
+    for line in compiled:
+        print(f"compiled path: {line}")
     if args.out:
         write_rows_csv(rows, args.out)
         print(f"wrote {len(rows)} rows to {args.out}")

@@ -14,7 +14,7 @@ FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inne
          "nominal", "timeout", "projection", "encoding", "constraint", "length", "host_profiler", "record", "executor",
          "adversary_objective", "inner_draws", "validation_trace", "tau_unit", "max_cost_usd", "max_llm_calls",
          "prices", "instances_per_refresh", "max_tokens", "llm_timeout", "max_failed_requests", "jit",
-         "early_reject")
+         "jit_after", "early_reject")
 
 
 ENDPOINT_FAILED = 3  # the exit status of a run its LLM endpoint could not serve
@@ -69,6 +69,9 @@ def register(sub) -> None:
     p.add_argument("--jit", action=argparse.BooleanOptionalAction, default=None,
                    help="run each program compiled (numba: pip install 'raise-plugin[jit]') where its decisions "
                         "on the task's probe instances equal its Python function's, else in Python (default off)")
+    p.add_argument("--jit-after", type=float, metavar="SECONDS",
+                   help="with --jit: compile a program once its evaluations in a worker have taken this long in "
+                        "Python, about what a compile costs (default 0.5; 0 compiles every program at once)")
     p.add_argument("--early-reject", type=_on_off, metavar="{on,off}",
                    help="stop a candidate's evaluation once it provably cannot enter the population (min, cvar "
                         "and their regret forms; the same samples, populations and best either way; default on)")

@@ -10,10 +10,21 @@ arguments: the two answers must give the same decision at every call (the same f
 and the same verdict of the simulator's check: NaN, +inf, every score -inf). The decision is
 all a simulator takes from an answer, so a metric computed from the same decisions is the
 same; scores may differ in their last bits (numba's ``exp`` is not numpy's SIMD ``exp``).
-Anything else (numba absent, a compile error, a different answer, an exception of either,
-a draw from the global random state) leaves the heuristic on its Python function, with a
-one-line reason. The verdict is kept per program text in the worker, so a program met again
+Two spellings numba rejects are read as numpy reads them (``numba_spelling``): Python's
+``float``, ``int`` and ``bool`` as dtypes (``np.asarray(x, dtype=float)``, the first line of
+every offline sampler program) and ``np.max``/``np.min``/``np.amax``/``np.amin`` with
+``initial=`` over a whole array. Anything else (numba absent, a compile error, a different
+answer, an exception of either, a draw from the global random state) leaves the heuristic on
+its Python function, with a one-line reason. The verdict is kept per program text in the worker, so a program met again
 (another instance set, another chunk) is neither compiled nor probed again.
+
+A compile and its probes cost about half a second, what a program's evaluation on a few
+large instances costs in Python. So a worker compiles a program only once its evaluations
+there have taken ``after`` seconds in Python (``SandboxLimits.jit_after``; ``0``: at once),
+as one rents skis until their price is spent: a candidate met briefly (most are, once early
+rejection stops them after an instance or two) is never compiled, one evaluated at length
+(a population member re-scored on every new instance, a program on a whole test suite)
+runs compiled from that point of its evaluation on. Which path ran never changes a metric.
 
 Results say which path ran (``EvalResult.compiled``, ``EvalResult.fallback``); executors keep a
 ``CompiledTally`` of programs compiled and programs left on Python.
@@ -30,7 +41,8 @@ import numpy as np
 
 from .jobs import root_cause
 
-__all__ = ["Compiler", "Verdict", "CompiledTally", "probe_instances", "numba_available", "PROBE_SEED"]
+__all__ = ["Compiler", "Verdict", "CompiledTally", "probe_instances", "numba_available", "numba_spelling",
+           "PROBE_SEED", "WAITING"]
 
 PROBE_SEED = 20240532  # the probe instances are the same in every worker and every run
 _CACHED_PROGRAMS = 256
@@ -58,6 +70,74 @@ def probe_instances(task) -> list:
     return [task.sample_instance(histogram, rng, length=length),
             task.sample_instance(uniform, rng, length=length),
             task.sample_instance(histogram, rng, length=max(5, length // 2))]
+
+
+# Python's types as numba must be told them where a program uses them as dtypes: np.float64 and
+# friends convert as float(), int() and bool() do and are dtypes as well, which the builtins
+# are not to numba (``np.asarray(x, dtype=float)`` fails to type).
+_NUMPY_SPELLINGS = {"float": np.float64, "int": np.int64, "bool": np.bool_}
+
+
+def numba_spelling(function: Callable, own_module: bool) -> Callable:
+    """``function`` as numba is to compile it: in its own module (a program's copy, never a task's
+    or a shared one) the builtins ``float``, ``int`` and ``bool`` are numpy's scalar types,
+    unless the program defines those names itself; numba also learns ``initial=`` of numpy's
+    max and min (``_numpy_reductions``). The Python path never sees either: it runs another copy."""
+    _numpy_reductions()
+    namespace = getattr(function, "__globals__", None)
+    if own_module and isinstance(namespace, dict):
+        for name, numpy_type in _NUMPY_SPELLINGS.items():
+            namespace.setdefault(name, numpy_type)
+    return function
+
+
+_REDUCTIONS_TAUGHT = False
+
+
+def _numpy_reductions() -> None:
+    """Teach numba ``np.max(a, initial=x)`` (and ``amax``, ``min``, ``amin``) over a whole array, as
+    numpy computes it: ``initial`` cast to the array's dtype, a NaN anywhere gives NaN. Other
+    arguments (``axis``, ``out``, ``keepdims``, ``where``) are left to numba, which refuses them."""
+    global _REDUCTIONS_TAUGHT
+    if _REDUCTIONS_TAUGHT:
+        return
+    from numba import types
+    from numba.extending import overload
+
+    def given(t) -> bool:
+        return not (t is None or isinstance(t, (types.NoneType, types.Omitted)))
+
+    def default(t, value) -> bool:
+        return t is value or (isinstance(t, types.Omitted) and t.value is value)
+
+    def teach(fn, larger: bool) -> None:
+        @overload(fn)
+        def with_initial(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+            if (not isinstance(a, types.Array) or not given(initial) or given(axis) or given(out)
+                    or not default(keepdims, False) or not default(where, True)):
+                return None
+            kind = a.dtype
+
+            def maximum(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+                best = kind(initial)
+                for v in a.flat:
+                    if v > best or v != v:
+                        best = v
+                return best
+
+            def minimum(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+                best = kind(initial)
+                for v in a.flat:
+                    if v < best or v != v:
+                        best = v
+                return best
+            return maximum if larger else minimum
+
+    for fn in (np.max, np.amax):
+        teach(fn, True)
+    for fn in (np.min, np.amin):
+        teach(fn, False)
+    _REDUCTIONS_TAUGHT = True
 
 
 @dataclass(frozen=True)
@@ -148,17 +228,45 @@ def _restore_random_state(saved: tuple) -> None:
     np.random.set_state((saved[1], saved[2], *saved[3]))
 
 
-class Compiler:
-    """A worker's compiled path: compiles, probes and remembers the verdict for each program."""
+WAITING = "not compiled yet"  # the fallback of a job whose program has not taken ``after`` seconds yet
 
-    def __init__(self, cached: int = _CACHED_PROGRAMS):
+
+class Compiler:
+    """A worker's compiled path: compiles, probes and remembers the verdict for each program,
+    once the program's evaluations here have taken ``after`` seconds in Python (``ready``)."""
+
+    def __init__(self, cached: int = _CACHED_PROGRAMS, after: float = 0.0):
+        if numba_available():  # numba learns numpy's spellings now, before a job's state is taken
+            _numpy_reductions()
         self._verdicts: collections.OrderedDict[tuple, Verdict] = collections.OrderedDict()
+        self._spent: collections.OrderedDict[tuple, float] = collections.OrderedDict()
         self._probes: dict[str, list] = {}
         self._cached = cached
+        self.after = float(after)
+
+    def ready(self, task, spec, seconds: float = 0.0) -> Verdict | None:
+        """``spec``'s verdict once its evaluations here, ``seconds`` more included, have taken
+        ``after`` seconds in Python (judged then, if not before); ``None`` until then."""
+        key = _key(task, spec)
+        if key in self._verdicts:
+            return self.verdict(task, spec)
+        spent = self._spent.pop(key, 0.0) + seconds
+        if spent >= self.after:
+            return self.verdict(task, spec)
+        self._spent[key] = spent
+        while len(self._spent) > 16 * self._cached:
+            self._spent.popitem(last=False)
+        return None
+
+    def waiting(self, task, spec) -> str:
+        """The fallback of a job whose program is not compiled yet."""
+        spent = self._spent.get(_key(task, spec), 0.0)
+        return f"{WAITING}: {spent:.2f} s of Python in this worker, compiled after {self.after:g} s"
 
     def verdict(self, task, spec) -> Verdict:
         """The compiled heuristic for ``spec`` (a ``ProgramSpec``) on ``task``, or why there is none."""
-        key = (task.name, spec.code, spec.function, spec.baseline)
+        key = _key(task, spec)
+        self._spent.pop(key, None)
         held = self._verdicts.get(key)
         if held is not None:
             self._verdicts.move_to_end(key)
@@ -186,7 +294,8 @@ class Compiler:
             return Verdict(None, f"numba is not available ({type(exc).__name__})")
         python = spec.resolve(task)  # a copy of the program's module of its own: the real run gets a fresh one
         try:
-            compiled = numba.njit(python, cache=False, fastmath=False, parallel=False, nogil=False)
+            compiled = numba.njit(numba_spelling(spec.resolve(task), spec.baseline is None),
+                                  cache=False, fastmath=False, parallel=False, nogil=False)
         except Exception as exc:  # noqa: BLE001 - e.g. not a Python function
             return Verdict(None, f"does not compile: {type(exc).__name__}")
         comparing = _Comparing(python, compiled, NumbaError)
@@ -210,13 +319,20 @@ class Compiler:
         return self._probes[task.name]
 
 
+def _key(task, spec) -> tuple:
+    return task.name, spec.code, spec.function, spec.baseline
+
+
 class CompiledTally:
-    """How many programs ran compiled and how many stayed on Python (by reason), over the jobs an
-    executor ran. A program counts as compiled when every job of it ran compiled. Thread-safe."""
+    """How many programs ran compiled, how many were left on Python (by reason) and how many were
+    never evaluated long enough to be compiled, over the jobs an executor ran. A program counts
+    as compiled once a job of it ran compiled, unless a job of it was left on Python for a
+    reason (the compiled function failed on an instance, or it was refused). Thread-safe."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._compiled: set = set()
+        self._waiting: set = set()
         self._python: dict = {}
         self.jobs = {"compiled": 0, "python": 0}
 
@@ -229,9 +345,15 @@ class CompiledTally:
                 self.jobs["compiled"] += 1
                 if key not in self._python:
                     self._compiled.add(key)
+                    self._waiting.discard(key)
+            elif result.fallback.startswith(WAITING):
+                self.jobs["python"] += 1
+                if key not in self._python and key not in self._compiled:
+                    self._waiting.add(key)
             else:
                 self.jobs["python"] += 1
                 self._compiled.discard(key)
+                self._waiting.discard(key)
                 self._python.setdefault(key, result.fallback)
 
     @property
@@ -240,7 +362,13 @@ class CompiledTally:
 
     @property
     def programs_python(self) -> int:
+        """Programs left on Python for a reason (``reasons``)."""
         return len(self._python)
+
+    @property
+    def programs_waiting(self) -> int:
+        """Programs that ran only in Python, none of them evaluated long enough in one worker to be compiled."""
+        return len(self._waiting)
 
     def reasons(self) -> dict[str, int]:
         """Programs left on Python, by the kind of reason (the text before its first colon)."""
@@ -252,10 +380,12 @@ class CompiledTally:
         with self._lock:
             jobs = dict(self.jobs)
         return {"programs_compiled": self.programs_compiled, "programs_python": self.programs_python,
-                "jobs_compiled": jobs["compiled"], "jobs_python": jobs["python"], "python_reasons": self.reasons()}
+                "programs_waiting": self.programs_waiting, "jobs_compiled": jobs["compiled"],
+                "jobs_python": jobs["python"], "python_reasons": self.reasons()}
 
     def line(self) -> str:
         d = self.as_dict()
         reasons = ", ".join(f"{n} {k}" for k, n in d["python_reasons"].items())
         return (f"{d['programs_compiled']} programs compiled, {d['programs_python']} on Python"
-                + (f" ({reasons})" if reasons else ""))
+                + (f" ({reasons})" if reasons else "")
+                + (f", {d['programs_waiting']} not evaluated long enough to compile" if d["programs_waiting"] else ""))

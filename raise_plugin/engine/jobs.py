@@ -199,8 +199,10 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
     """Run ``job`` on ``instances`` in this process (a worker calls this). Never raises.
 
     With a ``compiler`` (``compiled.Compiler``: the worker's compiled path) the heuristic runs
-    compiled where the compiler accepts it; an instance on which the compiled heuristic fails
-    is evaluated again in Python, whose outcome stands.
+    compiled where the compiler accepts it, from the instance after the one at which its
+    evaluations in this worker have taken the compiler's ``after`` seconds in Python; an
+    instance on which the compiled heuristic fails is evaluated again in Python, whose
+    outcome stands.
     """
     start = time.perf_counter()
     count = len(job.indices)
@@ -210,7 +212,7 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
         task = get_task(job.task)
         evaluate = task.evaluate  # taken before the program's module code runs: it cannot replace it
         if compiler is not None:
-            verdict = compiler.verdict(task, job.program)
+            verdict = compiler.ready(task, job.program)
         priority = job.program.resolve(task)
     except ProgramError as exc:
         return EvalResult.failed(count, FailureKind.PROGRAM, _one_line(str(exc)), time.perf_counter() - start)
@@ -235,7 +237,12 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
                     fast, fallback = None, ("fails on an instance compiled, or meets argument types the probes "
                                             "did not: evaluated in Python")
             if value is None:
+                began = time.perf_counter()
                 value = _metric(evaluate, priority, instances[index])
+                if compiler is not None and verdict is None:  # compiled once Python has taken long enough
+                    verdict = compiler.ready(task, job.program, time.perf_counter() - began)
+                    if verdict is not None:
+                        fast, fallback = verdict.function, verdict.reason
             metrics[k] = value
         except BaseException as exc:  # noqa: BLE001 - every failure becomes a reason
             kind, reason = classify(exc)
@@ -252,7 +259,9 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
             reason = f"the program modified the instance data (instances {bad[:5]})"
             return EvalResult.failed(count, FailureKind.TAMPERED, reason, time.perf_counter() - start)
     seconds = time.perf_counter() - start
-    compiled = None if verdict is None else fast is not None
+    compiled = None if compiler is None else fast is not None
+    if compiler is not None and verdict is None:
+        fallback = compiler.waiting(task, job.program)
     if first is None:
         return EvalResult(tuple(metrics), tuple(reasons), seconds, compiled=compiled, fallback=fallback)
     return EvalResult(tuple(metrics), tuple(reasons), seconds, first[0], first[1], compiled=compiled,

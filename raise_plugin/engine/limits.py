@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import math
 import multiprocessing as mp
 import sys
 from dataclasses import dataclass
@@ -56,6 +57,10 @@ class SandboxLimits:
     the worker loads numba before its limits and hook, compiles each heuristic and runs it
     compiled where its decisions on the task's probe instances equal the Python function's;
     the audit hook then lets numba's and llvmlite's own code make their ctypes calls.
+    ``jit_after``: seconds a program's evaluations in a worker take in Python before it is
+    compiled there (about what a compile and its probes cost, so a program met briefly, as
+    most candidates are once early rejection stops them, is never compiled); ``0`` compiles
+    every program at its first evaluation.
     """
 
     timeout: float | None = 60.0
@@ -69,6 +74,7 @@ class SandboxLimits:
     start_method: str | None = None
     cache_sets: int = 4
     jit: bool = False
+    jit_after: float = 0.5
 
     def __post_init__(self):
         if self.timeout is not None and not self.timeout > 0:
@@ -85,6 +91,8 @@ class SandboxLimits:
             raise ValueError(f"retries must be >= 0, got {self.retries!r}")
         if self.cache_sets < 1:
             raise ValueError(f"cache_sets must be >= 1, got {self.cache_sets!r}")
+        if not (self.jit_after >= 0 and math.isfinite(self.jit_after)):
+            raise ValueError(f"jit_after must be a number of seconds >= 0, got {self.jit_after!r}")
         if self.start_method is not None and self.start_method not in START_METHODS:
             raise ValueError(f"start_method must be one of {', '.join(START_METHODS)}, got {self.start_method!r}")
 

@@ -64,14 +64,17 @@ class Row:
 
 def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *, workers: int | None = None,
                    timeout: float | None = None, progress: bool = True, executor=None,
-                   limits: SandboxLimits | None = None, fail_fast: bool = True) -> list[Row]:
+                   limits: SandboxLimits | None = None, fail_fast: bool = True,
+                   compiled_report: Callable[[str], None] | None = None) -> list[Row]:
     """Every heuristic on every instance of ``datasets``; rows in a deterministic order.
 
     ``executor``: an executor spec (``"serial"``, ``"process:N"``, ``"dask://HOST:PORT"``, ...)
     or object; by default a process pool of ``workers`` sandboxed workers (one per core).
     ``timeout``: seconds per instance (default: the task's ``instance_timeout`` of each
     instance). ``fail_fast``: skip a heuristic's remaining instances after a repeating
-    failure (``FailureKind.REPEATING``).
+    failure (``FailureKind.REPEATING``). ``compiled_report``: with ``limits.jit``, called at the
+    end with the compiled path's line (programs compiled, left on Python, not evaluated long
+    enough to compile).
     """
     from tasks import get_task
     heuristics = list(heuristics)
@@ -99,6 +102,8 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
             result = fut.result()
             results[futures[fut]] = (result.metrics[0], result.reasons[0], result.kind)
             bar.update()
+        if limits.jit and compiled_report is not None and engine.compiled is not None:
+            compiled_report(engine.compiled.line())
     bar.close()
     rows = []
     for h_index, h in enumerate(heuristics):

@@ -92,3 +92,35 @@ def test_bad_executor_specs_get_one_line(spec):
 def test_evaluate_runs_on_a_named_executor(capsys):
     assert main(["evaluate", "--task", "ojsp", "--suite", "nominal", "--executor", "serial", "--no-progress"]) == 0
     assert "SPT" in capsys.readouterr().out
+
+
+SAMPLER_STYLE = ("import numpy as np\n\ndef priority(item, bins):\n    bins = np.asarray(bins, dtype=float)\n"
+                 "    cap = max(float(np.max(bins, initial=0.0)), 1e-09)\n    gap = (bins - float(item)) / cap\n"
+                 "    return np.nan_to_num(-gap + 0.5 * np.exp(-gap / 0.05), nan=-1e9, posinf=1e9, neginf=-1e9)\n")
+
+
+def test_evaluate_with_jit_gives_the_same_table_and_says_what_compiled(tmp_path):
+    pytest.importorskip("numba")
+    f = tmp_path / "mine.py"
+    f.write_text(SAMPLER_STYLE)
+    common = ("evaluate", str(f), "--task", "obp", "--suite", "nominal", "--workers", "1", "--no-progress")
+    code, plain, _ = run_cli(*common)
+    code_at_once, at_once, _ = run_cli(*common, "--jit", "--jit-after", "0")
+    code_later, later, _ = run_cli(*common, "--baselines", "none", "--jit", "--jit-after", "1000")
+    assert code == code_at_once == code_later == 0
+    table = plain.strip().splitlines()
+    assert at_once.strip().splitlines()[:len(table)] == table  # the same metrics, heuristic and baselines
+    assert "compiled path: 3 programs compiled, 0 on Python" in at_once
+    assert "compiled path: 0 programs compiled, 0 on Python, 1 not evaluated long enough to compile" in later
+    def mine(text):  # the heuristic's overall mean: the last column of the mean row
+        return next(line.split()[-1] for line in text.splitlines() if line.startswith("mean"))
+
+    assert mine(plain) == mine(later) == mine(at_once)
+
+
+def test_evaluate_refuses_a_negative_jit_after_in_one_line(tmp_path):
+    f = tmp_path / "mine.py"
+    f.write_text(GOOD)
+    code, out, err = run_cli("evaluate", str(f), "--task", "obp", "--suite", "nominal", "--jit", "--jit-after", "-1")
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [err.strip()] and "jit_after must be a number of seconds >= 0" in err

@@ -56,6 +56,7 @@ CASES = {
     "run: eps not a number": RUN + ["--epsilon", "small", "--out", "{tmp}/r"],
     "run: eps beyond reach": RUN + ["--epsilon", "5", "--out", "{tmp}/r"],
     "run: tau zero": RUN + ["--tau", "0", "--out", "{tmp}/r"],
+    "run: jit after negative": RUN + ["--jit", "--jit-after", "-0.5", "--out", "{tmp}/r"],
     "run: budget zero": ["run", "--budget", "0", "--out", "{tmp}/r", "--no-progress"],
     "run: budget negative": ["run", "--budget", "-3", "--out", "{tmp}/r", "--no-progress"],
     "run: pop-size one": RUN + ["--pop-size", "1", "--out", "{tmp}/r"],
@@ -121,6 +122,7 @@ CASES = {
     "evaluate: out is a directory": ["evaluate", "{tmp}/good.py", "--task", "obp", "--out", "{tmp}/folder"],
     "evaluate: out under a file": ["evaluate", "{tmp}/good.py", "--task", "obp", "--out", "{tmp}/plain.txt/r.csv"],
     "evaluate: bad executor": ["evaluate", "{tmp}/good.py", "--task", "obp", "--executor", "nope"],
+    "evaluate: jit after not a number": ["evaluate", "{tmp}/good.py", "--task", "obp", "--jit", "--jit-after", "soon"],
     "evaluate: no task": ["evaluate", "{tmp}/good.py"],
     # profile
     "profile: unknown task": ["profile", "{tmp}/good.py", "--task", "nope"],

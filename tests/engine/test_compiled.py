@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.engine import Engine, ProcessExecutor, ProgramSpec, SandboxLimits
-from raise_plugin.engine.compiled import CompiledTally, Compiler, _decision, probe_instances
+from raise_plugin.engine.compiled import WAITING, CompiledTally, Compiler, _decision, probe_instances
 from raise_plugin.engine.jobs import Job, execute_job
 
 from .conftest import BEST_FIT
@@ -18,10 +18,10 @@ pytest.importorskip("numba")
 FITTING = ("import numpy as np\n\ndef priority(item, bins):\n    gap = bins - item\n"
            "    return -gap + 0.5 * np.exp(-gap / 10.0)\n")
 NO_NUMBA = ("import numpy as np\n\ndef priority(item, bins):\n"
-            "    return -np.asarray(bins, dtype=float)\n")  # numba takes no Python type as a dtype
+            "    return -getattr(np, 'asarray')(bins)\n")  # numba compiles no getattr
 RANDOM = "import numpy as np\n\ndef priority(item, bins):\n    return np.random.rand(len(bins))\n"
 CTYPES = ("import ctypes\n\ndef priority(item, bins):\n    ctypes.CDLL(None).getpid()\n    return -bins\n")
-JIT = SandboxLimits(timeout=120.0, memory_mb=1024, file_mb=1, output_mb=1, jit=True)
+JIT = SandboxLimits(timeout=120.0, memory_mb=1024, file_mb=1, output_mb=1, jit=True, jit_after=0)
 
 
 def _job(code: str, count: int) -> Job:
@@ -70,6 +70,48 @@ def test_an_instance_the_compiled_function_fails_on_is_evaluated_in_python(task)
     assert result.metrics == execute_job(_job(FITTING, 1), [floats]).metrics
 
 
+SAMPLER_STYLE = ("import numpy as np\n\ndef priority(item, bins):\n"
+                 "    bins = np.asarray(bins, dtype=float)\n    item = float(item)\n"
+                 "    cap = max(float(np.max(bins, initial=0.0)), 1e-09)\n    gap = (bins - item) / cap\n"
+                 "    score = np.zeros(bins.shape[0])\n    score += -1.0 * (gap)\n"
+                 "    score += 0.3 * (gap < 1e-09)\n"
+                 "    return np.nan_to_num(score, nan=-1e9, posinf=1e9, neginf=-1e9)\n")
+OWN_FLOAT = ("import numpy as np\n\nfloat = np.float32\n\ndef priority(item, bins):\n"
+             "    return -np.asarray(bins, dtype=float)\n")  # its own float: numba is not told otherwise
+
+
+def test_the_offline_samplers_spelling_compiles_and_decides_as_python(task, small_instances):
+    verdict = Compiler().verdict(task, ProgramSpec(code=SAMPLER_STYLE))
+    assert verdict.compiled, verdict.reason
+    compiled = execute_job(_job(SAMPLER_STYLE, 3), small_instances, compiler=Compiler())
+    assert compiled.compiled is True
+    assert compiled.metrics == execute_job(_job(SAMPLER_STYLE, 3), small_instances).metrics
+
+
+def test_the_python_path_keeps_pythons_float_and_a_programs_own_float_is_kept(task):
+    spec = ProgramSpec(code=SAMPLER_STYLE)
+    Compiler().verdict(task, spec)
+    assert "float" not in spec.resolve(task).__globals__  # the copy that runs in Python is untouched
+    own = Compiler().verdict(task, ProgramSpec(code=OWN_FLOAT))
+    assert own.compiled and own.function.py_func.__globals__["float"] is np.float32
+
+
+@pytest.mark.parametrize("values, initial", [
+    (np.array([3, 9, 4]), 0.0), (np.array([3, 9, 4]), 7.5), (np.array([], dtype=np.int64), 7.5),
+    (np.array([1.5, -2.0]), 0), (np.array([1.0, np.nan, 5.0]), 0.0), (np.array([1.0, 2.0]), np.nan),
+    (np.array([[1.0, 8.0], [3.0, -4.0]]), 2.0), (np.array([True, False]), 0)])
+def test_numba_reads_max_and_min_with_initial_as_numpy_does(values, initial):
+    import numba
+    from raise_plugin.engine.compiled import _numpy_reductions
+
+    _numpy_reductions()
+    for fn in (np.max, np.amax, np.min, np.amin):
+        compiled = numba.njit(lambda a, x, fn=fn: fn(a, initial=x))
+        expected, got = fn(values, initial=initial), compiled(values, initial)
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
+        assert np.array_equal(got, expected, equal_nan=True), (fn.__name__, values, initial)
+
+
 def test_the_decision_compared_is_the_simulators():
     assert _decision(np.array([1.0, 3.0, 3.0])) == _decision(np.array([1.0, 3.0 + 1e-15, 2.9]))
     assert _decision(np.array([1.0, 3.0])) != _decision(np.array([3.0, 1.0]))
@@ -96,6 +138,32 @@ def test_the_tally_counts_a_program_compiled_only_when_every_job_of_it_was():
     assert tally.as_dict()["programs_compiled"] == 1 and tally.programs_python == 1
     assert tally.reasons() == {"does not compile": 1}
     assert "1 programs compiled, 1 on Python (1 does not compile)" == tally.line()
+
+
+def test_a_program_is_compiled_once_its_evaluations_in_python_have_taken_long_enough(task, small_instances):
+    python = execute_job(_job(SAMPLER_STYLE, 3), small_instances)
+    never = Compiler(after=1e9)
+    waiting = execute_job(_job(SAMPLER_STYLE, 3), small_instances, compiler=never)
+    assert waiting.compiled is False and waiting.fallback.startswith(WAITING)
+    assert waiting.metrics == python.metrics
+    soon = Compiler(after=1e-9)  # compiled after the first instance: the other two run compiled
+    switched = execute_job(_job(SAMPLER_STYLE, 3), small_instances, compiler=soon)
+    assert switched.compiled is True and switched.metrics == python.metrics
+    assert soon.ready(task, ProgramSpec(code=SAMPLER_STYLE)) is soon.verdict(task, ProgramSpec(code=SAMPLER_STYLE))
+
+
+def test_the_tally_counts_programs_not_evaluated_long_enough_to_compile():
+    from raise_plugin.engine.results import EvalResult
+
+    tally = CompiledTally()
+    wait = EvalResult((1.0,), ("",), compiled=False, fallback=f"{WAITING}: 0.10 s of Python in this worker")
+    ok = EvalResult((1.0,), ("",), compiled=True)
+    tally.record(_job("a", 1), wait)
+    tally.record(_job("b", 1), wait)
+    tally.record(_job("b", 1), ok)  # compiled in a later job, or in another worker
+    tally.record(_job("b", 1), wait)
+    assert (tally.programs_compiled, tally.programs_python, tally.programs_waiting) == (1, 0, 1)
+    assert tally.line() == "1 programs compiled, 0 on Python, 1 not evaluated long enough to compile"
 
 
 def test_in_a_sandboxed_worker_numba_compiles_but_a_program_still_cannot_use_ctypes(small_instances):

@@ -3,6 +3,8 @@ clean fork server, the sandboxed workers, multiprocessing's resource tracker) ha
 been reaped, so its process group holds no process, not even a zombie for init to reap."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +54,42 @@ def test_an_evaluation_with_a_failing_program_leaves_no_process_behind(tmp_path)
                             tmp_path)
     assert code == 1  # every heuristic invalid everywhere
     assert left == []
+
+
+
+# a pool left open at exit, and a process the engine does not know of that holds the resource
+# tracker's pipe (a forked copy of this process, in a session of its own): multiprocessing's
+# tracker would wait for it for ever
+LEFT_OPEN = """
+import os
+import time
+
+from raise_plugin.engine import ProcessExecutor
+
+pool = ProcessExecutor(2)
+assert pool.submit(sum, [1, 2]).result() == 3
+child = os.fork()
+if child == 0:
+    os.setsid()
+    time.sleep(120)
+    os._exit(0)
+print(child, flush=True)
+"""
+
+
+def test_a_process_that_leaves_a_pool_open_exits_at_once_whoever_holds_the_trackers_pipe():
+    process = subprocess.Popen([sys.executable, "-c", LEFT_OPEN], cwd=Path(__file__).resolve().parents[2],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True)
+    holder = None
+    try:
+        holder = int(process.stdout.readline())
+        out, err = process.communicate(timeout=60)
+        left = _group(process.pid)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail("the process did not exit within 60 s")
+    finally:
+        if holder:
+            os.kill(holder, signal.SIGKILL)
+    assert process.returncode == 0, err
+    assert left == []  # the workers, the fork server and the tracker have ended and been reaped

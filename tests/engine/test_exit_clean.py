@@ -57,32 +57,42 @@ def test_an_evaluation_with_a_failing_program_leaves_no_process_behind(tmp_path)
 
 
 
+
 # a pool left open at exit, and a process the engine does not know of that holds the resource
 # tracker's pipe (a forked copy of this process, in a session of its own): multiprocessing's
-# tracker would wait for it for ever
+# own stop of the tracker would wait for that process; ours kills the tracker after a bound
 LEFT_OPEN = """
 import os
 import time
+from multiprocessing import resource_tracker
 
 from raise_plugin.engine import ProcessExecutor
+from raise_plugin.engine.cleanstart import _stop_tracker
 
 pool = ProcessExecutor(2)
 assert pool.submit(sum, [1, 2]).result() == 3
+tracker = resource_tracker._resource_tracker._pid
 child = os.fork()
 if child == 0:
     os.setsid()
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)  # not the test's pipes: only the tracker's is to be held
+    os.dup2(quiet, 2)
     time.sleep(120)
     os._exit(0)
-print(child, flush=True)
+start = time.monotonic()
+_stop_tracker(1.0)
+print(child, tracker, time.monotonic() - start, flush=True)
 """
 
 
-def test_a_process_that_leaves_a_pool_open_exits_at_once_whoever_holds_the_trackers_pipe():
+def test_the_tracker_is_stopped_within_its_bound_whoever_holds_its_pipe_and_the_exit_leaves_nothing():
     process = subprocess.Popen([sys.executable, "-c", LEFT_OPEN], cwd=Path(__file__).resolve().parents[2],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True)
     holder = None
     try:
-        holder = int(process.stdout.readline())
+        holder, tracker, seconds = process.stdout.readline().split()
+        holder = int(holder)
         out, err = process.communicate(timeout=60)
         left = _group(process.pid)
     except subprocess.TimeoutExpired:
@@ -92,4 +102,6 @@ def test_a_process_that_leaves_a_pool_open_exits_at_once_whoever_holds_the_track
         if holder:
             os.kill(holder, signal.SIGKILL)
     assert process.returncode == 0, err
-    assert left == []  # the workers, the fork server and the tracker have ended and been reaped
+    assert 1.0 <= float(seconds) < 5.0  # it waited its bound for the tracker, then killed it
+    assert not Path(f"/proc/{tracker}").exists()  # killed and reaped
+    assert left == []  # the workers and the fork server too

@@ -118,20 +118,13 @@ def _numpy_reductions() -> None:
                 return None
             kind = a.dtype
 
-            def maximum(a, axis=None, out=None, keepdims=False, initial=None, where=True):
+            def reduce(a, axis=None, out=None, keepdims=False, initial=None, where=True):
                 best = kind(initial)
-                for v in a.flat:
-                    if v > best or v != v:
+                for v in a.flat:  # ``larger`` is a constant of the compiled code
+                    if (v > best if larger else v < best) or v != v:
                         best = v
                 return best
-
-            def minimum(a, axis=None, out=None, keepdims=False, initial=None, where=True):
-                best = kind(initial)
-                for v in a.flat:
-                    if v < best or v != v:
-                        best = v
-                return best
-            return maximum if larger else minimum
+            return reduce
 
     for fn in (np.max, np.amax):
         teach(fn, True)
@@ -247,7 +240,7 @@ class Compiler:
     def ready(self, task, spec, seconds: float = 0.0) -> Verdict | None:
         """``spec``'s verdict once its evaluations here, ``seconds`` more included, have taken
         ``after`` seconds in Python (judged then, if not before); ``None`` until then."""
-        key = _key(task, spec)
+        key = _key(task.name, spec)
         if key in self._verdicts:
             return self.verdict(task, spec)
         spent = self._spent.pop(key, 0.0) + seconds
@@ -260,12 +253,12 @@ class Compiler:
 
     def waiting(self, task, spec) -> str:
         """The fallback of a job whose program is not compiled yet."""
-        spent = self._spent.get(_key(task, spec), 0.0)
+        spent = self._spent.get(_key(task.name, spec), 0.0)
         return f"{WAITING}: {spent:.2f} s of Python in this worker, compiled after {self.after:g} s"
 
     def verdict(self, task, spec) -> Verdict:
         """The compiled heuristic for ``spec`` (a ``ProgramSpec``) on ``task``, or why there is none."""
-        key = _key(task, spec)
+        key = _key(task.name, spec)
         self._spent.pop(key, None)
         held = self._verdicts.get(key)
         if held is not None:
@@ -319,8 +312,9 @@ class Compiler:
         return self._probes[task.name]
 
 
-def _key(task, spec) -> tuple:
-    return task.name, spec.code, spec.function, spec.baseline
+def _key(task_name: str, spec) -> tuple:
+    """What a program is known by, in a worker's ``Compiler`` and in a ``CompiledTally``."""
+    return task_name, spec.code, spec.function, spec.baseline
 
 
 class CompiledTally:
@@ -339,7 +333,7 @@ class CompiledTally:
     def record(self, job, result) -> None:
         if result.compiled is None:
             return
-        key = (job.task, job.program.code, job.program.function, job.program.baseline)
+        key = _key(job.task, job.program)
         with self._lock:
             if result.compiled:
                 self.jobs["compiled"] += 1

@@ -1,6 +1,8 @@
 """Shared fixtures: small OBP instances and sandbox pools with short limits."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -29,3 +31,21 @@ def small_instances(task):
 def pool():
     with ProcessExecutor(2, SHORT) as executor:
         yield executor
+
+
+def process_group(pgid: int) -> list[tuple[int, str]]:
+    """``(pid, state)`` of every process in group ``pgid``, zombies (state ``Z``) included; empty
+    where there is no ``/proc``."""
+    found = []
+    if not Path("/proc").is_dir():
+        return found
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:
+            found.append((int(entry.name), fields[0]))
+    return found

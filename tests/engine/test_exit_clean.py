@@ -11,22 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import process_group
+
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process groups from /proc")
 
 
 def _group(pgid: int) -> list[str]:
     """``pid state`` of every process in group ``pgid``, zombies included."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid:
-            found.append(f"{entry.name} {fields[0]}")
-    return found
+    return [f"{pid} {state}" for pid, state in process_group(pgid)]
 
 
 def _run_alone(args: list[str], cwd: Path) -> tuple[int, list[str]]:

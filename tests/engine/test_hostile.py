@@ -10,7 +10,7 @@ import pytest
 
 from raise_plugin.engine import Engine, FailureKind, ProcessExecutor, SandboxLimits
 
-from .conftest import BEST_FIT, ROOMY, SHORT
+from .conftest import BEST_FIT, ROOMY, SHORT, process_group
 
 H = "import numpy as np\nimport os, sys, time, gc\n\ndef priority(item, bins):\n"
 
@@ -185,20 +185,10 @@ def test_the_programs_output_does_not_reach_the_engine(engine, small_instances, 
 
 
 def _group_members(pgid: int | None) -> list[int]:
-    """Processes still in process group ``pgid`` (Linux; empty elsewhere)."""
-    if pgid is None or not Path("/proc").is_dir():
+    """Processes still in process group ``pgid``, zombies left out (Linux; empty elsewhere)."""
+    if pgid is None:
         return []
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
+    return [pid for pid, state in process_group(pgid) if state != "Z"]
 
 
 def test_a_killed_worker_is_replaced_and_its_job_retried(task, small_instances):

@@ -87,7 +87,9 @@ def test_bad_key_or_unknown_model_raise_one_line_error_then_abort(server, behavi
 
 
 def test_concurrent_threads_share_one_backend_safely(server):
-    llm, _ = backend(server)
+    # Ten scripted failures in all, so with eleven attempts per call no thread can run out,
+    # however the six threads interleave on the server's script.
+    llm, _ = backend(server, max_attempts=11)
     server.script(*["429", "ok", "500", "ok"] * 5)
     results, errors = [], []
 

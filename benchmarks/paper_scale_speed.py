@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from raise_plugin.engine.compiled import tally_line
+
 
 def _cli_knows(flag: str) -> bool:
     done = subprocess.run([sys.executable, "-m", "raise_plugin.cli", "run", "--help"], capture_output=True, text=True)
@@ -71,18 +73,7 @@ def _figures(out: Path, early_reject, jit, cores, seconds: float) -> dict:
 def _compiled(out: Path) -> dict:
     """What the compiled path reported (``compiled.json``, written by a run with ``--jit``)."""
     path = out / "compiled.json"
-    if not path.exists():
-        return {}
-    tally = json.loads(path.read_text())
-    return {"programs_compiled": tally.get("programs_compiled", 0), "programs_python": tally.get("programs_python", 0),
-            "programs_waiting": tally.get("programs_waiting", 0), "python_reasons": tally.get("python_reasons", {})}
-
-
-def _compiled_line(tally: dict) -> str:
-    programs = tally["programs_compiled"] + tally["programs_python"] + tally["programs_waiting"]
-    reasons = ", ".join(f"{why}: {n}" for why, n in sorted(tally["python_reasons"].items()))
-    return (f"  compiled {tally['programs_compiled']} of {programs} programs" + (f" ({reasons})" if reasons else "")
-            + (f"; {tally['programs_waiting']} not evaluated long enough to compile" if tally["programs_waiting"] else ""))
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def main(argv=None) -> int:
@@ -125,7 +116,7 @@ def main(argv=None) -> int:
               f"outer {r['outer']}  inner {r['inner']}  rescore {r['rescore']}  "
               f"rejected early {r['rejected_early']} ({100 * r['rejected_share']:.1f} % of samples), "
               f"{r['evaluations_saved']} evaluations saved"
-              + (_compiled_line(r["compiled"]) if r["compiled"] else ""), flush=True)
+              + (f"  compiled path: {tally_line(r['compiled'])}" if r["compiled"] else ""), flush=True)
     said = {str(r["early_rejection"]) for r in rows if r["early_rejection"]}
     for line in sorted(said):
         print(f"early rejection: {line}")

@@ -41,8 +41,8 @@ import numpy as np
 
 from .jobs import root_cause
 
-__all__ = ["Compiler", "Verdict", "CompiledTally", "probe_instances", "numba_available", "numba_spelling",
-           "PROBE_SEED", "WAITING"]
+__all__ = ["Compiler", "Verdict", "CompiledTally", "tally_line", "probe_instances", "numba_available",
+           "numba_spelling", "PROBE_SEED", "WAITING"]
 
 PROBE_SEED = 20240532  # the probe instances are the same in every worker and every run
 _CACHED_PROGRAMS = 256
@@ -378,8 +378,12 @@ class CompiledTally:
                 "jobs_python": jobs["python"], "python_reasons": self.reasons()}
 
     def line(self) -> str:
-        d = self.as_dict()
-        reasons = ", ".join(f"{n} {k}" for k, n in d["python_reasons"].items())
-        return (f"{d['programs_compiled']} programs compiled, {d['programs_python']} on Python"
-                + (f" ({reasons})" if reasons else "")
-                + (f", {d['programs_waiting']} not evaluated long enough to compile" if d["programs_waiting"] else ""))
+        return tally_line(self.as_dict())
+
+
+def tally_line(tally: dict) -> str:
+    """One line for a ``CompiledTally.as_dict()`` (as a run writes it to ``compiled.json``)."""
+    reasons = ", ".join(f"{n} {k}" for k, n in tally["python_reasons"].items())
+    return (f"{tally['programs_compiled']} programs compiled, {tally['programs_python']} on Python"
+            + (f" ({reasons})" if reasons else "")
+            + (f", {tally['programs_waiting']} not evaluated long enough to compile" if tally["programs_waiting"] else ""))

@@ -5,8 +5,8 @@ Programs: the offline sampler's answers to the task's first prompt (its descript
 template; ``--programs`` distinct ones) and the task's classical baselines. Each is evaluated
 on the task's nominal instances in one sandboxed worker on the Python path, then in one worker
 on the compiled path twice, compiled at its first evaluation (``jit_after=0``): "cold" (compile
-and probe included, as a program's first evaluation in a worker) and "warm" (the verdict kept, as every later evaluation of it). The
-metrics must be the same on both paths. Runs one worker at a time, so the two cores' load is
+and probe included, as a program's first evaluation in a worker) and "warm" (the verdict kept,
+as every later evaluation of it). The metrics must be the same on both paths. Runs one worker at a time, so the two cores' load is
 the same for all three.
 
     python benchmarks/jit_speed.py [--tasks obp,ojsp,ovrp] [--programs 50] [--instances K] [--json FILE]

@@ -321,8 +321,8 @@ class AdversarialInstanceCallback(Callback):
             each call in the sandbox pool of the Dask worker it lands on); the search itself
             (genes, projection, the GA) stays in this process. Each call there is under the
             workers' own time limit as well. ``False``, a ``serial`` executor, or a custom
-            ``searcher``: the whole search runs serially in one sandboxed worker. The result is the same either way:
-            every instance is sampled from its own seed, wherever it is evaluated.
+            ``searcher``: the whole search runs serially in one sandboxed worker. The result is the
+            same either way: every instance is sampled from its own seed, wherever it is evaluated.
         objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
             paper's), ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME
             alone, e.g. ``regret:bestfit``; the name is checked when the run starts) or

@@ -12,6 +12,6 @@ from .results import EvalResult, FailureKind
 from .sandbox import CallTimeout, WorkerDied
 
 __all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "make_executor", "ProcessExecutor",
-           "SerialExecutor", "DaskExecutor", "SandboxedCalls", "default_workers", "run_job", "run_call", "InstanceSet", "Job",
-           "ProgramSpec", "SourcePriority", "SandboxLimits", "EvalResult", "FailureKind", "CallTimeout",
+           "SerialExecutor", "DaskExecutor", "SandboxedCalls", "default_workers", "run_job", "run_call",
+           "InstanceSet", "Job", "ProgramSpec", "SourcePriority", "SandboxLimits", "EvalResult", "FailureKind", "CallTimeout",
            "WorkerDied"]

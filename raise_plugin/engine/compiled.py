@@ -15,8 +15,9 @@ Two spellings numba rejects are read as numpy reads them (``numba_spelling``): P
 every offline sampler program) and ``np.max``/``np.min``/``np.amax``/``np.amin`` with
 ``initial=`` over a whole array. Anything else (numba absent, a compile error, a different
 answer, an exception of either, a draw from the global random state) leaves the heuristic on
-its Python function, with a one-line reason. The verdict is kept per program text in the worker, so a program met again
-(another instance set, another chunk) is neither compiled nor probed again.
+its Python function, with a one-line reason. The verdict is kept per program text in the
+worker, so a program met again (another instance set, another chunk) is neither compiled nor
+probed again.
 
 A compile and its probes cost about half a second, what a program's evaluation on a few
 large instances costs in Python. So a worker compiles a program only once its evaluations

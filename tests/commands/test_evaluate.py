@@ -112,6 +112,7 @@ def test_evaluate_with_jit_gives_the_same_table_and_says_what_compiled(tmp_path)
     assert at_once.strip().splitlines()[:len(table)] == table  # the same metrics, heuristic and baselines
     assert "compiled path: 3 programs compiled, 0 on Python" in at_once
     assert "compiled path: 0 programs compiled, 0 on Python, 1 not evaluated long enough to compile" in later
+
     def mine(text):  # the heuristic's overall mean: the last column of the mean row
         return next(line.split()[-1] for line in text.splitlines() if line.startswith("mean"))
 

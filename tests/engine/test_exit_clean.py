@@ -48,8 +48,6 @@ def test_an_evaluation_with_a_failing_program_leaves_no_process_behind(tmp_path)
     assert left == []
 
 
-
-
 # a pool left open at exit, and a process the engine does not know of that holds the resource
 # tracker's pipe (a forked copy of this process, in a session of its own): multiprocessing's
 # own stop of the tracker would wait for that process; ours kills the tracker after a bound

@@ -29,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -99,8 +100,19 @@ def save_instance(path: Path, instance) -> None:
 
 
 def load_instance(path: Path):
-    with np.load(path, allow_pickle=True) as data:
-        out = {k: (data[k].item() if data[k].ndim == 0 else data[k]) for k in data.files}
+    """An instance written by ``save_instance``. Never unpickles: a file holding Python objects
+    (a pickle planted in the run directory), or anything that is not such an ``.npz``, is a
+    one-line ``RunDirectoryDamaged`` naming the file."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(4) != b"PK\x03\x04":  # an .npz is a zip archive
+                raise RunDirectoryDamaged(f"{path}: not an instance file (not an .npz archive)")
+        with np.load(path, allow_pickle=False) as data:
+            out = {k: (data[k].item() if data[k].ndim == 0 else data[k]) for k in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        why = "it holds Python objects, which are never unpickled" if "pickle" in str(exc) else \
+            f"not an instance file ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})"
+        raise RunDirectoryDamaged(f"{path}: {why}") from None
     return out.get("__value__", out) if set(out) == {"__value__"} else out
 
 

@@ -372,3 +372,30 @@ def test_a_regret_run_killed_inside_a_refresh_resumes_with_every_provenance_fiel
     fresh.nominal_count = 1
     code = summary["best"]["program"]
     assert summary["best"]["robust_score"] == pytest.approx(fresh.evaluate_program(code, compile_priority(code)))
+
+
+def test_an_instance_file_is_never_unpickled_and_a_damaged_one_is_one_line(tmp_path):
+    """A pickle planted in a run directory (an ``.npz`` of Python objects whose unpickling would run
+    code) and a garbage file are refused with one line naming the file; nothing runs."""
+    import os
+
+    import numpy as np
+
+    from raise_plugin.rundir import RunDirectoryDamaged, load_instance, save_instance
+
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    save_instance(tmp_path / "good.npz", {"capacity": 200, "items": np.arange(5), "num_items": 5})
+    assert load_instance(tmp_path / "good.npz")["capacity"] == 200
+    np.savez(tmp_path / "planted.npz", items=np.array([Planted()], dtype=object))
+    (tmp_path / "garbage.npz").write_bytes(b"\x00garbage" * 10)
+    for name, says in (("planted", "never unpickled"), ("garbage", "not an instance file")):
+        with pytest.raises(RunDirectoryDamaged) as caught:
+            load_instance(tmp_path / f"{name}.npz")
+        assert str(tmp_path / f"{name}.npz") in str(caught.value) and says in str(caught.value)
+        assert "\n" not in str(caught.value)
+    assert not marker.exists()

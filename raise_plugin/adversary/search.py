@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from raise_plugin.engine.judge import evaluate_heuristic
 from tasks.common.errors import HeuristicError
 from tasks.common.shift import is_distribution
 
@@ -269,7 +270,7 @@ def sample_and_evaluate(task, priority: Callable, distribution: np.ndarray, leng
     """
     instance = task.sample_instance(distribution, np.random.default_rng(seed), length=length)
     try:
-        return instance, float(task.evaluate(priority, instance)), None
+        return instance, evaluate_heuristic(task, priority, instance), None
     except HeuristicError as exc:
         return instance, float("inf"), str(exc) or type(exc).__name__
 
@@ -322,7 +323,7 @@ def _representative_draw(fitnesses: Sequence[float], metrics: Sequence[float]) -
 
 def _evaluate_nominal(task, priority: Callable, instance) -> float:
     try:
-        return float(task.evaluate(priority, instance))
+        return evaluate_heuristic(task, priority, instance)
     except HeuristicError:
         return float("inf")
 

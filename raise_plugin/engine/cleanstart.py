@@ -18,7 +18,7 @@ import threading
 import time
 from multiprocessing import connection, context, forkserver, popen_forkserver, resource_tracker, spawn, util
 
-from .limits import is_secret
+from .limits import allowed_environment
 
 __all__ = ["clean_context", "clean_environment"]
 
@@ -31,9 +31,8 @@ _MAIN_KEYS = ("main_path", "init_main_from_name", "init_main_from_path")
 
 
 def clean_environment(environ=None) -> dict[str, str]:
-    """``environ`` (default: this process's) without the variables ``limits.is_secret`` names."""
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if not is_secret(k)}
+    """``environ`` (default: this process's) reduced to what ``limits.allowed_environment`` keeps."""
+    return allowed_environment(os.environ if environ is None else environ)
 
 
 class _CleanForkServer(forkserver.ForkServer):

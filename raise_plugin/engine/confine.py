@@ -8,6 +8,7 @@ Each step is applied where the kernel and the user allow it and skipped otherwis
 """
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import sys
@@ -164,6 +165,13 @@ def _drop_capabilities() -> bool:
     return libc.capset(ctypes.byref(header), ctypes.byref(data)) == 0
 
 
+@functools.lru_cache(maxsize=1)
+def _root_entries() -> tuple[str, ...]:
+    """The entries of ``/``, read once: a program's process, under its worker's Landlock domain,
+    may no longer list ``/`` when it adds a layer of its own."""
+    return tuple(os.listdir("/"))
+
+
 def _landlock(workdir: str, abi: int) -> bool:
     ctypes, libc = _libc()
 
@@ -196,7 +204,7 @@ def _landlock(workdir: str, abi: int) -> bool:
             finally:
                 os.close(fd)
 
-        for entry in os.listdir("/"):
+        for entry in _root_entries():
             if entry not in ("proc", "tmp"):  # other processes, other workers' directories
                 allow("/" + entry, _READ)
         for place in _code_places():  # a checkout or a task file under /tmp stays importable

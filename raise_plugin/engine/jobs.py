@@ -12,6 +12,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from raise_plugin.programs import ProgramError, check_program, compile_priority
+from tasks.common.errors import printable
 
 from .results import EvalResult, FailureKind
 
@@ -90,6 +91,10 @@ class SourcePriority:
 
     def __call__(self, *args, **kwargs):
         if self._func is None:
+            from .judge import current_judge
+            if current_judge() is not None:  # a worker: programs run in program processes, never here
+                raise RuntimeError("a program is never called in a worker: evaluate it through "
+                                   "judge.evaluate_heuristic")
             self._func = compile_priority(self.spec.code, self.spec.function, source=self.spec.label or "<program>")
         return self._func(*args, **kwargs)
 
@@ -174,9 +179,8 @@ def root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+def one_line(text: str, limit: int = 300) -> str:
+    return printable(text, limit)
 
 
 def classify(exc: BaseException) -> tuple[str, str]:
@@ -185,14 +189,14 @@ def classify(exc: BaseException) -> tuple[str, str]:
     cause = root_cause(exc)
     if isinstance(cause, MemoryError) or isinstance(exc, MemoryError):
         detail = str(exc) if isinstance(exc, HeuristicError) else f"MemoryError: {cause}"
-        return FailureKind.MEMORY, _one_line(f"exceeded the memory cap ({detail})")
+        return FailureKind.MEMORY, one_line(f"exceeded the memory cap ({detail})")
     if isinstance(exc, HeuristicError):
-        return FailureKind.HEURISTIC, _one_line(str(exc))
+        return FailureKind.HEURISTIC, one_line(str(exc))
     if isinstance(exc, (SystemExit, KeyboardInterrupt)):
         return FailureKind.HEURISTIC, f"the program raised {type(exc).__name__}"
     if isinstance(exc, RecursionError):
-        return FailureKind.HEURISTIC, _one_line(f"RecursionError: {exc}")
-    return FailureKind.ERROR, _one_line(f"evaluation raised {type(exc).__name__}: {exc}")
+        return FailureKind.HEURISTIC, one_line(f"RecursionError: {exc}")
+    return FailureKind.ERROR, one_line(f"evaluation raised {type(exc).__name__}: {exc}")
 
 
 def execute_job(job: Job, instances: list, checksums: list[int] | None = None, compiler=None) -> EvalResult:
@@ -215,7 +219,7 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
             verdict = compiler.ready(task, job.program)
         priority = job.program.resolve(task)
     except ProgramError as exc:
-        return EvalResult.failed(count, FailureKind.PROGRAM, _one_line(str(exc)), time.perf_counter() - start)
+        return EvalResult.failed(count, FailureKind.PROGRAM, one_line(str(exc)), time.perf_counter() - start)
     except BaseException as exc:  # noqa: BLE001 - a program's module code may raise anything
         kind, reason = classify(exc)
         if kind == FailureKind.ERROR:

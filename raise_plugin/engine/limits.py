@@ -7,13 +7,21 @@ import multiprocessing as mp
 import sys
 from dataclasses import dataclass
 
-__all__ = ["SandboxLimits", "SECRET_PATTERNS", "START_METHODS", "scrub_environment", "default_start_method",
-           "is_secret"]
+__all__ = ["SandboxLimits", "SECRET_PATTERNS", "ALLOWED_ENVIRONMENT", "START_METHODS", "scrub_environment",
+           "keep_environment", "allowed_environment", "default_start_method", "is_secret"]
 
 # Environment variables never passed to generated programs (matched case-insensitively).
 SECRET_PATTERNS = ("*_API_KEY", "*API_KEY*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",
                    "*CREDENTIAL*", "*_KEY", "AWS_*", "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS",
                    "OPENAI_*", "ANTHROPIC_*", "HF_*", "HUGGING*", "WANDB_*", "GITHUB_*", "SSH_AUTH_SOCK")
+
+# The only environment variables a worker and its programs get (matched case-sensitively), less
+# any that looks secret: where things are, the locale and the time zone, Python's own settings,
+# the thread counts of numerical libraries, and the plugin's own (where task files are).
+ALLOWED_ENVIRONMENT = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR", "TERM", "PYTHONPATH",
+                       "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONUTF8",
+                       "PYTHONWARNINGS", "VIRTUAL_ENV", "OPENBLAS_*", "OMP_*", "MKL_*", "NUMEXPR_*", "NUMBA_*",
+                       "RAISE_PLUGIN_*", "LD_LIBRARY_PATH", "SYSTEMROOT", "COVERAGE_*")
 
 
 def default_start_method() -> str:
@@ -60,7 +68,9 @@ class SandboxLimits:
     ``jit_after``: seconds a program's evaluations in a worker take in Python before it is
     compiled there (about what a compile and its probes cost, so a program met briefly, as
     most candidates are once early rejection stops them, is never compiled); ``0`` compiles
-    every program at its first evaluation.
+    every program at its first evaluation. ``foresight``: the probability that a job has one of
+    its instances checked for look-ahead (``judge``: the program runs again, in a fresh process,
+    on a copy whose part after a random point is replaced, and must decide as before up to it).
     """
 
     timeout: float | None = 60.0
@@ -75,6 +85,7 @@ class SandboxLimits:
     cache_sets: int = 4
     jit: bool = False
     jit_after: float = 0.5
+    foresight: float = 1.0
 
     def __post_init__(self):
         if self.timeout is not None and not self.timeout > 0:
@@ -91,6 +102,8 @@ class SandboxLimits:
             raise ValueError(f"retries must be >= 0, got {self.retries!r}")
         if self.cache_sets < 1:
             raise ValueError(f"cache_sets must be >= 1, got {self.cache_sets!r}")
+        if not 0.0 <= self.foresight <= 1.0:
+            raise ValueError(f"foresight must be a probability in [0, 1], got {self.foresight!r}")
         if not (self.jit_after >= 0 and math.isfinite(self.jit_after)):
             raise ValueError(f"jit_after must be a number of seconds >= 0, got {self.jit_after!r}")
         if self.start_method is not None and self.start_method not in START_METHODS:
@@ -109,6 +122,21 @@ def is_secret(name: str) -> bool:
 def scrub_environment(environ) -> list[str]:
     """Delete every secret-looking variable from ``environ`` (in place); the names removed."""
     removed = [k for k in list(environ) if is_secret(k)]
+    for k in removed:
+        del environ[k]
+    return removed
+
+
+def allowed_environment(environ) -> dict[str, str]:
+    """The variables of ``environ`` that ``ALLOWED_ENVIRONMENT`` names and that look no secret."""
+    return {k: v for k, v in environ.items()
+            if any(fnmatch.fnmatchcase(k, pattern) for pattern in ALLOWED_ENVIRONMENT) and not is_secret(k)}
+
+
+def keep_environment(environ) -> list[str]:
+    """Delete from ``environ`` (in place) every variable ``allowed_environment`` leaves out; the names removed."""
+    kept = allowed_environment(environ)
+    removed = [k for k in list(environ) if k not in kept]
     for k in removed:
         del environ[k]
     return removed

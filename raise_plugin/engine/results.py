@@ -17,12 +17,13 @@ class FailureKind:
     MEMORY = "memory"          # the memory cap was hit (MemoryError)
     WORKER_DIED = "worker_died"  # the worker process exited or was killed during the job
     PROCESSES = "processes"    # the program left child processes behind
-    TAMPERED = "tampered"      # the program modified the cached instance data
+    TAMPERED = "tampered"      # the program's process sent something that is not an answer
+    FORESIGHT = "foresight"    # the program's decisions depend on the part of an instance still to come
     ERROR = "error"            # anything else (the task itself raised)
 
     # Failures that would repeat on every other instance of the same program: once one
     # happens, the program's remaining instances of that evaluation are skipped.
-    REPEATING = frozenset({PROGRAM, TIMEOUT, MEMORY, WORKER_DIED, PROCESSES, TAMPERED})
+    REPEATING = frozenset({PROGRAM, TIMEOUT, MEMORY, WORKER_DIED, PROCESSES, TAMPERED, FORESIGHT})
 
 
 @dataclass(frozen=True)

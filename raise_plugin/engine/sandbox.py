@@ -13,7 +13,6 @@ import importlib.machinery
 import importlib.util
 import io
 import multiprocessing as mp
-import operator
 import os
 import random
 import shutil
@@ -26,8 +25,9 @@ import time
 from typing import Any
 
 from .confine import confine
-from .jobs import Job, execute_job, freeze_instances
-from .limits import SandboxLimits, scrub_environment
+from .jobs import Job, freeze_instances
+from .judge import Judge, set_judge
+from .limits import SandboxLimits, keep_environment
 from .results import EvalResult, FailureKind
 
 __all__ = ["SandboxWorker", "WorkerDied", "CallTimeout"]
@@ -35,7 +35,10 @@ __all__ = ["SandboxWorker", "WorkerDied", "CallTimeout"]
 # how long a worker may take to read a call before it starts (unpickling the function may
 # import its module; a dead worker is seen at once)
 _READING_SECONDS = 120.0
-_PR_SET_PDEATHSIG = 1
+# what the engine waits for a job beyond its time limit, which the worker enforces on the program's
+# process itself: the worker's own work (scoring the decisions) is not the program's time
+_GRACE_SECONDS = 30.0
+PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -49,7 +52,7 @@ class CallTimeout(TimeoutError):
 
 # -- the worker's side --------------------------------------------------------------------------
 
-def _prctl(option: int, value: int) -> None:
+def prctl(option: int, value: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -59,7 +62,7 @@ def _prctl(option: int, value: int) -> None:
         pass
 
 
-def _address_space_bytes() -> int | None:
+def address_space_bytes() -> int | None:
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -70,7 +73,7 @@ def _address_space_bytes() -> int | None:
     return None
 
 
-def _set_limit(which: str, value: int) -> None:
+def set_limit(which: str, value: int) -> None:
     try:
         import resource
     except ImportError:  # not on this platform: no resource limits
@@ -99,7 +102,7 @@ _PATH_EVENTS = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "o
                 "shutil.move", "shutil.chown", "os.mkfifo", "os.mknod"}
 
 
-def _audit_hook(workdir: str, compiler_dirs: tuple[str, ...] = ()):
+def audit_hook(workdir: str, compiler_dirs: tuple[str, ...] = ()):
     """A hook refusing writes outside ``workdir``, new processes, signals, sockets and ctypes
     (except the ctypes calls made by the code of the packages in ``compiler_dirs``: the
     compiled path's numba and llvmlite, which call LLVM through ctypes)."""
@@ -175,6 +178,11 @@ class _CappedSink(io.TextIOBase):
 _sinks: list[_CappedSink] = []
 
 
+def sinks() -> list[_CappedSink]:
+    """This process's ``sys.stdout`` and ``sys.stderr`` sinks (their counts are reset per job)."""
+    return _sinks
+
+
 class _EngineModules(importlib.abc.MetaPathFinder):
     """Finds, by their files, modules the engine had loaded that a fresh interpreter cannot
     import by name (a test module imported by path, a script's own helpers), so that functions
@@ -225,19 +233,21 @@ confinement: list[str] = []  # the kernel's part of this worker's sandbox (``con
 
 def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str = "fork",
                    carried: dict | None = None) -> None:
-    """Isolate this process; called first thing in a new worker."""
+    """Isolate this process; called first thing in a new worker. The worker runs no program (its
+    program processes do, see ``judge``), so the limits meant for a program (memory, processes,
+    file size, the audit hook, seccomp) are applied there; the worker keeps the kernel's part."""
     try:
         os.setsid()  # own session and process group: killpg reaches every descendant
     except (OSError, AttributeError):  # AttributeError: no sessions on this platform
         pass
-    _prctl(_PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # die with the process that started us
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphaned grandchildren come back to us, to be found
+    prctl(PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # die with the process that started us
+    prctl(_PR_SET_CHILD_SUBREAPER, 1)  # orphaned grandchildren come back to us
     if method == "fork" and os.getppid() != parent:  # the engine died meanwhile
         os._exit(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the engine's business
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
-    scrub_environment(os.environ)
+    keep_environment(os.environ)
     os.environ["TMPDIR"] = workdir
     tempfile.tempdir = workdir
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -250,25 +260,29 @@ def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str
     sys.stdout = sys.__stdout__ = _sinks[0]
     sys.stderr = sys.__stderr__ = _sinks[1]
     os.chdir(workdir)
-    compiler_dirs = _load_compiler() if limits.jit else ()  # before the memory cap: not the program's budget
-    if limits.memory_mb is not None:
-        base = _address_space_bytes() or 0
-        _set_limit("RLIMIT_AS", base + int(limits.memory_mb) * 1024 * 1024)
-    if limits.file_mb is not None:
-        _set_limit("RLIMIT_FSIZE", int(limits.file_mb) * 1024 * 1024)
-    _set_limit("RLIMIT_CORE", 0)
-    import tasks  # noqa: F401 - before the audit hook, so the import machinery is warm
+    import tasks  # noqa: F401,I001 - loaded once, for every program process forked later
+    if limits.jit:
+        warm_compiler()  # once, here: every program process forked later has it loaded and started
     _take_over(carried)
     if limits.confine:
         confinement[:] = confine(workdir)
-        _prctl(_PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # a change of user cleared it
-    if limits.max_processes is not None:  # after the change of user: the limit counts the new user's
-        _set_limit("RLIMIT_NPROC", int(limits.max_processes))
-    if limits.audit:
-        sys.addaudithook(_audit_hook(workdir, compiler_dirs))
+        prctl(PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # a change of user cleared it
 
 
-def _load_compiler() -> tuple[str, ...]:
+def warm_compiler() -> None:
+    """Load numba and compile one small function, so that LLVM's start-up is paid once in the
+    worker, not again in every program process it forks."""
+    if not load_compiler():
+        return
+    try:
+        import numpy as np
+        from numba import njit
+        njit(cache=False)(lambda a, x: np.exp(a - x).argmax())(np.arange(3.0), 1.0)
+    except Exception:  # noqa: BLE001 - the program processes compile as they can
+        pass
+
+
+def load_compiler() -> tuple[str, ...]:
     """Import numba (it loads LLVM's library, which the audit hook would refuse later); the
     directories of numba and llvmlite, or none when numba is not installed."""
     try:
@@ -279,170 +293,16 @@ def _load_compiler() -> tuple[str, ...]:
     return tuple(os.path.dirname(m.__file__) + os.sep for m in (numba, llvmlite))
 
 
-def _stray_children() -> int:
-    """Reap and count child processes the program left behind (0 when there are none)."""
-    count = 0
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except (ChildProcessError, AttributeError):
-            return count
-        if pid == 0:
-            return count + 1  # alive ones remain: the engine kills the process group
-        count += 1
-
-
-_WATCHED = ("numpy", "builtins", "math")
-_WATCHED_PACKAGES = ("tasks", "raise_plugin")
-_watch_list: list = [-1, []]
-
-
-def _watched() -> list[tuple[str, dict]]:
-    """(name, namespace) of the modules evaluation relies on; recomputed when imports happen."""
-    if _watch_list[0] != len(sys.modules):
-        found = []
-        for name, module in list(sys.modules.items()):
-            if module is not None and (name in _WATCHED or name.split(".", 1)[0] in _WATCHED_PACKAGES):
-                namespace = getattr(module, "__dict__", None)
-                if namespace is not None:
-                    found.append((name, namespace))
-        _watch_list[:] = [len(sys.modules), found]
-    return _watch_list[1]
-
-
-def _module_state() -> list[tuple[str, dict, list]]:
-    """The attribute values of the watched modules (references, compared by identity)."""
-    return [(name, namespace, list(namespace.values())) for name, namespace in _watched()]
-
-
-def _changed_modules(before: list) -> list[str]:
-    """Modules one of whose attributes was rebound or deleted since ``before`` (new ones are fine:
-    a dict keeps insertion order, so old attributes stay a prefix of the values)."""
-    changed = []
-    for name, namespace, values in before:
-        now = list(namespace.values())
-        if len(now) < len(values) or not all(map(operator.is_, now[:len(values)], values)):
-            changed.append(name)
-    return changed
-
-
-def _task_classes() -> list[type]:
-    """Every ``tasks.Task`` subclass loaded, with their bases."""
-    from tasks.common import Task
-    subclasses: dict[type, None] = {}
-    todo = [Task]
-    while todo:
-        cls = todo.pop()
-        if cls not in subclasses:
-            subclasses[cls] = None
-            todo.extend(cls.__subclasses__())
-    return list(dict.fromkeys(base for cls in subclasses for base in cls.__mro__[:-1]))
-
-
-def _task_state() -> list[tuple[Any, list]]:
-    """The shared task objects (``tasks.get_task``'s) and every task class, with their
-    attributes (references, compared by identity): a program that replaces a task, or one of
-    its methods, changes what later evaluations are scored by."""
-    import tasks
-    state: list[tuple[Any, list]] = []
-    for registry in _registries(tasks):
-        state.append((registry, list(registry.items())))
-        for task in registry.values():
-            state.append((task, list(getattr(task, "__dict__", {}).items())))
-    for cls in _task_classes():
-        state.append((cls, list(cls.__dict__.items())))
-    return state
-
-
-def _registries(tasks) -> list[dict]:
-    return [r for r in (getattr(tasks, "_cache", None), getattr(tasks, "_registered", None)) if isinstance(r, dict)]
-
-
-def _hidden_method(task) -> str | None:
-    """An attribute of ``task`` itself that hides a method or property of its class (a cache
-    written by ``functools.cached_property`` is its own business)."""
-    import functools
-    import inspect
-    cls = type(task)
-    for name in getattr(task, "__dict__", {}):
-        if hasattr(cls, name) and not isinstance(inspect.getattr_static(cls, name), functools.cached_property):
-            return name
-    return None
-
-
-def _changed_tasks(before: list) -> str | None:
-    """What of ``_task_state``'s was rebound or deleted since ``before``. New entries are fine in
-    the registry (a task loaded for the first time) and in a task's attributes (caches), unless
-    they hide one of the class's methods."""
-    import tasks
-    for owner, items in before:
-        if isinstance(owner, type):
-            now, may_grow = list(owner.__dict__.items()), False
-        elif isinstance(owner, dict):
-            now, may_grow = list(owner.items()), True
-        else:
-            now, may_grow = list(getattr(owner, "__dict__", {}).items()), True
-        same = len(now) == len(items) or (may_grow and len(now) > len(items))
-        if not same or not all(a[0] == b[0] and a[1] is b[1] for a, b in zip(now, items)):
-            if isinstance(owner, type):
-                return f"class {owner.__name__}"
-            return "the task registry" if isinstance(owner, dict) else f"the task {owner!r}"
-    for registry in _registries(tasks):
-        for task in registry.values():
-            hidden = _hidden_method(task)
-            if hidden:
-                return f"the task's {hidden!r}"
-    return None
-
-
-def _settings() -> tuple:
-    import numpy as np
-    return sys.getrecursionlimit(), np.geterr()
-
-
-def _restore(settings: tuple, workdir: str) -> None:
-    """Undo what a program may change in the process without rebinding anything: interpreter
-    and numpy settings, files left in the working directory (the next program must not read them)."""
-    import numpy as np
-    limit, errors = settings
-    if sys.getrecursionlimit() != limit:
-        sys.setrecursionlimit(limit)
-    if np.geterr() != errors:
-        np.seterr(**errors)
-    try:
-        leftovers = os.listdir(workdir)
-    except OSError:
-        return
-    for name in leftovers:
-        path = os.path.join(workdir, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
-
-
-def _load_task(name: str) -> None:
-    try:
-        from tasks import get_task
-        get_task(name)
-    except Exception:  # noqa: BLE001 - the job reports it
-        pass
-
-
 def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: str = "fork",
                 carried: dict | None = None) -> None:
-    """The worker's loop (the target of the worker process)."""
+    """The worker's loop (the target of the worker process). The worker is its jobs' judge: it
+    never runs a program's code, it hands the program to a program process and scores the
+    decisions that come back (``judge``); the calls it runs are the engine's own functions, whose
+    evaluations of programs go through the judge too."""
     _enter_sandbox(limits, workdir, parent, method, carried)
-    settings = _settings()
-    compiler = None
-    if limits.jit:
-        from .compiled import Compiler
-        compiler = Compiler(after=limits.jit_after)
-    grown_at = _compiled_code_cap(limits)
-    sets: collections.OrderedDict[str, tuple[int, list, list[int]]] = collections.OrderedDict()
+    judge = Judge(limits, workdir)  # its spawner is forked now, before this process holds any instance
+    set_judge(judge)
+    sets: collections.OrderedDict[str, tuple[int, list]] = collections.OrderedDict()
     while True:
         try:
             message = conn.recv()
@@ -456,27 +316,23 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
             os._exit(0)
         if kind == "set":
             _, set_id, version, instances = message
-            sets[set_id] = (version, instances, freeze_instances(instances))
+            freeze_instances(instances)
+            sets[set_id] = (version, instances)
             sets.move_to_end(set_id)
             while len(sets) > limits.cache_sets:
                 sets.popitem(last=False)
             continue
-        before = _module_state()
-        tasks_before = _task_state()
         for sink in _sinks:
             sink.count = 0
         if kind == "job":
             job: Job = message[1]
-            _load_task(job.task)  # before the state is taken: the job's task is then watched too
-            tasks_before = _task_state()
             held = sets.get(job.set_id)
             if held is None or held[0] != job.version:
                 conn.send(("need", job.set_id))
                 continue
             conn.send(("started",))
             sets.move_to_end(job.set_id)
-            result = execute_job(job, held[1], held[2], compiler)
-            reply: tuple[Any, ...] = ("result", result)
+            reply: tuple[Any, ...] = ("result", judge.run_job(job, held[1]))
         else:  # "call"
             _, fn, args, kwargs = message
             conn.send(("started",))
@@ -484,46 +340,10 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
                 reply = ("value", fn(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - returned to the caller
                 reply = ("raised", exc)
-        recycle = result_kind(reply) in (FailureKind.MEMORY, FailureKind.TAMPERED)
-        if compiler is not None and grown_at is not None and (_address_space_bytes() or 0) > grown_at:
-            recycle = True  # compiled code is never unloaded: a fresh worker before it eats the budget
-        strays = _stray_children()
-        if strays:
-            recycle = True
-            reply = _mark(reply, FailureKind.PROCESSES, f"the program started {strays} child process(es)")
-        changed = _changed_modules(before)
-        if changed:
-            recycle = True
-            reply = _mark(reply, FailureKind.TAMPERED, f"the program modified module {changed[0]}")
-        task_changed = _changed_tasks(tasks_before)
-        if task_changed:
-            recycle = True
-            reply = _mark(reply, FailureKind.TAMPERED, f"the program modified {task_changed}")
-        _restore(settings, workdir)
         try:
-            conn.send(reply + (recycle,))
+            conn.send(reply + (False,))
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable return value
-            conn.send(("raised", RuntimeError(f"the result could not be sent back: {exc}"), recycle))
-        if recycle:
-            os._exit(0)
-
-
-def _compiled_code_cap(limits: SandboxLimits) -> int | None:
-    """The address space past which a worker on the compiled path is replaced: its size now
-    plus a quarter of the program's budget."""
-    if not limits.jit or limits.memory_mb is None:
-        return None
-    return (_address_space_bytes() or 0) + int(limits.memory_mb) * 1024 * 1024 // 4
-
-
-def result_kind(reply) -> str | None:
-    return reply[1].kind if reply[0] == "result" else None
-
-
-def _mark(reply, kind: str, reason: str):
-    if reply[0] == "result":
-        return ("result", EvalResult.failed(len(reply[1].metrics), kind, reason, reply[1].seconds))
-    return ("raised", RuntimeError(reason))
+            conn.send(("raised", RuntimeError(f"the result could not be sent back: {exc}"), False))
 
 
 # -- the parent's side --------------------------------------------------------------------------
@@ -702,7 +522,8 @@ class SandboxWorker:
                 self.conn.send(("job", job))
                 reply = self._started()
             if reply is None:
-                reply = self._wait(None if job.timeout is None else time.perf_counter() + float(job.timeout))
+                reply = self._wait(None if job.timeout is None
+                                   else time.perf_counter() + float(job.timeout) + _GRACE_SECONDS)
         except (BrokenPipeError, EOFError, ConnectionError, OSError):
             reply = "died"
         seconds = time.perf_counter() - start

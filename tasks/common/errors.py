@@ -1,13 +1,23 @@
-"""Why a heuristic's score is invalid."""
+"""Why a heuristic's score is invalid, and how such a reason is made safe to print."""
 from __future__ import annotations
 
-__all__ = ["HeuristicError", "one_line"]
+__all__ = ["HeuristicError", "one_line", "printable"]
 
 
 class HeuristicError(Exception):
     """The heuristic failed on an instance; the message is the one-line reason."""
 
 
+def printable(text, limit: int = 300) -> str:
+    """``text`` on one line, at most ``limit`` characters, with no control character left: white
+    space runs become one space and every other control character its ``\\xNN`` escape, so a
+    program's message cannot move a terminal's cursor, colour it, or hide what came before."""
+    line = " ".join(str(text).split())
+    if not line.isprintable():
+        line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def one_line(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return text[:200] if text else "(no message)"
+    text = printable(exc, 200)
+    return text if text else "(no message)"

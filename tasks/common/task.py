@@ -176,6 +176,12 @@ class Task(ABC):
         Raises ``HeuristicError`` with a one-line reason when the heuristic fails.
         """
 
+    def future_replaced(self, instance: Instance, rng: np.random.Generator) -> Instance | None:
+        """A copy of ``instance`` whose part still to come after a random point is replaced (the
+        judge's check that a program does not look ahead: before that point an online program
+        decides as it did on ``instance``); ``None`` where the task offers no such check."""
+        return None
+
     def instance_work(self, instance: Instance) -> float:
         """How much work evaluating a heuristic on ``instance`` takes, in the task's own unit
         (heuristic calls times candidates per call); only ratios between instances matter."""

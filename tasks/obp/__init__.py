@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from tasks.common.layout import TableLayout
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
@@ -69,6 +71,15 @@ class OBPTask(Task):
     def instance_work(self, instance: dict) -> float:
         # one call per item, each handed every bin that fits it (the empty ones included)
         return float(instance["num_items"]) ** 2
+
+    def future_replaced(self, instance: dict, rng):
+        """The items after a random one drawn again from those items."""
+        items = np.array(instance["items"])
+        if items.size < 2:
+            return None
+        cut = int(rng.integers(1, items.size))
+        items[cut:] = rng.choice(items[cut:], size=items.size - cut)
+        return {**instance, "items": items}
 
     def make_instance(self, values, rng, capacity: int = _inst.NOMINAL_CAPACITY, **_):
         return _inst.make_instance(values, capacity)

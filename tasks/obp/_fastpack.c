@@ -7,6 +7,7 @@
  * index order; the first argmax wins. While the used bins form a prefix the array is the
  * fitting used bins followed by the untouched ones, otherwise all bins are scanned.
  * Results the fast check cannot accept go to the Python check (which raises the reason).
+ * One decision per item; `choices` records or replays them (fastcheck.h).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,12 +17,45 @@
 
 #include "fastcheck.h"
 
-/* pack(items, residual, priority, check): pack in place into `residual` (int64, all C). */
+/* The heuristic's choice for item i among `size` candidates: the fitting bins `fit[0..k)`
+ * then `size - k` untouched ones; -1 with an exception set when it fails. */
+static Py_ssize_t heuristic_choice(PyObject *priority, PyObject *check, PyArrayObject *items_arr, npy_intp i,
+                                   const npy_int64 *residual, const npy_intp *fit, npy_intp k,
+                                   const npy_int64 *untouched, npy_intp size)
+{
+    PyArrayObject *candidates = (PyArrayObject *)PyArray_SimpleNew(1, &size, NPY_INT64);
+    if (candidates == NULL)
+        return -1;
+    npy_int64 *c = (npy_int64 *)PyArray_DATA(candidates);
+    for (npy_intp t = 0; t < k; t++)
+        c[t] = residual[fit[t]];
+    if (size > k)
+        memcpy(c + k, untouched, (size_t)(size - k) * sizeof(npy_int64));
+    const npy_int64 *items = (const npy_int64 *)PyArray_DATA(items_arr);
+    PyObject *item_obj = PyArray_Scalar((void *)&items[i], PyArray_DESCR(items_arr), (PyObject *)items_arr);
+    if (item_obj == NULL) {
+        Py_DECREF(candidates);
+        return -1;
+    }
+    PyObject *scores = PyObject_CallFunctionObjArgs(priority, item_obj, (PyObject *)candidates, NULL);
+    Py_DECREF(item_obj);
+    Py_DECREF(candidates);
+    if (scores == NULL)
+        return -1;
+    Py_ssize_t choice = fast_choose(scores, size, check);
+    Py_DECREF(scores);
+    return choice;
+}
+
+/* pack(items, residual, priority, check, choices=None): pack in place into `residual` (int64, all C). */
 static PyObject *pack(PyObject *self, PyObject *args)
 {
     PyArrayObject *items_arr, *residual_arr;
-    PyObject *priority, *check;
-    if (!PyArg_ParseTuple(args, "O!O!OO", &PyArray_Type, &items_arr, &PyArray_Type, &residual_arr, &priority, &check))
+    PyObject *priority, *check, *choices_obj = NULL;
+    Choices choices;
+    if (!PyArg_ParseTuple(args, "O!O!OO|O", &PyArray_Type, &items_arr, &PyArray_Type, &residual_arr, &priority, &check,
+                          &choices_obj) ||
+        choices_open(&choices, priority, choices_obj) < 0)
         return NULL;
     if (PyArray_NDIM(items_arr) != 1 || PyArray_TYPE(items_arr) != NPY_INT64 || !PyArray_IS_C_CONTIGUOUS(items_arr) ||
         PyArray_NDIM(residual_arr) != 1 || PyArray_TYPE(residual_arr) != NPY_INT64 ||
@@ -44,10 +78,14 @@ static PyObject *pack(PyObject *self, PyObject *args)
     for (npy_intp t = 0; t < n; t++)
         untouched[t] = capacity;
     npy_intp used = 0;
-    int prefix = 1;
+    int prefix = 1, stopped = 0;
     PyObject *failure = NULL;
 
     for (npy_intp i = 0; i < count; i++) {
+        if (choices_full(&choices)) {
+            stopped = 1;
+            break;
+        }
         const npy_int64 item = items[i];
         npy_intp k = 0, size;
         if (prefix) {
@@ -61,37 +99,16 @@ static PyObject *pack(PyObject *self, PyObject *args)
                     fit[k++] = j;
             size = k;
         }
-        PyArrayObject *candidates = (PyArrayObject *)PyArray_SimpleNew(1, &size, NPY_INT64);
-        if (candidates == NULL) {
-            failure = Py_None;
-            break;
-        }
-        npy_int64 *c = (npy_int64 *)PyArray_DATA(candidates);
-        for (npy_intp t = 0; t < k; t++)
-            c[t] = residual[fit[t]];
-        if (size > k)
-            memcpy(c + k, untouched, (size_t)(size - k) * sizeof(npy_int64));
-        PyObject *item_obj = PyArray_Scalar((void *)&items[i], PyArray_DESCR(items_arr), (PyObject *)items_arr);
-        if (item_obj == NULL) {
-            Py_DECREF(candidates);
-            failure = Py_None;
-            break;
-        }
-        PyObject *scores = PyObject_CallFunctionObjArgs(priority, item_obj, (PyObject *)candidates, NULL);
-        Py_DECREF(item_obj);
-        Py_DECREF(candidates);
-        if (scores == NULL) {
-            failure = Py_None;
-            break;
-        }
-        Py_ssize_t choice = fast_choose(scores, size, check);
-        Py_DECREF(scores);
+        Py_ssize_t choice = choices.replay ? choices_next(&choices, size)
+                                           : heuristic_choice(priority, check, items_arr, i, residual, fit, k,
+                                                              untouched, size);
         if (choice < 0) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError, "the check returned a negative index");
             failure = Py_None;
             break;
         }
+        choices_keep(&choices, choice);
         npy_intp target;
         if (!prefix || choice < k) {
             target = fit[choice];
@@ -108,11 +125,14 @@ static PyObject *pack(PyObject *self, PyObject *args)
     PyMem_Free(untouched);
     if (failure != NULL)
         return NULL;
-    Py_RETURN_NONE;
+    Py_INCREF(Py_None);
+    return choices_return(&choices, stopped, Py_None);
 }
 
 static PyMethodDef methods[] = {
-    {"pack", pack, METH_VARARGS, "pack(items, residual, priority, check): the OBP loop, in place."},
+    {"pack", pack, METH_VARARGS,
+     "pack(items, residual, priority, check, choices=None): the OBP loop, in place; with choices"
+     " (None, decisions made), or -1 when the recording stopped at its limit."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,6 +9,8 @@ prefix alone. A heuristic that opens an empty bin other than the first breaks
 the prefix; from then on the general (host) path runs. Either way the heuristic
 sees the same array, with the same dtype, as a fresh copy. The loop exists in C too
 (``_fastpack.c``, built where a compiler is present) with these same steps.
+One decision per item: a ``Recorder`` or a ``Replay`` (``tasks.common.decision``) as
+``priority`` records or replays them, on either loop.
 """
 from __future__ import annotations
 
@@ -16,8 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.decision import check_priorities, decide
-from tasks.common.errors import HeuristicError, one_line
+from tasks.common.decision import decide, run_compiled
 
 try:  # the same loop compiled (setup.py builds it where a C compiler is available)
     from . import _fastpack
@@ -32,18 +33,14 @@ def pack(items: np.ndarray, capacity: int, priority: Callable, *, compiled: bool
 
     With ``compiled`` (and the module built) the loop runs in C for int64 items and
     capacities, the usual case; both loops hand the heuristic the same arrays.
+    ``priority`` may be a ``Recorder`` or a ``Replay`` (one decision per item).
     """
     items = np.asarray(items)
     n = len(items)
     residual = np.full(n, capacity, dtype=np.asarray(capacity).dtype)  # the host's dtype
     if compiled and _fastpack is not None and items.ndim == 1 and items.dtype == np.int64 \
             and residual.dtype == np.int64:
-        try:
-            _fastpack.pack(np.ascontiguousarray(items), residual, priority, check_priorities)
-        except HeuristicError:
-            raise
-        except Exception as exc:
-            raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
+        run_compiled(_fastpack.pack, (np.ascontiguousarray(items), residual), priority, n)
         return residual
     return _pack_python(items, residual, priority)
 

@@ -85,5 +85,17 @@ class OJSPTask(Task):
         values = self.shift.sample(p, jobs * int(kwargs["M"]), rng, _inst.MAX_DURATION)
         return self.make_instance(values, rng, **kwargs)
 
+    def future_replaced(self, instance: dict, rng):
+        """The jobs released after a random job's release take the operations (machine order and
+        durations) of jobs drawn at random; due dates and release times stay."""
+        release = np.asarray(instance["release"])
+        later = np.flatnonzero(release > release[int(rng.integers(release.size))])
+        if later.size == 0:
+            return None
+        drawn = rng.integers(0, release.size, size=later.size)
+        durations, machines = np.array(instance["durations"]), np.array(instance["machines"])
+        durations[later], machines[later] = durations[drawn], machines[drawn]
+        return {**instance, "durations": durations, "machines": machines}
+
     def evaluate(self, priority: Callable, instance: dict) -> float:
         return normalised_makespan(simulate(instance, priority), instance)

@@ -6,6 +6,7 @@
  * operations with est == t in job-index order, handed to the heuristic as a fresh
  * float64 array of their rows of the candidate table, with t as a Python int; the first
  * argmax starts at t and the other candidates on other machines are offered again at t.
+ * One decision per operation; `choices` records or replays them (fastcheck.h).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -62,16 +63,45 @@ static int contiguous(PyArrayObject *a, int type, int ndim)
     return PyArray_TYPE(a) == type && PyArray_NDIM(a) == ndim && PyArray_IS_C_CONTIGUOUS(a);
 }
 
-/* dispatch(machines, durations, release, table, start, priority, check) -> makespan
+/* The heuristic's choice at time t among the n operations `ops` (their rows of the table);
+ * -1 with an exception set when it fails. */
+static Py_ssize_t heuristic_choice(PyObject *priority, PyObject *check, const double *table, const npy_intp *ops,
+                                   npy_intp n, npy_int64 t)
+{
+    npy_intp dims[2] = {n, COLUMNS};
+    PyArrayObject *rows = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_FLOAT64);
+    if (rows == NULL)
+        return -1;
+    double *r = (double *)PyArray_DATA(rows);
+    for (npy_intp i = 0; i < n; i++)
+        memcpy(r + i * COLUMNS, table + ops[i] * COLUMNS, COLUMNS * sizeof(double));
+    PyObject *time_obj = PyLong_FromLongLong((long long)t);
+    if (time_obj == NULL) {
+        Py_DECREF(rows);
+        return -1;
+    }
+    PyObject *scores = PyObject_CallFunctionObjArgs(priority, time_obj, (PyObject *)rows, NULL);
+    Py_DECREF(time_obj);
+    Py_DECREF(rows);
+    if (scores == NULL)
+        return -1;
+    Py_ssize_t choice = fast_choose(scores, n, check);
+    Py_DECREF(scores);
+    return choice;
+}
+
+/* dispatch(machines, durations, release, table, start, priority, check, choices=None) -> makespan
  * machines, durations: int64 (J, M); release: int64 (J,); table: float64 (J * M, 6);
  * start: int64 (J * M,), written in place. */
 static PyObject *dispatch(PyObject *self, PyObject *args)
 {
     PyArrayObject *machines_arr, *durations_arr, *release_arr, *table_arr, *start_arr;
-    PyObject *priority, *check;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OO", &PyArray_Type, &machines_arr, &PyArray_Type, &durations_arr,
+    PyObject *priority, *check, *choices_obj = NULL;
+    Choices choices;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!OO|O", &PyArray_Type, &machines_arr, &PyArray_Type, &durations_arr,
                           &PyArray_Type, &release_arr, &PyArray_Type, &table_arr, &PyArray_Type, &start_arr,
-                          &priority, &check))
+                          &priority, &check, &choices_obj) ||
+        choices_open(&choices, priority, choices_obj) < 0)
         return NULL;
     if (!contiguous(machines_arr, NPY_INT64, 2) || !contiguous(durations_arr, NPY_INT64, 2) ||
         !contiguous(release_arr, NPY_INT64, 1) || !contiguous(table_arr, NPY_FLOAT64, 2) ||
@@ -87,7 +117,7 @@ static PyObject *dispatch(PyObject *self, PyObject *args)
         return NULL;
     }
     if (J == 0 || M == 0)
-        return PyLong_FromLong(0);
+        return choices_return(&choices, 0, PyLong_FromLong(0));
     const npy_int64 *op_machine = (const npy_int64 *)PyArray_DATA(machines_arr);
     const npy_int64 *op_duration = (const npy_int64 *)PyArray_DATA(durations_arr);
     const npy_int64 *release = (const npy_int64 *)PyArray_DATA(release_arr);
@@ -119,9 +149,9 @@ static PyObject *dispatch(PyObject *self, PyObject *args)
         heap_push(&heap, release[j] * J + j); /* est = r_j while every machine is free */
     }
     npy_int64 makespan = 0;
-    int failed = 0;
+    int failed = 0, stopped = 0;
 
-    while (heap.size > 0 && !failed) {
+    while (heap.size > 0 && !failed && !stopped) {
         /* the decision time t: the smallest est, refreshing stale keys on the way */
         npy_int64 key, est;
         npy_intp j, op;
@@ -155,36 +185,19 @@ static PyObject *dispatch(PyObject *self, PyObject *args)
         }
 
         while (n > 0) {
-            npy_intp dims[2] = {n, COLUMNS};
-            PyArrayObject *rows = (PyArrayObject *)PyArray_SimpleNew(2, dims, NPY_FLOAT64);
-            if (rows == NULL) {
-                failed = 1;
+            if (choices_full(&choices)) {
+                stopped = 1;
                 break;
             }
-            double *r = (double *)PyArray_DATA(rows);
-            for (npy_intp i = 0; i < n; i++)
-                memcpy(r + i * COLUMNS, table + ops[i] * COLUMNS, COLUMNS * sizeof(double));
-            PyObject *time_obj = PyLong_FromLongLong((long long)t);
-            if (time_obj == NULL) {
-                Py_DECREF(rows);
-                failed = 1;
-                break;
-            }
-            PyObject *scores = PyObject_CallFunctionObjArgs(priority, time_obj, (PyObject *)rows, NULL);
-            Py_DECREF(time_obj);
-            Py_DECREF(rows);
-            if (scores == NULL) {
-                failed = 1;
-                break;
-            }
-            Py_ssize_t choice = fast_choose(scores, n, check);
-            Py_DECREF(scores);
+            Py_ssize_t choice = choices.replay ? choices_next(&choices, n)
+                                               : heuristic_choice(priority, check, table, ops, n, t);
             if (choice < 0 || choice >= n) {
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_ValueError, "the check returned an index out of range");
                 failed = 1;
                 break;
             }
+            choices_keep(&choices, choice);
             op = ops[choice];
             const npy_int64 m = op_machine[op];
             const npy_int64 end = t + op_duration[op];
@@ -222,12 +235,13 @@ static PyObject *dispatch(PyObject *self, PyObject *args)
     PyMem_Free(ops);
     if (failed)
         return NULL;
-    return PyLong_FromLongLong((long long)makespan);
+    return choices_return(&choices, stopped, PyLong_FromLongLong((long long)makespan));
 }
 
 static PyMethodDef methods[] = {
     {"dispatch", dispatch, METH_VARARGS,
-     "dispatch(machines, durations, release, table, start, priority, check) -> makespan; start filled in place."},
+     "dispatch(machines, durations, release, table, start, priority, check, choices=None) -> makespan; start"
+     " filled in place; with choices (makespan, decisions made), or -1 when the recording stopped at its limit."},
     {NULL, NULL, 0, NULL},
 };
 

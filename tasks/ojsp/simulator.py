@@ -13,6 +13,8 @@ every start pushes some est beyond t). One heuristic call per operation.
 The loop keeps one heap key ``est * J + job`` per unfinished job. An est only grows,
 so entries are refreshed lazily when they reach the top of the heap; the
 candidate rows come from a table of all operations precomputed per instance.
+A ``Recorder`` or a ``Replay`` (``tasks.common.decision``) as ``priority`` records or
+replays the decisions (one per call, a call even when one candidate is left), on either loop.
 """
 from __future__ import annotations
 
@@ -21,8 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.decision import check_priorities, decide
-from tasks.common.errors import HeuristicError, one_line
+from tasks.common.decision import decide, run_compiled
 
 try:  # the same loop compiled (setup.py builds it where a C compiler is available)
     from . import _fastdispatch
@@ -57,21 +58,16 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
     time of job j's k-th operation. Raises ``HeuristicError`` when the heuristic raises
     or returns scores that do not pick exactly one candidate. With ``compiled`` (and the
     module built) the loop runs in C, handing the heuristic the same arguments.
+    ``priority`` may be a ``Recorder`` or a ``Replay`` (one decision per operation).
     """
     durations = np.ascontiguousarray(instance["durations"], dtype=np.int64)
     J, M = durations.shape
     table = candidate_table(instance)
     if compiled and _fastdispatch is not None:
         start = np.zeros(J * M, dtype=np.int64)
-        try:
-            makespan = _fastdispatch.dispatch(
-                np.ascontiguousarray(instance["machines"], dtype=np.int64), durations,
-                np.ascontiguousarray(instance["release"], dtype=np.int64), table, start, priority,
-                check_priorities)
-        except HeuristicError:
-            raise
-        except Exception as exc:
-            raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
+        makespan = run_compiled(_fastdispatch.dispatch, (
+            np.ascontiguousarray(instance["machines"], dtype=np.int64), durations,
+            np.ascontiguousarray(instance["release"], dtype=np.int64), table, start), priority, J * M)
         return (makespan, start.reshape(J, M)) if return_schedule else makespan
     take = table.take
     op_machine = np.asarray(instance["machines"], dtype=np.int64).ravel().tolist()

@@ -76,5 +76,17 @@ class OVRPTask(Task):
         """``V`` (the suite's parameter name) is accepted as an alias of ``vehicles``."""
         return _inst.make_instance(values, rng, vehicles if V is None else V)
 
+    def future_replaced(self, instance: dict, rng):
+        """The customers arriving after a random one take the locations and demands of customers
+        drawn from them; the reference length stays (it is announced with the instance)."""
+        order = np.asarray(instance["order"])
+        if order.size < 2:
+            return None
+        later = order[int(rng.integers(1, order.size)):]
+        drawn = rng.choice(later, size=later.size)
+        coords, demands = np.array(instance["coords"]), np.array(instance["demands"])
+        coords[later], demands[later] = coords[drawn], demands[drawn]
+        return {**instance, "coords": coords, "demands": demands}
+
     def evaluate(self, priority: Callable, instance: dict) -> float:
         return route_length_ratio(instance, priority)

@@ -9,7 +9,9 @@
  * overflow route depot -> customer -> depot without a decision. Every float is
  * computed with the same operations, in the same order, as the numpy code, so the
  * arrays and the routes are identical. Results the fast check cannot accept go to the
- * Python check (which raises the reason).
+ * Python check (which raises the reason). One decision per customer that fits some route;
+ * `choices` records or replays them (fastcheck.h). A replay builds no arrays and skips the
+ * columns only the heuristic sees (the other edges' insertion costs, the nearest stops).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -164,7 +166,49 @@ fail:
     return NULL;
 }
 
-/* route(dist, coords, demands, order, capacity, vehicles, inv_q, inv_n, inv_ref, priority, check):
+/* The heuristic's choice among the `rows` insertions `s->keep` of `node`, given the customer's
+ * features; -1 with an exception set when it fails. */
+static Py_ssize_t heuristic_choice(PyObject *priority, PyObject *check, const State *s, npy_intp rows,
+                                   npy_intp nodes, npy_intp node, double inv_ref, const double *feature)
+{
+    npy_intp shape[2] = {rows, COLUMNS};
+    PyArrayObject *candidates = (PyArrayObject *)PyArray_SimpleNew(2, shape, NPY_FLOAT64);
+    if (candidates == NULL)
+        return -1;
+    double *out = (double *)PyArray_DATA(candidates);
+    for (npy_intp k = 0; k < rows; k++, out += COLUMNS) {
+        const npy_intp e = s->keep[k], r = s->route[e];
+        const double delta = s->delta[e];
+        out[0] = (double)r;
+        out[1] = (double)s->position[e];
+        out[2] = delta;
+        out[3] = s->residual[r];
+        out[4] = s->load[r];
+        out[5] = s->size[r];
+        out[6] = s->nearest[r * nodes + node];
+        out[7] = s->projected[r] + delta * inv_ref;
+    }
+    npy_intp fshape[1] = {FEATURES};
+    PyArrayObject *features = (PyArrayObject *)PyArray_SimpleNew(1, fshape, NPY_FLOAT64);
+    if (features == NULL) {
+        Py_DECREF(candidates);
+        return -1;
+    }
+    memcpy(PyArray_DATA(features), feature, FEATURES * sizeof(double));
+
+    PyObject *scores = PyObject_CallFunctionObjArgs(priority, (PyObject *)features, (PyObject *)candidates, NULL);
+    Py_DECREF(features);
+    Py_DECREF(candidates);
+    if (scores == NULL)
+        return -1;
+    Py_ssize_t choice = scan_choose(scores, rows);
+    if (choice == -2)
+        choice = fast_choose(scores, rows, check);
+    Py_DECREF(scores);
+    return choice;
+}
+
+/* route(dist, coords, demands, order, capacity, vehicles, inv_q, inv_n, inv_ref, priority, check, choices=None):
  * the routing of one instance, or None (before any call of the heuristic) when an order
  * entry is out of range or a demand is below 1, which the Python loop handles. */
 static PyObject *route(PyObject *self, PyObject *args)
@@ -173,10 +217,12 @@ static PyObject *route(PyObject *self, PyObject *args)
     long long capacity_ll;
     Py_ssize_t vehicles;
     double inv_q, inv_n, inv_ref;
-    PyObject *priority, *check;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!LndddOO", &PyArray_Type, &dist_arr, &PyArray_Type, &coords_arr,
+    PyObject *priority, *check, *choices_obj = NULL;
+    Choices choices;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!LndddOO|O", &PyArray_Type, &dist_arr, &PyArray_Type, &coords_arr,
                           &PyArray_Type, &demands_arr, &PyArray_Type, &order_arr, &capacity_ll, &vehicles, &inv_q,
-                          &inv_n, &inv_ref, &priority, &check))
+                          &inv_n, &inv_ref, &priority, &check, &choices_obj) ||
+        choices_open(&choices, priority, choices_obj) < 0)
         return NULL;
     if (!contiguous(dist_arr, NPY_FLOAT64, 2) || !contiguous(coords_arr, NPY_FLOAT64, 2) ||
         !contiguous(demands_arr, NPY_INT64, 1) || !contiguous(order_arr, NPY_INT64, 1)) {
@@ -227,7 +273,8 @@ static PyObject *route(PyObject *self, PyObject *args)
     }
     npy_intp num_edges = vehicles, num_routes = vehicles;
     npy_int64 free = (npy_int64)vehicles * capacity, seen = 0;
-    int ok = 1;
+    int ok = 1, stopped = 0;
+    const int replay = choices.replay; /* no heuristic: the columns only it sees are not kept */
 
     for (npy_intp step = 0; step < steps; step++) {
         const npy_intp c = (npy_intp)order[step];
@@ -266,19 +313,26 @@ static PyObject *route(PyObject *self, PyObject *args)
             s.projected[r] = s.route_len[r] * inv_ref;
             s.free_share[r] = (double)(capacity - d) * inv_q;
             double *reach = s.nearest + r * nodes;
-            for (npy_intp v = 0; v < nodes; v++)
-                reach[v] = nan_minimum(dist[v], row[v]);
+            if (!replay)
+                for (npy_intp v = 0; v < nodes; v++)
+                    reach[v] = nan_minimum(dist[v], row[v]);
             num_routes += 1;
             num_edges += 2;
             free += capacity - d;
             continue;
         }
 
+        if (choices_full(&choices)) {
+            stopped = 1;
+            break;
+        }
         const npy_intp E = num_edges, R = num_routes;
         const double demand_share = (double)d * inv_q;
-        for (npy_intp e = 0; e < E; e++) {
-            double delta = row[s.from[e]] + row[s.to[e]];
-            s.delta[e] = delta - s.length[e];
+        if (!replay) {
+            for (npy_intp e = 0; e < E; e++) {
+                double delta = row[s.from[e]] + row[s.to[e]];
+                s.delta[e] = delta - s.length[e];
+            }
         }
         for (npy_intp r = 0; r < R; r++)
             s.residual[r] = s.free_share[r] - demand_share;
@@ -297,59 +351,27 @@ static PyObject *route(PyObject *self, PyObject *args)
             break;
         }
 
-        npy_intp shape[2] = {rows, COLUMNS};
-        PyArrayObject *candidates = (PyArrayObject *)PyArray_SimpleNew(2, shape, NPY_FLOAT64);
-        if (candidates == NULL) {
-            ok = 0;
-            break;
+        Py_ssize_t choice;
+        if (replay) {
+            choice = choices_next(&choices, rows);
+        } else {
+            const double feature[FEATURES] = {coords[2 * c], coords[2 * c + 1], demand_share, dist[node],
+                                              (double)step * inv_n, (double)free / (double)seen};
+            choice = heuristic_choice(priority, check, &s, rows, nodes, node, inv_ref, feature);
         }
-        double *out = (double *)PyArray_DATA(candidates);
-        for (npy_intp k = 0; k < rows; k++, out += COLUMNS) {
-            const npy_intp e = s.keep[k], r = s.route[e];
-            const double delta = s.delta[e];
-            out[0] = (double)r;
-            out[1] = (double)s.position[e];
-            out[2] = delta;
-            out[3] = s.residual[r];
-            out[4] = s.load[r];
-            out[5] = s.size[r];
-            out[6] = s.nearest[r * nodes + node];
-            out[7] = s.projected[r] + delta * inv_ref;
-        }
-        npy_intp fshape[1] = {FEATURES};
-        PyArrayObject *features = (PyArrayObject *)PyArray_SimpleNew(1, fshape, NPY_FLOAT64);
-        if (features == NULL) {
-            Py_DECREF(candidates);
-            ok = 0;
-            break;
-        }
-        double *f = (double *)PyArray_DATA(features);
-        f[0] = coords[2 * c];
-        f[1] = coords[2 * c + 1];
-        f[2] = demand_share;
-        f[3] = dist[node];
-        f[4] = (double)step * inv_n;
-        f[5] = (double)free / (double)seen;
-
-        PyObject *scores = PyObject_CallFunctionObjArgs(priority, (PyObject *)features, (PyObject *)candidates, NULL);
-        Py_DECREF(features);
-        Py_DECREF(candidates);
-        if (scores == NULL) {
-            ok = 0;
-            break;
-        }
-        Py_ssize_t choice = scan_choose(scores, rows);
-        if (choice == -2)
-            choice = fast_choose(scores, rows, check);
-        Py_DECREF(scores);
         if (choice < 0 || choice >= rows) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError, "the check returned an index out of range");
             ok = 0;
             break;
         }
+        choices_keep(&choices, choice);
 
         const npy_intp e = s.keep[choice];
+        if (replay) { /* the one insertion cost it needs */
+            double delta = row[s.from[e]] + row[s.to[e]];
+            s.delta[e] = delta - s.length[e];
+        }
         const npy_intp a = s.from[e], b = s.to[e], r = s.route[e], position = s.position[e];
         if (E + 1 > max_edges) {
             PyErr_SetString(PyExc_RuntimeError, "route ran out of preallocated edges");
@@ -382,21 +404,29 @@ static PyObject *route(PyObject *self, PyObject *args)
         s.projected[r] = s.route_len[r] * inv_ref;
         s.free_share[r] = (double)s.res[r] * inv_q;
         double *reach = s.nearest + r * nodes;
-        for (npy_intp v = 0; v < nodes; v++)
-            reach[v] = nan_minimum(reach[v], row[v]);
+        if (!replay)
+            for (npy_intp v = 0; v < nodes; v++)
+                reach[v] = nan_minimum(reach[v], row[v]);
         num_edges += 1;
         free -= d;
     }
 
-    PyObject *result = ok ? result_of(&s, num_edges, num_routes, vehicles) : NULL;
+    PyObject *result = NULL;
+    if (ok && stopped) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    } else if (ok) {
+        result = result_of(&s, num_edges, num_routes, vehicles);
+    }
     state_free(&s);
-    return result;
+    return choices_return(&choices, stopped, result);
 }
 
 static PyMethodDef methods[] = {
     {"route", route, METH_VARARGS,
-     "route(dist, coords, demands, order, capacity, vehicles, inv_q, inv_n, inv_ref, priority, check)"
-     " -> (routes, route lengths, overflow routes), or None for an instance it leaves to the Python loop."},
+     "route(dist, coords, demands, order, capacity, vehicles, inv_q, inv_n, inv_ref, priority, check, choices=None)"
+     " -> (routes, route lengths, overflow routes), or None for an instance it leaves to the Python loop; with"
+     " choices (that result, decisions made), or -1 when the recording stopped at its limit."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,9 @@ of per-route columns; a decision gathers the route rows for every edge and
 fills in the per-edge columns, a fixed handful of numpy operations whatever
 the fleet size. The loop exists in C too (``_fastroute.c``, built where a compiler
 is present) with these same steps and the same floating-point operations, so both
-hand the heuristic identical arrays and build identical routes.
+hand the heuristic identical arrays and build identical routes. A ``Recorder`` or a
+``Replay`` (``tasks.common.decision``) as ``priority`` records or replays the decisions
+(one per customer that fits some route; none for an overflow route), on either loop.
 """
 from __future__ import annotations
 
@@ -23,8 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from tasks.common.decision import check_priorities, decide
-from tasks.common.errors import HeuristicError, one_line
+from tasks.common.decision import decide, run_compiled
 
 from .reference import distance_matrix
 
@@ -61,6 +62,7 @@ def simulate(instance: dict, priority: Callable, *, compiled: bool = True) -> Ro
     With ``compiled`` (and the module built) the loop runs in C for the usual instances
     (at least one vehicle, positive demands, ``order`` a sequence of the N customers);
     both loops hand the heuristic the same arrays and return the same result.
+    ``priority`` may be a ``Recorder`` or a ``Replay``.
     """
     coords = np.asarray(instance["coords"], dtype=float)
     demands = np.asarray(instance["demands"], dtype=np.int64)
@@ -72,14 +74,10 @@ def simulate(instance: dict, priority: Callable, *, compiled: bool = True) -> Ro
     inv_q, inv_n, inv_ref = 1.0 / capacity, 1.0 / n, 1.0 / float(instance["reference_length"])
     if compiled and _fastroute is not None and vehicles >= 1 and abs(capacity) < 2**40 and demands.ndim == 1 \
             and order.shape == (n,) and coords.shape == (n, 2):
-        try:  # None: an unusual instance (a demand below 1, an order index out of range), left to Python
-            routed = _fastroute.route(
-                dist, np.ascontiguousarray(coords), np.ascontiguousarray(demands), np.ascontiguousarray(order),
-                capacity, vehicles, inv_q, inv_n, inv_ref, priority, check_priorities)
-        except HeuristicError:
-            raise
-        except Exception as exc:
-            raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
+        # None: an unusual instance (a demand below 1, an order index out of range), left to Python
+        routed = run_compiled(_fastroute.route, (
+            dist, np.ascontiguousarray(coords), np.ascontiguousarray(demands), np.ascontiguousarray(order),
+            capacity, vehicles, inv_q, inv_n, inv_ref), priority, len(order))
         if routed is not None:
             routes, lengths, overflow = routed
             return RoutingResult(float(sum(lengths)), routes, overflow, vehicles)

@@ -33,9 +33,9 @@ def pool():
         yield executor
 
 
-def process_group(pgid: int) -> list[tuple[int, str]]:
-    """``(pid, state)`` of every process in group ``pgid``, zombies (state ``Z``) included; empty
-    where there is no ``/proc``."""
+def process_group(pgid: int, session: bool = False) -> list[tuple[int, str]]:
+    """``(pid, state)`` of every process in group ``pgid`` (with ``session``: in session ``pgid``
+    but not in group ``pgid``), zombies (state ``Z``) included; empty where there is no ``/proc``."""
     found = []
     if not Path("/proc").is_dir():
         return found
@@ -46,6 +46,7 @@ def process_group(pgid: int) -> list[tuple[int, str]]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid:
+        group, sid = int(fields[2]), int(fields[3])
+        if (sid == pgid and group != pgid) if session else group == pgid:
             found.append((int(entry.name), fields[0]))
     return found

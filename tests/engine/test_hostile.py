@@ -40,10 +40,23 @@ HOSTILE = {
     "subprocess": ("    import subprocess\n    subprocess.run(['true'])\n    return -bins\n",
                    FailureKind.HEURISTIC, "not allowed"),
     "ctypes": ("    import ctypes\n    ctypes.CDLL(None).getpid()\n    return -bins\n", FailureKind.HEURISTIC, "ctypes"),
+    "module-level crash": (None, FailureKind.PROGRAM, "RuntimeError"),
+    "syntax error": (None, FailureKind.PROGRAM, "syntax error"),
+}
+SPECIAL = {
+    "module-level crash": "raise RuntimeError('at import')\ndef priority(item, bins):\n    return -bins\n",
+    "syntax error": "def priority(item, bins)\n    return -bins\n",
+}
+
+
+# Programs that change what they are scored by in their own process: the judge replays their
+# decisions with the task it holds, so each scores what its decisions earn (or is invalid, where a
+# decision taken on changed data is not a candidate of the real instance)
+CHANGING = {
     "cached instance via gc": (
         "    for o in gc.get_objects():\n"
         "        if isinstance(o, list) and o and isinstance(o[0], dict) and 'items' in o[0]:\n"
-        "            o[0]['items'][:] = 1\n    return -bins\n", FailureKind.HEURISTIC, "read-only"),
+        "            o[0]['items'][:] = 1\n    return -bins\n"),
     "cached instance made writeable": (
         "    if hasattr(priority, 'done'):\n        return -bins\n    priority.done = True\n"
         "    for o in gc.get_objects():\n"
@@ -52,17 +65,18 @@ HOSTILE = {
         "            try:\n                b.setflags(write=True); a.setflags(write=True)\n"
         "            except Exception:\n                pass\n"
         "            try:\n                a[:] = 1\n            except Exception:\n                pass\n"
-        "    return -bins\n", (FailureKind.TAMPERED, FailureKind.HEURISTIC), ""),
-    "monkeypatching the task": (
-        "    import tasks.obp\n    tasks.obp.waste_ratio = lambda *a: 0.0\n    return -bins\n",
-        FailureKind.TAMPERED, "modified module tasks.obp"),
-    "module-level crash": (None, FailureKind.PROGRAM, "RuntimeError"),
-    "syntax error": (None, FailureKind.PROGRAM, "syntax error"),
+        "    return -bins\n"),
+    "monkeypatching the task": "    import tasks.obp\n    tasks.obp.waste_ratio = lambda *a: 0.0\n    return -bins\n",
 }
-SPECIAL = {
-    "module-level crash": "raise RuntimeError('at import')\ndef priority(item, bins):\n    return -bins\n",
-    "syntax error": "def priority(item, bins)\n    return -bins\n",
-}
+
+
+@pytest.mark.parametrize("name", list(CHANGING))
+def test_a_program_that_changes_its_data_or_task_is_scored_by_its_decisions(task, engine, small_instances, name):
+    earned = [task.evaluate(lambda item, bins: -bins, s) for s in small_instances]
+    result = engine.evaluate(H + CHANGING[name], small_instances, split=1, timeout=GENEROUS)
+    assert (result.valid and list(result.metrics) == earned) or result.kind == FailureKind.HEURISTIC, result
+    after = engine.evaluate(BEST_FIT, small_instances, split=1, timeout=GENEROUS)
+    assert list(after.metrics) == [task.evaluate(task.baselines["BestFit"], s) for s in small_instances]
 
 
 def program(name: str) -> str:
@@ -105,18 +119,16 @@ def test_pool_recovers_and_good_programs_still_score_right(task, pool, engine, s
     assert [r.valid for r in results] == [False] * len(HOSTILE) + [True] * 4
     for r in results[len(HOSTILE):]:
         assert list(r.metrics) == expected
-    assert pool.restarts() > 0  # timeouts, memory, os._exit and tampering replaced workers
-    deadline = time.time() + 5
-    while None in pool.worker_pids() and time.time() < deadline:  # replaced right after the result
-        time.sleep(0.05)
+    assert pool.restarts() == 0  # a worker runs no program: its program processes died, not it
     assert None not in pool.worker_pids()
 
 
 def test_timeout_kills_the_whole_process_tree(small_instances):
     body = ("import os, time\n\ndef priority(item, bins):\n"
             "    time.sleep(30)\n    return -bins\n")
-    # without the audit hook a program may fork; the children must die with the worker
-    limits = SandboxLimits(timeout=1.5, memory_mb=512, audit=False)
+    # without the audit hook and the kernel's filter a program may fork; its children must die
+    # with its process
+    limits = SandboxLimits(timeout=1.5, memory_mb=512, audit=False, confine=False)
     forking = ("import os, time\n\ndef priority(item, bins):\n"
                "    for _ in range(20):\n        if os.fork() == 0:\n            time.sleep(60)\n"
                "            os._exit(0)\n    time.sleep(30)\n    return -bins\n")
@@ -129,18 +141,18 @@ def test_timeout_kills_the_whole_process_tree(small_instances):
 
 
 def test_children_left_behind_make_the_result_invalid_and_are_killed(small_instances):
-    limits = SandboxLimits(timeout=GENEROUS, memory_mb=512, audit=False)
+    limits = SandboxLimits(timeout=GENEROUS, memory_mb=512, audit=False, confine=False)
     code = ("import os, time\n\ndef priority(item, bins):\n"
             "    if not hasattr(priority, 'done'):\n        priority.done = True\n"
             "        for _ in range(50):\n            if os.fork() == 0:\n                time.sleep(60)\n"
             "                os._exit(0)\n    return -bins\n")
     with ProcessExecutor(1, limits) as pool:
         result = Engine("obp", pool, limits=limits).evaluate(code, small_instances)
-        # root ignores RLIMIT_NPROC: the forks succeed and are caught afterwards
-        if result.kind == FailureKind.PROCESSES:
-            assert "child process" in result.reason
-        else:  # RLIMIT_NPROC refused the first fork
-            assert result.kind == FailureKind.HEURISTIC and "Resource temporarily unavailable" in result.reason
+        # root ignores RLIMIT_NPROC: the forks succeed, and die with the program's process group
+        if result.kind == FailureKind.HEURISTIC:  # RLIMIT_NPROC refused the first fork
+            assert "Resource temporarily unavailable" in result.reason
+        else:
+            assert result.valid
         time.sleep(0.2)
         assert not _group_members(result.worker)
 
@@ -184,11 +196,17 @@ def test_the_programs_output_does_not_reach_the_engine(engine, small_instances, 
     assert "hello from the program" not in out and "oops" not in err
 
 
-def _group_members(pgid: int | None) -> list[int]:
-    """Processes still in process group ``pgid``, zombies left out (Linux; empty elsewhere)."""
-    if pgid is None:
+def _group_members(worker: int | None) -> list[int]:
+    """Processes still running in the session of ``worker`` outside its own process group (its
+    programs' processes and anything they started), zombies left out (Linux; empty elsewhere)."""
+    if worker is None:
         return []
-    return [pid for pid, state in process_group(pgid) if state != "Z"]
+    deadline = time.monotonic() + 5  # killed processes take a moment to exit
+    while True:
+        alive = [pid for pid, state in process_group(worker, session=True) if state != "Z"]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
 
 
 def test_a_killed_worker_is_replaced_and_its_job_retried(task, small_instances):

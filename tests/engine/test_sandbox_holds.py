@@ -28,6 +28,7 @@ def priority(item, bins):
     priority.done = True
     key = "-".join(["sk", "raise", "test", "5f3a9c1e7d"])  # built here: this text must not count as a find
     found = []
+    gc.unfreeze()  # what the process that forked this one froze is invisible to gc.get_objects() otherwise
     if any(key in v for v in os.environ.values()):
         found.append("os.environ")
     for pid in ("self", str(os.getppid()), "{engine}", "1"):
@@ -125,6 +126,8 @@ TAMPERING = {
 @pytest.mark.parametrize("when", ["at import", "in priority"])
 def test_a_program_cannot_change_what_it_is_scored_by_and_the_next_one_scores_alone(how, when, task,
                                                                                    small_instances):
+    """Whatever a program replaces in its own process, the judge scores its decisions with the
+    task it holds: the program scores what ``-bins`` earns, and best fit after it as alone."""
     patch = TAMPERING[how]
     if when == "at import":
         code = patch + "\ndef priority(item, bins):\n    return -bins\n"
@@ -133,11 +136,12 @@ def test_a_program_cannot_change_what_it_is_scored_by_and_the_next_one_scores_al
         code = ("def priority(item, bins):\n    if not getattr(priority, 'done', False):\n"
                 "        priority.done = True\n" + inner + "    return -bins\n")
     expected = [task.evaluate(task.baselines["BestFit"], s) for s in small_instances]
+    earned = [task.evaluate(lambda item, bins: -bins, s) for s in small_instances]
     with ProcessExecutor(1, ROOMY) as pool:
         engine = Engine("obp", pool, limits=ROOMY)
         first = engine.evaluate(code, small_instances)
         second = engine.evaluate(BEST_FIT, small_instances)
-    assert first.kind == FailureKind.TAMPERED and "modified" in first.reason, first
+    assert (first.valid and list(first.metrics) == earned) or first.kind == FailureKind.HEURISTIC, first
     assert second.valid and list(second.metrics) == expected
 
 

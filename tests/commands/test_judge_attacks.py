@@ -1,0 +1,424 @@
+"""Hostile heuristic files against the judge, through ``raise-ahd evaluate``.
+
+Each file in ``attacks/`` makes best fit's decisions while it attacks on the side (in its module
+code or at its first call): it talks to the process that reads its answers, forges or hijacks
+results, patches the scoring code or numpy, rewrites the instances, seeds the global random
+generators, leaves a thread running, calls libc directly, starts processes the audit hook does
+not see, dumps the environment, prints control characters, or reads the items still to come.
+Whatever it tries, the evaluation must end with the attacker invalid or scored exactly by its
+decisions (best fit's metric on every instance, or, for the one that reads the future, the
+metric of the same program with its search switched off), and with every other program's score
+unchanged: a best fit file evaluated after it in the same worker (``--workers 1``) scores as best
+fit does alone. Every command runs in a process of its own, with secrets in its environment and
+its temporary directory under the test's, and must leave no process, no file outside that
+directory and no secret in what it prints or writes.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ATTACKS = Path(__file__).with_name("attacks")
+RUN_VARIABLE = "RAISE_ATTACK_RUN"  # marks every process a command starts (not a secret's name)
+SECONDS_PER_INSTANCE = "10"        # best fit takes well under a second on a nominal instance
+COMMAND_SECONDS = 240
+
+
+def _secrets() -> dict[str, tuple[str, str]]:
+    """name -> (value, a part of it no output may contain, even cut short)."""
+    tokens = {name: uuid.uuid4().hex[:20] for name in
+              ("DATABASE_URL", "DB_PASS", "SENTRY_DSN", "AUTH_HEADER", "SLACK_WEBHOOK_URL", "OPENAI_API_KEY")}
+    values = {
+        "DATABASE_URL": f"postgres://app:{tokens['DATABASE_URL']}@db.internal:5432/main",
+        "DB_PASS": f"pw{tokens['DB_PASS']}",
+        "SENTRY_DSN": f"https://{tokens['SENTRY_DSN']}@o1.ingest.sentry.example/42",
+        "AUTH_HEADER": f"Bearer {tokens['AUTH_HEADER']}",
+        "SLACK_WEBHOOK_URL": f"https://hooks.slack.example/services/T0/B0/{tokens['SLACK_WEBHOOK_URL']}",
+        "OPENAI_API_KEY": f"sk-{tokens['OPENAI_API_KEY']}",
+    }
+    return {name: (values[name], tokens[name][:12]) for name in values}
+
+
+SECRETS = _secrets()
+
+# best fit, reaching numpy as most programs do (a fake numpy module would change its decisions)
+BEST_FIT = "import numpy as np\n\n\ndef priority(item, bins):\n    return -(np.asarray(bins) - item)\n"
+AFTER = "best_fit_after"  # its name in every command: evaluated after the attacker
+# a victim whose decisions depend on the global random generators: best fit with noise wider than
+# one unit of room, and now and then first fit
+NOISY = ("import random\n\nimport numpy as np\n\n\ndef priority(item, bins):\n"
+         "    if random.random() < 0.05:\n        return np.zeros(len(bins))\n"
+         "    return -(bins - item) + 3.0 * np.random.random(len(bins))\n")
+
+
+# -- running a command ----------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    rows: list[dict]
+    csv_text: str
+    strays: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+    def results(self, name: str) -> list[float | None]:
+        """The metric on each nominal instance, in order; None where invalid."""
+        mine = sorted((r for r in self.rows if r["heuristic"] == name), key=lambda r: int(r["instance"]))
+        assert len(mine) == 5, (name, self.out, self.err)
+        return [float(r["metric"]) if r["valid"] == "True" else None for r in mine]
+
+
+def attack(name: str, **values: str) -> str:
+    """The text of ``attacks/NAME.py`` with its placeholders (``__MARKER_PATH__``, ...) filled in."""
+    text = (ATTACKS / f"{name}.py").read_text()
+    for key, value in values.items():
+        placeholder = f"__{key.upper()}__"
+        assert placeholder in text, (name, placeholder)
+        text = text.replace(placeholder, value)
+    return text
+
+
+def _proc_entries():
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            yield entry
+
+
+def _marked_processes(run_id: str, marker: str | None) -> list[tuple[int, str]]:
+    """Live processes carrying this run's variable in their environment, or ``marker`` in their
+    command line."""
+    needle = f"{RUN_VARIABLE}={run_id}".encode()
+    found = []
+    for entry in _proc_entries():
+        try:
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            environ = []
+        if needle in environ or (marker is not None and marker.encode() in cmdline):
+            found.append((int(entry.name), cmdline.replace(b"\0", b" ").decode(errors="replace").strip()))
+    return found
+
+
+def _strays(run_id: str, marker: str | None, grace: float = 5.0, settled: float = 1.0) -> list[str]:
+    """What this run left running once the command's own processes (its workers die with it)
+    have had time to exit: none left, the same ones for ``settled`` seconds, or ``grace`` seconds
+    gone. Every such process is killed."""
+    deadline = time.monotonic() + grace
+    last, since = None, time.monotonic()
+    while True:
+        found = _marked_processes(run_id, marker)
+        now = time.monotonic()
+        if {pid for pid, _ in found} != last:
+            last, since = {pid for pid, _ in found}, now
+        if not found or now > deadline or now - since >= settled:
+            break
+        time.sleep(0.1)
+    for pid, _ in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return [f"{pid}: {cmdline}" for pid, cmdline in found]
+
+
+def _files_under(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = None) -> Run:
+    """``raise-ahd evaluate`` of ``programs`` ((name, text), in order) on OBP's nominal set with one
+    worker, in a process of its own whose environment holds ``SECRETS``, in ``root/work`` with
+    its temporary directory ``root/tmp``; ``root/outside`` is for markers and must stay empty."""
+    for folder in ("programs", "work", "tmp", "outside"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in programs:
+        path = root / "programs" / f"{name}.py"
+        path.write_text(text)
+        paths.append(str(path))
+    out_csv = root / "work" / "results.csv"
+    run_id = uuid.uuid4().hex
+    env = dict(os.environ)
+    env.update({name: value for name, (value, _) in SECRETS.items()})
+    env[RUN_VARIABLE] = run_id
+    env["TMPDIR"] = str(root / "tmp")
+    command = [sys.executable, "-m", "raise_plugin.cli", "evaluate", *paths, "--task", "obp", "--suite", "nominal",
+               "--baselines", "none", "--workers", "1", "--timeout", SECONDS_PER_INSTANCE, "--no-progress",
+               "--out", str(out_csv)]
+    process = subprocess.Popen(command, cwd=root / "work", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=COMMAND_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise AssertionError(f"the command ran past {COMMAND_SECONDS} s")
+    finally:
+        strays = _strays(run_id, marker)
+    csv_text = out_csv.read_text(errors="replace") if out_csv.exists() else ""
+    rows = list(csv.DictReader(csv_text.splitlines())) if csv_text else []
+    written = [f"outside/{p}" for p in _files_under(root / "outside")]
+    written += [f"tmp/{p}" for p in _files_under(root / "tmp")]
+    written += [f"work/{p}" for p in _files_under(root / "work") if p != "results.csv"]
+    written += [f"programs/{p}" for p in _files_under(root / "programs") if p not in {f"{n}.py" for n, _ in programs}]
+    return Run(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"), rows, csv_text,
+               strays, written)
+
+
+# -- what every command must show ----------------------------------------------------------------
+
+def assert_no_secret(run: Run) -> None:
+    leaks = [f"{name} in {where}" for name, (value, part) in SECRETS.items()
+             for where, text in (("stdout", run.out), ("stderr", run.err), ("the CSV", run.csv_text))
+             if value in text or part in text]
+    assert not leaks, f"secrets printed or written: {leaks}"
+
+
+def assert_clean(run: Run) -> None:
+    """No secret printed or written, no process left, no file outside the run's own, exit 0 (the
+    best fit file after the attacker is valid)."""
+    assert_no_secret(run)
+    assert not run.strays, f"processes left running: {run.strays}"
+    assert not run.written, f"files written: {run.written}"
+    assert "Traceback" not in run.err, run.err[-3000:]
+    assert run.code == 0, (run.code, run.out, run.err[-3000:])
+
+
+def assert_honest(run: Run, name: str, expected: list[float]) -> None:
+    """``name`` is invalid, or scored exactly as its decisions (``expected``), on every instance."""
+    got = run.results(name)
+    wrong = [(i, g, e) for i, (g, e) in enumerate(zip(got, expected)) if g is not None and g != e]
+    assert not wrong, f"{name} scored other than its decisions (instance, score, its decisions' score): {wrong}"
+
+
+def assert_unchanged(run: Run, expected: list[float], name: str = AFTER) -> None:
+    got = run.results(name)
+    assert got == expected, f"{name}, evaluated after the attacker, scored {got}; alone it scores {expected}"
+
+
+@pytest.fixture(scope="module")
+def best_fit_metrics() -> list[float]:
+    """Best fit's metric on each nominal instance, computed here."""
+    from tasks import get_task
+    task = get_task("obp")
+    instances = [inst for dataset in task.suite("nominal") for inst in dataset.instances]
+    assert len(instances) == 5
+    return [task.evaluate(task.baselines["BestFit"], inst) for inst in instances]
+
+
+# -- the attacks ---------------------------------------------------------------------------------
+
+def test_a_pickle_sent_down_every_channel_runs_nothing_outside(tmp_path, best_fit_metrics):
+    marker = tmp_path / "outside" / "unpickled"
+    run = evaluate(tmp_path, [("pickle_every_channel", attack("pickle_every_channel", marker_path=str(marker))),
+                              (AFTER, BEST_FIT)])
+    if marker.exists():
+        key = SECRETS["OPENAI_API_KEY"][0] in marker.read_text()
+        pytest.fail(f"the message was unpickled outside the program's process (the marker holds the API key: {key})")
+    assert_no_secret(run)
+    assert_honest(run, "pickle_every_channel", best_fit_metrics)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_a_forged_result_is_not_believed(tmp_path, best_fit_metrics):
+    run = evaluate(tmp_path, [("forged_result", attack("forged_result")), (AFTER, BEST_FIT)])
+    assert_honest(run, "forged_result", best_fit_metrics)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+@pytest.mark.parametrize("name", ["waste_ratio_code", "umr_sum"])
+def test_patching_what_scores_changes_no_score(name, tmp_path, best_fit_metrics):
+    run = evaluate(tmp_path, [(name, attack(name)), (AFTER, BEST_FIT)])
+    assert_honest(run, name, best_fit_metrics)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+@pytest.mark.parametrize("name", ["code_plus_ten", "ndarray_sum_type_dict", "fake_numpy_module",
+                                  "instance_capacity", "thread_left_running"])
+def test_no_program_changes_the_score_of_the_next(name, tmp_path, best_fit_metrics):
+    run = evaluate(tmp_path, [(name, attack(name)), (AFTER, BEST_FIT)])
+    assert_unchanged(run, best_fit_metrics)
+    assert_honest(run, name, best_fit_metrics)
+    assert_clean(run)
+
+
+def _seeded_noisy(seed: int) -> list[float]:
+    """The noisy program's metrics when its draws continue, instance after instance, one stream
+    seeded with ``seed`` (what the seeding attacker arranges when programs share a process)."""
+    from tasks import get_task
+    task = get_task("obp")
+    namespace: dict = {"__name__": "noisy"}
+    exec(compile(NOISY, "noisy", "exec"), namespace)
+    np.random.seed(seed)
+    random.seed(seed)
+    try:
+        return [task.evaluate(namespace["priority"], inst)
+                for dataset in task.suite("nominal") for inst in dataset.instances]
+    finally:
+        np.random.seed(None)
+        random.seed()
+
+
+def test_seeding_the_global_generators_does_not_steer_the_next_program(tmp_path, best_fit_metrics):
+    with ThreadPoolExecutor(2) as pool:  # two commands of their own, side by side
+        alone_run = pool.submit(evaluate, tmp_path / "alone", [("noisy", NOISY)])
+        after_run = pool.submit(evaluate, tmp_path / "after", [("random_seeding", attack("random_seeding")),
+                                                               ("noisy", NOISY)])
+        alone, after = alone_run.result(), after_run.result()
+    if after.results("noisy") != alone.results("noisy"):
+        steered = after.results("noisy") == _seeded_noisy(123)
+        pytest.fail(f"a program drawing from the global generators scored {after.results('noisy')} after the seeding "
+                    f"program and {alone.results('noisy')} alone (after it, it drew the stream the seeding program "
+                    f"chose: {steered})")
+    assert None not in alone.results("noisy")
+    assert_honest(after, "random_seeding", best_fit_metrics)
+    assert_clean(alone)
+    assert_clean(after)
+
+
+def test_a_hijacked_worker_does_not_answer_for_the_next_program(tmp_path, best_fit_metrics):
+    run = evaluate(tmp_path, [("hijack_worker", attack("hijack_worker")), (AFTER, BEST_FIT)])
+    assert_unchanged(run, best_fit_metrics)
+    assert_honest(run, "hijack_worker", best_fit_metrics)
+    assert_clean(run)
+
+
+@pytest.fixture()
+def udp_listener():
+    server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    server.bind(("127.0.0.1", 0))
+    yield server
+    server.close()
+
+
+def _datagrams(server: socket.socket, seconds: float) -> list[bytes]:
+    """What reached ``server`` until now and in the next ``seconds``."""
+    got = []
+    deadline = time.monotonic() + seconds
+    while (remaining := deadline - time.monotonic()) > 0:
+        server.settimeout(remaining)
+        try:
+            got.append(server.recv(4096))
+        except (socket.timeout, OSError):
+            break
+    return got
+
+
+def test_raw_libc_calls_reach_no_listener_and_run_no_shell(tmp_path, udp_listener, best_fit_metrics):
+    marker = tmp_path / "outside" / "shell-ran"
+    port = udp_listener.getsockname()[1]
+    run = evaluate(tmp_path, [("libc_udp", attack("libc_udp", udp_port=str(port), marker_path=str(marker))),
+                              (AFTER, BEST_FIT)])
+    received = _datagrams(udp_listener, 1.0)
+    assert not received, f"the listener on 127.0.0.1:{port} received {received[:3]}"
+    assert not marker.exists(), "libc's system() ran a shell command"
+    assert_honest(run, "libc_udp", best_fit_metrics)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_processes_started_past_the_audit_hook_do_not_outlive_the_command(tmp_path, best_fit_metrics):
+    marker = f"spawn{uuid.uuid4().hex[:16]}"
+    run = evaluate(tmp_path, [("unaudited_spawn", attack("unaudited_spawn", process_marker=marker)),
+                              (AFTER, BEST_FIT)], marker=marker)
+    assert not run.strays, f"processes outlived the command (killed now): {run.strays}"
+    assert_honest(run, "unaudited_spawn", best_fit_metrics)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_an_environment_dumped_into_a_reason_holds_no_secret(tmp_path, best_fit_metrics):
+    run = evaluate(tmp_path, [("env_dump", attack("env_dump")), (AFTER, BEST_FIT)])
+    assert_no_secret(run)
+    assert run.results("env_dump") == [None] * 5  # it raises on every instance
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_reasons_are_safe_to_print(tmp_path, best_fit_metrics):
+    run = evaluate(tmp_path, [("reason_from_priority", attack("reason_from_priority")),
+                              ("reason_from_module", attack("reason_from_module")), (AFTER, BEST_FIT)])
+    for name in ("reason_from_priority", "reason_from_module"):
+        assert run.results(name) == [None] * 5
+        lines = [line for line in run.out.splitlines() if line.startswith(f"{name}: invalid")]
+        assert len(lines) == 1 and "all fine" in lines[0], run.out[:3000]  # the message's own reason
+    printed = run.out + run.err
+    raw = [char for char in ("\x1b", "\r", "\x00", "\x9b", "\x07") if char in printed]
+    where = min((printed.index(char) for char in raw), default=0)
+    assert not raw, f"control characters printed: {raw}, first here: {printed[max(0, where - 100):where + 200]!r}"
+    longest = max(printed.splitlines(), key=len)
+    assert len(longest) < 1000, f"a line of {len(longest)} characters: {longest[:200]!r}..."
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+@pytest.mark.xfail(strict=True, reason="a one-item look-ahead changes a decision only now and then; one check "
+                   "replaces the future after one random point and compares the decisions before it, so it "
+                   "catches such a program only when that point falls just after a decision it changed "
+                   "(docs/engine.md, what the judge does not catch)")
+def test_looking_at_the_future_is_caught_or_finds_nothing(tmp_path, best_fit_metrics):
+    run = evaluate(tmp_path, [("future_lookahead", attack("future_lookahead")),
+                              ("future_lookahead_disabled", attack("future_lookahead_disabled")),
+                              (AFTER, BEST_FIT)])
+    without = run.results("future_lookahead_disabled")
+    assert without == best_fit_metrics  # its search switched off, the program is best fit
+    assert_honest(run, "future_lookahead", without)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_planning_with_the_far_future_is_caught(tmp_path, best_fit_metrics):
+    """Decisions that depend on the items still to come (here their total) change before the
+    point after which the check replaces them: the program is invalid (each instance is a job of
+    its own here, each checked once; a check whose point falls too early to see a changed
+    decision lets that instance's score stand, which is what its decisions earn), and best fit
+    after it scores as alone."""
+    run = evaluate(tmp_path, [("future_planner", attack("future_planner")), (AFTER, BEST_FIT)])
+    caught = [r is None for r in run.results("future_planner")]
+    assert sum(caught) >= 3, run.results("future_planner")
+    assert "looks ahead" in run.out + run.err
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_the_two_lookahead_files_differ_only_in_the_switch_and_the_switch_matters():
+    on = (ATTACKS / "future_lookahead.py").read_text().splitlines()
+    off = (ATTACKS / "future_lookahead_disabled.py").read_text().splitlines()
+    changed = [(a, b) for a, b in zip(on, off) if a != b]
+    assert len(on) == len(off) and changed == [("FORESIGHT = True", "FORESIGHT = False")]
+    # given the items to come (here, in this process, nothing stops it), the lookahead decides
+    # otherwise than best fit: so a score equal to the disabled file's means it found nothing
+    from tasks import get_task
+    task = get_task("obp")
+    instances = [inst for dataset in task.suite("nominal") for inst in dataset.instances]
+    metrics = []
+    for inst in instances:
+        namespace: dict = {"__name__": "future_lookahead"}
+        exec(compile("\n".join(on), "future_lookahead", "exec"), namespace)
+        metrics.append(task.evaluate(namespace["priority"], inst))
+    best = [task.evaluate(task.baselines["BestFit"], inst) for inst in instances]
+    assert metrics != best

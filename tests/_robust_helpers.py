@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from llm4ad.base import LLM
 
+from raise_plugin.engine import evaluate_heuristic
 from tasks import get_task
 from tasks.obp.instances import weibull_instances
 
@@ -62,7 +63,7 @@ def fake_search(task, priority, epsilon, *, nominal=None, seed=0, population=8, 
         base = nominal[int(rng.integers(len(nominal)))]
         items = np.clip(base["items"] + rng.integers(-3, 4, base["items"].size), 1, base["capacity"])
         inst = {"capacity": base["capacity"], "num_items": int(items.size), "items": items.astype(np.int64)}
-        m = task.evaluate(priority, inst)
+        m = evaluate_heuristic(task, priority, inst)  # in a worker, through its judge
         if worst is None or m > worst.metric:
             p = task.histogram(inst)
             worst = FakeResult(inst, p, rng.random(18), 0, float(np.abs(p - task.histogram(base)).mean()), m)

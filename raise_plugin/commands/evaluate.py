@@ -123,13 +123,12 @@ def run(args) -> int:
     check_timeout(args.timeout)
     check_executor(args.executor)
     check_output(args.out)
-    limits, compiled = None, []
-    if args.jit:
-        from raise_plugin.engine import SandboxLimits
-        try:
-            limits = SandboxLimits(jit=True, jit_after=args.jit_after)
-        except ValueError as exc:
-            raise UserError(f"--jit-after: {exc}") from None
+    compiled = []
+    from raise_plugin.engine import SandboxLimits
+    try:  # a file evaluated on its own has every job checked for look-ahead
+        limits = SandboxLimits(foresight=1.0, jit=bool(args.jit), jit_after=args.jit_after)
+    except ValueError as exc:
+        raise UserError(f"--jit-after: {exc}") from None
     rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
                           progress=not args.no_progress, executor=args.executor, limits=limits,
                           compiled_report=compiled.append)

@@ -7,11 +7,13 @@ from .evaluator import Engine, EngineEvaluator, as_program, use_engine
 from .executors import (DaskExecutor, ProcessExecutor, SandboxedCalls, SerialExecutor, default_workers,
                         make_executor, run_call, run_job)
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
+from .judge import evaluate_heuristic
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
 from .sandbox import CallTimeout, WorkerDied
 
 __all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "make_executor", "ProcessExecutor",
            "SerialExecutor", "DaskExecutor", "SandboxedCalls", "default_workers", "run_job", "run_call",
-           "InstanceSet", "Job", "ProgramSpec", "SourcePriority", "SandboxLimits", "EvalResult", "FailureKind", "CallTimeout",
+           "InstanceSet", "Job", "ProgramSpec", "SourcePriority", "evaluate_heuristic", "SandboxLimits", "EvalResult",
+           "FailureKind", "CallTimeout",
            "WorkerDied"]

@@ -356,7 +356,9 @@ class EngineEvaluator:
         return host_code_edits(self._evaluator, program_str)
 
     def _evaluate_host(self, code: str, name: str, kwargs: dict, start: float):
-        future = self.engine.executor.submit(_host_evaluate, self._evaluator, code, name, kwargs)
+        executor = self.engine.executor
+        submit = getattr(executor, "submit_sandboxed", executor.submit)  # never the engine's own process
+        future = submit(_host_evaluate, self._evaluator, code, name, kwargs)
         try:
             score = future.result()
         except BaseException as exc:  # noqa: BLE001 - any failure is a reason
@@ -405,6 +407,11 @@ def host_code_edits(evaluation, program_str: str) -> tuple[str, str]:
 
 
 def _host_evaluate(evaluation, code: str, name: str, kwargs: dict):
+    """In a worker, through its judge: the program runs in a program process of its own."""
+    from .judge import current_judge
+    judge = current_judge()
+    if judge is not None and not kwargs:
+        return judge.host_score(evaluation, code, name)
     namespace: dict = {}
     exec(code, namespace)
     return evaluation.evaluate_program(code, namespace[name], **kwargs)

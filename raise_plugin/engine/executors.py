@@ -216,6 +216,15 @@ class SerialExecutor:
         except BaseException as exc:  # noqa: BLE001 - delivered through the future
             return _done(exc=exc)
 
+    def submit_sandboxed(self, fn: Callable, /, *args, **kwargs) -> cf.Future:
+        """``fn(*args, **kwargs)`` in the sandboxed worker (where it evaluates programs, its judge
+        runs them), not in the caller's process."""
+        with self._lock:
+            try:
+                return _done(self._worker.call(fn, args, kwargs, self.limits.timeout))
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                return _done(exc=exc)
+
     def submit_job(self, job: Job, instance_set: InstanceSet) -> cf.Future:
         with self._lock:
             result = _run_with_retries(self._worker, job, instance_set, self.limits.retries)
@@ -349,6 +358,10 @@ class DaskExecutor:
         """``fn(*args, **kwargs)`` on a Dask worker, in the worker's own process: for the caller's
         code; ``sandboxed_calls().submit`` for calls that run generated code."""
         return _from_dask(self.client.submit(fn, *args, pure=False, **kwargs))
+
+    def submit_sandboxed(self, fn: Callable, /, *args, **kwargs):
+        """``fn(*args, **kwargs)`` in the sandbox pool of the Dask worker it lands on."""
+        return self.sandboxed_calls().submit(fn, *args, **kwargs)
 
     def sandboxed_calls(self) -> SandboxedCalls:
         """Calls that run in a sandbox pool local to their Dask worker, under this executor's limits."""

@@ -162,7 +162,9 @@ def _program_main(requests: int, answers: int, workdir: str, limits: SandboxLimi
         for sink in sandbox.sinks():
             sink.count = 0
         if message[0] == "program":
-            _, task_ref, spec = message
+            _, task_ref, spec, compiles = message
+            if not compiles:  # a look-ahead check: the decisions are the same in Python, and cheaper
+                compiler = None
             try:
                 from tasks import get_task
                 task = get_task(task_ref)
@@ -177,9 +179,30 @@ def _program_main(requests: int, answers: int, workdir: str, limits: SandboxLimi
                 _answer(answers, MEMORY if kind == FailureKind.MEMORY else PROGRAM, reason=reason)
                 continue
             _answer(answers, DONE)
+        elif message[0] == "host":  # a host Evaluation's own evaluate_program: its score, not judged
+            _, evaluation, code, name = message
+            _answer_host(answers, evaluation, code, name)
         else:  # ("instance", instance, limit)
             _, instance, limit = message
             verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)
+
+
+def _answer_host(answers: int, evaluation, code: str, name: str) -> None:
+    from .jobs import classify
+
+    random.seed(_SEED)
+    np.random.seed(_SEED)
+    try:
+        namespace: dict = {}
+        exec(code, namespace)
+        score = evaluation.evaluate_program(code, namespace[name])
+        if score is None:
+            _answer(answers, HEURISTIC, reason="the evaluation returned None")
+        else:
+            _answer(answers, DONE, metric=float(score))
+    except BaseException as exc:  # noqa: BLE001 - every failure is a reason
+        kind, reason = classify(exc)
+        _answer(answers, MEMORY if kind == FailureKind.MEMORY else HEURISTIC, reason=reason)
 
 
 def _run_instance(answers: int, task, spec, evaluate, priority, instance, limit, compiler, verdict):
@@ -371,7 +394,8 @@ class Judge:
         self._made = 0
         self._replayable: dict[str, bool] = {}
         self._kept: collections.OrderedDict = collections.OrderedDict()
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # one message a packet, so that one request never runs into the next
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
             try:
@@ -384,6 +408,7 @@ class Judge:
 
     # -- program processes -----------------------------------------------------------------------
     def _start(self, key=None) -> ProgramProcess:
+        """A fresh program process, forked by the spawner."""
         self._made += 1
         workdir = os.path.join(self.workdir, f"program-{self._made}")
         os.mkdir(workdir, 0o700)
@@ -398,12 +423,9 @@ class Judge:
         return ProgramProcess(pid, requests_w, answers_r, workdir, self._reap, key)
 
     def _answer(self) -> int:
-        raw = b""
-        while len(raw) < 8:
-            chunk = self._channel.recv(8 - len(raw))
-            if not chunk:
-                raise RuntimeError("the worker's spawner died")
-            raw += chunk
+        raw = self._channel.recv(8)
+        if len(raw) != 8:
+            raise RuntimeError("the worker's spawner died")
         return struct.unpack("<q", raw)[0]
 
     def _reap(self, pid: int) -> int:
@@ -486,7 +508,7 @@ class Judge:
         originals: list[tuple[int, np.ndarray]] = []
         note = ""
         try:
-            process.send(("program", job.task, job.program), deadline)
+            process.send(("program", job.task, job.program, True), deadline)
             record = process.receive(deadline, 0)
             if record is None or record.status != DONE:
                 self._drop(process)
@@ -567,29 +589,32 @@ class Judge:
             return None
         process = self._start()
         try:
-            process.send(("program", job.task, job.program), deadline)
+            process.send(("program", job.task, job.program, False), deadline)
             record = process.receive(deadline, 0)
             if record is None or record.status != DONE:
                 return None
-            process.send(("instance", probe, None), deadline)
+            process.send(("instance", probe, same), deadline)  # it need decide no further
             record = process.receive(deadline, self.bound(task, probe))
         except (TimeoutError, _Malformed, OSError):
             return None  # no verdict: the run itself was valid
         finally:
             process.close()
-        if record is None or record.decisions.size < same:
+        if record is None or record.status not in (DONE, STOPPED) or record.decisions.size < same:
             return None
         differ = np.flatnonzero(record.decisions[:same] != decisions[:same])
         if differ.size == 0:
+            return None
+        # the quick digests may have missed a difference of the arguments: count exactly before judging
+        if int(differ[0]) >= _same_inputs(task, instance, probe, decisions[: int(differ[0]) + 1], exact=True):
             return None
         return (f"the program looks ahead: its decision {int(differ[0])} changed when only the part of the "
                 f"instance still to come changed (checked on instance {index})")
 
     def bound(self, task, instance) -> int:
         """The most decisions ``instance`` can take (what an answer may carry)."""
-        bound = getattr(task, "decision_bound", None)
+        bound = getattr(task, "decision_bound", None)  # host adapters have none
         try:
-            return int(bound(instance)) if callable(bound) else _DECISIONS_BOUND
+            return min(int(bound(instance)), _DECISIONS_BOUND) if callable(bound) else _DECISIONS_BOUND
         except Exception:  # noqa: BLE001 - a task's own method failing: the generous bound
             return _DECISIONS_BOUND
 
@@ -600,7 +625,7 @@ class Judge:
         process, known = self._process_for(key, keep=True)
         try:
             if not known:
-                process.send(("program", _task_reference(task), spec))
+                process.send(("program", _task_reference(task), spec, True))
                 record = process.receive(None, 0)
                 if record is None or record.status != DONE:
                     self._drop(process)
@@ -618,6 +643,29 @@ class Judge:
             self._fail(record)
         return self.score(task, instance, record)
 
+    def host_score(self, evaluation, code: str, name: str) -> float | None:
+        """A host ``Evaluation``'s own ``evaluate_program`` of ``code`` in a fresh program process:
+        its score as a float (computed there: such an evaluation cannot be replayed), ``None``
+        where it returned None; ``HeuristicError`` / ``MemoryError`` where it failed."""
+        process = self._start()
+        try:
+            process.send(("host", evaluation, code, name))
+            record = process.receive(None, 0)
+        except _Malformed as exc:
+            raise HeuristicError(f"the program's process sent a malformed answer ({exc})") from None
+        except OSError:
+            record = None
+        finally:
+            process.close()
+            _reap_orphans()
+        if record is None:
+            raise HeuristicError(f"{process.died()} during the evaluation")
+        if record.status == HEURISTIC and record.reason == "the evaluation returned None":
+            return None
+        if record.status != DONE:
+            self._fail(record)
+        return record.metric
+
     @staticmethod
     def _fail(record: Record | None):
         if record is None:
@@ -633,41 +681,45 @@ class _Diverged(Exception):
 
 class _Inputs:
     """Recorded decisions standing in for a program, keeping a digest of the arguments each
-    decision was given; stops at the first digest that differs from ``reference``'s."""
+    decision was given; stops at the first digest that differs from ``reference``'s. ``exact``:
+    the digest is a CRC-32 of the arguments' bytes; otherwise a quick one (the first argument's
+    CRC-32, the second's shape and sum), which may miss a difference, never invent one."""
 
-    def __init__(self, decisions: np.ndarray, reference: list[int] | None = None):
-        self.decisions, self.reference, self.digests = decisions.tolist(), reference, []
+    def __init__(self, decisions: np.ndarray, reference: list | None = None, exact: bool = False):
+        self.decisions, self.reference, self.exact, self.digests = decisions.tolist(), reference, exact, []
 
     def __call__(self, first, second):
         k = len(self.digests)
         if k >= len(self.decisions):
             raise _Diverged
         second = np.ascontiguousarray(second)
-        digest = zlib.crc32(second.tobytes(), zlib.crc32(repr((np.asarray(first).tolist(), second.shape)).encode()))
+        head = zlib.crc32(np.ascontiguousarray(first), second.shape[0])
+        digest = zlib.crc32(second, head) if self.exact else (head, second.shape, second.sum().item())
         if self.reference is not None and (k >= len(self.reference) or self.reference[k] != digest):
             raise _Diverged
         self.digests.append(digest)
-        scores = np.zeros(len(second))
         choice = self.decisions[k]
-        if not 0 <= choice < len(scores):
+        if not 0 <= choice < second.shape[0]:
             raise _Diverged
-        scores[choice] = 1.0
+        scores = np.zeros(second.shape[0], dtype=np.int8)
+        scores[choice] = 1
         return scores
 
 
-def _same_inputs(task, instance, probe, decisions: np.ndarray) -> int:
-    """How many of ``decisions`` are given the same arguments on ``probe`` as on ``instance``."""
-    original = _Inputs(decisions)
+def _same_inputs(task, instance, probe, decisions: np.ndarray, exact: bool = False) -> int:
+    """How many of ``decisions`` are given the same arguments on ``probe`` as on ``instance``
+    (``exact``: for sure; otherwise at least that many may be, a bound the exact count checks)."""
+    on_probe = _Inputs(decisions, exact=exact)
+    try:
+        task.evaluate(on_probe, probe)
+    except Exception:  # noqa: BLE001 - out of decisions, or one that is no candidate there
+        pass
+    original = _Inputs(decisions, on_probe.digests, exact=exact)
     try:
         task.evaluate(original, instance)
-    except Exception:  # noqa: BLE001 - ran out of decisions: every digest was taken
-        pass
-    replayed = _Inputs(decisions, original.digests)
-    try:
-        task.evaluate(replayed, probe)
     except Exception:  # noqa: BLE001 - the first argument that differs ends it
         pass
-    return len(replayed.digests)
+    return len(original.digests)
 
 
 def deadline_of(seconds: float | None) -> float | None:

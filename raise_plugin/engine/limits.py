@@ -85,7 +85,7 @@ class SandboxLimits:
     cache_sets: int = 4
     jit: bool = False
     jit_after: float = 0.5
-    foresight: float = 1.0
+    foresight: float = 0.25
 
     def __post_init__(self):
         if self.timeout is not None and not self.timeout > 0:

@@ -176,6 +176,11 @@ class Task(ABC):
         Raises ``HeuristicError`` with a one-line reason when the heuristic fails.
         """
 
+    def decision_bound(self, instance: Instance) -> int:
+        """The most decisions a heuristic can take on ``instance`` (what the judge reads of a
+        program's answer at most); generous by default."""
+        return 1 << 24
+
     def future_replaced(self, instance: Instance, rng: np.random.Generator) -> Instance | None:
         """A copy of ``instance`` whose part still to come after a random point is replaced (the
         judge's check that a program does not look ahead: before that point an online program

@@ -72,6 +72,10 @@ class OBPTask(Task):
         # one call per item, each handed every bin that fits it (the empty ones included)
         return float(instance["num_items"]) ** 2
 
+    def decision_bound(self, instance: dict) -> int:
+        """One decision per item."""
+        return int(instance["num_items"])
+
     def future_replaced(self, instance: dict, rng):
         """The items after a random one drawn again from those items."""
         items = np.array(instance["items"])

@@ -85,6 +85,10 @@ class OJSPTask(Task):
         values = self.shift.sample(p, jobs * int(kwargs["M"]), rng, _inst.MAX_DURATION)
         return self.make_instance(values, rng, **kwargs)
 
+    def decision_bound(self, instance: dict) -> int:
+        """One decision per operation."""
+        return int(np.asarray(instance["durations"]).size)
+
     def future_replaced(self, instance: dict, rng):
         """The jobs released after a random job's release take the operations (machine order and
         durations) of jobs drawn at random; due dates and release times stay."""

@@ -76,6 +76,10 @@ class OVRPTask(Task):
         """``V`` (the suite's parameter name) is accepted as an alias of ``vehicles``."""
         return _inst.make_instance(values, rng, vehicles if V is None else V)
 
+    def decision_bound(self, instance: dict) -> int:
+        """At most one decision per customer."""
+        return int(np.asarray(instance["demands"]).size)
+
     def future_replaced(self, instance: dict, rng):
         """The customers arriving after a random one take the locations and demands of customers
         drawn from them; the reference length stays (it is announced with the instance)."""

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from raise_plugin.engine import (CallTimeout, Engine, FailureKind, ProcessExecutor, SandboxLimits, SerialExecutor,
-                                 SourcePriority, make_executor)
+                                 SourcePriority, evaluate_heuristic, make_executor)
+from tasks.common.errors import HeuristicError
 
 from .conftest import BEST_FIT, FIRST_FIT, ROOMY, SHORT
 
@@ -115,7 +116,10 @@ def test_submit_runs_picklable_calls_in_a_worker(pool, task, small_instances):
     again = pickle.loads(pickle.dumps(priority))
     assert again(3, np.array([5, 4])).tolist() == [-5, -4]
     expected = task.evaluate(task.baselines["BestFit"], small_instances[0])
-    assert pool.submit(task.evaluate, priority, small_instances[0]).result() == expected
+    # in a worker a program runs only in a program process, through the judge
+    assert pool.submit(evaluate_heuristic, task, priority, small_instances[0]).result() == expected
+    with pytest.raises(HeuristicError, match="never called in a worker"):
+        pool.submit(task.evaluate, priority, small_instances[0]).result()
 
 
 def test_a_call_past_the_timeout_raises_and_the_pool_goes_on():

@@ -13,7 +13,7 @@ import os
 import stat
 import sys
 
-__all__ = ["confine", "landlock_abi", "unprivileged_ids"]
+__all__ = ["confine", "layer", "landlock_abi", "unprivileged_ids"]
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
@@ -36,6 +36,7 @@ _READ = _EXECUTE | _READ_FILE | _READ_DIR
 _PROC_READABLE = ("cpuinfo", "meminfo", "stat", "sys", "self", "thread-self")
 
 
+@functools.lru_cache(maxsize=1)
 def _libc():
     import ctypes
     return ctypes, ctypes.CDLL(None, use_errno=True)
@@ -49,6 +50,7 @@ def _prctl(option: int, value: int) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=1)
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version (0: not available)."""
     if not sys.platform.startswith("linux"):
@@ -103,7 +105,8 @@ def _code_readable_by_others() -> bool:
     return all(_others_can_read(p) for p in places)
 
 
-def _code_places() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def _code_places() -> tuple[str, ...]:
     """Where the worker's code lives (``sys.path``, the plugin's and the tasks' root, the files of
     tasks given by reference), less any place that holds the temporary directory (other
     workers' directories are there)."""
@@ -132,7 +135,7 @@ def _code_places() -> list[str]:
             continue
         if full not in found:
             found.append(full)
-    return found
+    return tuple(found)
 
 
 def _drop_privileges(workdir: str) -> bool:
@@ -218,6 +221,23 @@ def _landlock(workdir: str, abi: int) -> bool:
         os.close(ruleset)
 
 
+def layer(workdir: str) -> list[str]:
+    """A Landlock layer of a program's process's own, on top of its worker's (``confine``, which
+    has found, and kept, what the layer needs: the ABI, the places of the code): writes only
+    beneath ``workdir``; not dumpable, no new privileges. The steps applied."""
+    if not sys.platform.startswith("linux"):
+        return []
+    applied = []
+    if _prctl(_PR_SET_DUMPABLE, 0):
+        applied.append("not dumpable")
+    if _prctl(_PR_SET_NO_NEW_PRIVS, 1):
+        applied.append("no new privileges")
+        abi = landlock_abi()
+        if abi and _landlock(workdir, abi):
+            applied.append(f"landlock {abi}")
+    return applied
+
+
 def confine(workdir: str) -> list[str]:
     """Apply to this process what the kernel offers; the steps applied, in order."""
     if not sys.platform.startswith("linux"):
@@ -227,11 +247,5 @@ def confine(workdir: str) -> list[str]:
         applied.append("nobody")
     elif _drop_capabilities():
         applied.append("no capabilities")
-    if _prctl(_PR_SET_DUMPABLE, 0):
-        applied.append("not dumpable")
-    if _prctl(_PR_SET_NO_NEW_PRIVS, 1):
-        applied.append("no new privileges")
-        abi = landlock_abi()
-        if abi and _landlock(workdir, abi):
-            applied.append(f"landlock {abi}")
-    return applied
+    _code_places()  # found now, while everything can be read; kept for the layers of program processes
+    return applied + layer(workdir)

@@ -33,8 +33,10 @@ from raise_plugin.programs import ProgramError
 from tasks.common.decision import DecisionLimit, Recorder, Replay
 from tasks.common.errors import HeuristicError, printable
 
+from .confine import layer
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
+from .seccomp import install
 
 __all__ = ["Judge", "Record", "evaluate_heuristic", "current_judge"]
 
@@ -113,8 +115,6 @@ def _close_other_descriptors(keep: tuple[int, ...]) -> None:
 def _confine_program(workdir: str, limits: SandboxLimits) -> list[str]:
     """Everything that holds a program's process, in the order it must come; what was applied."""
     from . import sandbox
-    from .confine import confine
-    from .seccomp import install
 
     sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the spawner, which dies with the worker
     os.chdir(workdir)
@@ -128,7 +128,7 @@ def _confine_program(workdir: str, limits: SandboxLimits) -> list[str]:
     sandbox.set_limit("RLIMIT_CORE", 0)
     applied = []
     if limits.confine:
-        applied += confine(workdir)  # a Landlock layer of its own: its directory only, not its siblings'
+        applied += layer(workdir)  # a Landlock layer of its own: its directory only, not its siblings'
         applied += install(threads=True)  # no process, socket, ptrace or signal to another process
     if limits.max_processes is not None:
         sandbox.set_limit("RLIMIT_NPROC", int(limits.max_processes))
@@ -248,14 +248,15 @@ def _decide(evaluate, recorder: Recorder, instance) -> tuple[int, float, str]:
 
 def _spawner_main(channel: socket.socket) -> None:
     """Fork a program's process for every ``("spawn", workdir, limits)`` request (two pipe ends
-    passed with it) and answer its pid; kill and reap one for every ``("reap", pid)`` and answer
-    its wait status (-1 when it is not this process's child)."""
+    passed with it) and answer its pid; kill one for every ``("kill", pid)`` (no answer), and
+    for every ``("reap", pid)`` kill it, wait for it and answer its wait status (-1: unknown)."""
     from . import sandbox
 
     _close_other_descriptors((channel.fileno(),))
     sandbox.prctl(sandbox.PR_SET_PDEATHSIG, signal.SIGKILL)
     import gc
     gc.freeze()  # a forked program's collections then do not copy the spawner's pages
+    ended: collections.OrderedDict[int, int] = collections.OrderedDict()  # pid -> wait status, reaped
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(channel, 1 << 16, 2)
@@ -264,8 +265,13 @@ def _spawner_main(channel: socket.socket) -> None:
         if not message:
             os._exit(0)
         request = pickle.loads(message)  # from the worker, which runs no program
-        if request[0] == "reap":
-            channel.sendall(struct.pack("<q", _reap(request[1])))
+        if request[0] in ("kill", "reap"):
+            pid = request[1]
+            if pid not in ended:
+                _kill(pid)
+            if request[0] == "reap":
+                channel.sendall(struct.pack("<q", ended.pop(pid) if pid in ended else _wait(pid)))
+            _reap_ended(ended)
             continue
         _, workdir, limits = request
         pid = os.fork()
@@ -278,18 +284,36 @@ def _spawner_main(channel: socket.socket) -> None:
         for fd in fds:
             os.close(fd)
         channel.sendall(struct.pack("<q", pid))
+        _reap_ended(ended)
 
 
-def _reap(pid: int) -> int:
+def _kill(pid: int) -> None:
     for kill in (os.killpg, os.kill):  # its group: what it forked, where nothing stopped it forking
         try:
             kill(pid, signal.SIGKILL)  # a process that closed its pipes may still be running
         except OSError:
             pass
+
+
+def _wait(pid: int) -> int:
     try:
         return os.waitpid(pid, 0)[1]
     except ChildProcessError:
         return -1
+
+
+def _reap_ended(ended: collections.OrderedDict) -> None:
+    """Reap the program processes that have ended, keeping their statuses (the latest 256)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        ended[pid] = status
+        while len(ended) > 256:
+            ended.popitem(last=False)
 
 
 def _reap_orphans() -> None:
@@ -337,9 +361,10 @@ class _Malformed(Exception):
 class ProgramProcess:
     """The worker's handle on one program's process (its pid, a pipe each way, its directory)."""
 
-    def __init__(self, pid: int, requests: int, answers: int, workdir: str, reap, key=None):
+    def __init__(self, pid: int, requests: int, answers: int, workdir: str, spawner, key=None):
         self.pid, self.requests, self.answers, self.workdir, self.key = pid, requests, answers, workdir, key
-        self._reap = reap
+        self._spawner = spawner
+        self.closed = False
         self.status: int | None = None
 
     def send(self, message, deadline: float | None = None) -> None:
@@ -365,11 +390,13 @@ class ProgramProcess:
                       None if flag == 2 else bool(flag))
 
     def close(self) -> None:
-        """Kill the process (it may be busy, or not reading) and reap it (``status``), close the
+        """Kill the process (it may be busy, or not reading; its spawner reaps it), close the
         pipes, remove its directory."""
-        if self.status is not None:
+        if self.closed:
             return
-        self.status = self._reap(self.pid)
+        self.closed = True
+        if self.status is None:
+            self._spawner("kill", self.pid)
         for fd in (self.requests, self.answers):
             try:
                 os.close(fd)
@@ -379,8 +406,10 @@ class ProgramProcess:
 
     def died(self) -> str:
         """How the process ended, once it is gone (it is reaped first)."""
+        if self.status is None:  # reaped now, or already, by the spawner, which kept its status
+            self.status = self._spawner("reap", self.pid)
         self.close()
-        return f"the program's process {describe_status(self.status)}"
+        return f"the program's process {describe_status(-1 if self.status is None else self.status)}"
 
 
 class Judge:
@@ -420,7 +449,7 @@ class Judge:
         finally:
             os.close(requests_r)
             os.close(answers_w)
-        return ProgramProcess(pid, requests_w, answers_r, workdir, self._reap, key)
+        return ProgramProcess(pid, requests_w, answers_r, workdir, self._ask, key)
 
     def _answer(self) -> int:
         raw = self._channel.recv(8)
@@ -428,11 +457,12 @@ class Judge:
             raise RuntimeError("the worker's spawner died")
         return struct.unpack("<q", raw)[0]
 
-    def _reap(self, pid: int) -> int:
-        """Kill and reap a program process (through the spawner, its parent); its wait status."""
+    def _ask(self, what: str, pid: int) -> int | None:
+        """``kill`` (no answer) or ``reap`` (its wait status) a program process, through the
+        spawner, its parent."""
         try:
-            self._channel.sendall(pickle.dumps(("reap", pid)))
-            return self._answer()
+            self._channel.sendall(pickle.dumps((what, pid)))
+            return self._answer() if what == "reap" else None
         except (OSError, RuntimeError):
             return -1
 
@@ -511,10 +541,12 @@ class Judge:
             process.send(("program", job.task, job.program, True), deadline)
             record = process.receive(deadline, 0)
             if record is None or record.status != DONE:
-                self._drop(process)
                 if record is None:
-                    return EvalResult.failed(count, FailureKind.WORKER_DIED, f"{process.died()} while loading the "
-                                             "program", time.perf_counter() - start)
+                    died = process.died()
+                    self._drop(process)
+                    return EvalResult.failed(count, FailureKind.WORKER_DIED, f"{died} while loading the program",
+                                             time.perf_counter() - start)
+                self._drop(process)
                 return EvalResult.failed(count, _KINDS.get(record.status, FailureKind.PROGRAM), record.reason,
                                          time.perf_counter() - start)
             for k, index in enumerate(job.indices):
@@ -522,9 +554,10 @@ class Judge:
                 process.send(("instance", instance, None), deadline)
                 record = process.receive(deadline, self.bound(task, instance))
                 if record is None:
+                    died = process.died()
                     self._drop(process)
-                    return EvalResult.failed(count, FailureKind.WORKER_DIED, f"{process.died()} during the "
-                                             "evaluation", time.perf_counter() - start)
+                    return EvalResult.failed(count, FailureKind.WORKER_DIED, f"{died} during the evaluation",
+                                             time.perf_counter() - start)
                 compiled.append(record.compiled)
                 note = record.note or note
                 try:
@@ -550,9 +583,10 @@ class Judge:
             return EvalResult.failed(count, FailureKind.TAMPERED, f"the program's process sent a malformed "
                                      f"answer ({exc})", time.perf_counter() - start)
         except OSError as exc:  # a broken pipe: the process is gone
+            died = process.died()
             self._drop(process)
-            return EvalResult.failed(count, FailureKind.WORKER_DIED, printable(f"{process.died()} during the "
-                                     f"evaluation ({exc.strerror or exc})"), time.perf_counter() - start)
+            return EvalResult.failed(count, FailureKind.WORKER_DIED, printable(f"{died} during the evaluation "
+                                     f"({exc.strerror or exc})"), time.perf_counter() - start)
         if not self.limits.jit or (first is not None and first[0] in FailureKind.REPEATING):
             self._drop(process)
         if first is None:

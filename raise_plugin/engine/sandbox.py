@@ -56,8 +56,8 @@ def prctl(option: int, value: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+        from .confine import _libc
+        _libc()[1].prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 

@@ -564,7 +564,8 @@ class Judge:
                     if record.status != DONE:
                         raise _Failure(_KINDS.get(record.status, FailureKind.ERROR), record.reason)
                     metrics[k] = self.score(task, instance, record)
-                    originals.append((index, record.decisions))
+                    if not record.compiled:  # a check runs in Python: compiled decisions may differ in ties
+                        originals.append((index, record.decisions))
                 except (_Failure, HeuristicError) as exc:
                     kind, reason = (exc.kind, exc.reason) if isinstance(exc, _Failure) else \
                         (FailureKind.HEURISTIC, printable(str(exc)))
@@ -655,11 +656,11 @@ class Judge:
     def metric(self, task, spec, instance) -> float:
         """The metric of program ``spec`` on one instance (the inner search's evaluations); raises
         ``HeuristicError`` where the program fails, ``MemoryError`` past its memory cap."""
-        key = (getattr(task, "name", ""), spec)
+        key = ("search", getattr(task, "name", ""), spec)  # its own process: the searches run in Python
         process, known = self._process_for(key, keep=True)
         try:
             if not known:
-                process.send(("program", _task_reference(task), spec, True))
+                process.send(("program", _task_reference(task), spec, False))
                 record = process.receive(None, 0)
                 if record is None or record.status != DONE:
                     self._drop(process)

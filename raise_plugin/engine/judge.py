@@ -531,7 +531,7 @@ class Judge:
         except Exception as exc:  # noqa: BLE001 - reported as the task's failure
             return EvalResult.failed(count, FailureKind.ERROR, printable(f"the task failed: {exc}"))
         process, _ = self._process_for((job.task, job.program), keep=self.limits.jit)
-        deadline = None if job.timeout is None else time.perf_counter() + float(job.timeout)
+        deadline = deadline_of(job.timeout)
         metrics, reasons = [math.nan] * count, [""] * count
         first: tuple[str, str] | None = None
         compiled: list[bool | None] = []

@@ -173,6 +173,17 @@ def _renormalise(raw: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     return fallback.copy() if total <= 0 else p / total
 
 
+def _weighted_sum(w: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``sum_i w_i rows_i``, added row by row in ``BASES`` order. Not ``w @ rows``: a
+    matrix product goes through BLAS, whose kernel (chosen by CPU: SkylakeX, Haswell, Zen)
+    orders and fuses the additions differently, so the same genes would give distributions an
+    ulp apart, and runs that differ, from one machine to the next."""
+    total = np.zeros(rows.shape[1])
+    for weight, row in zip(w, rows):
+        total += weight * row
+    return total
+
+
 def mixture(genes, p_bar: np.ndarray | None, cells: int) -> np.ndarray:
     """``p_adv = clip(p_bar + sum_i w_i phi_i, 0, 1)`` renormalised (Eq. adv_dist).
 
@@ -180,8 +191,7 @@ def mixture(genes, p_bar: np.ndarray | None, cells: int) -> np.ndarray:
     ``clip(sum_i w_i phi_i, 0, 1)`` renormalised. When clipping leaves no mass the
     result is ``p_bar`` (or the uniform distribution without an anchor).
     """
-    w = weights(genes)
-    shift = w @ bases(genes, cells)
+    shift = _weighted_sum(weights(genes), bases(genes, cells))
     if p_bar is None:
         return _renormalise(shift, _uniform(cells))
     p_bar = np.asarray(p_bar, dtype=float)

@@ -1,6 +1,12 @@
 """Gene decoding: nine valid bases that move with their shape genes, the mixture, the length gene."""
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -148,3 +154,25 @@ def test_length_gene_ends_map_to_plus_minus_ten_percent():
 def test_invalid_genes_are_refused(bad):
     with pytest.raises(ValueError):
         G.mixture(bad, None, 10)
+
+
+_MIXTURES = """
+import hashlib, numpy as np
+from raise_plugin.adversary import genes as G
+rng = np.random.default_rng(0)
+p_bar = np.full(60, 1 / 60)
+print(hashlib.sha256(b"".join(G.mixture(rng.random(G.GENES), p_bar, 60).tobytes() for _ in range(300))).hexdigest())
+"""
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="OpenBLAS names these kernels on x86-64 only")
+def test_the_mixture_is_the_same_whichever_blas_kernel_the_cpu_picks():
+    # OpenBLAS picks its kernels by CPU; these two order a matrix product's additions
+    # differently (w @ rows differs in the last bits), and both run on any x86-64 with AVX2
+    digests = set()
+    for kernel in ("Sandybridge", "Haswell"):
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+        done = subprocess.run([sys.executable, "-c", _MIXTURES], env=env, capture_output=True, text=True,
+                              check=True, cwd=Path(__file__).resolve().parents[2])
+        digests.add(done.stdout.strip())
+    assert len(digests) == 1

@@ -20,10 +20,7 @@ _spec.loader.exec_module(characterisation)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("task", [pytest.param(t, marks=pytest.mark.xfail(
-    strict=False, reason="under the judge the OVRP run with --jit records other samples than the golden; "
-                         "not yet explained (issue 36 stays open for it)")) if t == "ovrp" else t
-    for t in characterisation.TASKS])
+@pytest.mark.parametrize("task", characterisation.TASKS)
 def test_a_characterisation_run_with_jit_records_what_it_records_without(task, tmp_path, monkeypatch):
     import raise_plugin.config as config_module
     import raise_plugin.runner  # noqa: F401 - bound to the plain class before the switch below

@@ -121,8 +121,7 @@ def _confine_program(workdir: str, limits: SandboxLimits) -> list[str]:
     os.environ["TMPDIR"] = workdir
     tempfile.tempdir = workdir
     compiler_dirs = sandbox.load_compiler() if limits.jit else ()  # before the memory cap and the hook
-    if limits.memory_mb is not None:
-        sandbox.set_limit("RLIMIT_AS", (sandbox.address_space_bytes() or 0) + int(limits.memory_mb) * 1024 * 1024)
+    sandbox.cap_memory(limits.memory_mb)
     if limits.file_mb is not None:
         sandbox.set_limit("RLIMIT_FSIZE", int(limits.file_mb) * 1024 * 1024)
     sandbox.set_limit("RLIMIT_CORE", 0)

@@ -45,8 +45,9 @@ class SandboxLimits:
 
     ``timeout``: wall-clock seconds per job (one program on its share of instances);
     on expiry the worker's whole process group is killed and the worker replaced.
-    ``memory_mb``: address space a program may add to the worker's own (RLIMIT_AS =
-    the worker's size at start + this budget). ``max_processes``: RLIMIT_NPROC for the
+    ``memory_mb``: address space a program process may add to its size at start
+    (RLIMIT_AS = that size + this budget); the worker, which runs the engine's own calls
+    such as inner searches, has the same budget of its own. ``max_processes``: RLIMIT_NPROC for the
     worker; 0 forbids new processes and threads (ignored by the kernel for root, where
     the audit hook and the stray-process check still apply). ``file_mb``: largest file
     a program may write (RLIMIT_FSIZE). ``output_mb``: what a program may print per job

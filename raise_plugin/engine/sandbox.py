@@ -73,6 +73,13 @@ def address_space_bytes() -> int | None:
     return None
 
 
+def cap_memory(memory_mb: float | None) -> None:
+    """Let this process grow by at most ``memory_mb`` MiB of address space from its size now
+    (RLIMIT_AS); past it an allocation fails with ``MemoryError``, not the machine."""
+    if memory_mb is not None:
+        set_limit("RLIMIT_AS", (address_space_bytes() or 0) + int(memory_mb) * 1024 * 1024)
+
+
 def set_limit(which: str, value: int) -> None:
     try:
         import resource
@@ -234,8 +241,10 @@ confinement: list[str] = []  # the kernel's part of this worker's sandbox (``con
 def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str = "fork",
                    carried: dict | None = None) -> None:
     """Isolate this process; called first thing in a new worker. The worker runs no program (its
-    program processes do, see ``judge``), so the limits meant for a program (memory, processes,
-    file size, the audit hook, seccomp) are applied there; the worker keeps the kernel's part."""
+    program processes do, see ``judge``), so the limits meant for a program (processes, file
+    size, the audit hook, seccomp) are applied there; the worker keeps the kernel's part and,
+    once its spawner is forked, a memory cap of its own (an inner search that balloons fails
+    with ``MemoryError``)."""
     try:
         os.setsid()  # own session and process group: killpg reaches every descendant
     except (OSError, AttributeError):  # AttributeError: no sessions on this platform
@@ -301,6 +310,7 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
     evaluations of programs go through the judge too."""
     _enter_sandbox(limits, workdir, parent, method, carried)
     judge = Judge(limits, workdir)  # its spawner is forked now, before this process holds any instance
+    cap_memory(limits.memory_mb)  # after the spawner: each program process takes its own budget
     set_judge(judge)
     sets: collections.OrderedDict[str, tuple[int, list]] = collections.OrderedDict()
     while True:

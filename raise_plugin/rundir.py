@@ -14,7 +14,9 @@
       lock                    the writer's advisory lock (fcntl.flock) and who holds it
 
 Every JSONL line is flushed and fsync'd before the run goes on; JSON files are replaced
-atomically. A line cut short by a kill is ignored on reading and cut off before appending.
+atomically. A line cut short by a kill is ignored on reading and cut off before appending;
+a write the disk refuses (full, read-only) leaves its file as it was and stops the run in one
+line (``durable.WriteFailed``).
 One process writes a run directory at a time (``RunLock``). ``RunLog.load`` checks every
 record it hands over; damaged ones are dropped (the file rewritten, the original kept as
 ``<file>.damaged``) or rebuilt from the other files, each repair reported in one line.
@@ -36,12 +38,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .durable import AppendLog, replace_file
 from .errors import UserError
 
 __all__ = ["RunDirectory", "RunLog", "RunLock", "RunDirectoryBusy", "RunDirectoryDamaged", "save_instance",
            "load_instance", "load_config"]
 
 LOCK_NAME = "lock"
+NOMINAL_PREFIX = "nom-"  # a nominal instance's id: nom-INDEX-DIGEST of its arrays (``robust.instances``)
 _log = logging.getLogger(__name__)
 
 
@@ -78,12 +82,7 @@ def _jsonable(value):
 
 
 def write_json_atomic(path: Path, data) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(_jsonable(data), fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_file(path, lambda fh: fh.write(json.dumps(_jsonable(data), indent=1).encode()))
 
 
 def save_instance(path: Path, instance) -> None:
@@ -91,12 +90,7 @@ def save_instance(path: Path, instance) -> None:
     arrays = {}
     for key, value in (instance.items() if isinstance(instance, dict) else [("__value__", instance)]):
         arrays[str(key)] = np.asarray(value)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_file(path, lambda fh: np.savez(fh, **arrays), suffix=".tmp.npz")
 
 
 def load_instance(path: Path):
@@ -116,16 +110,6 @@ def load_instance(path: Path):
     return out.get("__value__", out) if set(out) == {"__value__"} else out
 
 
-def _repair_tail(path: Path) -> None:
-    """Cut a last line left without its newline by a kill, so appends start on a fresh line."""
-    if not path.exists():
-        return
-    with open(path, "rb+") as fh:
-        data = fh.read()
-        if data and not data.endswith(b"\n"):
-            fh.truncate(data.rfind(b"\n") + 1)
-
-
 def read_jsonl(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -138,22 +122,9 @@ def read_jsonl(path: Path) -> list[dict]:
     return out
 
 
-class _Appender:
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _repair_tail(path)
-        self._fh = open(path, "a")
-        self._lock = threading.Lock()
-
+class _Appender(AppendLog):
     def write(self, record: dict) -> None:
-        line = json.dumps(_jsonable(record), allow_nan=False) + "\n"
-        with self._lock:
-            self._fh.write(line)
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-
-    def close(self):
-        self._fh.close()
+        self.append(json.dumps(_jsonable(record), allow_nan=False))
 
 
 # -- one writer per run directory ------------------------------------------------------------
@@ -311,6 +282,7 @@ class RunDirectory:
             "algorithm": view.program.algorithm, "function": view.program.code, "program": d["program"],
             "sample_time": _num(d.get("sample_time")), "evaluate_time": _num(d.get("evaluate_time")),
             **({"cursor": d["cursor"]} if d.get("cursor") else {}),
+            **({"work": d["work"]} if d.get("work") else {}),
             **({"rejected": True, "admission_bound": _num(d["admission_bound"])} if d.get("rejected") else {}),
         })
 
@@ -326,9 +298,9 @@ class RunDirectory:
         """An instance's arrays and index line (once: one already recorded is skipped)."""
         if entry.instance_id in self._known_instances:
             return
-        self._known_instances.add(entry.instance_id)
         file = f"{entry.instance_id}.npz"
         save_instance(self.path / "instances" / file, entry.instance)
+        self._known_instances.add(entry.instance_id)
         self._index.write({"kind": "instance", "instance_id": entry.instance_id, "origin": entry.origin,
                            "distance": _num(entry.distance), "generation": entry.generation, "file": file,
                            "provenance": entry.provenance, **{k: v for k, v in arrays.items()}})
@@ -383,6 +355,7 @@ class RunLog:
     checkpoint: dict | None
     summary: dict | None = None
     repairs: list[str] = field(default_factory=list)
+    on_repair: Callable[[str], None] | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -408,12 +381,17 @@ class RunLog:
             if not (p / name).exists() and (index or (p / "population.jsonl").exists()):
                 repaired(f"{name} is missing; resuming without {what} recorded so far")
         samples = _checked_lines(p / "samples.jsonl", _valid_sample, repaired)
-        # a duplicate sample number can only come from a line rewritten after a crash: keep the first
+        # a duplicate sample number can only come from a line copied or rewritten: keep the first
         seen, unique = set(), []
         for s in samples:
             if s["sample"] not in seen:
                 seen.add(s["sample"])
                 unique.append(s)
+        if len(unique) < len(samples):
+            _rewrite(p / "samples.jsonl", unique)
+            repaired(f"samples.jsonl: {len(samples) - len(unique)} line(s) repeating a sample number dropped (the "
+                     "first kept); the original is kept as samples.jsonl.damaged")
+        unique.sort(key=lambda s: s["sample"])  # samplers in threads may write their lines out of order
         unique, populations = _renumber(p, unique, _checked_lines(p / "population.jsonl", _valid_population,
                                                                   repaired), repaired)
         known = {s["program_id"] for s in unique}
@@ -426,7 +404,13 @@ class RunLog:
         scores = _checked_lines(p / "scores.jsonl", _valid_score, repaired)
         checkpoint = _checked_checkpoint(p, instances, sets, intact, repaired)
         return cls(path=p, config=config, samples=unique, scores=scores, populations=intact, instances=instances,
-                   sets=sets, checkpoint=checkpoint, summary=_read_json(p / "summary.json"), repairs=repairs)
+                   sets=sets, checkpoint=checkpoint, summary=_read_json(p / "summary.json"), repairs=repairs,
+                   on_repair=on_repair)
+
+    def repaired(self, message: str) -> None:
+        """Report a repair made after loading (one rebuilt while the run is restored)."""
+        self.repairs.append(message)
+        (self.on_repair or _log.warning)(message)
 
     def instance(self, instance_id: str) -> Any:
         if instance_id not in self._cache:
@@ -534,13 +518,7 @@ def _rewrite(path: Path, records: list[dict]) -> None:
     backup = path.with_name(path.name + ".damaged")
     if path.exists() and not backup.exists():
         backup.write_bytes(path.read_bytes())
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        for r in records:
-            fh.write(json.dumps(r, allow_nan=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_file(path, lambda fh: fh.write("".join(json.dumps(r, allow_nan=False) + "\n" for r in records).encode()))
 
 
 def _renumber(p: Path, samples: list[dict], populations: list[dict], repaired) -> tuple[list[dict], list[dict]]:
@@ -576,7 +554,15 @@ def _checked_checkpoint(p: Path, instances: dict, sets: list[dict], populations:
         ids = data.get("instance_set") or []
         if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
             problem = "damaged (instance_set is not a list of instance ids)"
-        elif any(i not in instances or not (p / "instances" / instances[i]["file"]).exists() for i in ids):
+        elif any(i not in instances or not (p / "instances" / instances[i]["file"]).exists()
+                 for i in ids if not i.startswith(NOMINAL_PREFIX)):  # a nominal one is rebuilt on restore
+            lost = [i for i in ids if not i.startswith(NOMINAL_PREFIX) and i not in instances
+                    and (p / "instances" / f"{i}.npz").exists()]
+            if lost:  # its arrays are on disk, but where it came from (its provenance) is not
+                raise RunDirectoryDamaged(
+                    f"{p / 'instances' / 'index.jsonl'} has lost the record of adversarial instance {lost[0]}"
+                    f"{f' and {len(lost) - 1} more' if len(lost) > 1 else ''}, which checkpoint.json names; it "
+                    "cannot be rebuilt: restore the file from a copy")
             problem = "damaged (it names instances missing from instances/)"
         elif not all(_is_int(data.get(k, 0)) for k in ("generation", "samples", "instance_set_version",
                                                        "refreshes")):

@@ -15,7 +15,7 @@ from .config import RunConfig
 from .errors import UserError
 from .methods import get_method
 from .robust import robust
-from .rundir import RunDirectory, RunLock, RunLog
+from .rundir import LOCK_NAME, RunDirectory, RunLock, RunLog, write_json_atomic
 from .budget import LLMBudget
 from .validation import ValidationTrace
 
@@ -145,8 +145,8 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
         config = RunConfig.from_dict({**config.to_dict(), "out": str(out)})
+        write_json_atomic(out / "config.json", config.to_dict())  # first: from here on, resume continues
         run_dir = RunDirectory(out, lock=lock)
-        run_dir.write_config(config.to_dict())
         return _build(config, run_dir, llm, callbacks)
     except BaseException:
         lock.release()
@@ -164,7 +164,12 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     recorded config before the run continues. The LLM usage recorded so far is carried over
     (the run's request journal), so caps count the whole run."""
     if not (Path(path) / "config.json").exists():
-        missing = "no config.json" if Path(path).is_dir() else "no such directory"
+        folder = Path(path)
+        if (folder / LOCK_NAME).exists() and all(f.is_dir() or f.name in (LOCK_NAME, "config.json.tmp")
+                                                 or f.stat().st_size == 0 for f in folder.rglob("*")):
+            raise UserError(f"{path} holds no run yet: it stopped before its configuration was written; start "
+                            f"it again with `raise-ahd run ... --out {path}`")
+        missing = "no config.json" if folder.is_dir() else "no such directory"
         raise UserError(f"{path} is not a run directory ({missing})")
     lock = RunLock(path).acquire()
     try:

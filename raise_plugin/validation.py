@@ -23,6 +23,7 @@ from typing import Iterable
 
 import numpy as np
 
+from .durable import AppendLog
 from .callback import Callback, RunSnapshot
 from .harness.selection import selects_on
 
@@ -133,8 +134,11 @@ class ValidationTrace(Callback):
         self._last_generation = snap.generation
         directory = getattr(getattr(method, "_recorder", None), "path", None)
         if directory is not None:
-            with open(Path(directory) / TRACE_FILE, "a") as fh:
-                fh.write(json.dumps(_finite(point)) + "\n")
+            trace = AppendLog(Path(directory) / TRACE_FILE)
+            try:
+                trace.append(json.dumps(_finite(point)))
+            finally:
+                trace.close()
         return point
 
     def state_dict(self) -> dict:

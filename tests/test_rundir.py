@@ -297,7 +297,17 @@ DAMAGE = {
     "checkpoint garbled": lambda d: (d / "checkpoint.json").write_text("{\"generation\": 2, \"instance_se"),
     "checkpoint wrong shape": lambda d: (d / "checkpoint.json").write_text('{"instance_set": ["nope"]}'),
     "checkpoint missing": lambda d: (d / "checkpoint.json").unlink(),
+    "sample line repeated": lambda d: (d / "samples.jsonl").write_text(
+        (d / "samples.jsonl").read_text() + (d / "samples.jsonl").read_text().splitlines(keepends=True)[2]),
+    "nominal instance file garbage": lambda d: next((d / "instances").glob("nom-*.npz")).write_bytes(b"garbage"),
+    "nominal instance file a pickle": lambda d: _plant_pickle(next((d / "instances").glob("nom-*.npz"))),
 }
+
+
+def _plant_pickle(path: Path) -> None:
+    import pickle
+
+    path.write_bytes(pickle.dumps({"items": [1, 2, 3]}))
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
@@ -330,6 +340,9 @@ def test_resume_repairs_damaged_records_says_what_it_did_and_finishes(finished_r
     (lambda d: (d / "config.json").unlink(), "not a run directory"),
     (lambda d: (d / "config.json").write_text('{"task": "obp", "budget": "many"}'), "budget"),
     (lambda d: (d / "config.json").write_text('{"task": "obp", "colour": 1}'), "unknown field"),
+    (lambda d: (d / "instances" / "index.jsonl").write_text(""), "has lost the record of adversarial instance"),
+    (lambda d: next((d / "instances").glob("adv-*.npz")).write_bytes(b"\x00garbage"), "not an instance file"),
+    (lambda d: _plant_pickle(next((d / "instances").glob("adv-*.npz"))), "not an instance file"),
 ])
 def test_resume_of_an_unrepairable_directory_says_why_in_one_line(finished_run, damage, message, capsys):
     from raise_plugin.cli import main
@@ -338,6 +351,30 @@ def test_resume_of_an_unrepairable_directory_says_why_in_one_line(finished_run, 
     assert main(["resume", str(finished_run), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_lines_out_of_order_are_read_in_sample_order_and_resume_continues_after_the_last(finished_run):
+    path = finished_run / "samples.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[::-1]))  # samplers in threads may write their lines out of order
+    log = RunLog.load(finished_run)
+    assert [s["sample"] for s in log.samples] == list(range(1, 9)) and not log.repairs
+    method = resume_run(finished_run, llm=ScriptedLLM(1), budget=10)
+    assert method.samples == 8
+    method.run()
+    assert sorted(r["sample"] for r in read_jsonl(path)) == list(range(1, 11))
+
+
+def test_an_emptied_index_of_a_run_with_only_nominal_instances_is_rebuilt(tmp_path):
+    method = start_run(config(tmp_path / "run", budget=4, tau=50, host_profiler=False), llm=ScriptedLLM(0))
+    method.run()
+    method._recorder.close()
+    (tmp_path / "run" / "instances" / "index.jsonl").write_text("")
+    resumed = resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=6)
+    resumed.run()
+    index = read_jsonl(tmp_path / "run" / "instances" / "index.jsonl")
+    assert [r["kind"] for r in index] == ["instance", "set"]  # the nominal instance and set 0, written again
+    check_complete(tmp_path / "run", 6)
 
 
 def test_a_line_cut_by_a_kill_is_dropped_with_a_repair_note(finished_run):

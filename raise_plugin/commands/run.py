@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import signal
 import sys
+import threading
 
 from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.config import RunConfig
@@ -17,7 +20,7 @@ FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inne
          "jit_after", "early_reject")
 
 
-ENDPOINT_FAILED = 3  # the exit status of a run its LLM endpoint could not serve
+RUN_FAILED = 3  # the exit status of a run that could not go on: its LLM endpoint failed, its disk refused a write
 
 
 def register(sub) -> None:
@@ -222,12 +225,37 @@ def _usage_line(usage: dict) -> str:
     return ", ".join(parts)
 
 
+@contextlib.contextmanager
+def stop_on_signals(method, run_dir):
+    """SIGINT (Ctrl-C) or SIGTERM stops the run as a cap does: no new sample starts, those under
+    way are recorded, the summary is written, and ``resume`` continues; a second one stops it at
+    once. Yields the list of the signals received."""
+    received: list[int] = []
+
+    def stop(signum, frame):
+        if received or threading.current_thread() is not threading.main_thread():
+            raise KeyboardInterrupt
+        received.append(signum)
+        name = signal.Signals(signum).name
+        print(f"raise-ahd: {name}: stopping after the samples under way ({name} again stops at once); "
+              f"`raise-ahd resume {run_dir}` continues", file=sys.stderr)
+        method.request_stop(f"stopped by {name}; `raise-ahd resume RUN_DIR` continues")
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def execute(method, run_dir, *, progress: bool, out=None) -> int:
     out = out or sys.stdout
     bar = ProgressBar(method.budget, initial=method.samples, enabled=progress)
     method.callbacks.append(bar)
     try:
-        method.run()
+        with stop_on_signals(method, run_dir) as received:
+            method.run()
     finally:
         bar.close()
     summary = method.summary(finished=method.stop_reason is None)
@@ -239,8 +267,8 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
     failure = getattr(method, "failure", None)
     if failure is not None:
         print(f"raise-ahd: error: the run stopped: {failure}", file=sys.stderr)
-        return ENDPOINT_FAILED
-    return 0
+        return RUN_FAILED
+    return 128 + received[0] if received else 0  # the shell's status for a process a signal ended
 
 
 def _final_selection(method, run_dir, summary: dict) -> dict | None:

@@ -22,6 +22,7 @@ import tempfile
 import threading
 import weakref
 import time
+from pathlib import Path
 from typing import Any
 
 from .confine import confine
@@ -383,6 +384,29 @@ def start_method(limits: SandboxLimits) -> str:
     return method
 
 
+WORKDIR_PREFIX = "raise-sandbox-"  # + the engine's pid: a folder outlives its engine only on kill -9
+_swept: list[bool] = []
+
+
+def sweep_stale_workdirs() -> None:
+    """Remove (once per process) the workers' folders that engines killed with SIGKILL left in
+    the temporary directory: those whose engine process is gone."""
+    if _swept:
+        return
+    _swept.append(True)
+    for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*-*"):
+        pid = path.name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # its engine runs
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:  # another user's engine (EPERM): alive, not ours to remove
+            continue
+
+
 _LIVE: "weakref.WeakSet[SandboxWorker]" = weakref.WeakSet()  # every handle that started a worker
 
 
@@ -424,7 +448,8 @@ class SandboxWorker:
         else:
             ctx = mp.get_context(method)
         parent_conn, child_conn = ctx.Pipe(duplex=True)
-        self.workdir = tempfile.mkdtemp(prefix="raise-sandbox-")
+        sweep_stale_workdirs()
+        self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
         carried = None if method == "fork" else carried_state()
         self.process = ctx.Process(target=worker_main, daemon=True, name="raise-sandbox",
                                    args=(child_conn, self.limits, self.workdir, os.getpid(), method, carried))

@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-import openai
 from llm4ad.base import LLM
 
 from .errors import EndpointFailed, LLMAborted, LLMConfigError
@@ -200,6 +199,8 @@ class OpenAIBackend(LLM):
         self._jitter_lock = threading.Lock()
         self._fatal: str | None = None
         self._reached = False  # the endpoint answered once (any HTTP status)
+        import openai  # here, not at import: it takes half a second to load
+
         self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
         self.usage = UsageLedger(backend="openai", model=self.model,
                                  priced=price_for(self.model, self.prices) is not None,
@@ -296,6 +297,8 @@ class OpenAIBackend(LLM):
 
     def _send(self, messages: list[dict]) -> _Outcome:
         """One request, read to the end of its answer or to its deadline."""
+        import openai
+
         deadline = time.monotonic() + self.timeout
         timeout = openai.Timeout(self.timeout, connect=self.connect_timeout)
         try:
@@ -397,6 +400,8 @@ def _count(value) -> int:
 
 
 def _describe_error(exc: Exception) -> str:
+    import openai
+
     status = getattr(exc, "status_code", None)
     if isinstance(exc, openai.APITimeoutError):
         return "timeout"

@@ -29,6 +29,7 @@ from typing import Any
 
 from llm4ad.base import LLM
 
+from raise_plugin.durable import AppendLog
 from raise_plugin.errors import UserError
 
 from .errors import LLMAborted, ReplayMissError
@@ -58,9 +59,9 @@ class RecordingLLM(LLM):
         super().__init__(do_auto_trim=inner.do_auto_trim, debug_mode=inner.debug_mode)
         self.inner = inner
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._asked = _recorded_counts(self.path)  # a resumed run appends: occurrences go on counting
+        self._out = AppendLog(self.path)
         self._callers: dict[int, threading.Thread] = {}
 
     @property
@@ -78,11 +79,11 @@ class RecordingLLM(LLM):
         usage = ledger.last_call() if ledger is not None else None
         digest = prompt_hash(prompt)
         operator = (usage or {}).get("operator") or kwargs.get("operator") or infer_operator(prompt)
-        with self._lock, open(self.path, "a", encoding="utf-8") as out:
+        with self._lock:
             entry = {"hash": digest, "occurrence": self._asked[digest], "samplers": samplers,
                      "operator": operator, "prompt": prompt, "response": response, "usage": usage}
+            self._out.append(json.dumps(entry, ensure_ascii=False))  # whole, on disk, or WriteFailed
             self._asked[digest] += 1
-            out.write(json.dumps(entry, ensure_ascii=False) + "\n")
         return response
 
     def _samplers(self) -> int:

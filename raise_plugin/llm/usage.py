@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from ..durable import AppendLog
 from .errors import EndpointFailed, LLMCapReached
 
 __all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH"]
@@ -98,7 +99,7 @@ class UsageLedger:
     _last_failure: str = ""
     _interrupted: int = 0
     _classified: set = field(default_factory=set, repr=False)   # calls already counted as unusable
-    _journal: int | None = field(default=None, repr=False)
+    _journal: AppendLog | None = field(default=None, repr=False)
 
     # -- the journal -----------------------------------------------------------------------------
     def open_journal(self, path: str | os.PathLike) -> None:
@@ -106,18 +107,17 @@ class UsageLedger:
         path = Path(path)
         if path.exists():
             self.load_journal(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._journal = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._journal = AppendLog(path, sync=False)
 
     def close_journal(self) -> None:
         if self._journal is not None:
-            os.close(self._journal)
+            self._journal.close()
             self._journal = None
 
     def _write(self, event: dict) -> None:
-        """One line, one ``write`` (lock held): a kill leaves at most a torn last line."""
+        """One line, whole or not at all (lock held); a disk that refuses it raises ``WriteFailed``."""
         if self._journal is not None:
-            os.write(self._journal, (json.dumps(event, separators=(",", ":")) + "\n").encode())
+            self._journal.append(json.dumps(event, separators=(",", ":")))
 
     def load_journal(self, path: str | os.PathLike) -> None:
         """Add the counts of a journal (a resumed run's earlier requests); a torn line is skipped."""

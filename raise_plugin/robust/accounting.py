@@ -6,6 +6,8 @@ import time
 __all__ = ["Accounting"]
 
 _PARTS = ("outer", "inner", "rescore")
+_COUNTERS = ("_evaluations", "_seconds", "rejected_early", "evaluations_saved", "evaluations", "evaluation_calls",
+             "stale_samples_reevaluated")
 
 
 class Accounting:
@@ -39,6 +41,30 @@ class Accounting:
             out["evaluations_saved"] = self._evaluator.saved + int(before.get("evaluations_saved", 0))
         out["wall_seconds"] = time.time() - self._started + float(before.get("wall_seconds", 0.0))
         return out
+
+    def work(self, counts_only: bool = False) -> dict:
+        """The run's work so far (``compute`` and the evaluation counters of the summary); each
+        sample line records its counts (``counts_only``: no times, so a line is the same in every
+        run under a seed). A resumed run starts its counters from the latest such record, so work
+        done after the last checkpoint is not lost from them by a kill."""
+        before = self._compute_before
+        out = {**self.compute(),
+               "evaluations": self._evaluator.evaluations + int(before.get("evaluations", 0)),
+               "evaluation_calls": self._evaluator.calls + int(before.get("evaluation_calls", 0)),
+               "stale_samples_reevaluated": self._stale_samples + int(before.get("stale_samples_reevaluated", 0))}
+        if counts_only:
+            out = {k: v for k, v in out.items() if isinstance(v, int)}
+        return out
+
+    def restore_work(self, *records: dict | None) -> None:
+        """Start the counters from the latest of ``records`` (a checkpoint's ``compute``, the
+        last sample's ``work``): every counter only grows, so the latest is the largest."""
+        before: dict = {}
+        for record in records:
+            for key, value in (record or {}).items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith(_COUNTERS):
+                    before[key] = max(before.get(key, value), value)
+        self._compute_before = before
 
     def time_per_sample(self, compute: dict | None = None) -> dict:
         """Where a sample's wall time goes, in seconds per sample: the LLM (or the offline
@@ -79,9 +105,7 @@ class Accounting:
             "instance_set_version": version,
             "instance_set": [{"instance_id": e.instance_id, "origin": e.origin, "distance": e.distance,
                               "generation": e.generation} for e in entries],
-            "evaluations": self._evaluator.evaluations,
-            "evaluation_calls": self._evaluator.calls,
-            "stale_samples_reevaluated": self._stale_samples,
+            **{k: v for k, v in self.work().items() if k not in compute},  # evaluations, calls, stale samples
             "hook_errors": self.hook_errors,
             "compute": compute,
             "early_rejection": self.early_rejection,

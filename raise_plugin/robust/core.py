@@ -13,6 +13,7 @@ from typing import Iterable
 from llm4ad.base import Function, TextFunctionProgramConverter
 from llm4ad.tools.profiler import ProfilerBase
 
+from ..durable import WriteFailed, is_write_failure
 from ..callback import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .evaluator import InstanceSetEvaluator
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
@@ -281,7 +282,10 @@ class RobustCore:
             for cb in self.callbacks:
                 try:
                     getattr(cb, hook)(self, snapshot, *extra)
-                except Exception:  # the host's loop would swallow it silently: log and count instead
+                except Exception as exc:  # the host's loop would swallow it silently: log and count instead
+                    if is_write_failure(exc):  # the run directory cannot be written: stop, nothing torn
+                        self.fail(str(exc) if isinstance(exc, WriteFailed) else str(WriteFailed(exc.filename, exc)))
+                        continue
                     self.hook_errors += 1
                     log.exception("%s.%s failed", type(cb).__name__, hook)
 
@@ -293,7 +297,7 @@ class RobustCore:
                    "failed_on": tuple(k for k, v in metrics.items() if v is None and k in rec.metrics),
                    "sample_time": getattr(func, "sample_time", None),
                    "evaluate_time": getattr(func, "evaluate_time", None),
-                   "cursor": self._cursor()}
+                   "cursor": self._cursor(), "work": self.work(counts_only=True)}
         rejection = rec.rejection
         if rejection is not None and rejection.version == version and score == rejection.score \
                 and self._book.missing(rec, ids):

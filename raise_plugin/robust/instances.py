@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..callback import InstanceView
+from ..rundir import NOMINAL_PREFIX
 
 __all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function",
            "bound_function", "rejection_order"]
@@ -92,7 +93,7 @@ class InstanceSet:
     def __init__(self, evaluation, nominal: Sequence):
         self._lock = threading.Lock()
         self._evaluation = evaluation
-        self._entries = [InstanceEntry(f"nom-{i}-{instance_digest(inst)}", NOMINAL, inst)
+        self._entries = [InstanceEntry(f"{NOMINAL_PREFIX}{i}-{instance_digest(inst)}", NOMINAL, inst)
                          for i, inst in enumerate(nominal)]
         self._version = 0
         self.nominal = [e.instance for e in self._entries]

@@ -4,8 +4,8 @@
 
 - A cap reached (``LLMCapReached``), or a replay whose every answer was served, stops the
   run cleanly; an endpoint that cannot serve
-  (``EndpointFailed``, a refused key, a replay that misses a prompt) ends it with a one-line
-  failure. The host's loops swallow ``Exception`` and would ask again forever, so the guard
+  (``EndpointFailed``, a refused key, a replay that misses a prompt), or a disk that refuses
+  the journals (``WriteFailed``), ends it with a one-line failure. The host's loops swallow ``Exception`` and would ask again forever, so the guard
   tells the run to stop first and then raises ``LLMUnavailable``, which the loops pass to
   their stop check.
 - An answer that gave no sample (prose, another function, code that does not parse) is
@@ -29,6 +29,7 @@ from typing import Any
 
 from llm4ad.base import LLM
 
+from ..durable import WriteFailed
 from ..llm.errors import LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError
 from ..llm.operators import infer_operator, operator_kind
 from ..llm.record import RecordingLLM, ReplayExhausted, prompt_hash
@@ -102,7 +103,7 @@ class LLMGuard(LLM):
             response = self.inner.draw_sample(prompt, *args, **kwargs)
         except (LLMCapReached, ReplayExhausted) as exc:  # a cap, or every recorded answer served
             self._stop(str(exc), failed=False)
-        except (LLMAborted, LLMConfigError, ReplayMissError) as exc:
+        except (LLMAborted, LLMConfigError, ReplayMissError, WriteFailed) as exc:  # WriteFailed: a full disk
             self._stop(str(exc), failed=True)
         self._answered(prompt, response, kwargs)
         return response

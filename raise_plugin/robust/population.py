@@ -81,6 +81,11 @@ class RobustPopulationMixin:
         with self._cond:
             if self._generation > 0 and not self._next_gen_pop:
                 return  # nothing new: not a generation (the host calls survival once more after its init)
+            if self._method.stop_reason is not None and len(self._next_gen_pop) < self._pop_size:
+                # the run stopped mid-generation (a signal, a cap) and the host closes it short: its
+                # samples are recorded, the generation is not, and resume completes it as the
+                # uninterrupted run would have
+                return
             for f in self._population + self._next_gen_pop:
                 if f.score is None or math.isnan(f.score):
                     f.score = float("-inf")

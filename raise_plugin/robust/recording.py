@@ -24,6 +24,9 @@ class RunRecorder(Callback):
         self.directory.log_sample(sample)
 
     def on_instances_updated(self, method, snapshot, update):
+        # first: it holds the work done so far (the inner search, the re-scoring), which a resume
+        # after a kill in the writes below starts its counters from
+        self.directory.write_summary(method.summary())
         entries = method.instance_entries()
         by_id = {e.instance_id: e for e in entries}
         for view in update.added:
@@ -32,7 +35,6 @@ class RunRecorder(Callback):
         self.directory.log_instance_set(update.version, entries, snapshot.refreshes)
         self.directory.log_scores(update.version, [(p, method.program_metrics(p.program_id)) for p in update.rescored],
                                   [e.instance_id for e in entries])
-        self.directory.write_summary(method.summary())
 
     def on_generation_end(self, method, snapshot):
         if snapshot.generation > self._population_generation:  # a resumed run's catch-up is recorded already

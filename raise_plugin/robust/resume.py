@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from llm4ad.base import Function, TextFunctionProgramConverter
 
+from ..rundir import RunDirectoryDamaged, save_instance
 from .core import state_keys
 from .instances import InstanceEntry
 
@@ -53,19 +54,19 @@ class Checkpoints:
         the start of ``run`` (the adversarial callback skips refreshes it already made).
         """
         ckpt = log.checkpoint or {}
-        nominal_ids = log.sets[0]["members"] if log.sets else [e.instance_id for e in self._instances.state()[0]]
+        built = {e.instance_id: e for e in self._instances.state()[0]}  # the nominal set, built afresh
+        nominal_ids = log.sets[0]["members"] if log.sets else list(built)
         ids = ckpt.get("instance_set") or nominal_ids
-
-        def entry(iid):
-            meta = log.instances[iid]
-            return InstanceEntry(iid, meta["origin"], log.instance(iid), float(meta.get("distance") or 0.0),
-                                 meta.get("generation"), dict(meta.get("provenance") or {}))
-
-        entries = [entry(i) for i in ids]
+        entries = [self._recorded_entry(log, i, built) for i in ids]
+        by_id = {e.instance_id: e for e in entries}
         self._instances.restore(entries, int(ckpt.get("instance_set_version", 0)),
-                                [log.instance(i) for i in nominal_ids])
+                                [(by_id.get(i) or self._recorded_entry(log, i, built)).instance for i in nominal_ids])
         self._refreshes = int(ckpt.get("refreshes", 0))
-        self._compute_before = dict(ckpt.get("compute") or {})
+        # the latest record of the work: the checkpoint, the last sample, or the summary (written at refreshes)
+        summary = log.summary if isinstance(log.summary, dict) else {}
+        self.restore_work(ckpt.get("compute"), log.samples[-1].get("work") if log.samples else None,
+                          summary.get("compute") if isinstance(summary.get("compute"), dict) else None,
+                          {k: summary.get(k) for k in ("evaluations", "evaluation_calls", "stale_samples_reevaluated")})
         first = self._restore_book(log)
 
         last = log.populations[-1] if log.populations else {"generation": 0, "samples": 0, "members": []}
@@ -105,6 +106,30 @@ class Checkpoints:
             self._llm_guard.resume(int(cursor.get("llm_calls", 0)) if exact else None)
         if "loop" in cursor:
             self._resume_at(cursor)
+
+    @staticmethod
+    def _recorded_entry(log, iid: str, built: dict[str, InstanceEntry]) -> InstanceEntry:
+        """Instance ``iid`` as the run directory recorded it. A nominal instance is named by its
+        content's digest, so one the directory lost (a kill before the index was written, an
+        emptied index, a damaged file) is the one built afresh, written back; an adversarial one
+        cannot be rebuilt, and its loss is one line naming the file."""
+        meta = log.instances.get(iid)
+        if meta is None and iid in built:
+            return built[iid]
+        if meta is None:
+            raise RunDirectoryDamaged(f"{log.path / 'instances' / 'index.jsonl'}: instance {iid}, in the "
+                                      "recorded instance set, is not listed; it cannot be rebuilt")
+        try:
+            instance = log.instance(iid)
+        except RunDirectoryDamaged:
+            if iid not in built:
+                raise
+            save_instance(log.path / "instances" / meta["file"], built[iid].instance)
+            log.repaired(f"instances/{meta['file']} is damaged; the nominal instance {iid}, rebuilt, written "
+                         "again")
+            instance = built[iid].instance
+        return InstanceEntry(iid, meta["origin"], instance, float(meta.get("distance") or 0.0),
+                             meta.get("generation"), dict(meta.get("provenance") or {}))
 
     def _checkpointed(self) -> list:
         """``(key, callback)`` for the callbacks whose state goes into checkpoints."""

@@ -1,0 +1,118 @@
+"""Writes a run cannot afford to tear: lines appended to a journal and files replaced whole.
+
+A write that fails (no space left, a read-only or full quota, a file too large) leaves the file
+as it was before the attempt, frees what the attempt took, and raises ``WriteFailed``: one
+line naming the file and the error, which ends the run cleanly (``RobustMethod._fire``, the
+LLM guard) instead of a loop that asks again for ever.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import threading
+from pathlib import Path
+from typing import Callable
+
+from .errors import UserError
+
+__all__ = ["WriteFailed", "AppendLog", "replace_file", "is_write_failure"]
+
+# what a full, read-only or over-quota disk answers
+_DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
+
+
+class WriteFailed(UserError):
+    """A record could not be written; the file is as it was before the attempt."""
+
+    def __init__(self, path: str | os.PathLike | None, exc: OSError):
+        self.path = None if path is None else Path(path)
+        self.errno = exc.errno
+        where = "a file of the run directory" if path is None else str(path)
+        super().__init__(f"{where}: cannot write ({exc.strerror or exc}); nothing written before was lost: "
+                         "once the cause is gone, `raise-ahd resume` continues the run")
+
+
+def is_write_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk refused a write (as opposed to a bug)."""
+    return isinstance(exc, WriteFailed) or (isinstance(exc, OSError) and exc.errno in _DISK_ERRORS)
+
+
+def _cut_torn_tail(fd: int) -> None:
+    """Cut a last line left without its newline by a kill, so appends start on a fresh line."""
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return
+    tail = os.pread(fd, min(size, 1 << 16), max(0, size - (1 << 16)))
+    if tail.endswith(b"\n"):
+        return
+    start = max(0, size - (1 << 16))
+    while True:
+        cut = tail.rfind(b"\n")
+        if cut >= 0 or start == 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        start = max(0, start - (1 << 16))
+        tail = os.pread(fd, min(1 << 16, size - start), start)
+
+
+class AppendLog:
+    """A JSONL file appended to line by line, each line whole or not at all.
+
+    ``sync``: each line reaches the disk (``fsync``) before ``append`` returns; without it a
+    line survives a kill of the process (the kernel holds it) but not of the machine.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, sync: bool = True):
+        self.path = Path(path)
+        self.sync = sync
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            _cut_torn_tail(self._fd)
+        except OSError as exc:
+            raise WriteFailed(self.path, exc) from None
+
+    def append(self, line: str) -> None:
+        data = (line if line.endswith("\n") else line + "\n").encode()
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"{self.path} is closed")
+            size = os.fstat(self._fd).st_size
+            try:
+                done = 0
+                while done < len(data):
+                    done += os.write(self._fd, data[done:])
+                if self.sync:
+                    os.fsync(self._fd)
+            except OSError as exc:
+                try:
+                    os.ftruncate(self._fd, size)  # no part of the line stays behind
+                except OSError:
+                    pass
+                raise WriteFailed(self.path, exc) from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def replace_file(path: str | os.PathLike, write: Callable, *, suffix: str = ".tmp") -> None:
+    """Replace ``path`` by what ``write(binary_file)`` writes, atomically: a kill or a failure
+    leaves the old file (or none) in place, never a part of the new one."""
+    path = Path(path)
+    tmp = path.with_name(path.name + suffix)
+    try:
+        with open(tmp, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise WriteFailed(path, exc) from None

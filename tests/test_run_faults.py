@@ -1,0 +1,225 @@
+"""A run directory under faults: kill -9 at any write, a full disk, SIGTERM and SIGINT, workers'
+folders left by killed engines. Each case runs the command line in a child process, as a user
+would, and resumes it to the run an uninterrupted process records."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ["run", "--task", "obp", "--budget", "8", "--pop-size", "4", "--tau", "1", "--nominal", "1", "--seed", "0",
+       "--no-progress"]
+
+# the command line, killed by SIGKILL right after the engine's N-th durable write (fsync) when N > 0;
+# with N == 0 it runs to the end and prints how many durable writes it made
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    n, me, real, count = int(sys.argv[1]), os.getpid(), os.fsync, [0]
+
+    def fsync(fd):
+        real(fd)
+        if os.getpid() == me:
+            count[0] += 1
+            if count[0] == n:
+                os.kill(me, signal.SIGKILL)
+
+    os.fsync = fsync
+    from raise_plugin.cli import main
+    status = main(sys.argv[2:])
+    print("durable writes", count[0], file=sys.stderr)
+    sys.exit(status)
+""")
+
+
+def cli(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "raise_plugin.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=300, **kwargs)
+
+
+def killed_at(n: int, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", KILLER, str(n), *RUN, "--out", str(out)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def samples(run_dir: Path) -> list[tuple]:
+    return [(r["sample"], r["program_id"], r["score"], r["metrics"])
+            for r in map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())]
+
+
+def work(run_dir: Path) -> dict:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return {"evaluations": summary["evaluations"], **{k: summary["compute"][k] for k in (
+        "outer_evaluations", "inner_evaluations", "rescore_evaluations")}}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted") / "run"
+    done = killed_at(0, out)
+    assert done.returncode == 0, done.stderr[-2000:]
+    writes = int(done.stderr.strip().splitlines()[-1].split()[-1])
+    return out, writes
+
+
+def _moments(writes: int) -> list[int]:
+    # the lock (before the config), the config (before any instance), the first samples, inside a
+    # refresh, the last writes
+    return sorted({1, 2, writes // 3, (2 * writes) // 3, writes - 1})
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_any_write_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path):
+    reference, writes = uninterrupted
+    assert writes >= 20  # lock, config, instances, samples, populations, checkpoints, journals
+    for n in _moments(writes):
+        out = tmp_path / f"killed-{n}"
+        killed = killed_at(n, out)
+        assert killed.returncode == -signal.SIGKILL, (n, killed.stderr[-2000:])
+        resumed = cli("resume", str(out), "--no-progress")
+        if resumed.returncode == 2 and "holds no run yet" in resumed.stderr:  # killed before its config
+            assert n <= 2 and len(resumed.stderr.strip().splitlines()) == 1, resumed.stderr
+            resumed = cli(*RUN, "--out", str(out))  # and the command it names starts it in that folder
+        assert resumed.returncode == 0, (n, resumed.stderr[-2000:])
+        assert "Traceback" not in resumed.stderr
+        assert samples(out) == samples(reference), n
+        # the work counters never lose work done before the kill (a refresh cut short is done again)
+        now, then = work(out), work(reference)
+        assert now["outer_evaluations"] == then["outer_evaluations"], (n, now, then)
+        assert all(now[k] >= then[k] for k in then), (n, now, then)
+
+
+def _mount_small_disk(where: Path, size: str) -> bool:
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True)
+    return done.returncode == 0
+
+
+@pytest.mark.slow
+def test_a_run_on_a_full_disk_stops_in_one_line_and_resumes_once_space_is_freed(uninterrupted, tmp_path):
+    reference, _ = uninterrupted
+    disk = tmp_path / "disk"
+    if not _mount_small_disk(disk, "100k"):
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        out = disk / "run"
+        started = time.monotonic()
+        full = cli(*RUN, "--out", str(out))
+        took = time.monotonic() - started
+        errors = [line for line in full.stderr.splitlines() if line.startswith("raise-ahd: error:")]
+        assert full.returncode == 3 and len(errors) == 1, full.stderr[-2000:]
+        assert "No space left on device" in errors[0] and str(out) in errors[0], errors
+        assert "Traceback" not in full.stderr and took < 60
+        recorded = samples(out)
+        assert 0 < len(recorded) < 8
+        subprocess.run(["mount", "-o", "remount,size=8m", str(disk)], check=True)
+        resumed = cli("resume", str(out), "--no-progress")
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        assert samples(out)[:len(recorded)] == recorded  # nothing written before the disk filled was lost
+        assert samples(out) == samples(reference)
+        # the request journal: every request once, each sent one answered
+        events = [json.loads(line) for line in (out / "llm_requests.jsonl").read_text().splitlines()]
+        sent = [e["id"] for e in events if e["e"] == "sent"]
+        assert len(sent) == len(set(sent)) == sum(e["e"] == "done" for e in events)
+        usage = json.loads((out / "llm_usage.json").read_text())["total"]
+        assert usage["requests"] == len(sent) <= 8 + 2  # at most the answers the full disk could not keep
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_and_says_so_in_one_line(tmp_path):
+    """RLIMIT_FSIZE makes the kernel refuse a write past a size (EFBIG), as a full disk refuses one
+    (ENOSPC): the journal keeps its whole lines, nothing torn, and the error names the file."""
+    code = textwrap.dedent("""
+        import resource, sys
+        from raise_plugin.durable import AppendLog, WriteFailed, replace_file
+        log = AppendLog(sys.argv[1])
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+        written = 0
+        try:
+            while True:
+                log.append('{"line": %d, "pad": "%s"}' % (written, "x" * 60))
+                written += 1
+        except WriteFailed as exc:
+            print(written, exc)
+        try:
+            replace_file(sys.argv[1] + ".json", lambda fh: fh.write(b"y" * 5000))
+        except WriteFailed as exc:
+            print(exc)
+    """)
+    path = tmp_path / "journal.jsonl"
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT)
+    first, second = done.stdout.strip().splitlines()
+    written = int(first.split()[0])
+    refused = ('{"line": %d, "pad": "%s"}\n' % (written, "x" * 60)).encode()
+    assert written > 0 and path.stat().st_size <= 1000 < path.stat().st_size + len(refused)
+    lines = path.read_text().splitlines()
+    assert len(lines) == written and all(json.loads(line)["line"] == i for i, line in enumerate(lines))
+    assert path.read_bytes().endswith(b"\n")  # the refused line left nothing behind
+    assert str(path) in first and "File too large" in first and "resume" in first
+    assert str(path) + ".json" in second and not Path(str(path) + ".json").exists()
+    assert not list(tmp_path.glob("*.tmp"))  # the refused replacement's temporary file is gone
+
+
+def _stop_with(sig: int, out: Path, after_samples: int) -> tuple[subprocess.CompletedProcess, float]:
+    before = set(Path(tempfile.gettempdir()).glob("raise-sandbox-*"))
+    proc = subprocess.Popen([sys.executable, "-m", "raise_plugin.cli", *RUN, "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        path = out / "samples.jsonl"
+        if path.exists() and path.read_text().count("\n") >= after_samples:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before the signal"
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=120)
+    took = time.monotonic() - sent
+    left = [p for p in set(Path(tempfile.gettempdir()).glob(f"raise-sandbox-{proc.pid}-*")) - before]
+    assert not left, left
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), took
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_stop_a_run_cleanly_and_resume_continues_it_exactly(sig, uninterrupted, tmp_path):
+    out = tmp_path / "run"
+    stopped, took = _stop_with(sig, out, after_samples=3)
+    assert stopped.returncode == 128 + sig and took < 30, stopped.stderr[-2000:]
+    said = [line for line in stopped.stderr.splitlines() if line.startswith("raise-ahd:")]
+    assert len(said) == 1 and signal.Signals(sig).name in said[0] and "resume" in said[0], said
+    assert "Traceback" not in stopped.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert not summary["finished"] and signal.Signals(sig).name in summary["stopped"]
+    resumed = cli("resume", str(out), "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    reference, _ = uninterrupted
+    assert samples(out) == samples(reference)
+    now, then = work(out), work(reference)
+    assert now["outer_evaluations"] == then["outer_evaluations"] and all(now[k] >= then[k] for k in then)
+
+
+def test_the_folders_of_workers_whose_engine_was_killed_are_swept_at_the_next_start(tmp_path, monkeypatch):
+    from raise_plugin.engine import sandbox
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{sandbox.WORKDIR_PREFIX}{dead.pid}-abc"
+    alive = tmp_path / f"{sandbox.WORKDIR_PREFIX}{os.getppid()}-def"
+    foreign = tmp_path / f"{sandbox.WORKDIR_PREFIX}notapid"
+    for folder in (stale, alive, foreign):
+        (folder / "inside").mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "_swept", [])
+    sandbox.sweep_stale_workdirs()
+    assert not stale.exists() and alive.exists() and foreign.exists()

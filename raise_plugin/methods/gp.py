@@ -61,8 +61,8 @@ class GP(MethodBase):
     child over ``max_height`` or ``max_size`` nodes is a parent again (DEAP's ``staticLimit``).
     A child whose simplified source was sampled before is bred again (up to ``max_tries``).
     Survival is the population's: the ``pop_size`` best of parents and offspring. The first
-    population is ramped half-and-half with heights ``init_height``; constants are drawn in
-    ``[-constant_range, constant_range]``.
+    population is ramped half-and-half with heights ``init_height``; constants have a random sign
+    and a magnitude log-uniform in ``constants``.
     """
 
     method_name = "gp"
@@ -71,7 +71,8 @@ class GP(MethodBase):
                  max_sample_nums: Optional[int] = 100, pop_size: Optional[int] = None, num_samplers: int = 1,
                  num_evaluators: int = 1, *, seed: int = 0, tournament_size: int = 3, crossover_rate: float = 0.6,
                  max_height: int = 7, max_size: int = 40, init_height: tuple[int, int] = (1, 3),
-                 mutation_height: tuple[int, int] = (0, 2), constant_range: float = 2.0, max_tries: int = 50,
+                 mutation_height: tuple[int, int] = (0, 2), constants: tuple[float, float] = (0.1, 100.0),
+                 max_tries: int = 50,
                  **kwargs):
         gp_trees.require_deap()
         task = getattr(evaluation, "task", None)
@@ -82,7 +83,7 @@ class GP(MethodBase):
                   "max_height": max_height >= 1, "max_size": max_size >= 1, "max_tries": max_tries >= 1,
                   "init_height": 0 <= init_height[0] <= init_height[1] <= max_height,
                   "mutation_height": 0 <= mutation_height[0] <= mutation_height[1],
-                  "constant_range": constant_range > 0}
+                  "constants": 0 < constants[0] <= constants[1]}
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"GP: bad {name}: {locals()[name]!r}")
@@ -93,9 +94,9 @@ class GP(MethodBase):
         self.crossover_rate = float(crossover_rate)
         self.max_height, self.max_size = int(max_height), int(max_size)
         self.init_height, self.mutation_height = tuple(init_height), tuple(mutation_height)
-        self.constant_range = float(constant_range)
+        self.constants = (float(constants[0]), float(constants[1]))
         self.max_tries = int(max_tries)
-        self._pset = gp_trees.primitive_set(self.signature, self.constant_range)
+        self._pset = gp_trees.primitive_set(self.signature, self.constants)
         self._toolbox = self._make_toolbox()
         self._sampler = _TreeSampler(self._llm, self._template_program_str)
         self._random = random.Random(self.seed)
@@ -178,7 +179,11 @@ class GP(MethodBase):
         from deap import gp as deap_gp
 
         low, high = self.init_height
-        return self.render(deap_gp.PrimitiveTree(deap_gp.genHalfAndHalf(self._pset, low, high)), "init")
+        for _ in range(self.max_tries):  # the size limit holds from the start, as the height limit does
+            tree = deap_gp.PrimitiveTree(deap_gp.genHalfAndHalf(self._pset, low, high))
+            if len(tree) <= self.max_size:
+                break
+        return self.render(tree, "init")
 
     def _parents(self) -> list[tuple[Function, object]]:
         """(member, tree) of the usable members, best first, ties by program text (order-free)."""

@@ -197,21 +197,23 @@ _OPS: dict[str, tuple[int, Callable]] = {
 _COMMUTATIVE = {"add", "mul", "max", "min"}
 
 
-def _constant(constant_range: float) -> Callable[[], float]:
-    """The ephemeral constants' draw (DEAP calls it with Python's ``random``, swapped in by the method)."""
+def _constant(low: float, high: float) -> Callable[[], float]:
+    """The ephemeral constants' draw: a random sign, a magnitude log-uniform in ``[low, high]``, two
+    significant digits (DEAP calls it with Python's ``random``, swapped in by the method)."""
     import random
 
     def draw() -> float:
-        return round(random.uniform(-constant_range, constant_range), 3)
+        sign = 1.0 if random.random() < 0.5 else -1.0
+        return float(f"{sign * 10 ** random.uniform(np.log10(low), np.log10(high)):.2g}")
     return draw
 
 
-_EPHEMERALS: dict[float, Callable[[], float]] = {}
+_EPHEMERALS: dict[tuple[float, float], Callable[[], float]] = {}
 
 
-def primitive_set(signature: Signature, constant_range: float = 2.0):
+def primitive_set(signature: Signature, constants: tuple[float, float] = (0.1, 100.0)):
     """The strongly typed primitive set: the features as arguments, the operators in every typing
-    that keeps the root a ``Vector``, and ephemeral constants in ``[-constant_range, constant_range]``."""
+    that keeps the root a ``Vector``, and ephemeral constants of magnitude in ``constants``."""
     require_deap()
     in_types = [Vector if f.vector else float for f in signature.features]
     pset = deap_gp.PrimitiveSetTyped(signature.function, in_types, Vector)
@@ -221,6 +223,7 @@ def primitive_set(signature: Signature, constant_range: float = 2.0):
             pset.addPrimitive(fn, [Vector], float, name)
         elif name == "ifgt":
             pset.addPrimitive(fn, [Vector] * 4, Vector, name)
+            pset.addPrimitive(fn, [Vector, float, Vector, Vector], Vector, f"{name}_vs")
         elif arity == 1:
             pset.addPrimitive(fn, [Vector], Vector, name)
             pset.addPrimitive(fn, [float], float, f"{name}_s")
@@ -231,9 +234,9 @@ def primitive_set(signature: Signature, constant_range: float = 2.0):
                 pset.addPrimitive(fn, [float, Vector], Vector, f"{name}_sv")
             pset.addPrimitive(fn, [float, float], float, f"{name}_ss")
     # DEAP keys ephemerals by name across primitive sets: one name and one function per range
-    draw = _EPHEMERALS.setdefault(float(constant_range), _constant(float(constant_range)))
-    pset.addEphemeralConstant(f"const_{str(float(constant_range)).replace('.', '_').replace('-', 'm')}",
-                              draw, float)
+    low, high = float(constants[0]), float(constants[1])
+    draw = _EPHEMERALS.setdefault((low, high), _constant(low, high))
+    pset.addEphemeralConstant(f"const{list(_EPHEMERALS).index((low, high))}", draw, float)
     return pset
 
 

@@ -69,11 +69,12 @@ def test_the_same_seed_samples_the_same_programs_and_another_seed_others(method_
 def test_offspring_stay_within_the_height_and_size_limits(method_factory):
     method = method_factory("gp", "ovrp", budget=4, pop_size=4, max_height=4, max_size=12)
     with method._own_random():
-        trees = [deap_gp.PrimitiveTree(deap_gp.genHalfAndHalf(method._pset, 1, 3)) for _ in range(8)]
-        parents = [(None, t) for t in trees]
+        trees = [deap_gp.PrimitiveTree(deap_gp.genHalfAndHalf(method._pset, 1, 3)) for _ in range(40)]
+        parents = [(None, t) for t in trees if len(t) <= 12][:8]
+        starts = [deap_gp.PrimitiveTree.from_string(method._new_tree().tree, method._pset) for _ in range(50)]
         children = [method._child(parents) for _ in range(300)]
     parsed = [deap_gp.PrimitiveTree.from_string(c.tree, method._pset) for c in children]
-    assert max(t.height for t in parsed) <= 4 and max(len(t) for t in parsed) <= 12
+    assert max(t.height for t in parsed + starts) <= 4 and max(len(t) for t in parsed + starts) <= 12
     assert {c.operator for c in children} == {"crossover", "mutation"}
 
 
@@ -108,7 +109,7 @@ def test_equal_trees_render_to_equal_source(method_factory):
 
 
 def test_gp_finds_better_than_its_start_and_records_its_trees(method_factory):
-    method = method_factory("gp", "ojsp", budget=40, pop_size=8, seed=0)
+    method = method_factory("gp", "ovrp", budget=40, pop_size=8, seed=0)
     method.run()
     assert method._tot_sample_nums == 40
     assert method.operator_counts["init"] == 8 and method.operator_errors == 0

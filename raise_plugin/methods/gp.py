@@ -57,7 +57,8 @@ class GP(MethodBase):
 
     Each generation breeds ``pop_size`` offspring at once: a parent by tournament
     (``tournament_size``), then one-point crossover with a second parent (``crossover_rate``)
-    or else one mutation (uniform subtree, node replacement, a constant redrawn, shrink); a
+    or else one mutation (uniform subtree, node replacement, a constant redrawn or scaled, shrink,
+    insert); a
     child over ``max_height`` or ``max_size`` nodes is a parent again (DEAP's ``staticLimit``).
     A child whose simplified source was sampled before is bred again (up to ``max_tries``).
     Survival is the population's: the ``pop_size`` best of parents and offspring. The first
@@ -69,7 +70,7 @@ class GP(MethodBase):
 
     def __init__(self, llm, evaluation, profiler=None, max_generations: Optional[int] = None,
                  max_sample_nums: Optional[int] = 100, pop_size: Optional[int] = None, num_samplers: int = 1,
-                 num_evaluators: int = 1, *, seed: int = 0, tournament_size: int = 3, crossover_rate: float = 0.6,
+                 num_evaluators: int = 1, *, seed: int = 0, tournament_size: int = 3, crossover_rate: float = 0.5,
                  max_height: int = 7, max_size: int = 40, init_height: tuple[int, int] = (1, 3),
                  mutation_height: tuple[int, int] = (0, 2), constants: tuple[float, float] = (0.1, 100.0),
                  max_tries: int = 50,
@@ -120,7 +121,9 @@ class GP(MethodBase):
         box.register("mut_node", deap_gp.mutNodeReplacement, pset=self._pset)
         box.register("mut_constant", deap_gp.mutEphemeral, mode="one")
         box.register("mut_shrink", deap_gp.mutShrink)
-        for name in ("mate", "mut_subtree", "mut_node", "mut_constant", "mut_shrink"):
+        box.register("mut_insert", deap_gp.mutInsert, pset=self._pset)
+        box.register("mut_tune", _tune_constant)
+        for name in ("mate", "mut_subtree", "mut_node", "mut_constant", "mut_shrink", "mut_insert", "mut_tune"):
             box.decorate(name, deap_gp.staticLimit(key=operator.attrgetter("height"), max_value=self.max_height))
             box.decorate(name, deap_gp.staticLimit(key=len, max_value=self.max_size))
         return box
@@ -204,8 +207,9 @@ class GP(MethodBase):
             first, second = self._tournament(parents), self._tournament(parents)
             child = self._toolbox.mate(copy(first), copy(second))[0]
             return self.render(child, "crossover")
-        mutate = random.choice((self._toolbox.mut_subtree, self._toolbox.mut_node, self._toolbox.mut_constant,
-                                self._toolbox.mut_shrink))
+        box = self._toolbox
+        mutate = random.choice((box.mut_subtree, box.mut_node, box.mut_constant, box.mut_shrink, box.mut_insert,
+                                box.mut_tune))
         return self.render(mutate(copy(self._tournament(parents)))[0], "mutation")
 
     def _breed(self) -> list[Offspring]:
@@ -215,6 +219,10 @@ class GP(MethodBase):
             if not parents:
                 return [self._fresh(self._new_tree) for _ in range(self._pop_size)]
             return [self._fresh(lambda: self._child(parents)) for _ in range(self._pop_size)]
+
+    # -- survival -------------------------------------------------------------------------
+    def _survivors(self):
+        return distinct_scores
 
     # -- the host's loops -----------------------------------------------------------------
     def _init_prompt(self) -> Offspring:
@@ -271,6 +279,40 @@ class GP(MethodBase):
         self._seen = set(state.get("seen", ()))
         self._state_samples = int(state.get("samples", 0))
         self.duplicates_bred = int(state.get("duplicates_bred", 0))
+
+
+def _tune_constant(tree):
+    """One constant scaled by ``exp(N(0, 0.5))`` (two significant digits): DEAP's ``mutEphemeral``
+    only redraws a constant, which cannot refine a threshold that is nearly right."""
+    import copy
+    import math
+
+    from deap import gp as deap_gp
+
+    at = [i for i, node in enumerate(tree) if isinstance(node, deap_gp.Terminal) and not isinstance(node.value, str)]
+    if at:
+        i = random.choice(at)
+        node = copy.copy(tree[i])
+        node.value = float(f"{node.value * math.exp(random.gauss(0.0, 0.5)):.2g}")
+        tree[i] = node
+    return tree,
+
+
+def distinct_scores(pool: list, n: int) -> list:
+    """The ``n`` best members with one per score, then the best of the rest if places remain.
+
+    Trees that score alike mostly decide alike (``item - bins`` and ``-bins`` are both best
+    fit); keeping one of each, as llm4ad's EoH population does, keeps the population from
+    filling with one rule written many ways."""
+    ranked = sorted(pool, key=lambda f: f.score, reverse=True)
+    kept, seen = [], set()
+    for f in ranked:
+        key = round(float(f.score), 12)
+        if key not in seen:
+            seen.add(key)
+            kept.append(f)
+    rest = [f for f in ranked if all(f is not k for k in kept)]
+    return (kept + rest)[:n]
 
 
 def _crossover(first, second):

@@ -45,6 +45,7 @@ class Feature:
     name: str
     source: str
     vector: bool
+    derived: bool = False  # computed from other features: ``source`` is already cast to floats
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,26 @@ def probe_signature(task, calls: int = 20) -> Signature:
         named.append(Feature(name, f.source, f.vector))
     if len({f.name for f in named}) != len(named):
         named = [Feature(f"x{j}", f.source, f.vector) for j, f in enumerate(named)]
-    return Signature(func.name, arguments, tuple(named), rows)
+    return Signature(func.name, arguments, tuple(named) + _differences(named), rows)
+
+
+MAX_DIFFERENCES = 8
+
+
+def _differences(features: list[Feature]) -> tuple[Feature, ...]:
+    """``vector - scalar`` for every pair of a per-candidate and a scalar feature, when there are at
+    most ``MAX_DIFFERENCES`` pairs: the leftover of a bin after the item, the slack of a due date at
+    the current time. A search of a thousand samples rarely builds them from ``sub``."""
+    vectors = [f for f in features if f.vector]
+    scalars = [f for f in features if not f.vector]
+    if not vectors or not scalars or len(vectors) * len(scalars) > MAX_DIFFERENCES:
+        return ()
+    return tuple(Feature(f"{v.name}_minus_{s.name}", f"{_cast(v)} - {_cast(s)}", True, True)
+                 for v in vectors for s in scalars)
+
+
+def _cast(feature: Feature) -> str:
+    return f"np.asarray({feature.source}, dtype=float)" if feature.vector else f"float({feature.source})"
 
 
 # --------------------------------------------------------------------------- primitives
@@ -396,7 +416,7 @@ def render_body(node: Node, signature: Signature) -> str:
     lines = []
     for f in signature.features:
         if f.name in used:
-            cast = f"np.asarray({f.source}, dtype=float)" if f.vector else f"float({f.source})"
+            cast = f.source if f.derived else _cast(f)
             lines.append(f"    {f.name} = {cast}")
     expr = render_expr(node)
     if expr.startswith("(") and expr.endswith(")") and _balanced(expr[1:-1]):

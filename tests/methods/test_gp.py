@@ -43,12 +43,15 @@ def _exec(source: str, name: str = "priority"):
 
 def test_the_features_come_from_each_template_signature():
     obp = probe_signature(get_task("obp"))
-    assert [(f.name, f.vector) for f in obp.features] == [("item", False), ("bins", True)] and obp.rows == "bins"
+    assert [(f.name, f.vector) for f in obp.features] == [("item", False), ("bins", True), ("bins_minus_item", True)]
+    assert obp.rows == "bins" and obp.features[2].derived
     ojsp = probe_signature(get_task("ojsp"))
-    assert [f.name for f in ojsp.features] == ["current_time", "machine_id", "duration", "release_time", "due_date",
-                                               "remaining_work", "remaining_operations"]
+    assert [f.name for f in ojsp.features][:7] == ["current_time", "machine_id", "duration", "release_time",
+                                                   "due_date", "remaining_work", "remaining_operations"]
+    assert "due_date_minus_current_time" in {f.name for f in ojsp.features}
     assert ojsp.features[2].source == "candidate_operations[:, 1]" and ojsp.rows == "candidate_operations"
     ovrp = probe_signature(get_task("ovrp"))
+    # 6 x 8 differences would crowd the terminals: none are added
     assert sum(not f.vector for f in ovrp.features) == 6 and sum(f.vector for f in ovrp.features) == 8
     assert ovrp.features[0].source == "customer_features[0]"
 
@@ -150,7 +153,7 @@ def test_gp_runs_robust_on_an_own_task_file(tmp_path):
     method = start_run(RunConfig(task="examples/load_balance.py:LoadBalance", method="gp", robust=True, tau=1,
                                  inner_population=4, inner_generations=1, budget=12, pop_size=4, seed=0,
                                  out=str(out), executor="process:1"))
-    assert [f.name for f in method.signature.features] == ["job", "loads"]
+    assert [f.name for f in method.signature.features] == ["job", "loads", "loads_minus_job"]
     method.run()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["samples"] == 12 and summary["refreshes"] >= 1

@@ -100,7 +100,7 @@ class GP(MethodBase):
         self._pset = gp_trees.primitive_set(self.signature, self.constants)
         self._toolbox = self._make_toolbox()
         self._sampler = _TreeSampler(self._llm, self._template_program_str)
-        self._random = random.Random(self.seed)
+        self._random_state: random.Random | None = None  # seeded on first use (robust() sets the seed late)
         self._seen: set[str] = set()        # digests of every source sampled (or bred for a batch)
         self._trees: dict[str, object] = {}  # program text -> tree, for parents
         self._state_samples = 0              # samples when the loaded state was saved
@@ -127,6 +127,13 @@ class GP(MethodBase):
             box.decorate(name, deap_gp.staticLimit(key=operator.attrgetter("height"), max_value=self.max_height))
             box.decorate(name, deap_gp.staticLimit(key=len, max_value=self.max_size))
         return box
+
+    @property
+    def _random(self) -> random.Random:
+        """The method's own ``random`` state, seeded from ``seed`` on first use."""
+        if self._random_state is None:
+            self._random_state = random.Random(self.seed)
+        return self._random_state
 
     @contextlib.contextmanager
     def _own_random(self):

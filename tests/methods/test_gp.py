@@ -69,6 +69,15 @@ def test_the_same_seed_samples_the_same_programs_and_another_seed_others(method_
     assert len(set(first.sampled)) == len(first.sampled)  # a source sampled before is bred again
 
 
+def test_under_robust_the_wrapper_seed_is_the_one_used(method_factory):
+    def sampled(seed):
+        method = method_factory("gp", "ovrp", budget=8, pop_size=4, seed=seed, cls=robust(Capturing))
+        method.run()
+        return method.sampled
+
+    assert sampled(0) != sampled(1)
+
+
 def test_offspring_stay_within_the_height_and_size_limits(method_factory):
     method = method_factory("gp", "ovrp", budget=4, pop_size=4, max_height=4, max_size=12)
     with method._own_random():

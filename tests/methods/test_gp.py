@@ -130,10 +130,11 @@ def test_gp_finds_better_than_its_start_and_records_its_trees(method_factory):
     assert best.algorithm.startswith("GP tree: ")
 
 
-def test_a_resumed_run_samples_what_an_uninterrupted_run_samples(tmp_path):
+@pytest.mark.parametrize("robust_run", [False, True], ids=["plain", "robust"])
+def test_a_resumed_run_samples_what_an_uninterrupted_run_samples(tmp_path, robust_run):
     def config(out, budget):
-        return RunConfig(task="ojsp", method="gp", robust=False, budget=budget, pop_size=4, seed=3,
-                         out=str(out), executor="process:1")
+        return RunConfig(task="ojsp", method="gp", robust=robust_run, tau=1, inner_population=4,
+                         inner_generations=1, budget=budget, pop_size=4, seed=3, out=str(out), executor="process:1")
 
     def programs(out):
         return [json.loads(line)["program_id"] for line in (out / "samples.jsonl").read_text().splitlines()]

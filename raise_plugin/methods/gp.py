@@ -58,10 +58,10 @@ class GP(MethodBase):
     Each generation breeds ``pop_size`` offspring at once: a parent by tournament
     (``tournament_size``), then one-point crossover with a second parent (``crossover_rate``)
     or else one mutation (uniform subtree, node replacement, a constant redrawn or scaled, shrink,
-    insert); a
-    child over ``max_height`` or ``max_size`` nodes is a parent again (DEAP's ``staticLimit``).
-    A child whose simplified source was sampled before is bred again (up to ``max_tries``).
-    Survival is the population's: the ``pop_size`` best of parents and offspring. The first
+    insert); a child over ``max_height`` or ``max_size`` nodes is a parent again (DEAP's
+    ``staticLimit``). A child whose simplified source was sampled before is bred again (up to
+    ``max_tries``). Survival keeps the ``pop_size`` best of parents and offspring, one per score
+    (``distinct_scores``), then the best of the rest. The first
     population is ramped half-and-half with heights ``init_height``; constants have a random sign
     and a magnitude log-uniform in ``constants``.
     """
@@ -73,8 +73,7 @@ class GP(MethodBase):
                  num_evaluators: int = 1, *, seed: int = 0, tournament_size: int = 3, crossover_rate: float = 0.5,
                  max_height: int = 7, max_size: int = 40, init_height: tuple[int, int] = (1, 3),
                  mutation_height: tuple[int, int] = (0, 2), constants: tuple[float, float] = (0.1, 100.0),
-                 max_tries: int = 50,
-                 **kwargs):
+                 max_tries: int = 50, **kwargs):
         gp_trees.require_deap()
         task = getattr(evaluation, "task", None)
         if task is None:
@@ -101,10 +100,10 @@ class GP(MethodBase):
         self._toolbox = self._make_toolbox()
         self._sampler = _TreeSampler(self._llm, self._template_program_str)
         self._random_state: random.Random | None = None  # seeded on first use (robust() sets the seed late)
-        self._seen: set[str] = set()        # digests of every source sampled (or bred for a batch)
+        self._seen: set[str] = set()         # digests of every source bred (and so sampled)
         self._trees: dict[str, object] = {}  # program text -> tree, for parents
         self._state_samples = 0              # samples when the loaded state was saved
-        self._bred_again = 0                       # offspring a resumed run bred again but had sampled already
+        self._bred_again = 0                 # offspring a resumed run breeds again but had sampled already
         self.duplicates_bred = 0
 
     # -- DEAP ---------------------------------------------------------------------------

@@ -16,15 +16,21 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import UserError
+
 try:  # an optional extra (``pip install raise-plugin[gp]``); only the gp method needs it
     from deap import gp as deap_gp
 except ImportError:  # pragma: no cover - exercised only without the extra
     deap_gp = None
 
-__all__ = ["Vector", "Feature", "Signature", "probe_signature", "primitive_set", "to_node", "simplify",
+__all__ = ["Vector", "Feature", "Signature", "TemplateError", "probe_signature", "primitive_set", "to_node", "simplify",
            "render_body", "render_expr", "is_vector", "require_deap", "DIVISION_GUARD"]
 
 DIVISION_GUARD = 1e-9  # protected division: a denominator within this of 0 is replaced by 1
+
+
+class TemplateError(UserError, ValueError):
+    """A template GP cannot evolve (one line, naming what is wrong)."""
 
 
 class Vector:
@@ -33,7 +39,7 @@ class Vector:
 
 def require_deap() -> None:
     if deap_gp is None:
-        raise ImportError("the gp method needs DEAP: pip install 'raise-plugin[gp]' (or pip install deap)")
+        raise UserError("the gp method needs DEAP: pip install 'raise-plugin[gp]' (or pip install deap)")
 
 
 # --------------------------------------------------------------------------- features
@@ -76,7 +82,7 @@ def _template_function(template: str) -> ast.FunctionDef:
     tree = ast.parse(template)
     funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     if len(funcs) != 1:
-        raise ValueError(f"gp: the template must define exactly one function, found {len(funcs)}")
+        raise TemplateError(f"gp: the template must define exactly one function, found {len(funcs)}")
     return funcs[0]
 
 
@@ -106,20 +112,20 @@ def probe_signature(task, calls: int = 20) -> Signature:
     An argument is a scalar feature when it is a number; a per-candidate feature when it is a 1-D
     array as long as the scores; ``k`` column features when it is an ``(n, k)`` array; ``L``
     scalar features when it is a 1-D array of a fixed length ``L`` that is not the scores'.
-    Refused (``ValueError``): a template whose function does not return one score per candidate.
+    Refused (``TemplateError``, one line): a template whose function does not return one score per candidate.
     """
     func = _template_function(task.template_program)
     arguments = tuple(a.arg for a in func.args.args)
     docstring = ast.get_docstring(func) or ""
     if not task.baselines:
-        raise ValueError(f"gp: task {task.name!r} has no baseline to probe its template's arguments with")
+        raise TemplateError(f"gp: task {task.name!r} has no baseline to probe its template's arguments with")
     baseline = next(iter(task.baselines.values()))
     seen: list[tuple[tuple, int]] = []
 
     def probe(*args):
         out = baseline(*args)
         if not (isinstance(out, np.ndarray) and out.ndim == 1):
-            raise _NotScores(f"gp evolves functions that return one score per candidate; {task.name!r}'s "
+            raise _NotScores(f"gp evolves functions that return one score per candidate; in task {task.name!r}, "
                              f"{func.name} returns {type(out).__name__}")
         seen.append((tuple(np.asarray(a) for a in args), len(out)))
         if len(seen) >= calls:
@@ -131,14 +137,14 @@ def probe_signature(task, calls: int = 20) -> Signature:
     except _ProbeDone:
         pass
     except _NotScores as exc:
-        raise ValueError(str(exc)) from None
+        raise TemplateError(str(exc)) from None
     except Exception as exc:
         if not seen:
-            raise ValueError(f"gp could not probe {task.name!r}'s template: {type(exc).__name__}: {exc}") from None
+            raise TemplateError(f"gp could not probe {task.name!r}'s template: {type(exc).__name__}: {exc}") from None
     if not seen:
-        raise ValueError(f"gp: task {task.name!r} never called its heuristic on its first nominal instance")
+        raise TemplateError(f"gp: task {task.name!r} never called its heuristic on its first nominal instance")
     if len(arguments) != len(seen[0][0]):
-        raise ValueError(f"gp: {func.name} takes {len(arguments)} arguments but is called with {len(seen[0][0])}")
+        raise TemplateError(f"gp: {func.name} takes {len(arguments)} arguments but is called with {len(seen[0][0])}")
     features: list[Feature] = []
     rows = None
     for i, name in enumerate(arguments):
@@ -146,7 +152,7 @@ def probe_signature(task, calls: int = 20) -> Signature:
         counts = [n for _, n in seen]
         ndim = values[0].ndim
         if any(v.ndim != ndim for v in values):
-            raise ValueError(f"gp: argument {name!r} changes its number of dimensions between calls")
+            raise TemplateError(f"gp: argument {name!r} changes its number of dimensions between calls")
         if ndim == 0:
             features.append(Feature(name, name, False))
         elif ndim == 1 and all(len(v) == n for v, n in zip(values, counts)):
@@ -163,10 +169,10 @@ def probe_signature(task, calls: int = 20) -> Signature:
             features.extend(Feature(label, f"{name}[:, {j}]", True) for j, label in enumerate(labels))
             rows = rows or name
         else:
-            raise ValueError(f"gp: argument {name!r} is neither a number, nor one value or one row per "
+            raise TemplateError(f"gp: argument {name!r} is neither a number, nor one value or one row per "
                              "candidate, nor of a fixed length")
     if rows is None:
-        raise ValueError(f"gp: no argument of {func.name} has one value per candidate")
+        raise TemplateError(f"gp: no argument of {func.name} has one value per candidate")
     reserved = set(_OPS) | set(arguments) | {"np", "score"}
     named = []
     for f in features:

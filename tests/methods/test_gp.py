@@ -56,9 +56,13 @@ def test_the_features_come_from_each_template_signature():
     assert ovrp.features[0].source == "customer_features[0]"
 
 
-def test_a_template_that_returns_no_scores_is_refused_in_one_line():
+def test_a_template_that_returns_no_scores_is_refused_in_one_line(tmp_path):
+    from raise_plugin.cli import main
+
     with pytest.raises(ValueError, match="one score per candidate"):
         probe_signature(get_task("knapsack"))
+    assert main(["run", "--task", "knapsack", "--method", "gp", "--no-robust", "--budget", "4",
+                 "--out", str(tmp_path / "run")]) == 2
 
 
 def test_the_same_seed_samples_the_same_programs_and_another_seed_others(method_factory):

@@ -33,7 +33,7 @@ def add_compare_arguments(p, **defaults) -> None:
                         "samples); flags given beside it override it")
     p.add_argument("--task", default=defaults.get("task", "obp"))
     p.add_argument("--methods", default=defaults.get("methods", "eoh"),
-                   help="comma-separated: eoh, reevo, partevo, eohs, funsearch, hillclimb, randsample "
+                   help="comma-separated: eoh, reevo, partevo, eohs, moh, gp, funsearch, hillclimb, randsample "
                         "(default eoh; `raise-ahd methods` lists them)")
     p.add_argument("--robust-eps", default=defaults.get("robust_eps"),
                    help="comma-separated eps for the RAISE runs (default: the task's, see `raise-ahd tasks`; "

@@ -35,7 +35,7 @@ from tasks import get_task
 
 __all__ = ["Variant", "CompareConfig", "plan_variants", "run_compare", "default_jobs", "METHOD_LABELS", "ABLATIONS"]
 
-METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "moh": "MoH",
+METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "moh": "MoH", "gp": "GP",
                  "funsearch": "FunSearch",
                  "hillclimb": "HillClimb", "randsample": "RandSample"}
 

@@ -1,7 +1,7 @@
 """Methods by name: the registry ``raise-ahd run --method`` and the harness look up.
 
 llm4ad's single-objective methods (EoH, FunSearch, HillClimb, RandSample) and ours (ReEvo,
-PartEvo, the EoH-S-style and MoH-style baselines, built on the host's EoH). Every entry takes the host's constructor
+PartEvo, the EoH-S-style and MoH-style baselines, and tree GP, built on the host's EoH). Every entry takes the host's constructor
 arguments (``llm``, ``evaluation``, ``profiler``, ``max_sample_nums``, ``num_samplers``, ...;
 the EoH family also ``pop_size``) and can be wrapped with ``raise_plugin.robust.robust``;
 ``method_table()`` says with which adapter. The host's multi-objective methods (MEoH,
@@ -15,6 +15,7 @@ from llm4ad.method.hillclimb import HillClimb
 from llm4ad.method.randsample import RandSample
 
 from .eohs import EoHS
+from .gp import GP
 from .moh import MoH
 from .partevo import PartEvo
 from .reevo import ReEvo
@@ -27,6 +28,7 @@ METHODS: dict[str, type] = {
     "partevo": PartEvo,
     "eohs": EoHS,
     "moh": MoH,
+    "gp": GP,
     "funsearch": FunSearch,
     "hillclimb": HillClimb,
     "randsample": RandSample,

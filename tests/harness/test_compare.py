@@ -107,7 +107,7 @@ def test_variants_follow_the_paper():
 
 
 @pytest.mark.parametrize("field, value, message", [
-    ("task", "tsp", "task"), ("methods", ("gp",), "methods"), ("epsilons", (0.0,), "epsilons"),
+    ("task", "tsp", "task"), ("methods", ("sgp",), "methods"), ("epsilons", (0.0,), "epsilons"),
     ("budget", 0, "budget"), ("pop_size", 1, "pop_size"), ("seeds", (), "seeds"),
     ("aggregation", "median", "aggregation"), ("adversary_objective", "regret:nope", "adversary_objective"),
     ("inner_draws", 0, "inner_draws"), ("projection", "cube", "projection"),

@@ -18,7 +18,7 @@ TASKS = ("obp", "ojsp", "ovrp")
 
 
 def test_every_method_is_registered_by_name():
-    assert set(METHODS) == {"eoh", "reevo", "partevo", "eohs", "moh", "funsearch", "hillclimb",
+    assert set(METHODS) == {"eoh", "reevo", "partevo", "eohs", "moh", "gp", "funsearch", "hillclimb",
                             "randsample"}
     for name in PLUGIN_METHODS:
         cls = get_method(name)

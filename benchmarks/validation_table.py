@@ -1,0 +1,67 @@
+"""The validation-suite table of a compare: each run's final best on the validation suite, mean over seeds.
+
+Every run of ``raise-ahd compare`` traces its best program's validation metric every ``tau``
+generations (``runs/<variant>-seed<N>/validation.jsonl``); the last line is the program the run
+hands on (its robust best). This prints, per variant, the mean validation metric over seeds with
+the half-width of its 95 % t interval (the harness's ``mean_half_width``), the seeds that beat
+the best baseline, and the baselines' validation metrics. The test suite is not read.
+
+Usage: python benchmarks/validation_table.py COMPARE_DIR [COMPARE_DIR ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from raise_plugin.harness.stats import mean_half_width  # noqa: E402
+
+LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "moh": "MoH", "gp": "GP"}
+
+
+def last_trace(run: Path) -> dict | None:
+    lines = (run / "validation.jsonl").read_text().splitlines() if (run / "validation.jsonl").exists() else []
+    return json.loads(lines[-1]) if lines else None
+
+
+def table(compare_dir: Path) -> str:
+    per_variant: dict[str, list[float]] = defaultdict(list)
+    baseline = None
+    for run in sorted((compare_dir / "runs").iterdir()):
+        found = re.match(r"(.+?)-(plain|raise-eps([0-9.]+))-seed(\d+)$", run.name)
+        trace = last_trace(run) if found else None
+        if trace is None:
+            continue
+        method, kind = found.group(1), found.group(2)
+        label = LABELS.get(method, method) if kind == "plain" else f"RAISE-{LABELS.get(method, method)} (eps={found.group(3)})"
+        per_variant[label].append(float(trace["validation_metric"]))
+        baseline = trace.get("best_baseline") or baseline
+    out = [f"{compare_dir.name}: validation suite, each run's final best",
+           "", "| variant | seeds | validation metric (mean ± 95 % t half-width) | seeds better than the best baseline |",
+           "|---|---|---|---|"]
+    for label, values in per_variant.items():
+        better = sum(v < baseline["metric"] for v in values) if baseline else 0
+        half = mean_half_width(values) if len(values) > 1 else float("nan")
+        out.append(f"| {label} | {len(values)} | {sum(values) / len(values):.4f} ± {half:.4f} | {better} |")
+    if baseline:
+        out.append(f"| {baseline['name']} (best baseline) | - | {baseline['metric']:.4f} | - |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("compare_dirs", nargs="+", type=Path)
+    args = parser.parse_args()
+    for d in args.compare_dirs:
+        print(table(d))
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 _path = Path(__file__).with_name("_robust_helpers.py")
@@ -17,3 +18,14 @@ _spec.loader.exec_module(_module)
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch):
+    """Tasks loaded from files in a test are forgotten after it: the registry (a process-wide
+    map of task names) and the variable that hands it to child processes are restored."""
+    import tasks
+
+    for name in ("_cache", "_registered", "_references"):
+        monkeypatch.setattr(tasks, name, dict(getattr(tasks, name)))
+    monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")

@@ -162,7 +162,7 @@ def test_robust_gp_refreshes_and_rescores(method_factory):
     assert method.best().score == max(f.score for f in method._population.population)
 
 
-def test_gp_runs_robust_on_an_own_task_file(tmp_path):
+def test_gp_runs_robust_on_an_own_task_file(tmp_path, fresh_registry):
     out = tmp_path / "lb"
     method = start_run(RunConfig(task="examples/load_balance.py:LoadBalance", method="gp", robust=True, tau=1,
                                  inner_population=4, inner_generations=1, budget=12, pop_size=4, seed=0,
@@ -174,7 +174,7 @@ def test_gp_runs_robust_on_an_own_task_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_compare_runs_gp_beside_eoh(tmp_path):
+def test_compare_runs_gp_beside_eoh(tmp_path, fresh_registry):
     from raise_plugin.harness.compare import CompareConfig, run_compare
 
     result = run_compare(CompareConfig(task="examples/load_balance.py:LoadBalance", methods=("gp", "eoh"), epsilons=(0.002,), budget=8,

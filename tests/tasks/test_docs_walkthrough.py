@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import tasks
 from raise_plugin.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,10 +21,7 @@ def block_after(marker: str) -> str:
 
 
 @pytest.fixture
-def walkthrough_dir(tmp_path, monkeypatch):
-    for name in ("_cache", "_registered", "_references"):
-        monkeypatch.setattr(tasks, name, dict(getattr(tasks, name)))
-    monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
+def walkthrough_dir(tmp_path, monkeypatch, fresh_registry):
     (tmp_path / "load_balance.py").write_text(block_after("load_balance.py"))
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -19,15 +19,6 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "load_balance.py"
 
 
 @pytest.fixture
-def fresh_registry(monkeypatch):
-    """Each test loads its tasks anew and leaves no trace in the process or its environment."""
-    for name in ("_cache", "_registered", "_references"):
-        monkeypatch.setattr(tasks, name, dict(getattr(tasks, name)))
-    monkeypatch.delenv(tasks.SOURCES_VARIABLE, raising=False)
-    monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
-
-
-@pytest.fixture
 def task_file(tmp_path, fresh_registry):
     path = tmp_path / "my_task.py"
     path.write_text(EXAMPLE.read_text())

@@ -6,6 +6,7 @@ import time
 __all__ = ["Accounting"]
 
 _PARTS = ("outer", "inner", "rescore")
+_SUMMARY_COUNTS = ("evaluations", "evaluation_calls", "stale_samples_reevaluated")  # beside ``compute``
 _COUNTERS = ("_evaluations", "_seconds", "rejected_early", "evaluations_saved", "evaluations", "evaluation_calls",
              "stale_samples_reevaluated")
 
@@ -48,10 +49,9 @@ class Accounting:
         run under a seed). A resumed run starts its counters from the latest such record, so work
         done after the last checkpoint is not lost from them by a kill."""
         before = self._compute_before
-        out = {**self.compute(),
-               "evaluations": self._evaluator.evaluations + int(before.get("evaluations", 0)),
-               "evaluation_calls": self._evaluator.calls + int(before.get("evaluation_calls", 0)),
-               "stale_samples_reevaluated": self._stale_samples + int(before.get("stale_samples_reevaluated", 0))}
+        now = {"evaluations": self._evaluator.evaluations, "evaluation_calls": self._evaluator.calls,
+               "stale_samples_reevaluated": self._stale_samples}
+        out = {**self.compute(), **{k: now[k] + int(before.get(k, 0)) for k in _SUMMARY_COUNTS}}
         if counts_only:
             out = {k: v for k, v in out.items() if isinstance(v, int)}
         return out
@@ -85,7 +85,8 @@ class Accounting:
 
     def summary(self, finished: bool = False) -> dict:
         snap = self.snapshot()
-        compute = self.compute()
+        work = self.work()
+        compute = {k: v for k, v in work.items() if k not in _SUMMARY_COUNTS}
         best = snap.best
         entries, version = self._instances.state()
         llm = self.llm
@@ -105,7 +106,7 @@ class Accounting:
             "instance_set_version": version,
             "instance_set": [{"instance_id": e.instance_id, "origin": e.origin, "distance": e.distance,
                               "generation": e.generation} for e in entries],
-            **{k: v for k, v in self.work().items() if k not in compute},  # evaluations, calls, stale samples
+            **{k: work[k] for k in _SUMMARY_COUNTS},
             "hook_errors": self.hook_errors,
             "compute": compute,
             "early_rejection": self.early_rejection,

@@ -15,7 +15,7 @@ from typing import Callable
 
 from .errors import UserError
 
-__all__ = ["WriteFailed", "AppendLog", "replace_file", "is_write_failure"]
+__all__ = ["WriteFailed", "AppendLog", "replace_file", "write_failure"]
 
 # what a full, read-only or over-quota disk answers
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
@@ -32,9 +32,14 @@ class WriteFailed(UserError):
                          "once the cause is gone, `raise-ahd resume` continues the run")
 
 
-def is_write_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` says the disk refused a write (as opposed to a bug)."""
-    return isinstance(exc, WriteFailed) or (isinstance(exc, OSError) and exc.errno in _DISK_ERRORS)
+def write_failure(exc: BaseException) -> WriteFailed | None:
+    """``exc`` as a ``WriteFailed`` when it says the disk refused a write (a raw ``OSError`` from a
+    write outside this module included), ``None`` when it is something else (a bug)."""
+    if isinstance(exc, WriteFailed):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in _DISK_ERRORS:
+        return WriteFailed(exc.filename, exc)
+    return None
 
 
 def _cut_torn_tail(fd: int) -> None:

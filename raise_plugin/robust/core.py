@@ -13,7 +13,7 @@ from typing import Iterable
 from llm4ad.base import Function, TextFunctionProgramConverter
 from llm4ad.tools.profiler import ProfilerBase
 
-from ..durable import WriteFailed, is_write_failure
+from ..durable import write_failure
 from ..callback import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .evaluator import InstanceSetEvaluator
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
@@ -283,8 +283,9 @@ class RobustCore:
                 try:
                     getattr(cb, hook)(self, snapshot, *extra)
                 except Exception as exc:  # the host's loop would swallow it silently: log and count instead
-                    if is_write_failure(exc):  # the run directory cannot be written: stop, nothing torn
-                        self.fail(str(exc) if isinstance(exc, WriteFailed) else str(WriteFailed(exc.filename, exc)))
+                    refused = write_failure(exc)
+                    if refused is not None:  # the run directory cannot be written: stop, nothing torn
+                        self.fail(str(refused))
                         continue
                     self.hook_errors += 1
                     log.exception("%s.%s failed", type(cb).__name__, hook)

@@ -1,0 +1,122 @@
+"""The shape of the code, checked: imports run one way with no cycles (the import contracts in
+pyproject.toml), imports sit at the top of a module unless they load an optional or heavy
+dependency, no module reads another package's private names, and no module is over 400 lines."""
+from __future__ import annotations
+
+import ast
+import io
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted(p for package in ("raise_plugin", "tasks") for p in (ROOT / package).rglob("*.py"))
+MAX_LINES = 400
+# third-party modules a function may import where it needs them: the optional extras (numba, Dask,
+# DEAP), the LLM client (loaded on a real endpoint's first use) and matplotlib (loaded to draw)
+LATE_IMPORTS = {"numba", "llvmlite", "dask", "distributed", "deap", "openai", "matplotlib"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _package(path: Path) -> str:
+    """The package a file belongs to: the dotted name of its folder."""
+    return ".".join(path.relative_to(ROOT).parent.parts)
+
+
+def _ids(paths):
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_import_contracts_hold():
+    """commands -> harness -> run -> robust -> adversary -> engine | llm | rundir -> tasks, no
+    cycle among the siblings of any package, and no private module imported from outside its
+    package (pyproject.toml, [tool.importlinter]); no contract carries an exception list."""
+    from importlinter.cli import lint_imports
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True)
+    assert code == 0, out.getvalue()[-4000:]
+
+
+def test_contracts_list_no_exceptions():
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    assert contracts and all("ignore_imports" not in c and "exhaustive_ignores" not in c for c in contracts)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_module_is_short(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)}: {lines} lines (at most {MAX_LINES})"
+
+
+def _absolute(node: ast.ImportFrom, path: Path) -> str:
+    if not node.level:
+        return node.module or ""
+    base = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_imports_at_top(path):
+    """An import inside a function hides the graph; only the late dependencies above may."""
+    late = []
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    names = [_absolute(node, path)]
+                else:
+                    continue
+                late += [f"l.{node.lineno} {n}" for n in names if n.split(".")[0] not in LATE_IMPORTS]
+    assert not late, f"{path.relative_to(ROOT)} imports inside functions: {late}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_no_private_names_of_other_packages(path):
+    """``from other.package import _name``, ``other_module._name`` and ``getattr(other_module,
+    "_name")`` reach past another package's public surface."""
+    tree = ast.parse(path.read_text())
+    own = _package(path)
+    modules = {}  # local name -> the module of another package it is bound to
+    reads = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = _absolute(node, path)
+            for alias in node.names:
+                if source.split(".")[0] in ("raise_plugin", "tasks") and _private(alias.name) \
+                        and source != own and not source.startswith(own + "."):
+                    reads.append(f"l.{node.lineno} from {source} import {alias.name}")
+                modules[alias.asname or alias.name] = f"{source}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                modules[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+    for node in ast.walk(tree):
+        target = attr = None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            target, attr = node.value.id, node.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+              and len(node.args) >= 2 and isinstance(node.args[0], ast.Name)
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            target, attr = node.args[0].id, node.args[1].value
+        if target in modules and attr and _private(attr):
+            source = modules[target]
+            if source.split(".")[0] in ("raise_plugin", "tasks") and not (source + ".").startswith(own + "."):
+                reads.append(f"l.{node.lineno} {source}.{attr}")
+    assert not reads, f"{path.relative_to(ROOT)} reads private names of other packages: {reads}"

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from raise_plugin.adversary import default_draws, search  # noqa: E402
-from raise_plugin.callback import parse_objective  # noqa: E402
+from raise_plugin.adversary.objective import parse_objective  # noqa: E402
 from raise_plugin.config import robust_defaults  # noqa: E402
 from raise_plugin.engine import ProcessExecutor, SourcePriority  # noqa: E402
 from tasks import get_task  # noqa: E402

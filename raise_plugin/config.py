@@ -7,7 +7,17 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from tasks import get_task, list_tasks
+from tasks.common.aggregation import Aggregation
+from tasks.common.evaluation import named_baseline
+
+from .adversary.objective import parse_objective
+from .adversary.projection import check_epsilon
+from .adversary.search import SearchConfig
+from .adversary.settings import AdversaryConfig, AdversaryConfigError
+from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
+from .methods import METHODS
 
 __all__ = ["RunConfig", "ConfigError", "robust_defaults", "final_selection", "PAPER_DEFAULTS"]
 
@@ -22,7 +32,6 @@ PAPER_DEFAULTS = {"epsilon": 0.002, "aggregation": "mean", "adversary_objective"
 def robust_defaults(task_name: str) -> dict[str, Any]:
     """The robust settings a run of ``task_name`` takes when they are not given: the task's
     (``Task.robust_defaults``), then the paper's."""
-    from tasks import get_task
     try:
         own = dict(getattr(get_task(task_name), "robust_defaults", {}) or {})
     except (KeyError, TypeError, ValueError):  # an unknown task fails its own check below
@@ -33,7 +42,6 @@ def robust_defaults(task_name: str) -> dict[str, Any]:
 def final_selection(task_name: str) -> str:
     """What a finished run of ``task_name`` hands on when nothing else is asked for:
     ``"robust"`` (its robust best) or ``"validation"`` (``Task.final_selection``)."""
-    from tasks import get_task
     try:
         return str(getattr(get_task(task_name), "final_selection", "robust"))
     except (KeyError, TypeError, ValueError):
@@ -147,7 +155,6 @@ class RunConfig:
             if value is not None and value < low:
                 bad(name, f"must be >= {low}")
         # the adversary's settings: checked by the one config the callback uses
-        from .callback import AdversaryConfigError
         try:
             self.adversary()
         except AdversaryConfigError as exc:
@@ -176,10 +183,8 @@ class RunConfig:
                     bad("prices", f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
         if self.timeout is not None and self.timeout <= 0:
             bad("timeout", "must be > 0 seconds")
-        from .methods import METHODS
         if self.method not in METHODS:
             bad("method", f"must be one of {', '.join(sorted(METHODS))}")
-        from tasks import list_tasks
         if self.task not in list_tasks():
             bad("task", f"must be one of {', '.join(list_tasks())}")
         self._check_references()
@@ -187,7 +192,6 @@ class RunConfig:
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
             bad("llm", "use offline, openai[:MODEL] or replay:FILE")
         if self.executor is not None:
-            from .engine.executors import ExecutorSpecError, parse_executor_spec
             try:
                 parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:
@@ -197,8 +201,6 @@ class RunConfig:
         """eps beyond the largest distance the task's distributions reach is never reached."""
         if not self.robust or self.constraint == "none":
             return
-        from tasks import get_task
-        from .adversary.projection import check_epsilon
         reach = check_epsilon(get_task(self.task), self.epsilon)
         if reach is not None:
             raise ConfigError(f"config field 'epsilon': {self.epsilon:g} is beyond the largest distance {self.task}'s "
@@ -206,10 +208,6 @@ class RunConfig:
 
     def _check_references(self) -> None:
         """A regret against one named baseline must name one of the task's baselines."""
-        from tasks import get_task
-        from tasks.common.aggregation import Aggregation
-        from tasks.common.evaluation import named_baseline
-        from .callback import parse_objective
         task = get_task(self.task)
         for name, field in (((Aggregation.parse(self.aggregation).reference if self.aggregation else None),
                              "aggregation"),
@@ -254,14 +252,12 @@ class RunConfig:
 
     def adversary(self):
         """The run's ``AdversaryConfig`` (what the adversarial callback is built from)."""
-        from .callback import AdversaryConfig
         return AdversaryConfig(self.epsilon, self.tau, self.tau_unit, self.inner_population, self.inner_generations,
                                self.aggregation, self.max_adversarial, self.adversary_objective, self.inner_draws,
                                self.adversary_switches(), self.instances_per_refresh)
 
     def adversary_switches(self) -> dict[str, Any]:
         """The adversary's switches that differ from the search's defaults (the paper's)."""
-        from .adversary import SearchConfig
         defaults = {k: SearchConfig.__dataclass_fields__[k].default for k in ("projection", "encoding", "constraint",
                                                                                  "length")}
         return {k: getattr(self, k) for k in defaults if getattr(self, k) not in (None, defaults[k])}

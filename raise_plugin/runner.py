@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import time
 from pathlib import Path
@@ -10,13 +11,19 @@ from typing import Iterable
 
 from llm4ad.method.eoh import EoHProfiler
 
-from .callback import AdversarialInstanceCallback, Callback
-from .config import RunConfig
+from tasks import get_task
+
+from .config import PAPER_DEFAULTS, RunConfig
+from .engine import SandboxLimits, make_executor
 from .errors import UserError
+from .llm import make_llm as make_backend
 from .methods import get_method
 from .robust import robust
+from .robust.adversarial import AdversarialInstanceCallback
+from .robust.budget import LLMBudget
+from .robust.hooks import Callback
+from .robust.llm_guard import REQUESTS_FILE
 from .rundir import LOCK_NAME, RunDirectory, RunLock, RunLog, write_json_atomic
-from .budget import LLMBudget
 from .validation import ValidationTrace
 
 __all__ = ["start_run", "resume_run", "default_out", "HostProfiler", "CompiledPathReport"]
@@ -42,8 +49,6 @@ class HostProfiler(EoHProfiler):
 
 
 def default_out(config: RunConfig) -> str:
-    from tasks import get_task
-
     kind = "robust" if config.robust else "plain"
     name = get_task(config.task).name  # a task given by file or module: its name, not the reference
     return str(Path("runs") / f"{name}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -51,16 +56,12 @@ def default_out(config: RunConfig) -> str:
 
 def make_llm(config: RunConfig):
     """The LLM back-end named by ``config.llm`` (``offline`` is seeded by the run's seed)."""
-    try:
-        from .llm import make_llm as factory
-    except ImportError as exc:
-        raise UserError(f"no LLM back-end available ({exc})") from None
     kind = config.llm.split(":", 1)[0]
     openai = {"seed": config.seed, "max_tokens": config.max_tokens,
               **({"prices": config.prices} if config.prices else {}),
               **({"timeout": config.llm_timeout} if config.llm_timeout is not None else {})}
     options = {"offline": {"seed": config.seed, "task": config.task}, "openai": openai}.get(kind, {})
-    llm = factory(config.llm, record=config.record, **options)
+    llm = make_backend(config.llm, record=config.record, **options)
     backend = getattr(llm, "inner", llm)
     if config.max_cost_usd is not None and getattr(backend, "priced", True) is False:
         raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
@@ -74,8 +75,6 @@ def make_llm(config: RunConfig):
 
 
 def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Callback], initial_samples: int = 0):
-    from tasks import get_task
-
     task = get_task(config.task)
     nominal = task.nominal_instances()
     if config.nominal is not None:
@@ -94,7 +93,6 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
     all_callbacks.extend(callbacks)
     executor = config.executor
     if config.jit:  # the compiled path is a property of the workers: the run starts and owns them
-        from .engine import SandboxLimits, make_executor
         executor = make_executor(config.executor, SandboxLimits(jit=True, jit_after=config.jit_after))
         all_callbacks.append(CompiledPathReport(executor, run_dir.path))
     profiler = None
@@ -128,7 +126,6 @@ class CompiledPathReport(Callback):
         self._close()
 
     def _close(self) -> None:
-        import json
         tally = getattr(self.executor, "compiled", None)
         if tally is not None:
             self.line = tally.line()
@@ -181,7 +178,6 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         run_dir = RunDirectory(path, lock=lock)
         if changes:
             run_dir.write_config(config.to_dict())
-        from .robust.llm_guard import REQUESTS_FILE
         journalled = (Path(path) / REQUESTS_FILE).exists()
         method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
         if not journalled:
@@ -197,7 +193,6 @@ def recorded_settings(config: dict) -> dict:
     """A recorded config with its robust settings made explicit: one left unset was written
     before tasks had their own defaults, when unset meant the paper's, so a resumed run keeps
     the settings it started with whatever the task's defaults are now."""
-    from .config import PAPER_DEFAULTS
     data = dict(config)
     for name, value in PAPER_DEFAULTS.items():
         if data.get(name) is None:
@@ -208,8 +203,6 @@ def recorded_settings(config: dict) -> dict:
 def _carry_usage(method, path: Path) -> None:
     """Add the usage recorded in ``llm_usage.json`` to the new back-end's ledger (cost caps count
     it): run directories written before the request journal, which the ledger reads itself."""
-    import json
-
     usage = getattr(method.llm, "usage", None)
     if usage is None or not hasattr(usage, "merge") or not path.exists():
         return

@@ -24,7 +24,7 @@ from typing import Iterable
 import numpy as np
 
 from .durable import AppendLog
-from .callback import Callback, RunSnapshot
+from .robust.hooks import Callback, RunSnapshot
 from .harness.selection import selects_on
 
 __all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "final_candidates",

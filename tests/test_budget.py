@@ -6,7 +6,7 @@ import json
 import pytest
 
 from robust_helpers import ScriptedLLM
-from raise_plugin.budget import LLMBudget
+from raise_plugin.robust.budget import LLMBudget
 from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.llm.usage import UsageLedger
 from raise_plugin.rundir import read_jsonl

@@ -7,7 +7,9 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.callback import AdversarialInstanceCallback, AdversaryConfigError, Callback, RunSnapshot
+from raise_plugin.adversary.settings import AdversaryConfigError
+from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust.hooks import Callback, RunSnapshot
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import robust
 from tasks import get_task
@@ -290,7 +292,7 @@ def test_bad_per_refresh_names_the_field():
 
 
 def test_objective_text_round_trips():
-    from raise_plugin.callback import parse_objective
+    from raise_plugin.adversary.objective import parse_objective
     for text in ("metric", "regret:baselines", "regret:population", "regret:population:5"):
         assert str(parse_objective(text)) == (text if text != "regret:population" else "regret:population")
     assert parse_objective("regret:population").members == 3

@@ -11,7 +11,8 @@ from llm4ad.base import TextFunctionProgramConverter
 from llm4ad.method.eoh import EoH, EoHProfiler
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.callback import AdversarialInstanceCallback, Callback
+from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust.hooks import Callback
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import QuietProfiler, RobustMethodMixin, RobustPopulationMixin, robust
 

@@ -84,7 +84,7 @@ CHILD = textwrap.dedent("""
     spec = importlib.util.spec_from_file_location("robust_helpers", {helpers!r})
     helpers = sys.modules["robust_helpers"] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(helpers)
-    from raise_plugin.callback import Callback
+    from raise_plugin.robust.hooks import Callback
     from raise_plugin.config import RunConfig
     from raise_plugin.runner import start_run
 

@@ -7,14 +7,18 @@ drawn per candidate distribution (``draws=``) for a task.
 """
 from .ga import AskTell, InnerGA, evaluate_batch, optimise
 from .genes import BASES, GENES, bases, basis, flat_mixture, instance_length, mixture, weights
+from .objective import POPULATION_REFERENCES, Objective, parse_objective
 from .projection import PROJECTIONS, Projection, distance, distances, nearest, project
 from .search import (CONSTRAINTS, DEFAULT_DRAWS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, AdversarialDraw,
                      AdversarialResult, Adversary, AdversaryReferenceError, Candidate, GenerationRecord, SearchConfig, default_draws,
                      instance_seed, sample_and_evaluate, search)
+from .settings import PER_REFRESH, TAU_UNITS, AdversaryConfig, AdversaryConfigError
 
 __all__ = ["search", "SearchConfig", "AdversarialResult", "AdversarialDraw", "Candidate", "GenerationRecord", "Adversary",
            "AdversaryReferenceError", "default_draws", "DEFAULT_DRAWS",
            "InnerGA", "AskTell", "optimise", "evaluate_batch", "instance_seed", "sample_and_evaluate",
            "GENES", "BASES", "weights", "basis", "bases", "mixture", "flat_mixture", "instance_length",
            "PROJECTIONS", "Projection", "distance", "distances", "nearest", "project",
-           "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES", "LENGTHS"]
+           "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES", "LENGTHS",
+           "AdversaryConfig", "AdversaryConfigError", "TAU_UNITS", "PER_REFRESH", "Objective", "parse_objective",
+           "POPULATION_REFERENCES"]

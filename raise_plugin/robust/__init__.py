@@ -11,6 +11,9 @@ the core swaps the evaluator for one that scores a program on the current instan
 a profiler attached (the hosts count samples only through one), and lets the adapter swap
 the parts that hold the search state. The files, one idea each:
 
+- ``hooks.py``      the hook protocol (``Callback``) and the frozen views its hooks receive
+- ``adversarial.py`` ``AdversarialInstanceCallback``, RAISE's inner loop as a callback;
+  ``budget.py`` ``LLMBudget``, the LLM spend caps; ``progress.py`` the progress bar
 - ``instances.py``  the instance set (nominal first, then adversarial), versioned
 - ``scores.py``     the score book: per-program, per-instance metrics
 - ``evaluator.py``  the one evaluator (engine jobs, counted by purpose)
@@ -26,13 +29,16 @@ the parts that hold the search state. The files, one idea each:
 """
 from __future__ import annotations
 
+from .adversarial import AdversarialInstanceCallback
 from .core import QuietProfiler
 from .evaluator import InstanceSetEvaluator
+from .hooks import Callback, InstanceUpdate, InstanceView, ProgramView, RunSnapshot, SampleView
 from .instances import ADVERSARIAL, NOMINAL, InstanceEntry, instance_digest
 from .population import RobustPopulationMixin
 from .scores import ProgramRecord, ScoreBook, program_id_of
 from .wrap import RobustMethodMixin, robust, shape_of
 
-__all__ = ["robust", "shape_of", "RobustMethodMixin", "RobustPopulationMixin", "InstanceSetEvaluator",
+__all__ = ["robust", "shape_of", "Callback", "AdversarialInstanceCallback", "RunSnapshot", "ProgramView",
+           "InstanceView", "SampleView", "InstanceUpdate", "RobustMethodMixin", "RobustPopulationMixin", "InstanceSetEvaluator",
            "InstanceEntry", "ProgramRecord", "ScoreBook", "QuietProfiler", "instance_digest", "program_id_of",
            "NOMINAL", "ADVERSARIAL"]

@@ -14,10 +14,12 @@ from llm4ad.base import Function, TextFunctionProgramConverter
 from llm4ad.tools.profiler import ProfilerBase
 
 from ..durable import write_failure
-from ..callback import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .evaluator import InstanceSetEvaluator
+from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
 from .llm_guard import LLMGuard
+from .progress import ProgressBar, show_progress_by_default
+from .recording import RunRecorder
 from .scores import ProgramRecord, ScoreBook, program_id_of
 
 __all__ = ["RobustCore", "QuietProfiler", "state_keys"]
@@ -105,7 +107,6 @@ class RobustCore:
         self._generation_size = max(1, int(generation_size))  # samples per generation of hosts without one
         self._recorder = recorder  # the run directory (``RunRecorder`` writes to it, last of the callbacks)
         if recorder is not None:
-            from .recording import RunRecorder
             self.callbacks.append(RunRecorder(recorder))
         self._hook_lock = threading.RLock()
         self._book = ScoreBook()
@@ -235,7 +236,6 @@ class RobustCore:
 
     # -- run ------------------------------------------------------------------
     def run(self):
-        from .progress import ProgressBar, show_progress_by_default
         show = show_progress_by_default() if self._progress is None else bool(self._progress)
         if show and not any(isinstance(cb, ProgressBar) for cb in self.callbacks):
             self.callbacks.insert(len(self.callbacks) - 1 if self._recorder is not None else len(self.callbacks),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from llm4ad.method.funsearch import FunSearch
 
 from .shape import with_mixin
 from .tap import TappedShape
@@ -39,7 +40,6 @@ class DatabaseShape(TappedShape):
 
     @classmethod
     def fits(cls, method_cls: type) -> bool:
-        from llm4ad.method.funsearch import FunSearch
         return issubclass(method_cls, FunSearch)
 
     def _install_shape(self) -> None:

@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..engine import Engine, default_workers
 from ..engine.evaluator import host_code_edits
 from ..engine.jobs import Job, ProgramSpec, execute_job
 from ..engine.results import EvalResult, FailureKind
@@ -49,7 +50,6 @@ class ProgramRunner:
             return None
         with self._lock:
             if self._engine is None:
-                from ..engine import Engine, default_workers
                 executor = self._executor
                 if executor is None:
                     executor = f"process:{max(default_workers(), self._workers)}"

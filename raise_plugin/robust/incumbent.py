@@ -10,6 +10,9 @@ changes (the template), so robustness changes only which program the run reports
 """
 from __future__ import annotations
 
+from llm4ad.method.hillclimb import HillClimb
+from llm4ad.method.randsample import RandSample
+
 from .tap import TappedShape
 
 __all__ = ["IncumbentShape"]
@@ -20,8 +23,6 @@ class IncumbentShape(TappedShape):
 
     @classmethod
     def fits(cls, method_cls: type) -> bool:
-        from llm4ad.method.hillclimb import HillClimb
-        from llm4ad.method.randsample import RandSample
         return issubclass(method_cls, (HillClimb, RandSample))
 
     def _install_shape(self) -> None:

@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..callback import InstanceView
 from ..rundir import NOMINAL_PREFIX
+from .hooks import InstanceView
 
 __all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function",
            "bound_function", "rejection_order"]

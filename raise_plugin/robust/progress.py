@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from ..callback import Callback
+from tqdm.auto import tqdm
+
+from .budget import llm_usage_total
+from .hooks import Callback
 
 __all__ = ["ProgressBar", "show_progress_by_default"]
 
@@ -23,12 +26,10 @@ class ProgressBar(Callback):
     checkpointed = False
 
     def __init__(self, total: int, initial: int = 0, enabled: bool = True):
-        from tqdm.auto import tqdm
         self._bar = tqdm(total=total, initial=initial, unit="sample", disable=not enabled, file=sys.stderr,
                          dynamic_ncols=True)
 
     def _post(self, method, snapshot):
-        from ..budget import llm_usage_total
         best = snapshot.best
         text = f"gen {snapshot.generation} best {best.score:.4g} set {snapshot.instance_set_size}" if best else \
             f"gen {snapshot.generation} set {snapshot.instance_set_size}"

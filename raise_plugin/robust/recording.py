@@ -2,7 +2,7 @@
 written after every other callback (the adversary's refresh among them) has had its say."""
 from __future__ import annotations
 
-from ..callback import Callback
+from .hooks import Callback
 
 __all__ = ["RunRecorder"]
 

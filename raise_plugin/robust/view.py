@@ -1,7 +1,7 @@
 """What callbacks read from the run: the instance set, programs, snapshots, the LLM."""
 from __future__ import annotations
 
-from ..callback import InstanceView, ProgramView, RunSnapshot
+from .hooks import InstanceView, ProgramView, RunSnapshot
 from .instances import InstanceEntry
 
 __all__ = ["RunView"]

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..callback import Callback
 from .accounting import Accounting
 from .core import RobustCore
+from .database import DatabaseShape
+from .hooks import Callback
+from .incumbent import IncumbentShape
 from .population import PopulationShape
 from .resume import Checkpoints
 from .shape import HostShape
@@ -19,8 +21,6 @@ class RobustMethodMixin(RobustCore, RunView, Accounting, Checkpoints):
 
 
 def _shapes() -> list[type[HostShape]]:
-    from .database import DatabaseShape
-    from .incumbent import IncumbentShape
     return [PopulationShape, DatabaseShape, IncumbentShape]
 
 

@@ -104,15 +104,15 @@ def test_a_batch_goes_out_as_a_few_calls_per_worker_in_order():
 
 
 def test_a_search_past_its_time_limit_on_the_pool_is_given_up_and_frees_the_queue():
-    from raise_plugin.callback import _inner_search, _on_pool, _SearchFailed
+    from raise_plugin.adversary.sandboxed import SearchFailed, on_run_workers, search_program
 
     hanging = "def priority(item, bins):\n    while True:\n        pass\n"
     task, nominal, _, _ = _settings("obp")
     options = dict(nominal=nominal, seed=0, population=4, generations=1)
     with ProcessExecutor(1, SandboxLimits(timeout=1.5)) as pool:
         start = time.perf_counter()
-        with pytest.raises(_SearchFailed, match="exceeded 0.5 s"):
-            _on_pool(_inner_search, (search, task, hanging, [], 0.01, options), pool, 0.5)
+        with pytest.raises(SearchFailed, match="exceeded 0.5 s"):
+            on_run_workers(search_program, (search, task, hanging, [], 0.01, options), pool, 0.5)
         assert time.perf_counter() - start < 2
         # the calls not yet started were cancelled: the next one runs once the hung one is killed
         assert pool.submit(pow, 3, 2).result(timeout=10) == 9

@@ -9,7 +9,7 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, small_obp_evaluation
-from raise_plugin.callback import AdversarialInstanceCallback
+from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.robust import robust
 
 
@@ -39,11 +39,11 @@ def _recorded(method, callback):
 
 
 def test_the_run_records_the_same_with_the_inner_search_on_the_workers_or_in_one_worker():
-    from raise_plugin.callback import _sandbox_pool
+    from raise_plugin.adversary.sandboxed import sandbox_pool
 
     parallel = _short_run(inner_parallel=True)
     serial = _short_run(inner_parallel=False)
-    assert _sandbox_pool(parallel[0]) is not None  # the run hands its workers to the inner search
+    assert sandbox_pool(parallel[0]) is not None  # the run hands its workers to the inner search
     assert parallel[1].refreshes >= 2 and not parallel[1].skipped and parallel[0].hook_errors == 0
     assert _recorded(*parallel) == _recorded(*serial)
 
@@ -90,7 +90,7 @@ def test_a_robust_run_records_the_same_with_its_inner_search_on_one_or_two_worke
 def test_on_a_dask_cluster_the_inner_search_runs_in_the_dask_workers_sandboxes(monkeypatch):
     """On Dask the inner search's calls are spread over the cluster, each in the sandbox pool of
     the Dask worker it lands on (never in the worker's own process), with the serial search's result."""
-    from raise_plugin.callback import _sandbox_pool
+    from raise_plugin.adversary.sandboxed import sandbox_pool
     from raise_plugin.engine import DaskExecutor, SandboxedCalls, SandboxLimits
     from raise_plugin.engine.jobs import SourcePriority
     from raise_plugin.engine.sandbox import start_method
@@ -108,7 +108,7 @@ def test_on_a_dask_cluster_the_inner_search_runs_in_the_dask_workers_sandboxes(m
     # an in-process cluster: its workers are threads of this process, so the patch reaches them
     with DaskExecutor("local", workers=2, processes=False) as dask:
         method, callback = _short_run(executor=dask, budget=8)
-        calls = _sandbox_pool(method)
+        calls = sandbox_pool(method)
         assert isinstance(calls, SandboxedCalls) and calls.workers == 2
     assert callback.refreshes >= 1 and not callback.skipped and method.hook_errors == 0
     assert all(math.isfinite(h["metric"]) for h in callback.history), callback.history

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from raise_plugin.callback import Callback
+from raise_plugin.robust.hooks import Callback
 from raise_plugin.cli import main
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError

@@ -10,7 +10,7 @@ pytest.importorskip("deap")
 
 from deap import gp as deap_gp  # noqa: E402
 
-from raise_plugin.callback import AdversarialInstanceCallback  # noqa: E402
+from raise_plugin.robust.adversarial import AdversarialInstanceCallback  # noqa: E402
 from raise_plugin.config import RunConfig  # noqa: E402
 from raise_plugin.methods import GP  # noqa: E402
 from raise_plugin.methods.gp_trees import probe_signature, render_body, simplify, to_node  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 from llm4ad.base import TextFunctionProgramConverter
 from llm4ad.method.eoh import EoH
 
-from raise_plugin.callback import AdversarialInstanceCallback
+from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.methods import METHODS, get_method
 from raise_plugin.methods.base import MethodBase, MethodPopulation
 from raise_plugin.programs import compile_priority

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from raise_plugin.callback import Callback
+from raise_plugin.robust.hooks import Callback
 from raise_plugin.config import RunConfig
 from raise_plugin.llm import OfflineSampler
 from raise_plugin.runner import start_run

@@ -10,7 +10,7 @@ from llm4ad.method.funsearch import FunSearch
 from llm4ad.method.hillclimb import HillClimb
 from llm4ad.method.randsample import RandSample
 
-from raise_plugin.callback import Callback
+from raise_plugin.robust.hooks import Callback
 from raise_plugin.config import RunConfig
 from raise_plugin.programs import compile_priority
 from raise_plugin.rundir import read_jsonl

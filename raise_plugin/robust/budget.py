@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 
-from .callback import Callback, RunSnapshot
-from .llm.errors import LLMAborted, LLMCapReached
+from ..llm.errors import LLMAborted, LLMCapReached
+from .hooks import Callback, RunSnapshot
 
 __all__ = ["LLMBudget", "llm_usage_total"]
 

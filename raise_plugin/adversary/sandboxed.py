@@ -1,0 +1,115 @@
+"""The inner search in the engine's sandbox: on the run's sandboxed workers or in one worker of
+its own, under one wall-clock deadline, a time-out or a dead worker reported as ``SearchFailed``.
+
+The attacked program is generated code (it may hang, or allocate without bound, on a shifted
+instance), so it runs only where the engine's memory cap and audit hook hold.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import time
+from typing import Callable
+
+from ..engine import CallTimeout, ProcessExecutor, SandboxLimits, SourcePriority, WorkerDied
+
+__all__ = ["SearchFailed", "search_program", "in_one_worker", "on_run_workers", "sandbox_pool", "DeadlineExecutor"]
+
+
+class SearchFailed(Exception):
+    """The inner search ran out of time or its process died."""
+
+
+def search_program(search: Callable, task, code: str, references: list, epsilon: float, options: dict):
+    """One inner search on the program ``code``; ``references`` are ``(name, program text or priority)``.
+    The programs are compiled where they are first called: in this sandboxed worker, or in the
+    adversary's executor's workers when it has one (never in the engine's process)."""
+    refs = [(name, SourcePriority(ref) if isinstance(ref, str) else ref) for name, ref in references]
+    return search(task, SourcePriority(code), epsilon, references=refs or None, **options)
+
+
+def in_one_worker(fn: Callable, args: tuple, seconds: float):
+    """``fn(*args)`` in one of the engine's sandboxed workers (memory cap, audit hook, no secrets in
+    its environment), killed after ``seconds``: the attacked program is generated code."""
+    with ProcessExecutor(1, SandboxLimits(timeout=seconds)) as pool, \
+            _as_search_failure(pool, f"the inner search exceeded {seconds:g} s"):
+        return pool.submit(fn, *args).result()
+
+
+@contextlib.contextmanager
+def _as_search_failure(pool, timed_out: str):
+    """A sandboxed search's time-out, memory error or dead worker as one ``SearchFailed`` line."""
+    try:
+        yield
+    except CallTimeout:
+        raise SearchFailed(timed_out) from None
+    except MemoryError:
+        raise SearchFailed(f"the inner search ran out of memory (the sandbox caps it at "
+                            f"{pool.limits.memory_mb} MB)") from None
+    except WorkerDied as exc:
+        raise SearchFailed(f"the inner search's worker died ({exc})") from None
+
+
+def sandbox_pool(method):
+    """What runs the run's calls in its sandboxed workers: its ``ProcessExecutor``, or a Dask
+    executor's ``sandboxed_calls()`` (each call in a sandbox pool local to its Dask worker);
+    ``None`` otherwise (a serial executor, programs run in the calling thread, a method without
+    an engine)."""
+    executor = getattr(method, "engine_executor", None)
+    if isinstance(executor, ProcessExecutor):
+        return executor
+    sandboxed = getattr(executor, "sandboxed_calls", None)
+    return sandboxed() if callable(sandboxed) else None
+
+
+def on_run_workers(fn: Callable, args: tuple, pool, seconds: float):
+    """``fn(*args)`` in this thread with the search's evaluations on ``pool``'s sandboxed
+    workers, all of them within ``seconds`` (``0``: no limit but the workers' own)."""
+    search, task, code, references, epsilon, options = args
+    bounded = DeadlineExecutor(pool, seconds)
+    try:
+        with _as_search_failure(pool, f"an evaluation of the inner search exceeded {pool.limits.timeout:g} s"):
+            return fn(search, task, code, references, epsilon, {**options, "executor": bounded})
+    finally:
+        bounded.cancel()  # after a failure, what has not started does not hold up the run's workers
+
+
+class DeadlineExecutor:
+    """An executor's ``submit`` under one wall-clock limit for all it was given: a result not
+    there by the deadline cancels what has not started and raises ``SearchFailed`` (a call
+    under way ends at its executor's own time limit)."""
+
+    def __init__(self, executor, seconds: float):
+        self._executor = executor
+        self.workers = getattr(executor, "workers", 1)
+        self._seconds = seconds
+        self._deadline = time.perf_counter() + seconds if seconds else None
+        self._futures: list = []
+
+    def submit(self, fn: Callable, *args):
+        future = self._executor.submit(fn, *args)
+        self._futures.append(future)
+        return _BoundedFuture(future, self)
+
+    def wait(self, future):
+        if self._deadline is not None:
+            done, _ = concurrent.futures.wait([future], timeout=max(0.0, self._deadline - time.perf_counter()))
+            if not done:
+                self.cancel()
+                raise SearchFailed(f"the inner search exceeded {self._seconds:g} s")
+        return future.result()
+
+    def cancel(self) -> None:
+        for future in self._futures:
+            future.cancel()
+
+
+class _BoundedFuture:
+    """A future whose ``result()`` waits no later than its ``DeadlineExecutor``."""
+
+    def __init__(self, future, deadline: DeadlineExecutor):
+        self._future = future
+        self._deadline = deadline
+
+    def result(self):
+        return self._deadline.wait(self._future)

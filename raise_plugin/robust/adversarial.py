@@ -1,0 +1,312 @@
+"""``AdversarialInstanceCallback``, RAISE's inner loop as a callback: every ``tau`` generations,
+search the eps-ball around the nominal set for a hard instance and add it to the instance set."""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from types import MappingProxyType
+from typing import Any, Callable
+
+import numpy as np
+
+from tasks.common.evaluation import named_baseline
+
+from ..adversary.objective import Objective
+from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
+from ..adversary.search import AdversaryReferenceError, SearchConfig, default_draws, search
+from ..adversary.settings import AdversaryConfig, AdversaryConfigError
+from .hooks import Callback, ProgramView, RunSnapshot
+
+log = logging.getLogger("raise_plugin.robust")
+
+__all__ = ["AdversarialInstanceCallback"]
+
+
+class AdversarialInstanceCallback(Callback):
+    """RAISE's inner loop: every ``tau`` generations, search the eps-ball for a hard instance and add it.
+
+    Args:
+        epsilon: radius eps of the ball B_eps(S) around the nominal set (mean absolute
+            difference of histograms).
+        tau: refresh interval tau: in host generations (the loop runs when generation % tau == 0),
+            or in samples with ``tau_unit="samples"`` (the loop runs at the first generation end
+            after each multiple of tau samples).
+        tau_unit: ``generations`` (default: a host generation is ``pop_size`` samples, so 1000
+            samples at pop 10 and tau 5 give 19-20 refreshes) or ``samples`` (the paper's cost
+            appendix counts 200 generations of 5 samples for 1000 samples, 40 refreshes at
+            tau 5: ``tau=25, tau_unit="samples"`` reproduces that count).
+        inner_population: P_in, genes per inner generation.
+        inner_generations: G_in, inner GA generations.
+        aggregation: A over the instance set: ``mean``, ``min``, ``cvar:ALPHA`` or ``balanced[:W]``;
+            set on the method's evaluation when the run starts.
+        max_adversarial: window of adversarial instances kept (oldest dropped); nominal ones always stay.
+        seed: the inner search of refresh k uses seed ``(seed, k)``, so a run is reproducible.
+        searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
+            generations, draws, references, objective, **switches)``; ``raise_plugin.adversary.search``
+            by default.
+        search_timeout: wall-clock seconds allowed for one inner search. The attacked program is
+            generated code (it may hang, or allocate without bound, on a shifted instance), so it
+            runs only in the engine's sandboxed workers, under their memory cap and audit hook
+            and without the environment's secrets: with ``inner_parallel`` on the run's own
+            workers, otherwise the whole search in one worker of its own. ``None``: the
+            evaluation's time limit times ``inner_generations`` (each inner generation evaluates
+            about as many instances as one evaluation of the set), times one plus the number of
+            references. ``0``: no limit (without the run's workers, the search then runs in the
+            calling thread; so it does whenever an ``executor`` switch is given). A search that
+            runs out of time, or whose worker dies (the memory cap among the reasons), is
+            skipped, logged and kept in ``skipped``; the run goes on.
+        inner_parallel: ``True`` (default): the candidates and draws of each inner generation (and
+            the references' runs on them) are evaluated in parallel on the sandboxed workers that
+            evaluate the run's programs (every core with the default executor; on a Dask cluster
+            each call in the sandbox pool of the Dask worker it lands on); the search itself
+            (genes, projection, the GA) stays in this process. Each call there is under the
+            workers' own time limit as well. ``False``, a ``serial`` executor, or a custom
+            ``searcher``: the whole search runs serially in one sandboxed worker. The result is the
+            same either way: every instance is sampled from its own seed, wherever it is evaluated.
+        objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
+            paper's), ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME
+            alone, e.g. ``regret:bestfit``; the name is checked when the run starts) or
+            ``regret:population[:K]``. Whatever the objective,
+            the instance's provenance records ``metric``, ``reference_metric`` (the best
+            classical baseline's, or the best reference's under regret) and ``regret``.
+        draws: instances R each candidate distribution is scored on (the task's default,
+            ``raise_plugin.adversary.default_draws``, when ``None``).
+        per_refresh: ``one`` (the paper's: a refresh adds one instance, the winning distribution's
+            representative draw) or ``draws`` (it adds all R draws, ``adv-K.R`` each with its own
+            provenance; with R = 1 the two are the same). The window ``max_adversarial`` counts
+            instances, so a run that keeps as many refreshes needs R times the window.
+        **adversary_switches: passed to the search (``encoding``, ``projection``, ``constraint``,
+            ``noise``, ``executor``). Every setting is checked here: a bad one is a
+            ``ValueError`` naming the field when the callback is made, not a failed refresh.
+    """
+
+    def __init__(self, epsilon: float, tau: int = 5, inner_population: int = 8, inner_generations: int = 4,
+                 aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
+                 searcher: Callable | None = None, search_timeout: float | None = None,
+                 objective: "str | Objective" = "metric", draws: int | None = None,
+                 tau_unit: str = "generations", per_refresh: str = "one", inner_parallel: bool = True,
+                 **adversary_switches):
+        config = AdversaryConfig(epsilon, tau, tau_unit, inner_population, inner_generations, aggregation,
+                                 max_adversarial, objective, draws,
+                                 MappingProxyType({k: v for k, v in adversary_switches.items()}), per_refresh)
+        self.config = config
+        self.epsilon = config.epsilon
+        self.tau = config.tau
+        self.tau_unit = config.tau_unit
+        self.inner_population = config.inner_population
+        self.inner_generations = config.inner_generations
+        self.aggregation = config.aggregation_rule
+        self.max_adversarial = config.max_adversarial
+        self.seed = int(seed)
+        self.objective = config.objective_rule
+        self.draws = config.draws
+        self.per_refresh = config.per_refresh
+        self.adversary_switches = dict(config.switches)
+        if searcher is None:  # the real search: check its settings now, naming the field
+            SearchConfig(epsilon=self.epsilon, population=inner_population, generations=inner_generations,
+                         draws=draws or 1, **{k: v for k, v in adversary_switches.items() if k != "executor"})
+        if search_timeout is not None and not (math.isfinite(search_timeout) and search_timeout >= 0):
+            raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
+        self._searcher = searcher
+        self.search_timeout = search_timeout
+        self.inner_parallel = bool(inner_parallel)
+        self.skipped: list[dict] = []
+        self.refreshes = 0
+        self.last_refresh_generation = 0
+        self.last_refresh_samples = 0
+        self.history: list[dict] = []
+
+    @classmethod
+    def from_config(cls, config: AdversaryConfig, seed: int = 0, **options) -> "AdversarialInstanceCallback":
+        """The callback of a validated ``AdversaryConfig`` (``options``: ``searcher``, ``search_timeout``,
+        ``inner_parallel``)."""
+        return cls(config.epsilon, config.tau, config.inner_population, config.inner_generations,
+                   config.aggregation, config.max_adversarial, seed, objective=config.objective,
+                   draws=config.draws, tau_unit=config.tau_unit, per_refresh=config.per_refresh, **options,
+                   **dict(config.switches))
+
+    def check_task(self, task) -> None:
+        """A baseline named by the objective or the aggregation must be ``task``'s: the robust
+        method calls this when it is made, so a wrong name fails before the first sample."""
+        for field, name in (("objective", self.objective.name), ("aggregation", self.aggregation.reference)):
+            if name:
+                try:
+                    named_baseline(task, name)
+                except ValueError as exc:
+                    raise AdversaryConfigError(field, str(exc), ": ") from None
+
+    def on_run_start(self, method, snapshot: RunSnapshot) -> None:
+        # a callback used without the runner brings its aggregation to the evaluation
+        method.evaluation.aggregation = self.aggregation
+
+    def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
+        g = snapshot.generation
+        if g == 0 or g <= self.last_refresh_generation:
+            return
+        if self.tau_unit == "generations" and g % self.tau:
+            return
+        if self.tau_unit == "samples" and snapshot.samples // self.tau <= self.last_refresh_samples // self.tau:
+            return
+        best = snapshot.best
+        if best is None:  # every member failed: nothing to attack
+            return
+        self.refresh(method, snapshot, best)
+
+    def refresh(self, method, snapshot: RunSnapshot, best: ProgramView) -> None:
+        """One inner search on ``best`` and the update of the instance set."""
+        k = self.refreshes + 1
+        seed = int(np.random.SeedSequence([self.seed, k]).generate_state(1)[0])
+        start = time.perf_counter()
+        code = method.program_text(best.program_id)
+        references = self._references(method, snapshot, best)
+        draws = self.draws or default_draws(method.task)
+        options = dict(nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
+                       generations=self.inner_generations, draws=draws, objective=self.objective.kind,
+                       **self.adversary_switches)
+        if self.per_refresh == "draws":
+            options["all_draws"] = True
+        searcher = search if self._searcher is None else self._searcher
+        call = (searcher, method.task, code, references, self.epsilon, options)
+        try:
+            result = self._search_in_sandbox(method, call, references)
+        except (SearchFailed, AdversaryReferenceError) as exc:  # no usable reference: skip, as a hang
+            self._skip(method, snapshot, best, k, time.perf_counter() - start, exc)
+            return
+        search_seconds = time.perf_counter() - start
+        inner_evaluations = int(getattr(result, "evaluations", 0) or 0) if result is not None else 0
+        reference_evaluations = int(getattr(result, "reference_evaluations", 0) or 0) if result is not None else 0
+        record = getattr(method, "record_inner_search", None)
+        if record is not None:
+            record(inner_evaluations + reference_evaluations, search_seconds)
+        if result is None:  # the inner search is switched off (enabled=False or generations=0)
+            self._mark_refreshed(snapshot)
+            return
+        provenance = {
+            "refresh": k,
+            "generation": snapshot.generation,
+            "samples": snapshot.samples,
+            "program_id": best.program_id,
+            "program_score": best.score,
+            "epsilon": self.epsilon,
+            "seed": seed,
+            "inner_population": self.inner_population,
+            "inner_generations": self.inner_generations,
+            "switches": {key: _jsonable(v) for key, v in self.adversary_switches.items()},
+            "objective": str(self.objective),
+            "draws": getattr(result, "draws", draws),
+            "fitness": _float_or_none(getattr(result, "fitness", None)),
+            "metric": _float_or_none(getattr(result, "metric", None)),
+            "reference_metric": _float_or_none(getattr(result, "reference_metric", None)),
+            "regret": _float_or_none(getattr(result, "regret", None)),
+            "reference": getattr(result, "reference_name", None),
+            "references": [name for name, _ in references],
+            "search_seconds": search_seconds,
+            "inner_evaluations": inner_evaluations,
+            "reference_evaluations": reference_evaluations,
+        }
+        self.refreshes = k
+        self._mark_refreshed(snapshot)
+        self._add_found_instances(method, snapshot, k, result, provenance)
+
+    def _search_in_sandbox(self, method, call: tuple, references: list):
+        """The inner search ``call`` where the attacked program may run: its evaluations on the
+        run's sandboxed workers, or the whole search in one worker of its own, within the time
+        limit (``search_timeout``); ``SearchFailed`` when it runs out of time or its worker dies."""
+        limit = self.search_timeout
+        if limit is None:
+            limit = float(getattr(method.evaluation, "timeout_seconds", None) or 0) * self.inner_generations
+            limit *= 1 + len(references)  # the references run on every candidate too
+        pool = None
+        if self.adversary_switches.get("executor") is not None:
+            limit = 0  # a pool made in this process does not survive a fork: its own limits apply
+        elif self.inner_parallel and self._searcher is None:  # ours evaluates only through its executor
+            pool = sandbox_pool(method)
+        if self.objective.kind == "regret" and not references:
+            raise SearchFailed(f"no reference for {self.objective}: the population has no other valid member")
+        if pool is not None:
+            return on_run_workers(search_program, call, pool, limit)
+        return search_program(*call) if not limit else in_one_worker(search_program, call, limit)
+
+    def _skip(self, method, snapshot: RunSnapshot, best: ProgramView, k: int, seconds: float,
+              exc: Exception) -> None:
+        """A refresh whose search failed: its time counted, the reason kept in ``skipped``, the run goes on."""
+        record = getattr(method, "record_inner_search", None)
+        if record is not None:
+            record(0, seconds)
+        self.skipped.append({"refresh": k, "generation": snapshot.generation, "program_id": best.program_id,
+                             "reason": str(exc), "seconds": seconds})
+        self._mark_refreshed(snapshot)
+        log.warning("inner search on %s skipped at generation %d: %s", best.program_id,
+                    snapshot.generation, exc)
+
+    def _add_found_instances(self, method, snapshot: RunSnapshot, k: int, result, provenance: dict) -> None:
+        """Add what refresh ``k`` found (its representative draw, or every draw) to the instance set,
+        and record the refresh in ``history``."""
+        arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
+                  if getattr(result, name, None) is not None}
+        added = [(f"adv-{k}", result.instance, provenance)]
+        if self.per_refresh == "draws" and getattr(result, "all_draws", ()):
+            added = [(f"adv-{k}.{d.draw}", d.instance,
+                      {**provenance, "draw": d.draw, "draw_seed": d.seed, "metric": _float_or_none(d.metric),
+                       "reference_metric": _float_or_none(d.reference_metric), "regret": _float_or_none(d.regret),
+                       "reference": d.reference_name}) for d in result.all_draws]
+        updates = [method.add_instance(instance, instance_id=name, origin="adversarial",
+                                       distance=float(getattr(result, "distance", float("nan"))),
+                                       generation=snapshot.generation, max_adversarial=self.max_adversarial,
+                                       provenance=extra, arrays=arrays) for name, instance, extra in added]
+        update = updates[-1]
+        self.history.append({"refresh": k, "generation": snapshot.generation, "instance_id": added[0][0],
+                             **({"instances": len(added)} if len(added) > 1 else {}),
+                             "objective": provenance["objective"], "metric": provenance["metric"],
+                             "reference_metric": provenance["reference_metric"], "regret": provenance["regret"],
+                             "distance": _float_or_none(getattr(result, "distance", None)),
+                             "search_seconds": provenance["search_seconds"],
+                             "inner_evaluations": provenance["inner_evaluations"],
+                             "reference_evaluations": provenance["reference_evaluations"],
+                             "rescored": len(update.rescored),
+                             "evaluations": sum(u.evaluations for u in updates),
+                             "rescore_seconds": sum(u.seconds for u in updates)})
+
+    def _mark_refreshed(self, snapshot: RunSnapshot) -> None:
+        """This generation's refresh is done (made, skipped or switched off): not again until tau more."""
+        self.last_refresh_generation, self.last_refresh_samples = snapshot.generation, snapshot.samples
+
+    def _references(self, method, snapshot: RunSnapshot, best: ProgramView) -> list[tuple[str, Any]]:
+        """``(name, priority or program text)`` of the references: the task's baselines (under
+        ``metric`` too, so every instance records its regret), or the population's next best."""
+        if self.objective.reference == "population":
+            others = sorted((p for p in snapshot.population
+                             if p.program_id != best.program_id and math.isfinite(p.score)),
+                            key=lambda p: -p.score)
+            chosen = list(dict.fromkeys(p.program_id for p in others))[: self.objective.members]
+            return [(pid, method.program_text(pid)) for pid in chosen]
+        if self.objective.reference == "baseline":
+            return [named_baseline(method.task, self.objective.name)]
+        baselines = getattr(method.task, "baselines", None) or {}
+        return list(baselines.items())
+
+    def state_dict(self) -> dict:
+        return {"refreshes": self.refreshes, "last_refresh_generation": self.last_refresh_generation,
+                "last_refresh_samples": self.last_refresh_samples,
+                "history": list(self.history), "skipped": list(self.skipped)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.refreshes = int(state.get("refreshes", 0))
+        self.last_refresh_generation = int(state.get("last_refresh_generation", 0))
+        self.last_refresh_samples = int(state.get("last_refresh_samples", 0))
+        self.history = list(state.get("history", []))
+        self.skipped = list(state.get("skipped", []))
+
+
+def _float_or_none(x):
+    try:
+        return None if x is None else float(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)

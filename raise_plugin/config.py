@@ -13,8 +13,7 @@ from tasks.common.evaluation import named_baseline
 
 from .adversary.objective import parse_objective
 from .adversary.projection import check_epsilon
-from .adversary.search import SearchConfig
-from .adversary.settings import AdversaryConfig, AdversaryConfigError
+from .adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
 from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
 from .methods import METHODS

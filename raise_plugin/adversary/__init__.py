@@ -2,20 +2,23 @@
 
 ``search(task, priority, epsilon)`` is the one-call entry point; ``InnerGA`` is the
 ask/tell optimiser it drives; ``genes`` and ``projection`` hold the decoding and the
-eps-ball geometry. ``default_draws(task)`` is the recommended number of instances
-drawn per candidate distribution (``draws=``) for a task.
+eps-ball geometry; ``decoding`` turns genes into candidates, ``results`` holds what a search
+returns, ``settings`` and ``objective`` what it is asked. ``default_draws(task)`` is the
+recommended number of instances drawn per candidate distribution (``draws=``) for a task
+(the task's own ``default_draws``).
 """
+from .decoding import Adversary
 from .ga import AskTell, InnerGA, evaluate_batch, optimise
 from .genes import BASES, GENES, bases, basis, flat_mixture, instance_length, mixture, weights
 from .objective import POPULATION_REFERENCES, Objective, parse_objective
 from .projection import PROJECTIONS, Projection, distance, distances, nearest, project
-from .search import (CONSTRAINTS, DEFAULT_DRAWS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, AdversarialDraw,
-                     AdversarialResult, Adversary, AdversaryReferenceError, Candidate, GenerationRecord, SearchConfig, default_draws,
-                     instance_seed, sample_and_evaluate, search)
-from .settings import PER_REFRESH, TAU_UNITS, AdversaryConfig, AdversaryConfigError
+from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRecord
+from .search import AdversaryReferenceError, default_draws, instance_seed, sample_and_evaluate, search
+from .settings import (CONSTRAINTS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, PER_REFRESH, TAU_UNITS, AdversaryConfig,
+                       AdversaryConfigError, SearchConfig)
 
 __all__ = ["search", "SearchConfig", "AdversarialResult", "AdversarialDraw", "Candidate", "GenerationRecord", "Adversary",
-           "AdversaryReferenceError", "default_draws", "DEFAULT_DRAWS",
+           "AdversaryReferenceError", "default_draws",
            "InnerGA", "AskTell", "optimise", "evaluate_batch", "instance_seed", "sample_and_evaluate",
            "GENES", "BASES", "weights", "basis", "bases", "mixture", "flat_mixture", "instance_length",
            "PROJECTIONS", "Projection", "distance", "distances", "nearest", "project",

@@ -1,4 +1,5 @@
-"""RAISE's settings of the adversary, validated once: ``AdversaryConfig`` and the error naming a bad field."""
+"""The adversary's settings, each validated on creation: ``SearchConfig`` (one inner search) and
+``AdversaryConfig`` (RAISE's inner loop in a run), with the error naming a bad field."""
 from __future__ import annotations
 
 import math
@@ -6,16 +7,89 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
+import numpy as np
+
 from tasks.common.aggregation import Aggregation
 
 from .objective import Objective, parse_objective
 from .projection import PROJECTIONS
-from .search import CONSTRAINTS, ENCODINGS, LENGTHS
 
-__all__ = ["AdversaryConfig", "AdversaryConfigError", "TAU_UNITS", "PER_REFRESH"]
+__all__ = ["SearchConfig", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES",
+           "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
 
+ENCODINGS = ("basis", "flat")
+CONSTRAINTS = ("ball", "none")
+NOISE = ("common", "independent")
+OBJECTIVES = ("metric", "regret")
+LENGTHS = ("gene", "nominal")
 TAU_UNITS = ("generations", "samples")
 PER_REFRESH = ("one", "draws")  # instances a refresh adds: the representative draw, or every draw
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Settings of one inner search (paper defaults). Validates itself on creation.
+
+    ``epsilon`` (eps): radius of the ball around the nominal histograms.
+    ``population`` (P_in) and ``generations`` (G_in): the GA's size and length.
+    ``encoding``: ``"basis"`` (18 genes, the nine-basis mixture) or ``"flat"``
+    (K + 1 genes perturbing the cells directly; ablation "w/o base distributions").
+    ``projection``: ``"paper"``, ``"sphere"`` or ``"none"`` (ablation "w/o eps-mapping").
+    ``constraint``: ``"ball"`` or ``"none"`` (ablation "w/o distribution constraint":
+    no anchoring at p_bar and no projection, whatever ``projection`` says).
+    ``length``: ``"gene"`` (the paper's: the last gene scales the instance length by 0.9-1.1
+    where the task allows it) or ``"nominal"`` (every instance has the nominal length).
+    ``noise``: ``"common"`` samples draw r of every candidate from one seed
+    ``instance_seed(seed, r)`` (common random numbers, so candidates differ only by
+    their distribution), ``"independent"`` draws a fresh seed per candidate and draw.
+    ``draws`` (R): instances sampled per candidate distribution; its fitness is the mean.
+    ``objective``: ``"metric"`` (the paper's: fitness = the heuristic's metric) or
+    ``"regret"`` (fitness = metric minus the best reference's metric on the same instance).
+    ``enabled=False`` or ``generations=0`` switches the inner search off.
+    ``stop_on_failure``: stop after the generation in which the heuristic failed
+    (a failure is already the worst possible outcome).
+    ``measure_nominal``: also evaluate the heuristic on the nominal set (``nominal_metric``).
+    """
+
+    epsilon: float
+    population: int = 8
+    generations: int = 4
+    encoding: str = "basis"
+    projection: str = "paper"
+    constraint: str = "ball"
+    noise: str = "common"
+    enabled: bool = True
+    crossover_rate: float = 0.5
+    mutation_rate: float = 0.35
+    mutation_sigma: float = 0.12
+    stop_on_failure: bool = True
+    measure_nominal: bool = False
+    draws: int = 1
+    objective: str = "metric"
+    length: str = "gene"
+
+    def __post_init__(self):
+        try:
+            valid = bool(np.isfinite(float(self.epsilon)) and float(self.epsilon) > 0)
+        except (TypeError, ValueError):
+            valid = False
+        if not valid:
+            raise ValueError(f"epsilon must be a finite number > 0, got {self.epsilon!r}")
+        if int(self.population) != self.population or self.population < 2:
+            raise ValueError(f"population (P_in) must be an integer >= 2, got {self.population!r}")
+        if int(self.generations) != self.generations or self.generations < 0:
+            raise ValueError(f"generations (G_in) must be an integer >= 0, got {self.generations!r}")
+        if isinstance(self.draws, bool) or int(self.draws) != self.draws or self.draws < 1:
+            raise ValueError(f"draws (R) must be an integer >= 1, got {self.draws!r}")
+        for name, allowed in (("encoding", ENCODINGS), ("projection", PROJECTIONS),
+                              ("constraint", CONSTRAINTS), ("noise", NOISE), ("objective", OBJECTIVES),
+                              ("length", LENGTHS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.enabled) and self.generations > 0
 
 
 class AdversaryConfigError(ValueError):

@@ -14,8 +14,8 @@ from tasks.common.evaluation import named_baseline
 
 from ..adversary.objective import Objective
 from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
-from ..adversary.search import AdversaryReferenceError, SearchConfig, default_draws, search
-from ..adversary.settings import AdversaryConfig, AdversaryConfigError
+from ..adversary.search import AdversaryReferenceError, default_draws, search
+from ..adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
 from .hooks import Callback, ProgramView, RunSnapshot
 
 log = logging.getLogger("raise_plugin.robust")

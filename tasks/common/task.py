@@ -45,6 +45,9 @@ class Task(ABC):
     # for the task on its validation suite alone (docs/validation.md, benchmarks/final_selection.py)
     final_selection: str = "robust"
     instance_timeout_floor: float = 10.0  # no instance gets less, however small
+    # instances R the inner search draws from each candidate distribution when the run does not
+    # say (``raise_plugin.adversary.default_draws``): one, unless the task measured a better R
+    default_draws: int = 1
     metric_name: str = "metric"
     offline_library: dict[str, Any] | None = None
 

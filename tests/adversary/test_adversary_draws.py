@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raise_plugin.adversary import DEFAULT_DRAWS, default_draws, instance_seed, sample_and_evaluate, search
+from raise_plugin.adversary import default_draws, instance_seed, sample_and_evaluate, search
 
 EPS = 0.02
 
@@ -93,11 +93,13 @@ def test_more_draws_return_distributions_that_keep_their_harm_when_resampled(toy
     assert kept[4] > kept[1]
 
 
-def test_default_draws_per_task():
-    assert set(DEFAULT_DRAWS) == {"obp", "ojsp", "ovrp"}
-    assert all(isinstance(v, int) and v >= 1 for v in DEFAULT_DRAWS.values())
-    assert default_draws("ovrp") == DEFAULT_DRAWS["ovrp"] and default_draws("unknown") == 1
+def test_each_task_owns_its_default_draws():
+    from tasks import get_task
 
-    class Named:
-        name = "ojsp"
-    assert default_draws(Named()) == DEFAULT_DRAWS["ojsp"]
+    assert {name: default_draws(get_task(name)) for name in ("obp", "ojsp", "ovrp")} == {"obp": 1, "ojsp": 8, "ovrp": 16}
+    assert default_draws("ovrp") == 16  # a task's name is looked up
+    assert default_draws(get_task("knapsack")) == 1  # a host-adapter task takes the base default
+
+    class Unnamed:
+        pass
+    assert default_draws(Unnamed()) == 1

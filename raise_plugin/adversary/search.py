@@ -157,9 +157,40 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
         metrics = evaluate_batch(_evaluate_nominal, [(task, priority, s) for s in adversary.nominal], executor)
         nominal_metric = float(np.mean(metrics))
 
+    candidates, history, worst, worst_draws, reference_evaluations = _evolve(task, priority, named, adversary, opt,
+                                                                             config, seed, executor)
+    reference_failures = sum(c.reference_failure for c in candidates)
+    if regret and worst.fitness == -np.inf:
+        raise AdversaryReferenceError(f"every reference failed on every candidate instance "
+                                      f"({len(candidates)} candidates, references: {', '.join(n for n, _ in named)})")
+    r = _representative_draw(worst.fitnesses, worst.metrics)
+    kept = range(R) if all_draws else (r,)
+    references, evaluations, failures = _references_on_winner(task, named, regret, worst, worst_draws, kept,
+                                                              executor)
+    reference_evaluations += evaluations
+    reference_failures += failures
+    chosen = _winning_draw(worst, worst_draws, references, named, r)
+    return AdversarialResult(
+        instance=chosen.instance, distribution=worst.distribution, genes=worst.genes, nearest=worst.nearest,
+        distance=worst.distance, metric=chosen.metric, seed=chosen.seed, length=worst.length,
+        failure=chosen.failure, evaluations=len(candidates) * R, history=history, candidates=candidates,
+        config=config, search_seed=seed, nominal_metric=nominal_metric, objective=config.objective,
+        fitness=worst.fitness, draws=R, draw=r, reference_metric=chosen.reference_metric, regret=chosen.regret,
+        reference_name=chosen.reference_name, references=tuple(n for n, _ in named),
+        reference_evaluations=reference_evaluations, reference_failures=reference_failures,
+        all_draws=tuple(_winning_draw(worst, worst_draws, references, named, d) for d in range(R)) if all_draws else ())
+
+
+def _evolve(task, priority: Callable, named: list, adversary: Adversary, opt: AskTell, config: SearchConfig,
+            seed: int, executor) -> tuple[list[Candidate], list[GenerationRecord], Candidate, tuple, int]:
+    """The inner GA's generations: every candidate, one record per generation, the winning candidate
+    (the largest fitness, the first on ties) with what it kept of its draws (instances, failures,
+    best references), and the evaluations of the references."""
+    R = int(config.draws)
+    regret = config.objective == "regret"
     candidates: list[Candidate] = []
     history: list[GenerationRecord] = []
-    worst, worst_draws = None, None  # the winning candidate and its draws: (instances, failures, best reference)
+    worst, worst_draws = None, None
     reference_evaluations = 0
     for generation in range(config.generations):
         gene_rows = np.asarray(opt.ask(), dtype=float)
@@ -182,27 +213,7 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
         history.append(_generation_record(generation, batch, worst.fitness))
         if history[-1].failures and config.stop_on_failure:
             break
-
-    reference_failures = sum(c.reference_failure for c in candidates)
-    if regret and worst.fitness == -np.inf:
-        raise AdversaryReferenceError(f"every reference failed on every candidate instance "
-                                      f"({len(candidates)} candidates, references: {', '.join(n for n, _ in named)})")
-    r = _representative_draw(worst.fitnesses, worst.metrics)
-    kept = range(R) if all_draws else (r,)
-    references, evaluations, failures = _references_on_winner(task, named, regret, worst, worst_draws, kept,
-                                                              executor)
-    reference_evaluations += evaluations
-    reference_failures += failures
-    chosen = _winning_draw(worst, worst_draws, references, named, r)
-    return AdversarialResult(
-        instance=chosen.instance, distribution=worst.distribution, genes=worst.genes, nearest=worst.nearest,
-        distance=worst.distance, metric=chosen.metric, seed=chosen.seed, length=worst.length,
-        failure=chosen.failure, evaluations=len(candidates) * R, history=history, candidates=candidates,
-        config=config, search_seed=seed, nominal_metric=nominal_metric, objective=config.objective,
-        fitness=worst.fitness, draws=R, draw=r, reference_metric=chosen.reference_metric, regret=chosen.regret,
-        reference_name=chosen.reference_name, references=tuple(n for n, _ in named),
-        reference_evaluations=reference_evaluations, reference_failures=reference_failures,
-        all_draws=tuple(_winning_draw(worst, worst_draws, references, named, d) for d in range(R)) if all_draws else ())
+    return candidates, history, worst, worst_draws, reference_evaluations
 
 
 def _make_optimiser(adversary: Adversary, config: SearchConfig, seed: int,

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, check_program
 from tasks import get_task, list_tasks

@@ -29,8 +29,9 @@ from raise_plugin.harness.paper_tables import (Table, build_table, family_column
                                                significance_markdown, significance_summary)
 from raise_plugin.harness.jobs import (ROW_FIELDS, EvalJob, JobPlace, TrainJob, client_token, run_finished,
                                        run_jobs, unpack_run)
-from raise_plugin.harness.selection import selects_on
-from raise_plugin.harness.suite_eval import Heuristic, default_workers
+from raise_plugin.selection import selects_on
+from raise_plugin.engine.suite import Heuristic
+from raise_plugin.engine import default_workers
 from tasks import get_task
 
 __all__ = ["Variant", "CompareConfig", "plan_variants", "run_compare", "default_jobs", "METHOD_LABELS", "ABLATIONS"]
@@ -128,7 +129,7 @@ class CompareConfig:
         if not self.methods:
             raise UserError("methods: give at least one method")
         from raise_plugin.config import final_selection
-        from raise_plugin.harness.selection import check_selection_suite
+        from raise_plugin.selection import check_selection_suite
         if self.select_on is None:
             self.select_on = final_selection(self.task)
         try:

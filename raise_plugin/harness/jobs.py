@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 
 __all__ = ["TrainJob", "EvalJob", "TrainOutcome", "EvalOutcome", "JobRecord", "JobPlace", "run_jobs",
            "run_finished", "suite_datasets", "client_token", "pack_run", "unpack_run", "JobFailed", "ROW_FIELDS"]

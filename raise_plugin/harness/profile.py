@@ -19,8 +19,9 @@ import numpy as np
 from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
 
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied
-from raise_plugin.harness.selection import selects_on
-from raise_plugin.harness.suite_eval import Heuristic, default_workers, evaluate_suite
+from raise_plugin.selection import selects_on
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.engine import default_workers
 from tasks import get_task
 from tasks.common.suite import Dataset
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from raise_plugin.engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
-from raise_plugin.harness.selection import selects_on
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.selection import selects_on
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.programs import ProgramError, compile_priority
 from tasks import get_task
 from tasks.common.aggregation import Aggregation

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.engine import Engine, EvalResult, FailureKind, ProcessExecutor, SandboxLimits
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from tasks import get_task, list_tasks
 from tasks.common.suite import Dataset
 

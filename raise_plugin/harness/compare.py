@@ -2,7 +2,7 @@
 evaluate every final heuristic and the classical baselines on the task's test suite and
 write the paper's tables and figures.
 
-Every training run and every suite evaluation is a job (``raise_plugin.harness.jobs``),
+Every training run and every suite evaluation is a job (``raise_plugin.harness.compare_jobs``),
 run in this process, in local processes or on a Dask cluster; the tables are the same
 wherever they ran. Everything lands in one output folder and every finished piece is
 kept: a re-run skips finished training runs, resumes interrupted ones from their
@@ -27,8 +27,10 @@ from typing import Iterable
 from raise_plugin.errors import UserError
 from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, significance,
                                                significance_markdown, significance_summary)
-from raise_plugin.harness.jobs import (ROW_FIELDS, EvalJob, JobPlace, TrainJob, client_token, run_finished,
-                                       run_jobs, unpack_run)
+from raise_plugin.harness.compare_jobs import ROW_FIELDS, EvalJob, TrainJob, run_finished
+from raise_plugin.harness.job_place import JobPlace
+from raise_plugin.harness.job_queue import run_jobs
+from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.selection import selects_on
 from raise_plugin.engine.suite import Heuristic
 from raise_plugin.engine import default_workers

@@ -85,7 +85,7 @@ def test_cells_agree_with_the_raw_results(compared):
 
 
 def test_a_rerun_trains_and_evaluates_nothing(compared, monkeypatch):
-    import raise_plugin.harness.jobs as jobs
+    import raise_plugin.harness.compare_jobs as jobs
     import raise_plugin.runner as runner
 
     def refuse(*a, **k):

@@ -66,7 +66,7 @@ _EXPORTS = {
     "get_method": ("raise_plugin.methods", "get_method"), "make_llm": ("raise_plugin.llm", "make_llm"),
     "RunConfig": ("raise_plugin.config", "RunConfig"), "start_run": ("raise_plugin.runner", "start_run"),
     "resume_run": ("raise_plugin.runner", "resume_run"),
-    "compare": ("raise_plugin.harness.api", "compare"), "CompareConfig": ("raise_plugin.harness.compare", "CompareConfig"),
+    "compare": ("raise_plugin.harness.api", "compare"), "CompareConfig": ("raise_plugin.harness.compare_config", "CompareConfig"),
     "run_compare": ("raise_plugin.harness.compare", "run_compare"),
     "evaluate_suite": ("raise_plugin.engine.suite", "evaluate_suite"),
     "Heuristic": ("raise_plugin.engine.suite", "Heuristic"),

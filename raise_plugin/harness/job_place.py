@@ -22,10 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from raise_plugin.engine.executors import DaskExecutor, worker_width
+from raise_plugin.engine.executors import DaskExecutor, default_workers, parse_executor_spec, worker_width
 from raise_plugin.errors import UserError
 
-__all__ = ["JobPlace", "JobFailed"]
+__all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs"]
 
 
 class JobFailed(UserError):
@@ -136,6 +136,39 @@ class JobPlace:
             self._pool.shutdown(wait=False, cancel_futures=True)
             return
         self._pool.shutdown(wait=not interrupted)
+
+
+def default_jobs(cores: int | None = None) -> int:
+    """Training and evaluation jobs at once in local processes: half the cores, at least one.
+
+    Each job evaluates its programs on ``cores // jobs`` sandboxed workers, so the machine
+    holds about one evaluation per core whatever the number of jobs; two or more jobs fill
+    the time one run spends outside evaluation (sampling, selection, bookkeeping, its inner
+    search on one worker), and half the cores keeps each run's evaluations spread over at
+    least two workers on machines with four cores or more."""
+    cores = default_workers() if cores is None else cores
+    return max(1, cores // 2)
+
+
+def place_jobs(executor: str | None, jobs: int | None,
+               workers: int | None) -> tuple[JobPlace, str | None, int | None]:
+    """Where the jobs run, and the evaluation executor spec and workers each job uses.
+
+    ``serial``: one job at a time in this process, evaluating in one sandboxed worker.
+    ``process[:N]`` (the default): ``jobs`` at once, each in its own process (with one job,
+    in this process), each evaluating on N workers (``workers``; by default its share of
+    the cores). ``dask://...``: every job on the cluster, evaluating on the workers of the
+    machine it lands on (its Dask worker's threads)."""
+    kind, arg = parse_executor_spec(executor)
+    if kind == "serial":
+        return JobPlace("here"), "serial", None
+    if kind == "dask":
+        return JobPlace("dask", address=arg), None, workers
+    jobs = jobs or default_jobs()
+    workers = arg or workers
+    if jobs == 1:
+        return JobPlace("here"), None, workers  # None: the engine's default, one worker per core
+    return JobPlace("local", jobs), None, workers or max(1, default_workers() // jobs)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ import csv
 import pytest
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import CompareConfig, plan_variants, run_compare
+from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.variants import plan_variants
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

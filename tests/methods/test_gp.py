@@ -13,7 +13,9 @@ from deap import gp as deap_gp  # noqa: E402
 from raise_plugin.callback import AdversarialInstanceCallback  # noqa: E402
 from raise_plugin.config import RunConfig  # noqa: E402
 from raise_plugin.methods import GP  # noqa: E402
-from raise_plugin.methods.gp_trees import probe_signature, render_body, simplify, to_node  # noqa: E402
+from raise_plugin.methods.gp_probe import probe_signature  # noqa: E402
+from raise_plugin.methods.gp_render import render_body, simplify  # noqa: E402
+from raise_plugin.methods.gp_trees import to_node  # noqa: E402
 from raise_plugin.robust import robust  # noqa: E402
 from raise_plugin.runner import resume_run, start_run  # noqa: E402
 from tasks import get_task  # noqa: E402

@@ -100,8 +100,7 @@ class _Plugin(types.ModuleType):
 
     @property
     def robust(self):
-        from raise_plugin.robust import robust
-        return robust
+        return importlib.import_module("raise_plugin.robust").robust  # loaded on first use, as _EXPORTS
 
     @robust.setter
     def robust(self, subpackage) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from raise_plugin.adversary.projection import check_epsilon
 from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, resolve_task
 from raise_plugin.errors import UserError
-from raise_plugin.harness.profile import robustness_profile, save_profile
+from raise_plugin.harness.robustness_profile import robustness_profile, save_profile
 from raise_plugin.engine.suite import Heuristic
 from raise_plugin.programs import ProgramError, check_program, read_program
 

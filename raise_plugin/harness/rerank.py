@@ -20,7 +20,7 @@ import numpy as np
 from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
-from raise_plugin.harness.profile import search_timeout
+from raise_plugin.harness.robustness_profile import search_timeout
 from raise_plugin.selection import selects_on
 from raise_plugin.programs import ProgramError, compile_priority
 from tasks import get_task
@@ -107,7 +107,7 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.
     """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances.
 
     ``timeout``: seconds per instance (default: the task's limit of each instance); a
-    search may take that times the instances it evaluates (``profile.search_timeout``)."""
+    search may take that times the instances it evaluates (``robustness_profile.search_timeout``)."""
     task = get_task(task_name)
     scorer = task.evaluation(aggregation=Aggregation.parse(aggregation))  # scores only: A, nominal count, references
     chosen = sorted(programs, key=lambda p: -p.original_score)[:top]

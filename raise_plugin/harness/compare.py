@@ -49,7 +49,7 @@ class CompareResult:
     tables: dict[str, Table]
     files: list[Path] = field(default_factory=list)
     comparisons: list = field(default_factory=list)  # stats.Comparison: each method vs best baseline and plain twin
-    jobs: list = field(default_factory=list)  # jobs.JobRecord of every job this call ran (none when all were done)
+    jobs: list = field(default_factory=list)  # job_queue.JobRecord of every job this call ran (none: all were done)
 
     @property
     def figures(self) -> list[Path]:

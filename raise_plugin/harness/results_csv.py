@@ -8,9 +8,7 @@ from typing import Iterable
 
 from raise_plugin.harness.compare_jobs import ROW_FIELDS
 
-__all__ = ["FIELDS", "write_rows", "read_rows", "collect_rows"]
-
-FIELDS = ROW_FIELDS
+__all__ = ["write_rows", "read_rows", "collect_rows"]
 
 
 def write_rows(path: Path, rows: list[dict]) -> None:
@@ -18,7 +16,7 @@ def write_rows(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer = csv.DictWriter(fh, fieldnames=ROW_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
     tmp.replace(path)  # only finished cells count as done
@@ -40,7 +38,7 @@ def collect_rows(out: Path, baselines: Iterable[str], cells: Iterable[str]) -> l
         if path.exists():
             rows += read_rows(path)
     with (out / "results.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer = csv.DictWriter(fh, fieldnames=ROW_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
     return rows

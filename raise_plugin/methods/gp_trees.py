@@ -21,8 +21,8 @@ try:  # an optional extra (``pip install raise-plugin[gp]``); only the gp method
 except ImportError:  # pragma: no cover - exercised only without the extra
     deap_gp = None
 
-__all__ = ["Vector", "Feature", "Signature", "TemplateError", "primitive_set", "to_node", "float_source", "require_deap",
-           "Node", "OPERATORS", "DIVISION_GUARD"]
+__all__ = ["Vector", "Feature", "Signature", "TemplateError", "primitive_set", "to_node", "float_source",
+           "require_deap", "Node", "OPERATORS", "DIVISION_GUARD"]
 
 DIVISION_GUARD = 1e-9  # protected division: a denominator within this of 0 is replaced by 1
 

@@ -24,7 +24,7 @@ __all__ = ["clean_context", "clean_environment"]
 
 # imported once by the server, so that a worker forked from it starts in milliseconds
 PRELOAD = ["numpy", "tasks", "tasks.obp", "tasks.ojsp", "tasks.ovrp", "raise_plugin.engine", "raise_plugin.adversary",
-           "raise_plugin.harness.profile", "raise_plugin.harness.rerank", "raise_plugin.callback"]
+           "raise_plugin.harness.robustness_profile", "raise_plugin.harness.rerank", "raise_plugin.callback"]
 # what multiprocessing would re-import in every worker: the engine's main script is the
 # caller's, not a worker's business
 _MAIN_KEYS = ("main_path", "init_main_from_name", "init_main_from_path")

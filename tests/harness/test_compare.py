@@ -6,7 +6,9 @@ import csv
 import pytest
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import CompareConfig, plan_variants, run_compare
+from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.variants import plan_variants
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -85,7 +87,7 @@ def test_cells_agree_with_the_raw_results(compared):
 
 
 def test_a_rerun_trains_and_evaluates_nothing(compared, monkeypatch):
-    import raise_plugin.harness.jobs as jobs
+    import raise_plugin.harness.compare_jobs as jobs
     import raise_plugin.runner as runner
 
     def refuse(*a, **k):

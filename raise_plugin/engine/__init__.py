@@ -10,7 +10,7 @@ from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .judge import evaluate_heuristic
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
-from .sandbox import CallTimeout, WorkerDied
+from .worker_handle import CallTimeout, WorkerDied
 
 __all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "make_executor", "ProcessExecutor",
            "SerialExecutor", "DaskExecutor", "SandboxedCalls", "default_workers", "run_job", "run_call",

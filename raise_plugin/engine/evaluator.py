@@ -13,6 +13,7 @@ from .executors import SerialExecutor, executor_workers, make_executor, run_job
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
+from .role import current_judge
 
 __all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "host_code_edits"]
 
@@ -408,7 +409,6 @@ def host_code_edits(evaluation, program_str: str) -> tuple[str, str]:
 
 def _host_evaluate(evaluation, code: str, name: str, kwargs: dict):
     """In a worker, through its judge: the program runs in a program process of its own."""
-    from .judge import current_judge
     judge = current_judge()
     if judge is not None and not kwargs:
         return judge.host_score(evaluation, code, name)

@@ -21,11 +21,11 @@ from typing import Any, Callable
 
 from raise_plugin.errors import UserError
 
-from .compiled import CompiledTally
+from .compiled_tally import CompiledTally
 from .jobs import InstanceSet, Job
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
-from .sandbox import SandboxWorker
+from .worker_handle import SandboxWorker
 
 __all__ = ["ProcessExecutor", "SerialExecutor", "DaskExecutor", "SandboxedCalls", "make_executor", "run_job",
            "run_call", "default_workers", "executor_workers", "worker_width"]

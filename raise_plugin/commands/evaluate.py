@@ -91,7 +91,7 @@ def check_output(path, *, folder: bool = False) -> None:
 
 
 def check_executor(spec) -> None:
-    from raise_plugin.engine.executors import parse_executor_spec
+    from raise_plugin.engine.executor_spec import parse_executor_spec
     if spec is not None:
         parse_executor_spec(spec)  # a one-line ExecutorSpecError (a UserError) for a bad spec
 

@@ -164,7 +164,7 @@ class CompareConfig:
         except ConfigError as exc:
             raise UserError(str(exc).replace("config field ", "")) from None
         if self.executor is not None:
-            from raise_plugin.engine.executors import parse_executor_spec
+            from raise_plugin.engine.executor_spec import parse_executor_spec
             parse_executor_spec(self.executor)  # a bad spec fails here, before any training
         if self.workers is not None and int(self.workers) < 1:
             raise UserError("workers: must be at least 1")
@@ -387,7 +387,7 @@ def _job_place(config: CompareConfig) -> tuple[JobPlace, str | None, int | None]
     in this process), each evaluating on N workers (``--workers``; by default its share of
     the cores). ``dask://...``: every job on the cluster, evaluating on the workers of the
     machine it lands on (its Dask worker's threads)."""
-    from raise_plugin.engine.executors import parse_executor_spec
+    from raise_plugin.engine.executor_spec import parse_executor_spec
     kind, arg = parse_executor_spec(config.executor)
     if kind == "serial":
         return JobPlace("here"), "serial", None

@@ -263,7 +263,7 @@ def _execute_on_dask_worker(job):
     import subprocess
     import sys
     if job.evaluation is None and job.workers is None:
-        from raise_plugin.engine.executors import worker_width
+        from raise_plugin.engine.foreign_executors import worker_width
         job = dataclasses.replace(job, workers=worker_width())
     with tempfile.TemporaryDirectory(prefix="raise-job-") as tmp:
         given, taken, log = Path(tmp) / "job.pickle", Path(tmp) / "outcome.pickle", Path(tmp) / "stderr.log"
@@ -318,7 +318,7 @@ class JobPlace:
             # forked from a clean server, not from this process and its threads
             self._pool = cf.ProcessPoolExecutor(self.slots, mp_context=_job_process_context())
         else:
-            from raise_plugin.engine.executors import DaskExecutor
+            from raise_plugin.engine.foreign_executors import DaskExecutor
             if isinstance(address, tuple):
                 self._pool = DaskExecutor("local", workers=address[1])
             else:

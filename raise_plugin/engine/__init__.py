@@ -3,8 +3,9 @@ fanned out over instances and programs through an executor (local processes or D
 
     from raise_plugin.engine import Engine, EngineEvaluator, use_engine, make_executor
 """
-from .evaluator import Engine, EngineEvaluator, as_program, use_engine
+from .evaluator import EngineEvaluator, use_engine
 from .executors import make_executor
+from .fanout import Engine, as_program
 from .foreign_executors import DaskExecutor, SandboxedCalls, run_call, run_job
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .judge import evaluate_heuristic

@@ -187,7 +187,7 @@ class RunConfig:
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
             bad("llm", "use offline, openai[:MODEL] or replay:FILE")
         if self.executor is not None:
-            from .engine.executors import ExecutorSpecError, parse_executor_spec
+            from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
             try:
                 parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:

@@ -223,16 +223,16 @@ def test_sigterm_and_sigint_stop_a_run_cleanly_and_resume_continues_it_exactly(s
 
 
 def test_the_folders_of_workers_whose_engine_was_killed_are_swept_at_the_next_start(tmp_path, monkeypatch):
-    from raise_plugin.engine import sandbox
+    from raise_plugin.engine import worker_handle
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f"{sandbox.WORKDIR_PREFIX}{dead.pid}-abc"
-    alive = tmp_path / f"{sandbox.WORKDIR_PREFIX}{os.getppid()}-def"
-    foreign = tmp_path / f"{sandbox.WORKDIR_PREFIX}notapid"
+    stale = tmp_path / f"{worker_handle.WORKDIR_PREFIX}{dead.pid}-abc"
+    alive = tmp_path / f"{worker_handle.WORKDIR_PREFIX}{os.getppid()}-def"
+    foreign = tmp_path / f"{worker_handle.WORKDIR_PREFIX}notapid"
     for folder in (stale, alive, foreign):
         (folder / "inside").mkdir(parents=True)
-    monkeypatch.setattr(sandbox, "_swept", [])
-    sandbox.sweep_stale_workdirs()
+    monkeypatch.setattr(worker_handle, "_swept", [])
+    worker_handle.sweep_stale_workdirs()
     assert not stale.exists() and alive.exists() and foreign.exists()

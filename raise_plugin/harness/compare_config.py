@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from raise_plugin.config import ConfigError, RunConfig, final_selection, robust_defaults
-from raise_plugin.engine.executors import parse_executor_spec
+from raise_plugin.engine.executor_spec import parse_executor_spec
 from raise_plugin.errors import UserError
 from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS

@@ -171,7 +171,7 @@ def _finite(value):
 
 def read_trace(run_dir) -> list[dict]:
     """The points of a run directory's ``validation.jsonl`` (empty when it has none)."""
-    from .rundir import read_jsonl
+    from .rundir.files import read_jsonl
     return read_jsonl(Path(run_dir) / TRACE_FILE)
 
 
@@ -179,7 +179,7 @@ def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = 1, 
                         timeout: float | None = None) -> list[dict]:
     """The validation trace of a finished run, from its population records (every ``every``
     generations and the last): each point is that generation's best member by robust score."""
-    from .rundir import read_jsonl
+    from .rundir.files import read_jsonl
 
     path = Path(run_dir)
     populations = read_jsonl(path / "population.jsonl")
@@ -208,7 +208,7 @@ def final_candidates(run_dir) -> dict | None:
     (id -> robust score on the run's final instance set: a refresh in the last generation
     re-scores the members after their population is recorded, so ``scores.jsonl`` has the
     last word) and ``summary``. ``None`` when the run has no valid program."""
-    from .rundir import read_jsonl
+    from .rundir.files import read_jsonl
 
     path = Path(run_dir)
     summary = json.loads((path / "summary.json").read_text())
@@ -243,7 +243,7 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
     same ``per_dataset`` at the same number of samples is returned as is (a resumed run is
     chosen again). ``None`` when the run has no valid program.
     """
-    from .rundir import write_json_atomic
+    from .rundir.files import write_json_atomic
 
     path = Path(run_dir)
     recorded = path / SELECTION_FILE

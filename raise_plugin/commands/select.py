@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from raise_plugin.rundir import load_config
+    from raise_plugin.rundir.reader import load_config
     from raise_plugin.validation import SELECTION_FILE, select_final
     from tasks import get_task
 

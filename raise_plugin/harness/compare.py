@@ -267,7 +267,7 @@ def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_ro
 def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
     """Train, evaluate, and write tables, figures and the report (see the module docstring)."""
     from raise_plugin.harness.figures import plot_adversarial_distributions, plot_convergence
-    from raise_plugin.rundir import RunLog
+    from raise_plugin.rundir.reader import RunLog
 
     task = get_task(config.task)
     out = Path(config.out).resolve()

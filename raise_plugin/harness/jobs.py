@@ -51,7 +51,7 @@ __all__ = ["TrainJob", "EvalJob", "TrainOutcome", "EvalOutcome", "JobRecord", "J
 ROW_FIELDS = ["method", "variant", "kind", "seed", "dataset", "family", "params", "instance", "metric", "valid",
               "reason"]
 TOKEN_FILE = ".compare-token"
-_LOCK_NAME = "lock"  # the run directory's advisory lock file (raise_plugin.rundir.LOCK_NAME): never shipped
+_LOCK_NAME = "lock"  # the run directory's advisory lock file (raise_plugin.rundir.lock.LOCK_NAME): never shipped
 
 
 # -- jobs ---------------------------------------------------------------------------------------

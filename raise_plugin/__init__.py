@@ -70,7 +70,7 @@ _EXPORTS = {
     "run_compare": ("raise_plugin.harness.compare", "run_compare"),
     "evaluate_suite": ("raise_plugin.engine.suite", "evaluate_suite"),
     "Heuristic": ("raise_plugin.engine.suite", "Heuristic"),
-    "RunLog": ("raise_plugin.rundir", "RunLog"),
+    "RunLog": ("raise_plugin.rundir.reader", "RunLog"),
     "stats": ("raise_plugin.harness.stats", None), "figures": ("raise_plugin.harness.figures", None),
     "paper_tables": ("raise_plugin.harness.paper_tables", None), "UserError": ("raise_plugin.errors", "UserError"),
 }

@@ -15,7 +15,10 @@ from .config import RunConfig
 from .errors import UserError
 from .methods import get_method
 from .robust import robust
-from .rundir import LOCK_NAME, RunDirectory, RunLock, RunLog, write_json_atomic
+from .rundir.files import write_json_atomic
+from .rundir.lock import LOCK_NAME, RunLock
+from .rundir.reader import RunLog
+from .rundir.writer import RunDirectory
 from .budget import LLMBudget
 from .validation import ValidationTrace
 

@@ -26,7 +26,7 @@ import numpy as np
 from .callback import Callback, RunSnapshot
 from .durable import AppendLog
 from .engine.suite import Heuristic, evaluate_suite
-from .rundir import read_jsonl, write_json_atomic
+from .rundir.files import read_jsonl, write_json_atomic
 from .selection import selects_on
 
 __all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "final_candidates",

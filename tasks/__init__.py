@@ -21,9 +21,8 @@ import zlib
 from importlib import metadata
 from pathlib import Path
 
-from raise_plugin.errors import UserError
-
 from .common import Task
+from .common.errors import UserError
 
 __all__ = ["get_task", "list_tasks", "register_task", "registered_here", "task_reference", "reference_of",
            "is_task_reference", "TaskReferenceError", "Task"]

@@ -51,7 +51,7 @@ def _digest(value) -> str:
 def characterise(task: str, out: Path, jit: bool = False) -> dict:
     """Run the characterisation run of ``task`` into ``out``; the hashes of what it recorded."""
     from raise_plugin.config import RunConfig
-    from raise_plugin.rundir import read_jsonl
+    from raise_plugin.rundir.files import read_jsonl
     from raise_plugin.runner import start_run
 
     # the paper's robust settings, pinned: the task's own defaults may change on purpose

@@ -18,7 +18,8 @@ import pytest
 from robust_helpers import ScriptedLLM
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
-from raise_plugin.rundir import RunLog, load_instance, read_jsonl
+from raise_plugin.rundir.files import load_instance, read_jsonl
+from raise_plugin.rundir.reader import RunLog
 from raise_plugin.runner import resume_run, start_run
 from tasks.common.aggregation import Aggregation
 
@@ -164,7 +165,7 @@ def test_each_task_runs_robustly_with_the_offline_sampler_and_reproduces_under_a
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from raise_plugin.rundir import RunLock
+    from raise_plugin.rundir.lock import RunLock
     RunLock(sys.argv[1]).acquire()
     print("locked", flush=True)
     time.sleep(120)
@@ -197,7 +198,7 @@ def finished_run(_finished_template, tmp_path):
 def test_a_run_directory_in_use_by_another_process_is_refused_naming_it(finished_run, monkeypatch, capsys):
     from raise_plugin import runner
     from raise_plugin.cli import main
-    from raise_plugin.rundir import RunDirectoryBusy
+    from raise_plugin.rundir.lock import RunDirectoryBusy
 
     holder = _hold_in_another_process(finished_run)
     try:
@@ -379,7 +380,7 @@ def test_an_instance_file_is_never_unpickled_and_a_damaged_one_is_one_line(tmp_p
 
     import numpy as np
 
-    from raise_plugin.rundir import RunDirectoryDamaged, load_instance, save_instance
+    from raise_plugin.rundir.files import RunDirectoryDamaged, load_instance, save_instance
 
     marker = tmp_path / "ran"
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from raise_plugin.errors import UserError
-from raise_plugin.rundir import load_config
+from raise_plugin.rundir.reader import load_config
 from raise_plugin.validation import SELECTION_FILE, select_final
 from tasks import get_task
 

@@ -36,7 +36,7 @@ from raise_plugin.harness.paper_tables import Table
 from raise_plugin.harness.results_csv import collect_rows, write_rows
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
-from raise_plugin.rundir import RunLog
+from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
 __all__ = ["CompareResult", "run_compare"]

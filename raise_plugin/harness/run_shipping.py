@@ -11,7 +11,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from raise_plugin.rundir import LOCK_NAME  # the run directory's advisory lock file: never shipped
+from raise_plugin.rundir.lock import LOCK_NAME  # the run directory's advisory lock file: never shipped
 
 __all__ = ["TOKEN_FILE", "client_token", "sees_client_disk", "scratch_folder", "pack_run", "unpack_run"]
 

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..callback import InstanceView
-from ..rundir import NOMINAL_PREFIX
+from ..rundir.files import NOMINAL_PREFIX
 
 __all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function",
            "bound_function", "rejection_order"]

@@ -69,7 +69,7 @@ def test_no_program_runs_in_the_run_process_during_a_parallel_refresh(monkeypatc
 @pytest.mark.slow
 def test_a_robust_run_records_the_same_with_its_inner_search_on_one_or_two_workers(tmp_path):
     from raise_plugin.config import RunConfig
-    from raise_plugin.rundir import read_jsonl
+    from raise_plugin.rundir.files import read_jsonl
     from raise_plugin.runner import start_run
 
     def recorded(executor):

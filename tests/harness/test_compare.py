@@ -134,7 +134,7 @@ def test_compare_defaults_to_five_seeds_and_the_demo_to_three():
 
 def test_convergence_figure_draws_each_runs_validation_trace(compared):
     from raise_plugin.harness.figures import convergence_series
-    from raise_plugin.rundir import RunLog
+    from raise_plugin.rundir.reader import RunLog
 
     for key in ("eoh-plain", "eoh-raise-eps0.002"):
         s = convergence_series(RunLog.load(compared.out / "runs" / f"{key}-seed0"))

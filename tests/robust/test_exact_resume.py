@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from raise_plugin.rundir import read_jsonl
+from raise_plugin.rundir.files import read_jsonl
 from raise_plugin.runner import resume_run, start_run
 
 HERE = Path(__file__).parent

@@ -11,8 +11,9 @@ import shutil
 import time
 from pathlib import Path
 
-from raise_plugin.engine.executors import default_workers
-from raise_plugin.harness.compare import CompareConfig, run_compare
+from raise_plugin.engine.local_executors import default_workers
+from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare_config import CompareConfig
 
 COMPARED = ("results.csv", "table_all_distributions.md", "table_significance.md", "report.md")
 

@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from raise_plugin.config import final_selection  # noqa: E402
-from raise_plugin.harness.compare import final_program  # noqa: E402
+from raise_plugin.harness.final_programs import final_program  # noqa: E402
 from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: E402
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite  # noqa: E402
+from raise_plugin.engine.suite import Heuristic, evaluate_suite  # noqa: E402
 from tasks import get_task  # noqa: E402
 
 METHOD = "run"

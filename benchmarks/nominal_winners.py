@@ -23,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from raise_plugin.rundir import read_jsonl  # noqa: E402
+from raise_plugin.rundir.files import read_jsonl  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.common.aggregation import Aggregation  # noqa: E402
 from tasks.common.evaluation import baseline_reference  # noqa: E402

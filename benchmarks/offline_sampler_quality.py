@@ -25,7 +25,7 @@ from llm4ad.method.eoh.sampler import EoHSampler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from raise_plugin.llm.offline import OfflineSampler  # noqa: E402
-from raise_plugin.llm.offline_library import LIBRARIES  # noqa: E402
+from raise_plugin.llm.offline_library import library_for_task  # noqa: E402
 from raise_plugin.programs import ProgramError, compile_priority  # noqa: E402
 from tasks import get_task, list_tasks  # noqa: E402
 
@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tasks", nargs="*", default=None)
     args = parser.parse_args(argv)
-    names = args.tasks or [t for t in list_tasks() if t in LIBRARIES]
+    names = args.tasks or [t for t in list_tasks() if library_for_task(t)]
     print(OfflineSampler(args.seed).describe())
     for name in names:
         task = get_task(name)
@@ -135,7 +135,7 @@ def main(argv=None) -> int:
             ok, total = per_op.get(s["op"], (0, 0))
             per_op[s["op"]] = (ok + (s["score"] is not None), total + 1)
         print(f"[{name}]   valid per operator: " + ", ".join(f"{k} {a}/{b}" for k, (a, b) in per_op.items()))
-        seeds = seed_scores(evaluation, LIBRARIES[name])
+        seeds = seed_scores(evaluation, library_for_task(name))
         best_seed_name, best_seed = max(((k, v) for k, v in seeds.items() if v is not None), key=lambda kv: kv[1])
         t0 = time.time()
         scores = [s for s in eoh_run(task, args.eoh_samples, args.seed) if s is not None and np.isfinite(s)]

@@ -101,7 +101,7 @@ def evaluate(args, out: Path, settings: dict[str, str]) -> None:
     cache = json.loads(cache_file.read_text()) if cache_file.exists() else {}
 
     def per_instance(codes: dict[str, str], baselines=()) -> dict[str, list]:
-        from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+        from raise_plugin.engine.suite import Heuristic, evaluate_suite
         todo = {k: v for k, v in codes.items() if k not in cache}
         hs = [Heuristic(k, code=v) for k, v in todo.items()] + [Heuristic(b, baseline=b) for b in baselines
                                                                  if b not in cache]

@@ -9,7 +9,7 @@ from llm4ad.method.eoh import EoH
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.llm import make_llm
 from raise_plugin.robust import robust
-from raise_plugin.rundir import RunDirectory
+from raise_plugin.rundir.writer import RunDirectory
 from tasks import get_task
 
 task = get_task("obp")

@@ -66,11 +66,11 @@ _EXPORTS = {
     "get_method": ("raise_plugin.methods", "get_method"), "make_llm": ("raise_plugin.llm", "make_llm"),
     "RunConfig": ("raise_plugin.config", "RunConfig"), "start_run": ("raise_plugin.runner", "start_run"),
     "resume_run": ("raise_plugin.runner", "resume_run"),
-    "compare": ("raise_plugin.harness.api", "compare"), "CompareConfig": ("raise_plugin.harness.compare", "CompareConfig"),
+    "compare": ("raise_plugin.harness.api", "compare"), "CompareConfig": ("raise_plugin.harness.compare_config", "CompareConfig"),
     "run_compare": ("raise_plugin.harness.compare", "run_compare"),
-    "evaluate_suite": ("raise_plugin.harness.suite_eval", "evaluate_suite"),
-    "Heuristic": ("raise_plugin.harness.suite_eval", "Heuristic"),
-    "RunLog": ("raise_plugin.rundir", "RunLog"),
+    "evaluate_suite": ("raise_plugin.engine.suite", "evaluate_suite"),
+    "Heuristic": ("raise_plugin.engine.suite", "Heuristic"),
+    "RunLog": ("raise_plugin.rundir.reader", "RunLog"),
     "stats": ("raise_plugin.harness.stats", None), "figures": ("raise_plugin.harness.figures", None),
     "paper_tables": ("raise_plugin.harness.paper_tables", None), "UserError": ("raise_plugin.errors", "UserError"),
 }
@@ -100,8 +100,7 @@ class _Plugin(types.ModuleType):
 
     @property
     def robust(self):
-        from raise_plugin.robust import robust
-        return robust
+        return importlib.import_module("raise_plugin.robust").robust  # loaded on first use, as _EXPORTS
 
     @robust.setter
     def robust(self, subpackage) -> None:

@@ -14,7 +14,7 @@ from tasks.common.evaluation import named_baseline
 from .adversary.objective import parse_objective
 from .adversary.projection import check_epsilon
 from .adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
-from .engine.executors import ExecutorSpecError, parse_executor_spec
+from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
 from .methods import METHODS
 

@@ -1,5 +1,6 @@
-"""Errors a user can fix (bad flags, files, configs): shown as one line, never a traceback."""
+"""Errors a user can fix (bad flags, files, configs): shown as one line, never a traceback.
 
+``UserError`` is defined with the tasks (the lowest layer), so a task's own errors are ones too."""
+from tasks.common.errors import UserError
 
-class UserError(Exception):
-    """A one-line message for the user; the command exits with status 2."""
+__all__ = ["UserError"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 from typing import Callable
 
@@ -145,7 +146,6 @@ def read_program(source: str | Path) -> tuple[str, str]:
 
 
 def _read_json(path: Path):
-    import json
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as exc:

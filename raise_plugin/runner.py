@@ -23,7 +23,10 @@ from .robust.adversarial import AdversarialInstanceCallback
 from .robust.budget import LLMBudget
 from .robust.hooks import Callback
 from .robust.llm_guard import REQUESTS_FILE
-from .rundir import LOCK_NAME, RunDirectory, RunLock, RunLog, write_json_atomic
+from .rundir.files import write_json_atomic
+from .rundir.lock import LOCK_NAME, RunLock
+from .rundir.reader import RunLog
+from .rundir.writer import RunDirectory
 from .validation import ValidationTrace
 
 __all__ = ["start_run", "resume_run", "default_out", "HostProfiler", "CompiledPathReport"]

@@ -24,8 +24,10 @@ from typing import Iterable
 import numpy as np
 
 from .durable import AppendLog
+from .engine.suite import Heuristic, evaluate_suite
 from .robust.hooks import Callback, RunSnapshot
-from .harness.selection import selects_on
+from .rundir.files import read_jsonl, write_json_atomic
+from .selection import selects_on
 
 __all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "final_candidates",
            "select_final", "TRACE_FILE", "SELECTION_FILE"]
@@ -42,8 +44,6 @@ def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = 1, bas
     "failures": count}``. A program that fails on an instance counts as failed there (its
     mean is taken over the rest; ``metric`` is ``inf`` when it fails everywhere).
     """
-    from .harness.suite_eval import Heuristic, evaluate_suite
-
     datasets = task.validation_suite(per_dataset=per_dataset)
     heuristics = [Heuristic(name, code=code) for name, code in codes.items()]
     heuristics += [Heuristic(name, baseline=name) for name in baselines]
@@ -171,7 +171,6 @@ def _finite(value):
 
 def read_trace(run_dir) -> list[dict]:
     """The points of a run directory's ``validation.jsonl`` (empty when it has none)."""
-    from .rundir import read_jsonl
     return read_jsonl(Path(run_dir) / TRACE_FILE)
 
 
@@ -179,8 +178,6 @@ def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = 1, 
                         timeout: float | None = None) -> list[dict]:
     """The validation trace of a finished run, from its population records (every ``every``
     generations and the last): each point is that generation's best member by robust score."""
-    from .rundir import read_jsonl
-
     path = Path(run_dir)
     populations = read_jsonl(path / "population.jsonl")
     programs = {s["program_id"]: s["program"] for s in read_jsonl(path / "samples.jsonl")}
@@ -208,8 +205,6 @@ def final_candidates(run_dir) -> dict | None:
     (id -> robust score on the run's final instance set: a refresh in the last generation
     re-scores the members after their population is recorded, so ``scores.jsonl`` has the
     last word) and ``summary``. ``None`` when the run has no valid program."""
-    from .rundir import read_jsonl
-
     path = Path(run_dir)
     summary = json.loads((path / "summary.json").read_text())
     best = summary.get("best") or {}
@@ -243,8 +238,6 @@ def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = N
     same ``per_dataset`` at the same number of samples is returned as is (a resumed run is
     chosen again). ``None`` when the run has no valid program.
     """
-    from .rundir import write_json_atomic
-
     path = Path(run_dir)
     recorded = path / SELECTION_FILE
     samples = json.loads((path / "summary.json").read_text()).get("samples")

@@ -21,12 +21,11 @@ import zlib
 from importlib import metadata
 from pathlib import Path
 
-from raise_plugin.errors import UserError
-
 from .common import Task
+from .common.errors import UserError
 
-__all__ = ["get_task", "list_tasks", "register_task", "task_reference", "reference_of", "is_task_reference",
-           "TaskReferenceError", "Task"]
+__all__ = ["get_task", "list_tasks", "register_task", "registered_here", "task_reference", "reference_of",
+           "is_task_reference", "TaskReferenceError", "Task"]
 
 ENTRY_POINT_GROUP = "raise_plugin.tasks"
 # Built-ins still resolve when the package runs from a source tree without being installed.
@@ -67,6 +66,12 @@ def register_task(task: Task | type) -> Task:
         raise ValueError(f"a task named {key!r} is already registered")
     _registered[key] = obj
     return obj
+
+
+def registered_here() -> list[str]:
+    """Names of the tasks registered in this process (``register_task``, or loaded by reference),
+    which a fresh interpreter does not know."""
+    return list(_registered)
 
 
 class TaskNames(list):

@@ -9,7 +9,7 @@ from robust_helpers import ScriptedLLM
 from raise_plugin.robust.budget import LLMBudget
 from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.llm.usage import UsageLedger
-from raise_plugin.rundir import read_jsonl
+from raise_plugin.rundir.files import read_jsonl
 from raise_plugin.runner import resume_run, start_run
 
 

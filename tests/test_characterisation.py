@@ -1,4 +1,5 @@
-"""Characterisation: a short offline robust run per task records exactly what it recorded before.
+"""Characterisation: a short offline robust run per task records exactly what it recorded before,
+on the Python path and on the compiled one (``--jit``).
 
 An offline run (seed 0, one sampler, budget 60, tau 2) on each task; its samples, their
 per-instance metrics, the re-scores, the populations, the instance set (digests and
@@ -8,10 +9,15 @@ behaviour (a refactor) must keep these hashes; a change that is meant to alter b
 rewrites them, on purpose, with
 
     .venv/bin/python tests/test_characterisation.py --write
+
+With ``jit``, every program is compiled at its first evaluation (``jit_after`` 0), and the offline
+sampler's programs compile, so the run evaluates almost every sample compiled; it must record
+what the Python path recorded.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -42,17 +48,18 @@ def _digest(value) -> str:
     return hashlib.sha256(json.dumps(_strip(value), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def characterise(task: str, out: Path) -> dict:
+def characterise(task: str, out: Path, jit: bool = False) -> dict:
     """Run the characterisation run of ``task`` into ``out``; the hashes of what it recorded."""
     from raise_plugin.config import RunConfig
-    from raise_plugin.rundir import read_jsonl
+    from raise_plugin.rundir.files import read_jsonl
     from raise_plugin.runner import start_run
 
     # the paper's robust settings, pinned: the task's own defaults may change on purpose
     config = RunConfig(task=task, robust=True, budget=60, pop_size=6, tau=2, seed=0, num_samplers=1,
                        epsilon=0.002, aggregation="mean", adversary_objective="metric", projection="paper",
                        nominal=2 if task == "obp" else None, out=str(out), validation_trace=False,
-                       host_profiler=False)
+                       host_profiler=False,
+                       **({"jit": True, "jit_after": 0.0} if jit else {}))
     start_run(config).run()
     index = read_jsonl(out / "instances" / "index.jsonl")
     samples = read_jsonl(out / "samples.jsonl")
@@ -69,14 +76,22 @@ def characterise(task: str, out: Path) -> dict:
     }
 
 
+PATHS = ["python", pytest.param("jit", marks=pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="the compiled path needs numba (the jit extra)"))]
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("task", TASKS)
-def test_a_short_robust_run_records_what_it_recorded_before(task, tmp_path):
+def test_a_short_robust_run_records_what_it_recorded_before(task, path, tmp_path):
     golden = json.loads(GOLDEN.read_text())[task]
-    now = characterise(task, tmp_path / task)
+    now = characterise(task, tmp_path / task, jit=path == "jit")
+    if path == "jit":
+        tally = json.loads((tmp_path / task / "compiled.json").read_text())
+        assert tally["programs_compiled"] >= now["count"]["samples"] // 2 and tally["programs_waiting"] == 0, tally
     assert now["count"] == golden["count"]
     changed = [k for k in ("samples", "scores", "populations", "instances", "checkpoint") if now[k] != golden[k]]
-    assert not changed, f"{task}: the run recorded other {', '.join(changed)} than before"
+    assert not changed, f"{task} ({path}): the run recorded other {', '.join(changed)} than before"
 
 
 if __name__ == "__main__" and "--write" in sys.argv:

@@ -8,7 +8,7 @@ from llm4ad.method.eoh import EoH
 from robust_helpers import ScriptedLLM, small_obp_evaluation
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.robust import robust
-from raise_plugin.rundir import RunDirectory
+from raise_plugin.rundir.writer import RunDirectory
 
 
 def test_outer_inner_and_rescore_add_up(tmp_path):

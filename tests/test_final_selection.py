@@ -9,7 +9,8 @@ import raise_plugin.validation as validation
 from raise_plugin.cli import main
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import CompareConfig, run_compare
+from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.runner import start_run
 from raise_plugin.validation import select_final, validation_metrics
 from tasks import get_task

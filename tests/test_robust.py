@@ -215,7 +215,7 @@ class HostileLLM(ScriptedLLM):
 def test_hostile_samples_are_invalid_with_their_reason_and_the_run_goes_on(tmp_path):
     import json
 
-    from raise_plugin.rundir import RunDirectory
+    from raise_plugin.rundir.writer import RunDirectory
 
     method = RobustEoH(llm=HostileLLM(0, fail_every=0), evaluation=small_obp_evaluation(), max_sample_nums=15,
                        pop_size=4, max_generations=None, recorder=RunDirectory(tmp_path))

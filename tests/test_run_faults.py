@@ -55,6 +55,19 @@ def samples(run_dir: Path) -> list[tuple]:
             for r in map(json.loads, (run_dir / "samples.jsonl").read_text().splitlines())]
 
 
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def run_record(run_dir: Path) -> dict:
+    """What a resumed run must share with the uninterrupted one: its samples, the prompts it sent,
+    its populations and the instances it found."""
+    return {"samples": samples(run_dir), "prompts": [e["hash"] for e in lines(run_dir / "llm_calls.jsonl")],
+            "populations": lines(run_dir / "population.jsonl"),
+            "instances": [r["instance_id"] for r in lines(run_dir / "instances" / "index.jsonl")
+                          if r.get("kind") == "instance"]}
+
+
 def work(run_dir: Path) -> dict:
     summary = json.loads((run_dir / "summary.json").read_text())
     return {"evaluations": summary["evaluations"], **{k: summary["compute"][k] for k in (
@@ -90,7 +103,7 @@ def test_a_run_killed_after_any_write_resumes_to_the_uninterrupted_run(uninterru
             resumed = cli(*RUN, "--out", str(out))  # and the command it names starts it in that folder
         assert resumed.returncode == 0, (n, resumed.stderr[-2000:])
         assert "Traceback" not in resumed.stderr
-        assert samples(out) == samples(reference), n
+        assert run_record(out) == run_record(reference), n
         # the work counters never lose work done before the kill (a refresh cut short is done again)
         now, then = work(out), work(reference)
         assert now["outer_evaluations"] == then["outer_evaluations"], (n, now, then)
@@ -210,16 +223,16 @@ def test_sigterm_and_sigint_stop_a_run_cleanly_and_resume_continues_it_exactly(s
 
 
 def test_the_folders_of_workers_whose_engine_was_killed_are_swept_at_the_next_start(tmp_path, monkeypatch):
-    from raise_plugin.engine import sandbox
+    from raise_plugin.engine import worker_handle
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f"{sandbox.WORKDIR_PREFIX}{dead.pid}-abc"
-    alive = tmp_path / f"{sandbox.WORKDIR_PREFIX}{os.getppid()}-def"
-    foreign = tmp_path / f"{sandbox.WORKDIR_PREFIX}notapid"
+    stale = tmp_path / f"{worker_handle.WORKDIR_PREFIX}{dead.pid}-abc"
+    alive = tmp_path / f"{worker_handle.WORKDIR_PREFIX}{os.getppid()}-def"
+    foreign = tmp_path / f"{worker_handle.WORKDIR_PREFIX}notapid"
     for folder in (stale, alive, foreign):
         (folder / "inside").mkdir(parents=True)
-    monkeypatch.setattr(sandbox, "_swept", [])
-    sandbox.sweep_stale_workdirs()
+    monkeypatch.setattr(worker_handle, "_swept", [])
+    worker_handle.sweep_stale_workdirs()
     assert not stale.exists() and alive.exists() and foreign.exists()

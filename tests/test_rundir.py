@@ -1,8 +1,10 @@
-"""The run directory: everything recorded as the run goes, and resume after kill -9 with nothing lost."""
+"""The run directory: everything recorded as the run goes, damaged records repaired on resume, and a
+run killed inside a refresh resuming with its provenance (kills at every write: test_run_faults.py)."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +18,8 @@ import pytest
 from robust_helpers import ScriptedLLM
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
-from raise_plugin.rundir import RunLog, load_instance, read_jsonl
+from raise_plugin.rundir.files import load_instance, read_jsonl
+from raise_plugin.rundir.reader import RunLog
 from raise_plugin.runner import resume_run, start_run
 from tasks.common.aggregation import Aggregation
 
@@ -79,7 +82,9 @@ def test_a_run_records_samples_populations_instances_and_a_summary(tmp_path):
         start_run(config(tmp_path / "run"), llm=ScriptedLLM(0))
 
 
-CHILD = textwrap.dedent("""
+# the run in a child process that kills itself (SIGKILL) inside its first refresh: the instance set
+# changed and the population re-scored, no checkpoint written yet
+KILLED_IN_A_REFRESH = textwrap.dedent("""
     import importlib.util, os, signal, sys
     spec = importlib.util.spec_from_file_location("robust_helpers", {helpers!r})
     helpers = sys.modules["robust_helpers"] = importlib.util.module_from_spec(spec)
@@ -89,70 +94,19 @@ CHILD = textwrap.dedent("""
     from raise_plugin.runner import start_run
 
     class KillInside(Callback):
-        # kill -9 from inside a hook: after the records of that event, before the checkpoint
-        def on_generation_end(self, method, snapshot):
-            if {hook!r} == "generation" and snapshot.generation == {nth}:
-                os.kill(os.getpid(), signal.SIGKILL)
-
         def on_instances_updated(self, method, snapshot, update):
-            if {hook!r} == "instances" and update.version == {nth}:
+            if update.version == 1:
                 os.kill(os.getpid(), signal.SIGKILL)
 
     start_run(RunConfig(**{config!r}), llm=helpers.ScriptedLLM(0), callbacks=[KillInside()]).run()
 """)
 
 
-def run_and_kill(cfg: RunConfig, after_samples: int | None, hook: str | None = None, nth: int = 0) -> list[str]:
-    """Start the run in a child process; SIGKILL it once ``after_samples`` samples are on disk
-    (or let it kill itself inside ``hook`` number ``nth``)."""
-    code = CHILD.format(helpers=str(HELPERS), config=cfg.to_dict(), hook=hook, nth=nth)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            cwd=Path(__file__).parents[1])
-    samples = Path(cfg.out) / "samples.jsonl"
-    deadline = time.time() + 120
-    try:
-        if after_samples is None:
-            proc.wait(timeout=120)
-            assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
-        while after_samples is not None and time.time() < deadline and proc.poll() is None:
-            if samples.exists() and samples.read_text().count("\n") >= after_samples:
-                break
-            time.sleep(0.02)
-        if after_samples is not None:
-            assert proc.poll() is None, f"the run ended before it was killed: {proc.stderr.read().decode()[-2000:]}"
-            os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
-    return [line for line in samples.read_text().splitlines() if line.endswith("}")]
-
-
-@pytest.mark.parametrize("after_samples, hook, nth", [
-    (2, None, 0),              # during initialisation
-    (11, None, 0),             # after a refresh, mid-generation
-    (None, "instances", 1),    # inside the first refresh: set changed and re-scored, no checkpoint yet
-    (None, "generation", 3),   # a generation recorded, its checkpoint not yet written
-])
-def test_a_run_killed_with_sigkill_resumes_to_its_budget_with_nothing_lost(tmp_path, after_samples, hook, nth):
-    cfg = config(tmp_path / "run", budget=20)
-    before = run_and_kill(cfg, after_samples, hook, nth)
-    assert len(before) >= (after_samples or 1)
-    method = resume_run(tmp_path / "run", llm=ScriptedLLM(1))
-    assert method.samples == len([json.loads(b) for b in before if _parses(b)])
-    method.run()
-    log, summary = check_complete(tmp_path / "run", 20)
-    after = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
-    for line in before:
-        if _parses(line):
-            assert line in after  # nothing recorded before the kill was lost or rewritten
-    assert method._population.samples == method._tot_sample_nums == 20
-
-
-def _parses(line: str) -> bool:
-    try:
-        json.loads(line)
-        return True
-    except json.JSONDecodeError:
-        return False
+def run_killed_in_a_refresh(cfg: RunConfig) -> None:
+    code = KILLED_IN_A_REFRESH.format(helpers=str(HELPERS), config=cfg.to_dict())
+    done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          cwd=Path(__file__).parents[1], timeout=120)
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
 
 
 def test_resuming_a_finished_run_adds_nothing(tmp_path):
@@ -211,7 +165,7 @@ def test_each_task_runs_robustly_with_the_offline_sampler_and_reproduces_under_a
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from raise_plugin.rundir import RunLock
+    from raise_plugin.rundir.lock import RunLock
     RunLock(sys.argv[1]).acquire()
     print("locked", flush=True)
     time.sleep(120)
@@ -225,18 +179,26 @@ def _hold_in_another_process(path: Path) -> subprocess.Popen:
     return proc
 
 
-@pytest.fixture()
-def finished_run(tmp_path):
-    method = start_run(config(tmp_path / "run", budget=8, host_profiler=False), llm=ScriptedLLM(0))
+@pytest.fixture(scope="module")
+def _finished_template(tmp_path_factory):
+    path = tmp_path_factory.mktemp("finished") / "run"
+    method = start_run(config(path, budget=8, host_profiler=False), llm=ScriptedLLM(0))
     method.run()
     method._recorder.close()  # this process lets go of the directory
+    return path
+
+
+@pytest.fixture()
+def finished_run(_finished_template, tmp_path):
+    """A finished 8-sample run of its own (a copy of one run made once for the module)."""
+    shutil.copytree(_finished_template, tmp_path / "run")
     return tmp_path / "run"
 
 
 def test_a_run_directory_in_use_by_another_process_is_refused_naming_it(finished_run, monkeypatch, capsys):
     from raise_plugin import runner
     from raise_plugin.cli import main
-    from raise_plugin.rundir import RunDirectoryBusy
+    from raise_plugin.rundir.lock import RunDirectoryBusy
 
     holder = _hold_in_another_process(finished_run)
     try:
@@ -387,7 +349,7 @@ def test_a_line_cut_by_a_kill_is_dropped_with_a_repair_note(finished_run):
 @pytest.mark.parametrize("aggregation", ["balanced", "regret:min"])
 def test_a_regret_run_killed_inside_a_refresh_resumes_with_every_provenance_field(tmp_path, aggregation):
     cfg = config(tmp_path / "run", budget=20, adversary_objective="regret:baselines", aggregation=aggregation)
-    run_and_kill(cfg, None, "instances", 1)
+    run_killed_in_a_refresh(cfg)
     method = resume_run(tmp_path / "run", llm=ScriptedLLM(1))
     assert str(method.evaluation.aggregation) == str(Aggregation.parse(aggregation))
     assert method.evaluation.nominal_count == 1
@@ -418,7 +380,7 @@ def test_an_instance_file_is_never_unpickled_and_a_damaged_one_is_one_line(tmp_p
 
     import numpy as np
 
-    from raise_plugin.rundir import RunDirectoryDamaged, load_instance, save_instance
+    from raise_plugin.rundir.files import RunDirectoryDamaged, load_instance, save_instance
 
     marker = tmp_path / "ran"
 

@@ -9,7 +9,7 @@ from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, small_obp_evaluation
 from raise_plugin.robust import robust
-from raise_plugin.rundir import RunDirectory
+from raise_plugin.rundir.writer import RunDirectory
 from raise_plugin.validation import ValidationTrace, read_trace, trace_run_directory, validation_metrics
 from tasks import get_task
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import CompareConfig, run_compare
+from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.paper_tables import significance_summary
 
 

@@ -6,8 +6,10 @@ import os
 import sys
 from pathlib import Path
 
+from raise_plugin.engine import SandboxLimits
+from raise_plugin.engine.executor_spec import parse_executor_spec
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.errors import UserError
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, check_program
 from tasks import get_task, list_tasks
@@ -91,7 +93,6 @@ def check_output(path, *, folder: bool = False) -> None:
 
 
 def check_executor(spec) -> None:
-    from raise_plugin.engine.executors import parse_executor_spec
     if spec is not None:
         parse_executor_spec(spec)  # a one-line ExecutorSpecError (a UserError) for a bad spec
 
@@ -124,7 +125,6 @@ def run(args) -> int:
     check_executor(args.executor)
     check_output(args.out)
     compiled = []
-    from raise_plugin.engine import SandboxLimits
     try:  # a file evaluated on its own has every job checked for look-ahead
         limits = SandboxLimits(foresight=1.0, jit=bool(args.jit), jit_after=args.jit_after)
     except ValueError as exc:

@@ -1,6 +1,8 @@
 """``raise-ahd methods``: list the methods and how ``robust()`` wraps each."""
 from __future__ import annotations
 
+from raise_plugin.methods import method_table
+
 
 def register(sub) -> None:
     p = sub.add_parser("methods", help="list the methods and whether (and how) robust() wraps them")
@@ -8,8 +10,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from raise_plugin.methods import method_table
-
     rows = method_table()
     width = max(len(name) for name, _, _ in rows)
     cls_width = max(len(cls) for _, cls, _ in rows)

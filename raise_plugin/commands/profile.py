@@ -4,10 +4,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from raise_plugin.adversary.projection import check_epsilon
 from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, resolve_task
 from raise_plugin.errors import UserError
-from raise_plugin.harness.profile import robustness_profile, save_profile
-from raise_plugin.harness.suite_eval import Heuristic
+from raise_plugin.harness.robustness_profile import robustness_profile, save_profile
+from raise_plugin.engine.suite import Heuristic
 from raise_plugin.programs import ProgramError, check_program, read_program
 
 
@@ -51,7 +52,6 @@ def parse_eps(text: str) -> list[float]:
 def run(args) -> int:
     task = resolve_task(args.task)
     epsilons = parse_eps(args.eps)
-    from raise_plugin.adversary.projection import check_epsilon
     reach = check_epsilon(task, max(epsilons))
     if reach is not None:
         raise UserError(f"--eps {max(epsilons):g} is beyond the largest distance {task.name}'s distributions can "

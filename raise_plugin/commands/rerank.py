@@ -7,7 +7,7 @@ from pathlib import Path
 from raise_plugin.commands.evaluate import check_output, check_timeout, report_invalid, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness.rerank import load_run_programs, rerank
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
 from tasks.common.suite import Dataset

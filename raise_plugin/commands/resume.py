@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from raise_plugin.commands.run import ENDPOINT_FLAGS, add_cap_arguments, execute
+from raise_plugin.runner import resume_run
 
 
 def register(sub) -> None:
@@ -16,8 +17,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from raise_plugin.runner import resume_run
-
     method = resume_run(args.run_dir, budget=args.budget, **{name: getattr(args, name) for name in ENDPOINT_FLAGS},
                         on_repair=lambda message: print(f"raise-ahd: warning: {message}", file=sys.stderr))
     if method.samples >= method.budget:

@@ -8,9 +8,12 @@ import signal
 import sys
 import threading
 
-from raise_plugin.robust.progress import ProgressBar
-from raise_plugin.config import RunConfig
+from raise_plugin.config import ConfigError, RunConfig, final_selection
 from raise_plugin.errors import UserError
+from raise_plugin.robust.progress import ProgressBar
+from raise_plugin.runner import CompiledPathReport, start_run
+from raise_plugin.validation import select_final
+from tasks import is_task_reference, task_reference
 
 FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
          "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
@@ -127,7 +130,6 @@ def add_cap_arguments(p) -> None:
 
 def parse_prices(items) -> dict | None:
     """``["model=0.25,2.0", ...]`` -> ``{"model": [0.25, 2.0]}``; a malformed item is a one-line error."""
-    from raise_plugin.config import ConfigError
     if not items:
         return None
     prices = {}
@@ -142,8 +144,6 @@ def parse_prices(items) -> dict | None:
 
 
 def config_from_args(args) -> RunConfig:
-    from tasks import is_task_reference, task_reference
-
     args.prices = parse_prices(getattr(args, "price_items", None))
     flags = {name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None}
     if flags.get("task") and is_task_reference(flags["task"]):
@@ -260,7 +260,6 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         bar.close()
     summary = method.summary(finished=method.stop_reason is None)
     print_summary(summary, run_dir, out=out, selection=_final_selection(method, run_dir, summary))
-    from raise_plugin.runner import CompiledPathReport
     compiled = [cb.line for cb in method.callbacks if isinstance(cb, CompiledPathReport) and cb.line]
     if compiled:
         print(f"compiled path   {compiled[0]}", file=out)
@@ -274,9 +273,6 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
 def _final_selection(method, run_dir, summary: dict) -> dict | None:
     """The choice on the validation suite, made when the run has finished and its task hands on
     that choice (``Task.final_selection``); ``None`` otherwise."""
-    from raise_plugin.config import final_selection
-    from raise_plugin.validation import select_final
-
     task = getattr(method, "task", None)
     if task is None or not summary.get("finished") or final_selection(task.name) != "validation":
         return None
@@ -285,8 +281,6 @@ def _final_selection(method, run_dir, summary: dict) -> dict | None:
 
 
 def run(args) -> int:
-    from raise_plugin.runner import start_run
-
     config = config_from_args(args)
     method = start_run(config)
     return execute(method, method._recorder.path, progress=not args.no_progress)

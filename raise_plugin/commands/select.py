@@ -5,6 +5,9 @@ import json
 from pathlib import Path
 
 from raise_plugin.errors import UserError
+from raise_plugin.rundir.reader import load_config
+from raise_plugin.validation import SELECTION_FILE, select_final
+from tasks import get_task
 
 
 def register(sub) -> None:
@@ -18,10 +21,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from raise_plugin.rundir import load_config
-    from raise_plugin.validation import SELECTION_FILE, select_final
-    from tasks import get_task
-
     path = Path(args.run_dir)
     config = load_config(path)
     summary = path / "summary.json"

@@ -1,6 +1,7 @@
 """``raise-ahd tasks``: list the registered tasks, or describe one (by name, file or module)."""
 from __future__ import annotations
 
+from raise_plugin.config import final_selection, robust_defaults
 from raise_plugin.errors import UserError
 from tasks import get_task, list_tasks
 
@@ -13,7 +14,6 @@ def register(sub) -> None:
 
 
 def _defaults(name: str) -> str:
-    from raise_plugin.config import robust_defaults
     d = robust_defaults(name)
     own = getattr(get_task(name), "robust_defaults", {}) or {}
     text = (f"eps {d['epsilon']:g}, projection {d['projection'] or 'paper'}, objective {d['adversary_objective']}, "
@@ -26,8 +26,6 @@ _SELECTION = {"robust": "the run's robust best (the paper's)",
 
 
 def run(args) -> int:
-    from raise_plugin.config import final_selection
-
     names = list_tasks()
     if getattr(args, "task", None):
         try:

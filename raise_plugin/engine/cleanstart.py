@@ -8,6 +8,7 @@ the first worker and stopped with the process.
 """
 from __future__ import annotations
 
+import ctypes
 import io
 import os
 import signal
@@ -16,15 +17,17 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from multiprocessing import connection, context, forkserver, popen_forkserver, resource_tracker, spawn, util
 
 from .limits import allowed_environment
+from .live_workers import kill_live_workers
 
 __all__ = ["clean_context", "clean_environment"]
 
 # imported once by the server, so that a worker forked from it starts in milliseconds
 PRELOAD = ["numpy", "tasks", "tasks.obp", "tasks.ojsp", "tasks.ovrp", "raise_plugin.engine", "raise_plugin.adversary",
-           "raise_plugin.harness.profile", "raise_plugin.harness.rerank", "raise_plugin.adversary.sandboxed"]
+           "raise_plugin.harness.robustness_profile", "raise_plugin.harness.rerank", "raise_plugin.adversary.sandboxed"]
 # what multiprocessing would re-import in every worker: the engine's main script is the
 # caller's, not a worker's business
 _MAIN_KEYS = ("main_path", "init_main_from_name", "init_main_from_path")
@@ -88,8 +91,6 @@ class _CleanForkServer(forkserver.ForkServer):
         """Kill the workers still alive (each holds the resource tracker's pipe); stop the
         server (it ends when its last client's "alive" pipe closes) and wait for it; then the
         resource tracker likewise, never more than a few seconds each. Safe to call more than once."""
-        from .sandbox import kill_live_workers
-
         with self._lock:
             process, self._process = self._process, None
             if process is None:
@@ -136,11 +137,9 @@ def _stop_tracker(seconds: float = 5.0) -> None:
 
 
 def _become_subreaper() -> None:
-    import warnings
     # the server reaps the orphans it adopts; multiprocessing warns about every one
     warnings.filterwarnings("ignore", message="forkserver: waitpid returned")
     try:
-        import ctypes
         ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         pass

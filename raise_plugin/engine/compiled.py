@@ -28,22 +28,22 @@ rejection stops them after an instance or two) is never compiled, one evaluated 
 runs compiled from that point of its evaluation on. Which path ran never changes a metric.
 
 Results say which path ran (``EvalResult.compiled``, ``EvalResult.fallback``); executors keep a
-``CompiledTally`` of programs compiled and programs left on Python.
+``compiled_tally.CompiledTally`` of programs compiled and programs left on Python.
 """
 from __future__ import annotations
 
 import collections
+import os
 import random
-import threading
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from .jobs import root_cause
+from .failures import root_cause
 
-__all__ = ["Compiler", "Verdict", "CompiledTally", "tally_line", "probe_instances", "numba_available",
-           "numba_spelling", "PROBE_SEED", "WAITING"]
+__all__ = ["Compiler", "Verdict", "program_key", "probe_instances", "numba_available", "numba_spelling",
+           "load_compiler", "warm_compiler", "PROBE_SEED", "WAITING"]
 
 PROBE_SEED = 20240532  # the probe instances are the same in every worker and every run
 _CACHED_PROGRAMS = 256
@@ -241,7 +241,7 @@ class Compiler:
     def ready(self, task, spec, seconds: float = 0.0) -> Verdict | None:
         """``spec``'s verdict once its evaluations here, ``seconds`` more included, have taken
         ``after`` seconds in Python (judged then, if not before); ``None`` until then."""
-        key = _key(task.name, spec)
+        key = program_key(task.name, spec)
         if key in self._verdicts:
             return self.verdict(task, spec)
         spent = self._spent.pop(key, 0.0) + seconds
@@ -254,12 +254,12 @@ class Compiler:
 
     def waiting(self, task, spec) -> str:
         """The fallback of a job whose program is not compiled yet."""
-        spent = self._spent.get(_key(task.name, spec), 0.0)
+        spent = self._spent.get(program_key(task.name, spec), 0.0)
         return f"{WAITING}: {spent:.2f} s of Python in this worker, compiled after {self.after:g} s"
 
     def verdict(self, task, spec) -> Verdict:
         """The compiled heuristic for ``spec`` (a ``ProgramSpec``) on ``task``, or why there is none."""
-        key = _key(task.name, spec)
+        key = program_key(task.name, spec)
         self._spent.pop(key, None)
         held = self._verdicts.get(key)
         if held is not None:
@@ -313,78 +313,29 @@ class Compiler:
         return self._probes[task.name]
 
 
-def _key(task_name: str, spec) -> tuple:
+def program_key(task_name: str, spec) -> tuple:
     """What a program is known by, in a worker's ``Compiler`` and in a ``CompiledTally``."""
     return task_name, spec.code, spec.function, spec.baseline
 
 
-class CompiledTally:
-    """How many programs ran compiled, how many were left on Python (by reason) and how many were
-    never evaluated long enough to be compiled, over the jobs an executor ran. A program counts
-    as compiled once a job of it ran compiled, unless a job of it was left on Python for a
-    reason (the compiled function failed on an instance, or it was refused). Thread-safe."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._compiled: set = set()
-        self._waiting: set = set()
-        self._python: dict = {}
-        self.jobs = {"compiled": 0, "python": 0}
-
-    def record(self, job, result) -> None:
-        if result.compiled is None:
-            return
-        key = _key(job.task, job.program)
-        with self._lock:
-            if result.compiled:
-                self.jobs["compiled"] += 1
-                if key not in self._python:
-                    self._compiled.add(key)
-                    self._waiting.discard(key)
-            elif result.fallback.startswith(WAITING):
-                self.jobs["python"] += 1
-                if key not in self._python and key not in self._compiled:
-                    self._waiting.add(key)
-            else:
-                self.jobs["python"] += 1
-                self._compiled.discard(key)
-                self._waiting.discard(key)
-                self._python.setdefault(key, result.fallback)
-
-    @property
-    def programs_compiled(self) -> int:
-        return len(self._compiled)
-
-    @property
-    def programs_python(self) -> int:
-        """Programs left on Python for a reason (``reasons``)."""
-        return len(self._python)
-
-    @property
-    def programs_waiting(self) -> int:
-        """Programs that ran only in Python, none of them evaluated long enough in one worker to be compiled."""
-        return len(self._waiting)
-
-    def reasons(self) -> dict[str, int]:
-        """Programs left on Python, by the kind of reason (the text before its first colon)."""
-        with self._lock:
-            kinds = collections.Counter(reason.split(":", 1)[0] for reason in self._python.values())
-        return dict(kinds.most_common())
-
-    def as_dict(self) -> dict:
-        with self._lock:
-            jobs = dict(self.jobs)
-        return {"programs_compiled": self.programs_compiled, "programs_python": self.programs_python,
-                "programs_waiting": self.programs_waiting, "jobs_compiled": jobs["compiled"],
-                "jobs_python": jobs["python"], "python_reasons": self.reasons()}
-
-    def line(self) -> str:
-        return tally_line(self.as_dict())
+def load_compiler() -> tuple[str, ...]:
+    """Import numba (it loads LLVM's library, which the audit hook would refuse later); the
+    directories of numba and llvmlite, or none when numba is not installed."""
+    try:
+        import llvmlite
+        import numba
+    except Exception:  # noqa: BLE001 - not installed or broken: every program runs in Python
+        return ()
+    return tuple(os.path.dirname(m.__file__) + os.sep for m in (numba, llvmlite))
 
 
-def tally_line(tally: dict) -> str:
-    """One line for a ``CompiledTally.as_dict()`` (as a run writes it to ``compiled.json``)."""
-    reasons = ", ".join(f"{n} {k}" for k, n in tally["python_reasons"].items())
-    return (f"{tally['programs_compiled']} programs compiled, {tally['programs_python']} on Python"
-            + (f" ({reasons})" if reasons else "")
-            + (f", {tally['programs_waiting']} not evaluated long enough to compile" if tally["programs_waiting"] else ""))
+def warm_compiler() -> None:
+    """Load numba and compile one small function, so that LLVM's start-up is paid once in the
+    worker, not again in every program process it forks."""
+    if not load_compiler():
+        return
+    try:
+        from numba import njit
+        njit(cache=False)(lambda a, x: np.exp(a - x).argmax())(np.arange(3.0), 1.0)
+    except Exception:  # noqa: BLE001 - the program processes compile as they can
+        pass

@@ -8,12 +8,25 @@ Each step is applied where the kernel and the user allow it and skipped otherwis
 """
 from __future__ import annotations
 
+import ctypes
 import functools
+import json
 import os
 import stat
 import sys
+import sysconfig
+import tempfile
 
-__all__ = ["confine", "layer", "landlock_abi", "unprivileged_ids"]
+import numpy
+
+import tasks
+
+try:
+    import pwd
+except ImportError:  # no user database on this platform
+    pwd = None
+
+__all__ = ["confine", "layer", "landlock_abi", "unprivileged_ids", "c_library"]
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
@@ -37,14 +50,14 @@ _PROC_READABLE = ("cpuinfo", "meminfo", "stat", "sys", "self", "thread-self")
 
 
 @functools.lru_cache(maxsize=1)
-def _libc():
-    import ctypes
-    return ctypes, ctypes.CDLL(None, use_errno=True)
+def c_library() -> ctypes.CDLL:
+    """This process's C library (``errno`` kept), loaded once."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _prctl(option: int, value: int) -> bool:
     try:
-        _, libc = _libc()
+        libc = c_library()
         return libc.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
@@ -56,7 +69,7 @@ def landlock_abi() -> int:
     if not sys.platform.startswith("linux"):
         return 0
     try:
-        _, libc = _libc()
+        libc = c_library()
         version = libc.syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION)
     except (OSError, AttributeError):
         return 0
@@ -68,10 +81,9 @@ def unprivileged_ids() -> tuple[int, int] | None:
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
     try:
-        import pwd
         entry = pwd.getpwnam("nobody")
         return entry.pw_uid, entry.pw_gid
-    except (ImportError, KeyError):
+    except (AttributeError, KeyError):  # no user database (pwd is None), or no such user
         return 65534, 65534
 
 
@@ -96,10 +108,6 @@ def _others_can_read(path: str) -> bool:
 def _code_readable_by_others() -> bool:
     """Whether the code a worker may still import (the plugin, the tasks, numpy, the
     standard library) stays readable once the worker is no longer root."""
-    import sysconfig
-
-    import numpy
-    import tasks
     places = [os.path.dirname(m.__file__) for m in (sys.modules["raise_plugin"], tasks, numpy)]
     places.append(sysconfig.get_paths()["stdlib"])
     return all(_others_can_read(p) for p in places)
@@ -110,9 +118,6 @@ def _code_places() -> tuple[str, ...]:
     """Where the worker's code lives (``sys.path``, the plugin's and the tasks' root, the files of
     tasks given by reference), less any place that holds the temporary directory (other
     workers' directories are there)."""
-    import json
-    import tempfile
-
     temp = os.path.realpath(tempfile.gettempdir())
     places = [p or os.getcwd() for p in sys.path]
     for name in ("raise_plugin", "tasks"):
@@ -158,7 +163,7 @@ def _drop_capabilities() -> bool:
     inheritable): no reading other users' processes, no signals to them, no module loading."""
     if unprivileged_ids() is None:
         return False
-    ctypes, libc = _libc()
+    libc = c_library()
     cap = 0
     while cap < 64 and libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
         cap += 1
@@ -176,7 +181,7 @@ def _root_entries() -> tuple[str, ...]:
 
 
 def _landlock(workdir: str, abi: int) -> bool:
-    ctypes, libc = _libc()
+    libc = c_library()
 
     class RulesetAttr(ctypes.Structure):
         _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),

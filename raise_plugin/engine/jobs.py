@@ -12,9 +12,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 from raise_plugin.programs import ProgramError, check_program, compile_priority
-from tasks.common.errors import printable
+from tasks import get_task
 
+from .failures import classify, one_line
 from .results import EvalResult, FailureKind
+from .role import current_judge
 
 __all__ = ["ProgramSpec", "InstanceSet", "Job", "SourcePriority", "execute_job", "freeze_instances",
            "tampered_instances"]
@@ -91,7 +93,6 @@ class SourcePriority:
 
     def __call__(self, *args, **kwargs):
         if self._func is None:
-            from .judge import current_judge
             if current_judge() is not None:  # a worker: programs run in program processes, never here
                 raise RuntimeError("a program is never called in a worker: evaluate it through "
                                    "judge.evaluate_heuristic")
@@ -170,35 +171,6 @@ def tampered_instances(instances: list, checksums: list[int], indices) -> list[i
     return [i for i in indices if _checksum(instances[i]) != checksums[i]]
 
 
-def root_cause(exc: BaseException) -> BaseException:
-    """The innermost exception behind ``exc`` (tasks re-raise a heuristic's error ``from None``)."""
-    seen = set()
-    while exc.__context__ is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        exc = exc.__context__
-    return exc
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    return printable(text, limit)
-
-
-def classify(exc: BaseException) -> tuple[str, str]:
-    """(kind, reason) of an exception raised while evaluating a heuristic."""
-    from tasks.common.errors import HeuristicError
-    cause = root_cause(exc)
-    if isinstance(cause, MemoryError) or isinstance(exc, MemoryError):
-        detail = str(exc) if isinstance(exc, HeuristicError) else f"MemoryError: {cause}"
-        return FailureKind.MEMORY, one_line(f"exceeded the memory cap ({detail})")
-    if isinstance(exc, HeuristicError):
-        return FailureKind.HEURISTIC, one_line(str(exc))
-    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
-        return FailureKind.HEURISTIC, f"the program raised {type(exc).__name__}"
-    if isinstance(exc, RecursionError):
-        return FailureKind.HEURISTIC, one_line(f"RecursionError: {exc}")
-    return FailureKind.ERROR, one_line(f"evaluation raised {type(exc).__name__}: {exc}")
-
-
 def execute_job(job: Job, instances: list, checksums: list[int] | None = None, compiler=None) -> EvalResult:
     """Run ``job`` on ``instances`` in this process (a worker calls this). Never raises.
 
@@ -212,7 +184,6 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
     count = len(job.indices)
     verdict = None
     try:
-        from tasks import get_task
         task = get_task(job.task)
         evaluate = task.evaluate  # taken before the program's module code runs: it cannot replace it
         if compiler is not None:

@@ -2,6 +2,7 @@
 namespaces or kernel tinkering, and signals only to itself; threads stay allowed unless asked otherwise."""
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
 import sys
@@ -94,7 +95,6 @@ _ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
 
 
 def _libc():
-    import ctypes
     return ctypes, ctypes.CDLL(None, use_errno=True)
 
 

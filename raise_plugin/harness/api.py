@@ -1,7 +1,8 @@
 """The harness from Python: ``compare(...)`` is ``raise-ahd compare`` with keywords."""
 from __future__ import annotations
 
-from .compare import CompareConfig, CompareResult, run_compare
+from .compare import CompareResult, run_compare
+from .compare_config import CompareConfig
 
 __all__ = ["compare"]
 

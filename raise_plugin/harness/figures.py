@@ -6,6 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from raise_plugin.adversary import nearest
+from raise_plugin.validation import read_trace
+
 __all__ = ["convergence_series", "plot_convergence", "adversarial_centres", "plot_adversarial_distributions"]
 
 
@@ -19,8 +22,6 @@ def _pyplot():
 def convergence_series(log) -> dict:
     """Per generation: best and mean population robust metric (-score), the generations where the
     set was refreshed, and the validation trace of the best program (``raise_plugin.validation``)."""
-    from raise_plugin.validation import read_trace
-
     gens, best, mean = [], [], []
     for pop in log.populations:
         scores = [m["score"] for m in pop["members"] if m.get("score") is not None and math.isfinite(m["score"])]
@@ -88,8 +89,6 @@ def adversarial_centres(task, log) -> tuple[np.ndarray, list[tuple[int, np.ndarr
     ``(generation, distribution, index of its nearest nominal histogram, distance d to it)``.
     The nearest nominal histogram is the centre of the eps-ball the distribution was projected
     onto, so ``d`` is what eps bounds."""
-    from raise_plugin.adversary import nearest
-
     nominal = np.array([task.histogram(log.instance(i)) for i, r in log.instances.items()
                         if r.get("origin") == "nominal"])
     found = []

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
-from raise_plugin.harness.selection import selects_on
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.harness.robustness_profile import search_timeout
+from raise_plugin.selection import selects_on
 from raise_plugin.programs import ProgramError, compile_priority
 from tasks import get_task
 from tasks.common.aggregation import Aggregation
@@ -93,7 +95,6 @@ def _metrics(task_name: str, programs: list[RankedProgram], instances: list, exe
 
 def _attack(task_name: str, code: str, epsilon: float, seed: int, population: int, generations: int):
     """The adversarial search on one program (run in a sandboxed worker)."""
-    from raise_plugin.adversary import search
     task = get_task(task_name)
     return search(task, compile_priority(code, None), epsilon, nominal=task.nominal_instances(), seed=seed,
                   population=population, generations=generations)
@@ -106,9 +107,7 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.
     """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances.
 
     ``timeout``: seconds per instance (default: the task's limit of each instance); a
-    search may take that times the instances it evaluates (``profile.search_timeout``)."""
-    from raise_plugin.harness.profile import search_timeout
-
+    search may take that times the instances it evaluates (``robustness_profile.search_timeout``)."""
     task = get_task(task_name)
     scorer = task.evaluation(aggregation=Aggregation.parse(aggregation))  # scores only: A, nominal count, references
     chosen = sorted(programs, key=lambda p: -p.original_score)[:top]

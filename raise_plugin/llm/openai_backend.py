@@ -11,22 +11,21 @@ Whatever the endpoint does, a call ends: each request has a deadline for its who
 (a model that never stops generating is cut off there), a refused key or unknown model
 ends the run at once, an endpoint never reached ends it after one call's attempts, and
 the ledger ends it after ``max_failed_requests`` requests in a row without a usable program.
+One request, and how it ended: ``openai_request``.
 """
 from __future__ import annotations
 
-import email.utils
-import json
 import logging
 import os
 import random
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from llm4ad.base import LLM
 
 from .errors import EndpointFailed, LLMAborted, LLMConfigError
+from .openai_request import Outcome, WaitingNotice, one_line, send, to_messages
 from .operators import infer_operator
 from .usage import DEFAULT_PRICES, LENGTH, OK, Price, UsageLedger
 
@@ -38,8 +37,6 @@ ENV_BASE_URL = "OPENAI_BASE_URL"
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_MODEL = ("RAISE_LLM_MODEL", "OPENAI_MODEL")
 
-_RETRYABLE_STATUS = {408, 409, 429}
-_MAX_BODY = 16 * 2 ** 20   # bytes of one answer: far past any program, short of a runaway stream
 DEFAULT_MAX_FAILED_REQUESTS = 10
 
 
@@ -50,86 +47,6 @@ def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
         return prices[model]
     matches = [name for name in prices if model.startswith(name)]
     return prices[max(matches, key=len)] if matches else None
-
-
-def _one_line(text: Any, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _retry_after(exc: Exception) -> float | None:
-    """Seconds asked by the server's ``Retry-After`` (or ``retry-after-ms``) header."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
-
-
-def to_messages(prompt: Any) -> list[dict]:
-    """Chat messages for ``prompt``: a string becomes one user message; the host's
-    ``{'role', 'message'}`` dicts become ``{'role', 'content'}``; empty system messages go."""
-    if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt.strip()}]
-    messages = []
-    for m in prompt:
-        content = m.get("content", m.get("message", ""))
-        if m.get("role") == "system" and not content:
-            continue
-        messages.append({"role": m.get("role", "user"), "content": content})
-    return messages
-
-
-@dataclass
-class _Outcome:
-    """How one request ended: ``kind`` is ``OK``/``LENGTH`` (an answer) or a failure kind."""
-
-    kind: str
-    text: str = ""
-    why: str = ""
-    status: int | None = None
-    retryable: bool = False
-    fatal: Exception | None = None
-    retry_after: float | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-class _Waiting:
-    """Says, while a request is under way, that the run is waiting for the endpoint."""
-
-    def __init__(self, where: str, timeout: float, first: float):
-        self.where, self.timeout, self.first = where, timeout, first
-        self._done = threading.Event()
-        self._start = time.monotonic()
-        self._thread = threading.Thread(target=self._watch, daemon=True) if first > 0 else None
-        if self._thread is not None:
-            self._thread.start()
-
-    def _watch(self) -> None:
-        wait = self.first
-        while not self._done.wait(wait):
-            log.warning("waiting for the LLM at %s: %.0f s so far (given up at %.0f s; --llm-timeout)",
-                        self.where, time.monotonic() - self._start, self.timeout)
-            wait = max(wait, 30.0)
-
-    def close(self) -> None:
-        self._done.set()
 
 
 class OpenAIBackend(LLM):
@@ -255,13 +172,14 @@ class OpenAIBackend(LLM):
             raise LLMAborted(self._fatal)
         op = operator or infer_operator(prompt)
         messages = to_messages(prompt)
-        outcome = _Outcome("none")
+        outcome = Outcome("none")
         for attempt in range(self.max_attempts):
             rid = self.usage.begin_request(op, attempt)
             start = time.monotonic()
-            waiting = _Waiting(self.where, self.timeout, self.wait_notice)
+            waiting = WaitingNotice(self.where, self.timeout, self.wait_notice)
             try:
-                outcome = self._send(messages)
+                outcome = send(self._client, self.model, messages, timeout=self.timeout,
+                               connect_timeout=self.connect_timeout, request_options=self.request_options)
             finally:
                 waiting.close()
             price = price_for(self.model, self.prices)
@@ -295,82 +213,6 @@ class OpenAIBackend(LLM):
                     f" after {attempt + 1} attempts" if outcome.retryable else "")
         return ""
 
-    def _send(self, messages: list[dict]) -> _Outcome:
-        """One request, read to the end of its answer or to its deadline."""
-        import openai
-
-        deadline = time.monotonic() + self.timeout
-        timeout = openai.Timeout(self.timeout, connect=self.connect_timeout)
-        try:
-            with self._client.chat.completions.with_streaming_response.create(
-                    model=self.model, messages=messages, stream=False, timeout=timeout,
-                    **self.request_options) as response:
-                status = int(getattr(response, "status_code", 200) or 200)
-                chunks, size = [], 0
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if time.monotonic() > deadline:
-                        return _Outcome("timeout", status=status, retryable=True,
-                                        why=f"the answer did not end within {self.timeout:g} s (a model that does "
-                                            f"not stop generating? --max-tokens caps it)")
-                    if size > _MAX_BODY:
-                        return _Outcome("oversized", status=status,
-                                        why=f"an answer of more than {_MAX_BODY // 2 ** 20} MiB")
-        except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as exc:
-            return _Outcome(f"http_{exc.status_code}", status=exc.status_code, fatal=exc,
-                            why=_describe_error(exc))
-        except openai.APIStatusError as exc:
-            return self._status_failure(exc)
-        except openai.APITimeoutError:
-            return _Outcome("timeout", retryable=True, why=f"no answer within {self.timeout:g} s")
-        except openai.APIConnectionError as exc:
-            cause = exc.__cause__ or exc.__context__
-            return _Outcome("connection", retryable=True,
-                            why=f"connection failed ({_one_line(cause or exc, 120)})")
-        except Exception as exc:  # the transport failed while the body was read (the openai client's layer)
-            return _Outcome("cut", status=200, retryable=True,
-                            why=f"the answer stopped mid-way ({type(exc).__name__}: {_one_line(exc, 120)})")
-        return self._parse(b"".join(chunks), status)
-
-    def _status_failure(self, exc: openai.APIStatusError) -> _Outcome:
-        status = int(exc.status_code)
-        text = _one_line(getattr(exc, "message", exc), 160)
-        code = str((getattr(exc, "body", None) or {}).get("code", "") if isinstance(getattr(exc, "body", None), dict)
-                   else getattr(exc, "code", "") or "")
-        if status == 400 and ("context_length" in code or "context length" in text.lower()
-                              or "maximum context" in text.lower()):
-            return _Outcome("context_length", status=status, why=f"the prompt is longer than the model's context "
-                                                                  f"(HTTP 400: {text})")
-        if status == 429:
-            return _Outcome("rate_limited", status=status, retryable=True, retry_after=_retry_after(exc),
-                            why=f"rate-limited (HTTP 429: {text})")
-        retryable = status in _RETRYABLE_STATUS or status >= 500
-        return _Outcome(f"http_{status}", status=status, retryable=retryable, why=f"HTTP {status}: {text}")
-
-    def _parse(self, body: bytes, status: int) -> _Outcome:
-        """The answer in a 200 body, or why there is none."""
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return _Outcome("malformed", status=status, why=f"a body that is not JSON ({_one_line(body[:80])})")
-        if not isinstance(data, dict):
-            return _Outcome("malformed", status=status, why="a body that is not a chat completion")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        tokens = dict(input_tokens=_count(usage.get("prompt_tokens")), output_tokens=_count(usage.get("completion_tokens")))
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices:
-            error = data.get("error")
-            why = f"an error in a 200 body ({_one_line(error, 120)})" if error else "an answer with no choices"
-            return _Outcome("no_choices", status=status, why=why, **tokens)
-        first = choices[0] if isinstance(choices[0], dict) else {}
-        message = first.get("message") if isinstance(first.get("message"), dict) else {}
-        content = message.get("content")
-        if not isinstance(content, str) or not content.strip():
-            return _Outcome("empty", status=status, why="an empty answer", **tokens)
-        kind = LENGTH if first.get("finish_reason") == "length" else OK
-        return _Outcome(kind, text=content, status=status, **tokens)
-
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self.retry_after_max)
@@ -380,7 +222,7 @@ class OpenAIBackend(LLM):
 
     def _refused(self, exc: Exception) -> LLMConfigError:
         status = getattr(exc, "status_code", "?")
-        detail = _one_line(getattr(exc, "message", exc))
+        detail = one_line(getattr(exc, "message", exc))
         if status == 404:
             msg = (f"model {self.model!r} not found at {self.where} (HTTP 404: {detail}); "
                    f"check the model name ({ENV_MODEL[0]}) and the base URL ({ENV_BASE_URL})")
@@ -390,21 +232,3 @@ class OpenAIBackend(LLM):
         self._fatal = msg
         log.error("%s", msg)
         return LLMConfigError(msg)
-
-
-def _count(value) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
-def _describe_error(exc: Exception) -> str:
-    import openai
-
-    status = getattr(exc, "status_code", None)
-    if isinstance(exc, openai.APITimeoutError):
-        return "timeout"
-    if status is None:
-        return f"{type(exc).__name__}: {_one_line(exc, 120)}"
-    return f"HTTP {status}"

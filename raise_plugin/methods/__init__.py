@@ -14,6 +14,7 @@ from llm4ad.method.funsearch import FunSearch
 from llm4ad.method.hillclimb import HillClimb
 from llm4ad.method.randsample import RandSample
 
+from ..robust import shape_of
 from .eohs import EoHS
 from .gp import GP
 from .moh import MoH
@@ -50,8 +51,6 @@ def get_method(name: str) -> type:
 
 def method_table() -> list[tuple[str, str, str]]:
     """``(name, class, how robust() wraps it)`` for every method, the unwrapped host ones last."""
-    from ..robust import shape_of
-
     rows = []
     for name, cls in METHODS.items():
         shape = shape_of(cls)

@@ -14,166 +14,25 @@ import logging
 import math
 import re
 import threading
-import time
-from typing import Any, Callable, Literal, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
 
 import numpy as np
 from llm4ad.base import Evaluation, Function, LLM, TextFunctionProgramConverter
 from llm4ad.method.eoh import EoH
-from llm4ad.method.eoh.population import Population
-from llm4ad.method.eoh.sampler import EoHSampler
 from llm4ad.tools.profiler import ProfilerBase
 
-from ..engine.evaluator import host_code_edits
 from ..robust import QuietProfiler, program_id_of
-from ..robust.evaluator import ProgramRunner, outcome
+from .metrics import MetricsEvaluator
+from .population import MethodPopulation, Survivors, finite
+from .sampler import TracingSampler
 
-__all__ = ["MethodBase", "MethodPopulation", "MetricsEvaluator", "TracingSampler", "best_by_score",
-           "finite", "choose", "clean_text", "MAX_CONSECUTIVE_FAILURES"]
+__all__ = ["MethodBase", "choose", "clean_text", "MAX_CONSECUTIVE_FAILURES"]
 
 log = logging.getLogger("raise_plugin.methods")
 
 # An operator step that raises this many times in a row (no sample in between) ends the
 # sampler thread instead of spinning: a broken prompt or back-end must not loop forever.
 MAX_CONSECUTIVE_FAILURES = 25
-
-Survivors = Callable[[list, int], list]
-
-
-def finite(func: Function) -> bool:
-    s = func.score
-    return s is not None and isinstance(s, (int, float)) and math.isfinite(s)
-
-
-def best_by_score(pool: list, n: int) -> list:
-    """The host's survival rule: the ``n`` best scores (stable: earlier members win ties)."""
-    return sorted(pool, key=lambda f: f.score, reverse=True)[:n]
-
-
-# --------------------------------------------------------------------------- population
-class MethodPopulation(Population):
-    """llm4ad's ``Population`` with duplicates found by code and a pluggable survival rule.
-
-    - The host also calls two programs with equal scores duplicates; here only equal code is.
-    - ``survivors(pool, pop_size)`` picks the next population from members plus pending
-      samples (default: the best scores, as the host). PartEvo keeps every niche's best,
-      EoH-S keeps a complementary set.
-    - A survival with nothing new is not a generation (the host's ``run()`` calls
-      ``survival()`` once more after initialisation).
-
-    Under ``robust()`` the wrapper's ``RobustPopulationMixin`` is put in front of this class:
-    its locking, duplicate check (by program text) and generation events apply, and its
-    ``survival()`` calls this one.
-    """
-
-    def __init__(self, pop_size, generation: int = 0, pop=None, *, survivors: Survivors | None = None):
-        super().__init__(pop_size, generation, pop)
-        self._survivors = survivors
-
-    def has_duplicate_function(self, func) -> bool:
-        key = str(func)
-        return any(str(f) == key for f in self._population + self._next_gen_pop)
-
-    def survival(self):
-        if self._generation > 0 and not self._next_gen_pop:
-            return
-        pool = self._population + self._next_gen_pop
-        for f in pool:
-            if not finite(f) and f.score != float("-inf"):
-                f.score = float("-inf")
-        rule = self._survivors or best_by_score
-        self._population = list(rule(pool, self._pop_size))[:self._pop_size]
-        self._next_gen_pop = []
-        self._generation += 1
-
-
-# --------------------------------------------------------------------------- evaluator
-class MetricsEvaluator:
-    """Scores a program like the host's ``SecureEvaluator`` and keeps its per-instance metrics.
-
-    Used in unwrapped runs when the evaluation offers ``instances``, ``metrics()`` and
-    ``score_of()`` (tasks' ``TaskEvaluation``); ``robust()`` replaces it with its own
-    instance-set evaluator. Programs run as the wrapper's do (``ProgramRunner``: the engine's
-    sandboxed workers under ``evaluation.timeout_seconds``, or in the calling thread when
-    ``safe_evaluate`` is off). A program that fails on any instance scores ``None``.
-    """
-
-    def __init__(self, evaluation: Evaluation):
-        self._evaluation = evaluation
-        self._runner = ProgramRunner(evaluation.task, evaluation)
-        self._lock = threading.Lock()
-        self._metrics: dict[str, np.ndarray | None] = {}
-        self.evaluations = 0
-
-    # host interface
-    def evaluate_program_record_time(self, program, **kwargs):
-        start = time.time()
-        return self.evaluate_program(program), time.time() - start
-
-    def evaluate_program(self, program, **kwargs) -> float | None:
-        metrics = self.metrics(str(program))
-        if metrics is None:
-            return None
-        score = float(self._evaluation.score_of(metrics))
-        return score if math.isfinite(score) else None
-
-    # ours
-    def metrics(self, text: str, *, compute: bool = True) -> np.ndarray | None:
-        """Per-instance metrics (lower is better) of the program ``text``; ``None`` if it failed
-        (or, with ``compute=False``, if it was never evaluated)."""
-        with self._lock:
-            if text in self._metrics:
-                return self._metrics[text]
-        if not compute:
-            return None
-        values = self._compute(text)
-        with self._lock:
-            self._metrics[text] = values
-            self.evaluations += 1
-        return values
-
-    def _compute(self, text: str) -> np.ndarray | None:
-        try:
-            code, name = host_code_edits(self._evaluation, text)
-        except Exception:  # not a parseable program: it fails everywhere
-            return None
-        instances = list(self._evaluation.instances)
-        values, _, broken = outcome(self._runner.run(code, name, instances, range(len(instances))))
-        if broken or len(values) < len(instances) or any(v is None for v in values):
-            return None
-        out = np.asarray(values, dtype=float)
-        return out if np.all(np.isfinite(out)) else None
-
-    def close(self) -> None:
-        self._runner.close()
-
-
-# --------------------------------------------------------------------------- sampler
-class TracingSampler(EoHSampler):
-    """The host's sampler; stamps each sampled function with the calling thread's tags
-    (operator, niche, ...) and keeps it, so the method sees the sample it just paid for."""
-
-    def __init__(self, llm: LLM, template_program):
-        super().__init__(llm, template_program)
-        self._local = threading.local()
-
-    def get_thought_and_function(self, prompt):
-        thought, func = super().get_thought_and_function(prompt)
-        if func is not None:
-            for key, value in getattr(self._local, "tags", {}).items():
-                setattr(func, key, value)
-        self._local.last = func
-        return thought, func
-
-    def begin(self, tags: dict) -> None:
-        self._local.tags = tags
-        self._local.last = None
-
-    def end(self) -> Function | None:
-        func = getattr(self._local, "last", None)
-        self._local.tags = {}
-        self._local.last = None
-        return func
 
 
 # --------------------------------------------------------------------------- the driver

@@ -21,7 +21,8 @@ from llm4ad.base import Function
 from tasks.common.families import VALIDATION_FAMILIES
 
 from . import eohs_prompts as prompts
-from .base import MethodBase, choose, finite
+from .base import MethodBase, choose
+from .population import finite
 
 __all__ = ["EoHS", "diverse_training_set", "complementary_set", "DIVERSE_COUNT"]
 

@@ -1,22 +1,29 @@
 """GP: typed tree genetic programming of priority functions (DEAP), the classic LLM-free baseline.
 
-Trees over the task's features (``gp_trees``) are rendered to the template's function and go
-through the same path as any sampled program: the engine and its judge score them, the host's
-population keeps them, the run directory records them and ``robust()`` wraps the method.
+Trees over the task's features (``gp_trees``; the features read by ``gp_probe``) are rendered to
+the template's function (``gp_render``) and go through the same path as any sampled program: the
+engine and its judge score them, the host's population keeps them, the run directory records
+them and ``robust()`` wraps the method.
 """
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
+import math
+import operator
 import random
 import threading
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Optional
 
 from llm4ad.base import Function, TextFunctionProgramConverter
 
-from . import gp_trees
-from .base import MethodBase, TracingSampler, finite
+from . import gp_probe, gp_render, gp_trees
+from .base import MethodBase
+from .population import finite
+from .sampler import TracingSampler
 
 __all__ = ["GP", "Offspring", "TREE_PREFIX"]
 
@@ -89,7 +96,7 @@ class GP(MethodBase):
                 raise ValueError(f"GP: bad {name}: {locals()[name]!r}")
         super().__init__(llm, evaluation, profiler, max_generations, max_sample_nums, pop_size, num_samplers,
                          num_evaluators, seed=seed, **kwargs)
-        self.signature = gp_trees.probe_signature(task)
+        self.signature = gp_probe.probe_signature(task)
         self.tournament_size = int(tournament_size)
         self.crossover_rate = float(crossover_rate)
         self.max_height, self.max_size = int(max_height), int(max_size)
@@ -108,8 +115,6 @@ class GP(MethodBase):
 
     # -- DEAP ---------------------------------------------------------------------------
     def _make_toolbox(self):
-        import operator
-
         from deap import base as deap_base
         from deap import gp as deap_gp
 
@@ -149,9 +154,9 @@ class GP(MethodBase):
     # -- trees and sources --------------------------------------------------------------
     def render(self, tree, operator: str = "init") -> Offspring:
         """The function a tree stands for, simplified, as the template's function."""
-        node = gp_trees.simplify(gp_trees.to_node(tree), self.signature.vectors)
+        node = gp_render.simplify(gp_trees.to_node(tree), self.signature.vectors)
         func = TextFunctionProgramConverter.text_to_function(self._template_program_str)
-        func.body = gp_trees.render_body(node, self.signature)
+        func.body = gp_render.render_body(node, self.signature)
         return Offspring(str(tree), str(func), operator)
 
     def _tree_of(self, func: Function):
@@ -290,9 +295,6 @@ class GP(MethodBase):
 def _tune_constant(tree):
     """One constant scaled by ``exp(N(0, 0.5))`` (two significant digits): DEAP's ``mutEphemeral``
     only redraws a constant, which cannot refine a threshold that is nearly right."""
-    import copy
-    import math
-
     from deap import gp as deap_gp
 
     at = [i for i, node in enumerate(tree) if isinstance(node, deap_gp.Terminal) and not isinstance(node.value, str)]
@@ -324,8 +326,6 @@ def distinct_scores(pool: list, n: int) -> list:
 def _crossover(first, second):
     """DEAP's ``cxOnePoint`` for typed trees, the common types taken in a fixed order (DEAP draws
     from a ``set`` of types, whose order follows their hashes and so varies between processes)."""
-    from collections import defaultdict
-
     if len(first) < 2 or len(second) < 2:
         return first, second
     at_first, at_second = defaultdict(list), defaultdict(list)

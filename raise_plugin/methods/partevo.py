@@ -20,7 +20,8 @@ import numpy as np
 from llm4ad.base import Function
 
 from . import partevo_prompts as prompts
-from .base import MethodBase, choose, finite
+from .base import MethodBase, choose
+from .population import finite
 
 __all__ = ["PartEvo", "OPERATORS", "code_features", "build_niches", "kmeans", "pca"]
 

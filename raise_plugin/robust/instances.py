@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..rundir import NOMINAL_PREFIX
+from ..rundir.files import NOMINAL_PREFIX
 from .hooks import InstanceView
 
 __all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function",

@@ -8,7 +8,7 @@ __all__ = ["RunRecorder"]
 
 
 class RunRecorder(Callback):
-    """Writes a run's records to a ``raise_plugin.rundir.RunDirectory`` as its events fire."""
+    """Writes a run's records to a ``raise_plugin.rundir.writer.RunDirectory`` as its events fire."""
 
     checkpointed = False
 

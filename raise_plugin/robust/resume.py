@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from llm4ad.base import Function, TextFunctionProgramConverter
 
-from ..rundir import RunDirectoryDamaged, save_instance
+from ..rundir.files import RunDirectoryDamaged, save_instance
 from .core import state_keys
 from .instances import InstanceEntry
 
@@ -44,7 +44,7 @@ class Checkpoints:
         return state
 
     def restore(self, log) -> None:
-        """Continue from a run directory's records (``raise_plugin.rundir.RunLog``), before ``run``.
+        """Continue from a run directory's records (``raise_plugin.rundir.reader.RunLog``), before ``run``.
 
         The instance set, callback states and selection RNG come from the last checkpoint;
         the members from the last generation record, plus every sample registered after it

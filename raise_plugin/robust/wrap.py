@@ -38,7 +38,7 @@ def robust(method_cls: type, *, callbacks: Iterable[Callback] | None = None) -> 
 
     ``callbacks`` given here are shared by every instance of the returned class; more can be
     passed to its constructor (``callbacks=[...]``), together with ``seed`` (parent selection)
-    and ``recorder`` (a ``raise_plugin.rundir.RunDirectory``).
+    and ``recorder`` (a ``raise_plugin.rundir.writer.RunDirectory``).
     """
     if not isinstance(method_cls, type):
         raise TypeError(f"robust() takes a method class, got {type(method_cls).__name__}")

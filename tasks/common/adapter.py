@@ -113,6 +113,5 @@ def host_stream(seed: int, count: int, draw) -> list:
     """The first ``count`` instances of a host generator that draws from numpy's legacy stream
     seeded with ``seed``: ``draw(rs)`` makes one from a local ``RandomState`` (the host seeds
     the global one; a local stream gives the same numbers without touching it)."""
-    import numpy as np
     rs = np.random.RandomState(seed)
     return [draw(rs) for _ in range(count)]

@@ -1,7 +1,13 @@
-"""Why a heuristic's score is invalid, and how such a reason is made safe to print."""
+"""Why a heuristic's score is invalid, how such a reason is made safe to print, and the error a
+user can fix (shown as one line)."""
 from __future__ import annotations
 
-__all__ = ["HeuristicError", "one_line", "printable"]
+__all__ = ["HeuristicError", "UserError", "one_line", "printable"]
+
+
+class UserError(Exception):
+    """Errors a user can fix (bad flags, files, configs, task references): a one-line message for
+    the user, never a traceback; the command exits with status 2."""
 
 
 class HeuristicError(Exception):

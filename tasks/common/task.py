@@ -7,9 +7,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+import tasks
+
+from .evaluation import TaskEvaluation
+from .families import VALIDATION_FAMILIES, sample_family
 from .layout import TableLayout
 from .shift import ShiftDimension
-from .suite import Dataset
+from .suite import Dataset, seed_for
 
 __all__ = ["Task"]
 
@@ -74,9 +78,6 @@ class Task(ABC):
         is made. This default draws the shift values of each validation family at the
         nominal length and builds the rest with ``make_instance``; tasks with sizes to vary
         override it."""
-        from .families import VALIDATION_FAMILIES, sample_family
-        from .suite import seed_for
-
         nominal = self.nominal_instances()[0]
         values, high = self.shift_values(nominal)
         size = int(np.asarray(values).size)
@@ -94,8 +95,6 @@ class Task(ABC):
         """One instance whose shift values follow the named family (``tasks.common.families``), at
         the nominal sizes (``params`` override them; ``length`` the number of shifted values).
         Tasks whose generator draws families itself override it."""
-        from .families import sample_family
-
         values, high = self.shift_values(self.nominal_instances()[0])
         size = int(params.pop("length", np.asarray(values).size))
         return self.make_instance(sample_family(family, size, int(high), rng), rng, **{**self.nominal_params, **params})
@@ -210,14 +209,13 @@ class Task(ABC):
 
     def evaluation(self, instances: list[Instance] | None = None, **kwargs):
         """The host ``Evaluation`` over ``instances`` (the nominal set by default)."""
-        from .evaluation import TaskEvaluation
         return TaskEvaluation(self, instances, **kwargs)
 
     def __reduce__(self):
         # Tasks are stateless apart from caches: pickle by name (or the file or module reference
-        # they were loaded from) so worker processes rebuild them.
-        from tasks import get_task, reference_of
-        return (get_task, (reference_of(self),))
+        # they were loaded from) so worker processes rebuild them. The registry is the package
+        # itself, always loaded before this module, so its names are read when a task is pickled.
+        return (tasks.get_task, (tasks.reference_of(self),))
 
     def __repr__(self) -> str:
         return f"<Task {self.name}>"

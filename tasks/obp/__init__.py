@@ -11,6 +11,7 @@ from tasks.common.task import Task
 
 from . import instances as _inst
 from .baselines import BASELINES
+from .offline import LIBRARY
 from .simulator import bins_used, pack, waste_ratio
 from .template import task_description, template_program
 
@@ -25,6 +26,7 @@ class OBPTask(Task):
     template_program = template_program
     task_description = task_description
     baselines = dict(BASELINES)
+    offline_library = LIBRARY
     nominal_params = {"capacity": _inst.NOMINAL_CAPACITY}
     timeout_seconds = 120.0
     metric_name = "waste ratio (%)"

@@ -12,6 +12,7 @@ from tasks.common.task import Task
 from . import instances as _inst
 from .baselines import BASELINES
 from .feasibility import check_schedule, schedule_problems
+from .offline import LIBRARY
 from .simulator import COLUMNS, normalised_makespan, simulate
 from .template import task_description, template_program
 
@@ -31,6 +32,7 @@ class OJSPTask(Task):
     template_program = template_program
     task_description = task_description
     baselines = dict(BASELINES)
+    offline_library = LIBRARY
     nominal_params = {"M": _inst.NOMINAL_MACHINES}
     timeout_seconds = 60.0
     # R, from the re-sampling check of benchmarks/adversary_strength.py (docs/adversary.md): fresh

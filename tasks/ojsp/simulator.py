@@ -69,6 +69,15 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
             np.ascontiguousarray(instance["machines"], dtype=np.int64), durations,
             np.ascontiguousarray(instance["release"], dtype=np.int64), table, start), priority, J * M)
         return (makespan, start.reshape(J, M)) if return_schedule else makespan
+    makespan, start = _simulate_python(instance, durations, table, priority)
+    if return_schedule:
+        return makespan, np.array(start, dtype=np.int64).reshape(J, M)
+    return makespan
+
+
+def _simulate_python(instance: dict, durations: np.ndarray, table: np.ndarray, priority: Callable):
+    """The dispatching loop in Python: ``(C_max, start)``, ``start`` flat (row ``j * M + k``)."""
+    J, M = durations.shape
     take = table.take
     op_machine = np.asarray(instance["machines"], dtype=np.int64).ravel().tolist()
     op_duration = durations.ravel().tolist()
@@ -85,33 +94,7 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
     makespan = 0
 
     while heap:
-        # the decision time t: the smallest est, refreshing stale heap keys on the way
-        while True:
-            key = heappop(heap)
-            j = key % J
-            op = next_op[j]
-            est = job_ready[j]
-            free = machine_free[op_machine[op]]
-            if free > est:
-                est = free
-            if est * J + j == key:
-                break
-            heappush(heap, est * J + j)
-        t = est
-        bound = (t + 1) * J  # keys below it have est == t
-        ops = [op]
-        while heap and heap[0] < bound:
-            j = heappop(heap) % J
-            op = next_op[j]
-            est = job_ready[j]
-            free = machine_free[op_machine[op]]
-            if free > est:
-                est = free
-            if est == t:
-                ops.append(op)
-            else:
-                heappush(heap, est * J + j)
-
+        t, ops = _decision_time(heap, J, next_op, job_ready, machine_free, op_machine)
         while ops:
             rows = take(ops, axis=0)
             n = len(ops)
@@ -142,10 +125,39 @@ def simulate(instance: dict, priority: Callable, *, return_schedule: bool = Fals
                 else:
                     rest.append(other)
             ops = rest
+    return makespan, start
 
-    if return_schedule:
-        return makespan, np.array(start, dtype=np.int64).reshape(J, M)
-    return makespan
+
+def _decision_time(heap: list, J: int, next_op: list, job_ready: list, machine_free: list,
+                   op_machine: list) -> tuple[int, list]:
+    """The decision time t (the smallest est, stale heap keys refreshed on the way) and the next
+    operations whose est is t, in job-index order; their keys leave the heap."""
+    while True:
+        key = heappop(heap)
+        j = key % J
+        op = next_op[j]
+        est = job_ready[j]
+        free = machine_free[op_machine[op]]
+        if free > est:
+            est = free
+        if est * J + j == key:
+            break
+        heappush(heap, est * J + j)
+    t = est
+    bound = (t + 1) * J  # keys below it have est == t
+    ops = [op]
+    while heap and heap[0] < bound:
+        j = heappop(heap) % J
+        op = next_op[j]
+        est = job_ready[j]
+        free = machine_free[op_machine[op]]
+        if free > est:
+            est = free
+        if est == t:
+            ops.append(op)
+        else:
+            heappush(heap, est * J + j)
+    return t, ops
 
 
 def normalised_makespan(makespan: int, instance: dict) -> float:

@@ -12,6 +12,7 @@ from tasks.common.task import Task
 from . import instances as _inst
 from .baselines import BASELINES
 from .feasibility import violations
+from .offline import LIBRARY
 from .simulator import COLUMNS, FEATURES, RoutingResult, route_length_ratio, simulate
 from .template import task_description, template_program
 
@@ -26,6 +27,7 @@ class OVRPTask(Task):
     template_program = template_program
     task_description = task_description
     baselines = dict(BASELINES)
+    offline_library = LIBRARY
     nominal_params = {"vehicles": _inst.NOMINAL_VEHICLES}
     timeout_seconds = 60.0
     metric_name = "route length / Clarke-Wright"

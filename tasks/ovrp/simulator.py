@@ -88,20 +88,7 @@ def simulate(instance: dict, priority: Callable, *, compiled: bool = True) -> Ro
 def _simulate_python(coords, demand_of, order, capacity, vehicles, dist, inv_q, inv_n, inv_ref,
                      priority) -> RoutingResult:
     n = len(demand_of)
-
-    max_routes = vehicles + n
-    max_edges = n + max_routes
-    # per edge, grouped by route in position order: from node, to node, route, position; edge length
-    links = np.zeros((4, max_edges), dtype=np.intp)
-    edge_length = np.zeros(max_edges)
-    # per route: the candidate columns that depend on the route only (the projected column
-    # holds the route length / reference length until the insertion cost is added)
-    table = np.zeros((max_routes, len(COLUMNS)))
-    table[:, _ROUTE_ID] = np.arange(max_routes)
-    free_share = np.full(max_routes, capacity * inv_q)    # (Q - load) / Q before the insertion
-    # nearest[r, v]: distance from node v to the nearest stop of route r, depot included
-    nearest = np.repeat(dist[:1], max_routes, axis=0)
-    links[2, :vehicles] = np.arange(vehicles)             # V empty tours: one depot -> depot edge each
+    links, edge_length, table, free_share, nearest = _empty_routes(dist, n, capacity, vehicles, inv_q)
     counts = [1] * vehicles                               # edges per route
     route_res = [capacity] * vehicles                     # Q - load
     route_len = [0.0] * vehicles
@@ -180,12 +167,36 @@ def _simulate_python(coords, demand_of, order, capacity, vehicles, dist, inv_q, 
         minimum(reach, row, out=reach)
         num_edges += 1
         free -= d
+    return RoutingResult(float(sum(route_len)), _tours(links, num_edges, num_routes), num_routes - vehicles,
+                         vehicles)
 
+
+def _empty_routes(dist, n: int, capacity: int, vehicles: int, inv_q: float):
+    """The arrays of the Python loop, sized for every route there can be (V tours and one per
+    customer), holding V empty tours: ``(links, edge_length, table, free_share, nearest)``."""
+    max_routes = vehicles + n
+    max_edges = n + max_routes
+    # per edge, grouped by route in position order: from node, to node, route, position; edge length
+    links = np.zeros((4, max_edges), dtype=np.intp)
+    edge_length = np.zeros(max_edges)
+    # per route: the candidate columns that depend on the route only (the projected column
+    # holds the route length / reference length until the insertion cost is added)
+    table = np.zeros((max_routes, len(COLUMNS)))
+    table[:, _ROUTE_ID] = np.arange(max_routes)
+    free_share = np.full(max_routes, capacity * inv_q)    # (Q - load) / Q before the insertion
+    # nearest[r, v]: distance from node v to the nearest stop of route r, depot included
+    nearest = np.repeat(dist[:1], max_routes, axis=0)
+    links[2, :vehicles] = np.arange(vehicles)             # V empty tours: one depot -> depot edge each
+    return links, edge_length, table, free_share, nearest
+
+
+def _tours(links, num_edges: int, num_routes: int) -> list[list[int]]:
+    """Each route's customers in visiting order (0-based), read from its edges."""
     tours: list[list[int]] = [[] for _ in range(num_routes)]
     for to_node, r in zip(links[1, :num_edges].tolist(), links[2, :num_edges].tolist()):
         if to_node:
             tours[r].append(to_node - 1)
-    return RoutingResult(float(sum(route_len)), tours, num_routes - vehicles, vehicles)
+    return tours
 
 
 def route_length_ratio(instance: dict, priority: Callable) -> float:

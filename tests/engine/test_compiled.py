@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from raise_plugin.engine import Engine, ProcessExecutor, ProgramSpec, SandboxLimits
-from raise_plugin.engine.compiled import WAITING, CompiledTally, Compiler, _decision, probe_instances
+from raise_plugin.engine.compiled import WAITING, Compiler, _decision, probe_instances
+from raise_plugin.engine.compiled_tally import CompiledTally
 from raise_plugin.engine.jobs import Job, execute_job
 
 from .conftest import BEST_FIT

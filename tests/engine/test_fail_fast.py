@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.engine import Engine, EvalResult, FailureKind, ProcessExecutor, SandboxLimits
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from tasks import get_task, list_tasks
 from tasks.common.suite import Dataset
 
@@ -107,7 +107,7 @@ def test_suite_evaluation_uses_the_task_limit_and_marks_skipped_rows(monkeypatch
 
 
 def test_a_profile_does_not_search_a_heuristic_that_times_out_on_the_nominal_set():
-    from raise_plugin.harness.profile import robustness_profile
+    from raise_plugin.harness.robustness_profile import robustness_profile
     loop = "def priority(current_time, candidate_operations):\n    while True:\n        pass\n"
     profile = robustness_profile("ojsp", [Heuristic("loop", code=loop), Heuristic("SPT", baseline="SPT")],
                                  [0.002, 0.01], [0, 1], population=2, generations=1, workers=2, progress=False,

@@ -9,7 +9,7 @@ import pytest
 from robust_helpers import ScriptedLLM
 from raise_plugin.config import RunConfig
 from raise_plugin.engine import EngineEvaluator, ProcessExecutor
-from raise_plugin.harness.suite_eval import Heuristic, evaluate_suite
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.runner import start_run
 from tasks.common.suite import Dataset
 

@@ -6,7 +6,9 @@ import csv
 import pytest
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import CompareConfig, plan_variants, run_compare
+from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.variants import plan_variants
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -85,7 +87,7 @@ def test_cells_agree_with_the_raw_results(compared):
 
 
 def test_a_rerun_trains_and_evaluates_nothing(compared, monkeypatch):
-    import raise_plugin.harness.jobs as jobs
+    import raise_plugin.harness.compare_jobs as jobs
     import raise_plugin.runner as runner
 
     def refuse(*a, **k):
@@ -132,7 +134,7 @@ def test_compare_defaults_to_five_seeds_and_the_demo_to_three():
 
 def test_convergence_figure_draws_each_runs_validation_trace(compared):
     from raise_plugin.harness.figures import convergence_series
-    from raise_plugin.rundir import RunLog
+    from raise_plugin.rundir.reader import RunLog
 
     for key in ("eoh-plain", "eoh-raise-eps0.002"):
         s = convergence_series(RunLog.load(compared.out / "runs" / f"{key}-seed0"))

@@ -12,8 +12,11 @@ from raise_plugin.robust.hooks import Callback
 from raise_plugin.cli import main
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import CompareConfig, default_jobs, run_compare
-from raise_plugin.harness.jobs import TrainJob, client_token, pack_run, run_finished, unpack_run
+from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.job_place import default_jobs
+from raise_plugin.harness.compare_jobs import TrainJob, run_finished
+from raise_plugin.harness.run_shipping import client_token, pack_run, unpack_run
 
 OUTPUTS = ("results.csv", "table3_ovrp.md", "table_all_distributions.md", "table_significance.md", "report.md")
 

@@ -8,7 +8,7 @@ import pytest
 from raise_plugin.adversary import distance
 from raise_plugin.cli import main
 from raise_plugin.harness.figures import adversarial_centres, plot_adversarial_distributions
-from raise_plugin.rundir import RunLog
+from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from raise_plugin.harness.profile import plot_profile, robustness_profile, save_profile
-from raise_plugin.harness.suite_eval import Heuristic
+from raise_plugin.harness.robustness_profile import plot_profile, robustness_profile, save_profile
+from raise_plugin.engine.suite import Heuristic
 
 PNG = b"\x89PNG\r\n\x1a\n"
 EPS = [0.001, 0.003, 0.01]

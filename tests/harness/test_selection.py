@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import best_program
-from raise_plugin.harness.profile import robustness_profile
+from raise_plugin.harness.final_programs import best_program
+from raise_plugin.harness.robustness_profile import robustness_profile
 from raise_plugin.harness.rerank import RankedProgram, rerank
-from raise_plugin.harness.selection import check_selection_suite, selects_on
+from raise_plugin.selection import check_selection_suite, selects_on
 from raise_plugin.validation import select_final
 
 REFUSED = "the test suite is for the final report only"

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from raise_plugin.cli import main
-from raise_plugin.rundir import read_jsonl
+from raise_plugin.rundir.files import read_jsonl
 
 FLAGS = ["--task", "ovrp", "--robust", "--tau", "1", "--inner-population", "4", "--inner-generations", "2",
          "--budget", "14", "--pop-size", "4", "--nominal", "1", "--seed", "0", "--no-progress",

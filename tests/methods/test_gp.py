@@ -13,7 +13,9 @@ from deap import gp as deap_gp  # noqa: E402
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback  # noqa: E402
 from raise_plugin.config import RunConfig  # noqa: E402
 from raise_plugin.methods import GP  # noqa: E402
-from raise_plugin.methods.gp_trees import probe_signature, render_body, simplify, to_node  # noqa: E402
+from raise_plugin.methods.gp_probe import probe_signature  # noqa: E402
+from raise_plugin.methods.gp_render import render_body, simplify  # noqa: E402
+from raise_plugin.methods.gp_trees import to_node  # noqa: E402
 from raise_plugin.robust import robust  # noqa: E402
 from raise_plugin.runner import resume_run, start_run  # noqa: E402
 from tasks import get_task  # noqa: E402
@@ -175,7 +177,8 @@ def test_gp_runs_robust_on_an_own_task_file(tmp_path, fresh_registry):
 
 @pytest.mark.slow
 def test_compare_runs_gp_beside_eoh(tmp_path, fresh_registry):
-    from raise_plugin.harness.compare import CompareConfig, run_compare
+    from raise_plugin.harness.compare import run_compare
+    from raise_plugin.harness.compare_config import CompareConfig
 
     result = run_compare(CompareConfig(task="examples/load_balance.py:LoadBalance", methods=("gp", "eoh"), epsilons=(0.002,), budget=8,
                                        pop_size=4, seeds=(0,), out=str(tmp_path / "cmp"), tau=1,

@@ -9,7 +9,8 @@ from llm4ad.method.eoh import EoH
 
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.methods import METHODS, get_method
-from raise_plugin.methods.base import MethodBase, MethodPopulation
+from raise_plugin.methods.base import MethodBase
+from raise_plugin.methods.population import MethodPopulation
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import RobustPopulationMixin, robust
 

@@ -12,7 +12,8 @@ from llm4ad.method.eoh import EoH
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.config import RunConfig
-from raise_plugin.rundir import RunDirectory, read_jsonl
+from raise_plugin.rundir.files import read_jsonl
+from raise_plugin.rundir.writer import RunDirectory
 from raise_plugin.runner import resume_run, start_run
 from raise_plugin.robust import robust
 from tasks.common.aggregation import Aggregation

@@ -13,7 +13,7 @@ from llm4ad.method.randsample import RandSample
 from raise_plugin.robust.hooks import Callback
 from raise_plugin.config import RunConfig
 from raise_plugin.programs import compile_priority
-from raise_plugin.rundir import read_jsonl
+from raise_plugin.rundir.files import read_jsonl
 from raise_plugin.runner import resume_run, start_run
 from raise_plugin.robust import robust, shape_of
 from raise_plugin.robust.database import DatabaseShape

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from raise_plugin.harness.compare import paper_tables
+from raise_plugin.harness.compare_tables import paper_tables
 from tasks import get_task
 from tasks.common.families import FAMILIES
 from tasks.common.layout import TableLayout

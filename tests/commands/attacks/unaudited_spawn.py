@@ -39,7 +39,7 @@ def fork_exec():
 
 def disarm():
     holders = []
-    module = sys.modules.get("raise_plugin.engine.sandbox")
+    module = sys.modules.get("raise_plugin.engine.audit")
     if module is not None:
         holders.extend(vars(module).values())
     for obj in gc.get_objects():

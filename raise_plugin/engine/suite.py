@@ -16,10 +16,11 @@ from typing import Callable, Iterable
 
 from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
 
-from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits, default_workers
+from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
 from raise_plugin.programs import compile_priority
+from tasks import get_task
 
-__all__ = ["Heuristic", "Row", "evaluate_suite", "default_workers"]
+__all__ = ["Heuristic", "Row", "evaluate_suite"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,6 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     end with the compiled path's line (programs compiled, left on Python, not evaluated long
     enough to compile).
     """
-    from tasks import get_task
     heuristics = list(heuristics)
     datasets = list(datasets)
     instances = [inst for d in datasets for inst in d.instances]

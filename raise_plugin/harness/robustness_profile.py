@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
 
-from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied
-from raise_plugin.harness.selection import selects_on
-from raise_plugin.harness.suite_eval import Heuristic, default_workers, evaluate_suite
+from raise_plugin.adversary import search
+from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.selection import selects_on
 from tasks import get_task
 from tasks.common.suite import Dataset
 
@@ -95,7 +96,6 @@ def _cell(value: float) -> str:
 
 def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int, population: int,
                 generations: int, switches: dict) -> ProfilePoint:
-    from raise_plugin.adversary import search
     task = get_task(task_name)
     priority = heuristic.resolve(task)
     switches = dict(switches)

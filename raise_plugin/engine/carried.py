@@ -1,0 +1,58 @@
+"""What a worker started from a clean interpreter takes over from the engine: the global random
+states and the files of modules it cannot import by name."""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import random
+import sys
+
+import numpy as np
+
+__all__ = ["carried_state", "take_over"]
+
+
+class _EngineModules(importlib.abc.MetaPathFinder):
+    """Finds, by their files, modules the engine had loaded that a fresh interpreter cannot
+    import by name (a test module imported by path, a script's own helpers), so that functions
+    from them can be sent to a worker. Consulted after every other finder."""
+
+    def __init__(self, files: dict[str, str]):
+        self.files = files
+        self.packages = {name.rsplit(".", i)[0] for name in files for i in range(1, name.count(".") + 1)}
+
+    def find_spec(self, name, path=None, target=None):
+        file = self.files.get(name)
+        if file is not None:
+            return importlib.util.spec_from_file_location(name, file)
+        if name in self.packages:  # a parent package that exists only as a name
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = []
+            return spec
+        return None
+
+
+def carried_state() -> dict:
+    """What a worker started from a clean interpreter takes over from the engine (a forked one
+    has it already): the global random states, so that programs drawing from them see what
+    they would in a forked worker, and the files of modules it cannot import by name."""
+    roots = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    files = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if (name != "__main__" and isinstance(file, str) and file.endswith(".py")
+                and not os.path.realpath(file).startswith(roots)):
+            files[name] = file
+    return {"random": (random.getstate(), np.random.get_state()), "modules": files}
+
+
+def take_over(carried: dict | None) -> None:
+    """In a worker started from a clean interpreter: what ``carried_state`` gave it."""
+    if not carried:
+        return
+    state, numpy_state = carried["random"]
+    random.setstate(state)
+    np.random.set_state(numpy_state)
+    sys.meta_path.append(_EngineModules(carried["modules"]))

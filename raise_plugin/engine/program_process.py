@@ -1,0 +1,156 @@
+"""A program's process: forked by its worker's spawner, it confines itself (resource limits,
+Landlock, seccomp, the audit hook), then runs the program on each instance the judge sends
+and answers with its decisions as raw integers (``protocol``). It holds no instance set but
+the one instance it is given, and never sees a score."""
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from raise_plugin.programs import ProgramError
+from tasks import get_task
+from tasks.common.decision import DecisionLimit, Recorder
+
+from .audit import audit_hook
+from .compiled import Compiler, load_compiler
+from .confine import layer
+from .failures import classify, one_line
+from .limits import SandboxLimits
+from .oslimits import PR_SET_PDEATHSIG, cap_memory, close_other_descriptors, prctl, set_limit
+from .protocol import DONE, ERROR, HEURISTIC, MEMORY, PROGRAM, STOPPED, receive_request, send_answer
+from .results import FailureKind
+from .role import set_judge
+from .seccomp import install
+from .sinks import sinks
+
+__all__ = ["program_main", "confine_program", "SEED"]
+
+SEED = 0  # the global random generators' seed before every instance
+
+
+def confine_program(workdir: str, limits: SandboxLimits) -> list[str]:
+    """Everything that holds a program's process, in the order it must come; what was applied."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the spawner, which dies with the worker
+    os.chdir(workdir)
+    os.environ["TMPDIR"] = workdir
+    tempfile.tempdir = workdir
+    compiler_dirs = load_compiler() if limits.jit else ()  # before the memory cap and the hook
+    cap_memory(limits.memory_mb)
+    if limits.file_mb is not None:
+        set_limit("RLIMIT_FSIZE", int(limits.file_mb) * 1024 * 1024)
+    set_limit("RLIMIT_CORE", 0)
+    applied = []
+    if limits.confine:
+        applied += layer(workdir)  # a Landlock layer of its own: its directory only, not its siblings'
+        applied += install(threads=True)  # no process, socket, ptrace or signal to another process
+    if limits.max_processes is not None:
+        set_limit("RLIMIT_NPROC", int(limits.max_processes))
+    if limits.audit:
+        sys.addaudithook(audit_hook(workdir, compiler_dirs))
+    return applied
+
+
+def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimits) -> None:
+    """A program's process: confine, then answer the judge's requests until it closes the pipe."""
+    close_other_descriptors((requests, answers))
+    os.setpgid(0, 0)  # a group of its own, killed whole with it
+    set_judge(None)  # this process is no judge
+    try:
+        confine_program(workdir, limits)
+    except BaseException as exc:  # noqa: BLE001 - said once, then this process ends
+        reason = one_line(f"the program's process could not start: {type(exc).__name__}: {exc}")
+        send_answer(answers, ERROR, reason=reason)
+        os._exit(0)
+    compiler = None
+    if limits.jit:
+        compiler = Compiler(after=limits.jit_after)
+    task = evaluate = priority = spec = verdict = None
+    while True:
+        message = receive_request(requests)
+        if message is None:
+            os._exit(0)
+        for sink in sinks():
+            sink.count = 0
+        if message[0] == "program":
+            _, task_ref, spec, compiles = message
+            if not compiles:  # a look-ahead check: the decisions are the same in Python, and cheaper
+                compiler = None
+            try:
+                task = get_task(task_ref)
+                evaluate = task.evaluate  # taken before the program's module code runs
+                verdict = compiler.ready(task, spec) if compiler is not None else None
+                priority = spec.resolve(task)
+            except ProgramError as exc:
+                send_answer(answers, PROGRAM, reason=one_line(str(exc)))
+                continue
+            except BaseException as exc:  # noqa: BLE001 - a program's module code may raise anything
+                kind, reason = classify(exc)
+                send_answer(answers, MEMORY if kind == FailureKind.MEMORY else PROGRAM, reason=reason)
+                continue
+            send_answer(answers, DONE)
+        elif message[0] == "host":  # a host Evaluation's own evaluate_program: its score, not judged
+            _, evaluation, code, name = message
+            _answer_host(answers, evaluation, code, name)
+        else:  # ("instance", instance, limit)
+            _, instance, limit = message
+            verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)
+
+
+def _answer_host(answers: int, evaluation, code: str, name: str) -> None:
+    random.seed(SEED)
+    np.random.seed(SEED)
+    try:
+        namespace: dict = {}
+        exec(code, namespace)
+        score = evaluation.evaluate_program(code, namespace[name])
+        if score is None:
+            send_answer(answers, HEURISTIC, reason="the evaluation returned None")
+        else:
+            send_answer(answers, DONE, metric=float(score))
+    except BaseException as exc:  # noqa: BLE001 - every failure is a reason
+        kind, reason = classify(exc)
+        send_answer(answers, MEMORY if kind == FailureKind.MEMORY else HEURISTIC, reason=reason)
+
+
+def _run_instance(answers: int, task, spec, evaluate, priority, instance, limit, compiler, verdict):
+    """One instance: the decisions (compiled where the compiler accepts the program, in Python
+    where it does not or where the compiled function fails), answered to the judge."""
+    note = "" if verdict is None else verdict.reason
+    compiled = None
+    if verdict is not None and verdict.function is not None:
+        recorder = Recorder(verdict.function, limit)
+        status, metric, reason = _decide(evaluate, recorder, instance)
+        if status in (DONE, STOPPED) and verdict.still_checked():
+            send_answer(answers, status, recorder.decisions, note=note, metric=metric, compiled=True)
+            return verdict
+        note = "fails on an instance compiled, or meets argument types the probes did not: evaluated in Python"
+        verdict = None
+    compiled = None if compiler is None else False
+    recorder = Recorder(priority, limit)
+    began = time.perf_counter()
+    status, metric, reason = _decide(evaluate, recorder, instance)
+    seconds = time.perf_counter() - began
+    if compiler is not None and verdict is None and status in (DONE, STOPPED):
+        verdict = compiler.ready(task, spec, seconds)  # compiled once Python has taken long enough
+        note = verdict.reason if verdict is not None else compiler.waiting(task, spec)
+    send_answer(answers, status, recorder.decisions, reason, note, seconds, metric, compiled)
+    return verdict
+
+
+def _decide(evaluate, recorder: Recorder, instance) -> tuple[int, float, str]:
+    random.seed(SEED)  # every instance starts from the same global random state
+    np.random.seed(SEED)
+    try:
+        return DONE, float(evaluate(recorder, instance)), ""
+    except DecisionLimit:
+        return STOPPED, math.nan, ""
+    except BaseException as exc:  # noqa: BLE001 - every failure is a reason
+        kind, reason = classify(exc)
+        return {FailureKind.MEMORY: MEMORY, FailureKind.HEURISTIC: HEURISTIC}.get(kind, ERROR), math.nan, reason

@@ -1,0 +1,152 @@
+"""Compare's work as independent jobs: one per training run, one per suite evaluation.
+
+A job is a small frozen record with an ``execute()`` method that returns its outcome as
+data; ``raise_plugin.harness.job_queue`` runs them wherever ``raise_plugin.harness.job_place``
+says. A training job writes its run directory straight into ``OUT/runs`` when the worker sees
+the client's disk, or trains in a scratch folder and ships the run directory back
+(``raise_plugin.harness.run_shipping``). A job that is interrupted leaves its run directory's
+checkpoint behind, and the next attempt resumes from it.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from raise_plugin import runner
+from raise_plugin.config import RunConfig
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
+from tasks import get_task
+from tasks.common.suite import Dataset
+
+__all__ = ["TrainJob", "EvalJob", "TrainOutcome", "EvalOutcome", "train_run", "run_finished", "suite_datasets",
+           "ROW_FIELDS"]
+
+ROW_FIELDS = ["method", "variant", "kind", "seed", "dataset", "family", "params", "instance", "metric", "valid",
+              "reason"]
+
+
+@dataclass
+class TrainOutcome:
+    name: str
+    status: str                 # "trained", "resumed" or "finished before"
+    seconds: float
+    samples: int | None = None
+    refreshes: int = 0
+    best_score: float | None = None
+    host: str = ""
+    archive: bytes | None = None  # the run directory as a tar.gz, when the worker does not share the disk
+
+    def summary(self) -> str:
+        best = "none" if self.best_score is None else f"{self.best_score:.4f}"
+        return f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, best robust score {best} (minus the metric: higher is better)"
+
+
+@dataclass
+class EvalOutcome:
+    name: str
+    rows: list[dict]
+    seconds: float
+    host: str = ""
+
+    def summary(self) -> str:
+        invalid = sum(1 for r in self.rows if not r["valid"])
+        return f"{len(self.rows)} instances" + (f", {invalid} invalid" if invalid else "")
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """Train (or resume) one run: ``run`` holds its ``RunConfig`` fields but ``out`` and ``executor``."""
+
+    name: str                    # the run directory's name under OUT/runs
+    label: str                   # what progress lines call it
+    run: tuple                   # sorted (field, value) pairs of the RunConfig
+    out: str                     # compare's output folder, absolute, as the client sees it
+    token: str                   # the client's token (see ``client_token``)
+    ship: bool | None = None     # ship the run directory back; None: when the worker does not see OUT
+    evaluation: str | None = None  # executor spec the run evaluates programs with
+    workers: int | None = None   # else: process:workers (None: the engine's default; a Dask worker's threads)
+
+    kind = "train"
+
+    def execute(self) -> TrainOutcome:
+        ship = self.ship if self.ship is not None else not sees_client_disk(self.out, self.token)
+        root = scratch_folder(self.token) if ship else Path(self.out) / "runs"
+        outcome = train_run(root / self.name, dict(self.run), _evaluation_spec(self.evaluation, self.workers))
+        if ship:
+            outcome.archive = pack_run(root / self.name)
+        return outcome
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    """One heuristic on the task's test suite (at most ``suite_instances`` instances per dataset)."""
+
+    name: str                    # results/<name>.csv on the client
+    label: str
+    task: str
+    heuristic: Heuristic
+    suite_instances: int | None
+    fields: tuple                # (method, variant, kind, seed) of every row
+    evaluation: str | None = None
+    workers: int | None = None
+    progress: bool = False
+
+    kind = "evaluate"
+
+    def execute(self) -> EvalOutcome:
+        started = time.time()
+        suite = suite_datasets(self.task, self.suite_instances)
+        spec = _evaluation_spec(self.evaluation, self.workers)
+        found = evaluate_suite(self.task, [self.heuristic], suite, executor=spec, progress=self.progress)
+        method, variant, kind, seed = self.fields
+        rows = [{"method": method, "variant": variant, "kind": kind, "seed": seed, "dataset": r.dataset,
+                 "family": r.family, "params": r.params, "instance": r.instance, "metric": r.metric,
+                 "valid": r.valid, "reason": r.reason} for r in found]
+        return EvalOutcome(self.name, rows, time.time() - started, socket.gethostname())
+
+
+@functools.lru_cache(maxsize=4)  # a job process evaluates many heuristics on one suite
+def suite_datasets(task: str, per_dataset: int | None = None) -> list:
+    """The task's test suite, at most ``per_dataset`` instances of each dataset (all by default)."""
+    suite = get_task(task).test_suite()
+    if per_dataset is not None:
+        suite = [Dataset(d.family, d.params, d.instances[:per_dataset]) for d in suite]
+    return suite
+
+
+def _evaluation_spec(evaluation: str | None, workers: int | None) -> str | None:
+    if evaluation is not None:
+        return evaluation
+    return None if workers is None else f"process:{workers}"
+
+
+def run_finished(path: Path) -> bool:
+    """Whether the run directory ``path`` holds a run that reached its end."""
+    try:
+        return bool(json.loads((Path(path) / "summary.json").read_text()).get("finished"))
+    except (OSError, ValueError):
+        return False
+
+
+def train_run(path: Path, run: dict, evaluation: str | None) -> TrainOutcome:
+    """The run in ``path``, trained from ``run`` (RunConfig fields), resumed from its checkpoint
+    when it was interrupted, or left alone when it finished before."""
+    started = time.time()
+    if run_finished(path):
+        status = "finished before"
+    elif (path / "config.json").exists():
+        status = "resumed"
+        # the recorded evaluation executor may name another machine's share of cores; results do not depend on it
+        runner.resume_run(path, **({"executor": evaluation} if evaluation else {})).run()
+    else:
+        status = "trained"
+        runner.start_run(RunConfig(**{**run, "out": str(path), "executor": evaluation})).run()
+    data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
+    best = (data.get("best") or {}).get("robust_score")
+    return TrainOutcome(path.name, status, time.time() - started, data.get("samples"), data.get("refreshes") or 0,
+                        best, socket.gethostname())

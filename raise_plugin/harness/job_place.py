@@ -1,0 +1,177 @@
+"""Where compare's jobs run (``JobPlace``):
+
+- ``here``: one after another in this process;
+- ``local``: ``slots`` job processes on this machine, each running one job at a time;
+- ``dask``: on a Dask cluster, one job per worker thread, each in a fresh Python process
+  of the worker's machine.
+
+A local job process is reused from job to job, as this process is when jobs run here: the
+task's instance sets and suites are built once per process, and a run resets what the
+host keeps per process (its profiler's generation counter) when it starts. On Dask a job
+pays a fresh process (a few seconds of imports and suites) because Dask's worker
+processes are daemons, which may not start the sandbox's worker processes.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import multiprocessing
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from raise_plugin.engine.executor_spec import parse_executor_spec
+from raise_plugin.engine.foreign_executors import DaskExecutor, worker_width
+from raise_plugin.engine.local_executors import default_workers
+from raise_plugin.errors import UserError
+
+__all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs"]
+
+
+class JobFailed(UserError):
+    """A job raised in a job process; the message is one line (and pickles, unlike some errors)."""
+
+
+def _execute(job):
+    """A job in a job process: any failure comes back as a one-line ``JobFailed``."""
+    try:
+        return job.execute()
+    except UserError as exc:
+        raise JobFailed(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - reported to the client in one line
+        raise JobFailed(f"{type(exc).__name__}: {exc}") from None
+
+
+def _execute_on_dask_worker(job):
+    """A job on a Dask worker: in a fresh Python process of the worker's machine, evaluating on
+    the worker's threads. Dask's worker processes are daemons by default and may not start the
+    sandbox's worker processes; the job's own process may, and keeps the worker's state apart."""
+    if job.evaluation is None and job.workers is None:
+        job = dataclasses.replace(job, workers=worker_width())
+    with tempfile.TemporaryDirectory(prefix="raise-job-") as tmp:
+        given, taken, log = Path(tmp) / "job.pickle", Path(tmp) / "outcome.pickle", Path(tmp) / "stderr.log"
+        given.write_bytes(pickle.dumps(job))
+        with open(log, "wb") as err:
+            code = subprocess.call([sys.executable, "-m", "raise_plugin.harness.job_place", str(given), str(taken)],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        if taken.exists():
+            ok, value = pickle.loads(taken.read_bytes())
+            if ok:
+                return value
+            raise JobFailed(value)
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        raise JobFailed(f"its process exited with status {code}" + (f": {lines[-1].strip()}" if lines else ""))
+
+
+def _job_process_main(given: str, taken: str) -> int:
+    """The job process a Dask worker starts: the job from ``given``, ``(ok, outcome or message)`` to ``taken``."""
+    job = pickle.loads(Path(given).read_bytes())
+    try:
+        outcome = (True, _execute(job))
+    except JobFailed as exc:
+        outcome = (False, str(exc))
+    Path(taken).write_bytes(pickle.dumps(outcome))
+    return 0 if outcome[0] else 1
+
+
+def _job_process_context():
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["raise_plugin.harness.job_place", "raise_plugin.harness.compare_jobs",
+                                         "raise_plugin.runner"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+class JobPlace:
+    """Where compare's jobs run: ``here`` (this process, one at a time), ``local`` (``slots``
+    processes on this machine) or ``dask`` (a cluster at ``address``; ``("local", N)`` starts a
+    LocalCluster of N one-thread worker processes on this machine)."""
+
+    def __init__(self, kind: str, slots: int = 1, address=None):
+        if kind not in ("here", "local", "dask"):
+            raise ValueError(f"unknown job place {kind!r}")
+        self.kind = kind
+        self._pool = None
+        if kind == "here":
+            self.slots = 1
+        elif kind == "local":
+            self.slots = max(1, int(slots))
+            # forked from a clean server, not from this process and its threads
+            self._pool = cf.ProcessPoolExecutor(self.slots, mp_context=_job_process_context())
+        else:
+            if isinstance(address, tuple):
+                self._pool = DaskExecutor("local", workers=address[1])
+            else:
+                self._pool = DaskExecutor(address)
+            self.slots = self._pool.workers
+
+    def describe(self) -> str:
+        if self.kind == "here":
+            return "one at a time in this process"
+        if self.kind == "local":
+            return f"{self.slots} at once in job processes on this machine"
+        return f"on the Dask cluster at {self._pool.client.scheduler.address} ({self.slots} at once)"
+
+    def submit(self, job) -> cf.Future:
+        if self.kind == "here":
+            future: cf.Future = cf.Future()
+            try:
+                future.set_result(job.execute())
+            except Exception as exc:  # noqa: BLE001 - delivered through the future
+                future.set_exception(exc)
+            return future
+        if self.kind == "local":
+            return self._pool.submit(_execute, job)
+        return self._pool.submit(_execute_on_dask_worker, job)
+
+    def close(self, interrupted: bool = False) -> None:
+        if self._pool is None:
+            return
+        if interrupted and self.kind == "local":
+            # the jobs under way stop where they are; their run directories' checkpoints stay
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                if process.is_alive():
+                    process.terminate()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            return
+        self._pool.shutdown(wait=not interrupted)
+
+
+def default_jobs(cores: int | None = None) -> int:
+    """Training and evaluation jobs at once in local processes: half the cores, at least one.
+
+    Each job evaluates its programs on ``cores // jobs`` sandboxed workers, so the machine
+    holds about one evaluation per core whatever the number of jobs; two or more jobs fill
+    the time one run spends outside evaluation (sampling, selection, bookkeeping, its inner
+    search on one worker), and half the cores keeps each run's evaluations spread over at
+    least two workers on machines with four cores or more."""
+    cores = default_workers() if cores is None else cores
+    return max(1, cores // 2)
+
+
+def place_jobs(executor: str | None, jobs: int | None,
+               workers: int | None) -> tuple[JobPlace, str | None, int | None]:
+    """Where the jobs run, and the evaluation executor spec and workers each job uses.
+
+    ``serial``: one job at a time in this process, evaluating in one sandboxed worker.
+    ``process[:N]`` (the default): ``jobs`` at once, each in its own process (with one job,
+    in this process), each evaluating on N workers (``workers``; by default its share of
+    the cores). ``dask://...``: every job on the cluster, evaluating on the workers of the
+    machine it lands on (its Dask worker's threads)."""
+    kind, arg = parse_executor_spec(executor)
+    if kind == "serial":
+        return JobPlace("here"), "serial", None
+    if kind == "dask":
+        return JobPlace("dask", address=arg), None, workers
+    jobs = jobs or default_jobs()
+    workers = arg or workers
+    if jobs == 1:
+        return JobPlace("here"), None, workers  # None: the engine's default, one worker per core
+    return JobPlace("local", jobs), None, workers or max(1, default_workers() // jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(_job_process_main(*sys.argv[1:3]))

@@ -1,0 +1,125 @@
+"""One writer per run directory: the advisory lock (``fcntl.flock``) on ``RUN_DIR/lock`` and who holds it."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ..errors import UserError
+
+__all__ = ["LOCK_NAME", "RunLock", "RunDirectoryBusy"]
+
+LOCK_NAME = "lock"
+
+
+class RunDirectoryBusy(UserError):
+    """Another process is writing the run directory."""
+
+
+_held: dict[str, list] = {}  # realpath of a run directory -> [fd, holders] held by this process
+_held_lock = threading.Lock()
+
+
+def _forget_locks_in_child() -> None:
+    # A forked child (a sandbox worker, the inner search) must not keep a run directory
+    # locked after its parent died; closing its copy leaves the parent's lock in place.
+    for fd, _ in _held.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_locks_in_child)
+
+
+class RunLock:
+    """The advisory lock that makes one process the writer of a run directory.
+
+    ``acquire()`` takes an exclusive ``fcntl.flock`` on ``RUN_DIR/lock`` without waiting and
+    writes the holder (pid, host, command, start time) into it; when another process holds
+    it, ``RunDirectoryBusy`` names that process. The kernel drops the lock when the holder
+    exits, crashes or is killed, so a lock file left by a dead process is simply taken
+    over. Within one process the lock is shared: acquiring it again is allowed and it is
+    released when the last holder releases it (or the process ends).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.directory = Path(path)
+        self.file = self.directory / LOCK_NAME
+        self._key: str | None = None
+
+    def acquire(self) -> "RunLock":
+        if self._key is not None:
+            return self
+        self.directory.mkdir(parents=True, exist_ok=True)
+        key = os.path.realpath(self.directory)
+        with _held_lock:
+            if key in _held:
+                _held[key][1] += 1
+                self._key = key
+                return self
+            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise RunDirectoryBusy(f"{self.directory} is in use by {holder}; wait for it to end or stop it "
+                                       "before running or resuming here") from None
+            except OSError as exc:
+                os.close(fd)
+                raise RunDirectoryBusy(f"{self.directory}: cannot lock {self.file.name} "
+                                       f"({exc.strerror or exc})") from None
+            record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                                 "command": " ".join([os.path.basename(sys.argv[0] or "python")] + sys.argv[1:]),
+                                 "since": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n"
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, record.encode(), 0)
+            os.fsync(fd)
+            _held[key] = [fd, 1]
+            self._key = key
+        return self
+
+    def release(self) -> None:
+        if self._key is None:
+            return
+        with _held_lock:
+            held = _held.get(self._key)
+            if held is not None:
+                held[1] -= 1
+                if held[1] <= 0:
+                    del _held[self._key]
+                    os.close(held[0])  # closing the only descriptor releases the flock
+            self._key = None
+
+    @property
+    def held(self) -> bool:
+        return self._key is not None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _read_holder(fd: int) -> str:
+    """'process PID on HOST (COMMAND, since TIME)' from a lock file, as far as it says."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+    except (OSError, ValueError):
+        info = {}
+    if not isinstance(info, dict) or "pid" not in info:
+        return "another process"
+    where = f" on {info['host']}" if info.get("host") and info.get("host") != socket.gethostname() else ""
+    details = ", ".join(x for x in (f"`{info['command']}`" if info.get("command") else "",
+                                    f"since {info['since']}" if info.get("since") else "") if x)
+    return f"process {info['pid']}{where}" + (f" ({details})" if details else "")

@@ -1,0 +1,119 @@
+"""A run directory read back for resume: every record checked, damaged ones repaired (``repair``)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .files import RunDirectoryDamaged, load_instance, read_json
+from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
+                     valid_score)
+
+__all__ = ["RunLog", "load_config"]
+
+_log = logging.getLogger("raise_plugin.rundir")
+
+
+@dataclass
+class RunLog:
+    """Everything a run directory holds, read back and checked (lines cut short by a kill are skipped).
+
+    ``load`` hands over only well-formed records: a damaged line is dropped, a population
+    record naming a lost sample falls back to the last intact generation, a missing or
+    damaged checkpoint is rebuilt from the instance index and the population records.
+    ``repairs`` lists what was done, one line each. What cannot be rebuilt (the config)
+    raises ``RunDirectoryDamaged`` with one line saying which file and why.
+    """
+
+    path: Path
+    config: dict
+    samples: list[dict]
+    scores: list[dict]
+    populations: list[dict]
+    instances: dict[str, dict]
+    sets: list[dict]
+    checkpoint: dict | None
+    summary: dict | None = None
+    repairs: list[str] = field(default_factory=list)
+    on_repair: Callable[[str], None] | None = field(default=None, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, on_repair: Callable[[str], None] | None = None) -> "RunLog":
+        """Read ``path``; ``on_repair(message)`` is told of every repair (default: a log warning)."""
+        p = Path(path)
+        if not p.is_dir():
+            raise RunDirectoryDamaged(f"{p} is not a run directory (no such directory)")
+        repairs: list[str] = []
+
+        def repaired(message: str) -> None:
+            repairs.append(message)
+            (on_repair or _log.warning)(message)
+
+        config = load_config(p)
+        index = checked_lines(p / "instances" / "index.jsonl", valid_index, repaired)
+        instances: dict[str, dict] = {}
+        for r in index:
+            if r.get("kind") == "instance":
+                instances[r["instance_id"]] = r
+        sets = [r for r in index if r.get("kind") == "set" and all(m in instances for m in r["members"])]
+        for name, what in (("samples.jsonl", "every sample"), ("scores.jsonl", "the re-scoring records")):
+            if not (p / name).exists() and (index or (p / "population.jsonl").exists()):
+                repaired(f"{name} is missing; resuming without {what} recorded so far")
+        samples = checked_lines(p / "samples.jsonl", valid_sample, repaired)
+        # a duplicate sample number can only come from a line copied or rewritten: keep the first
+        seen, unique = set(), []
+        for s in samples:
+            if s["sample"] not in seen:
+                seen.add(s["sample"])
+                unique.append(s)
+        if len(unique) < len(samples):
+            rewrite(p / "samples.jsonl", unique)
+            repaired(f"samples.jsonl: {len(samples) - len(unique)} line(s) repeating a sample number dropped (the "
+                     "first kept); the original is kept as samples.jsonl.damaged")
+        unique.sort(key=lambda s: s["sample"])  # samplers in threads may write their lines out of order
+        unique, populations = renumber(p, unique, checked_lines(p / "population.jsonl", valid_population,
+                                                                  repaired), repaired)
+        known = {s["program_id"] for s in unique}
+        intact = [g for g in populations if all(m["program_id"] in known for m in g["members"])]
+        if len(intact) < len(populations):
+            last = intact[-1]["generation"] if intact else 0
+            rewrite(p / "population.jsonl", intact)
+            repaired(f"population.jsonl: {len(populations) - len(intact)} generation record(s) name samples "
+                     f"missing from samples.jsonl; resuming from generation {last}")
+        scores = checked_lines(p / "scores.jsonl", valid_score, repaired)
+        checkpoint = checked_checkpoint(p, instances, sets, intact, repaired)
+        return cls(path=p, config=config, samples=unique, scores=scores, populations=intact, instances=instances,
+                   sets=sets, checkpoint=checkpoint, summary=read_json(p / "summary.json"), repairs=repairs,
+                   on_repair=on_repair)
+
+    def repaired(self, message: str) -> None:
+        """Report a repair made after loading (one rebuilt while the run is restored)."""
+        self.repairs.append(message)
+        (self.on_repair or _log.warning)(message)
+
+    def instance(self, instance_id: str) -> Any:
+        if instance_id not in self._cache:
+            self._cache[instance_id] = load_instance(self.path / "instances" / self.instances[instance_id]["file"])
+        return self._cache[instance_id]
+
+
+def load_config(p: Path) -> dict:
+    """``RUN_DIR/config.json``, or a one-line ``RunDirectoryDamaged`` saying why it cannot be read."""
+    path = p / "config.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunDirectoryDamaged(f"{p} is not a run directory (no config.json)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise RunDirectoryDamaged(f"{path} is damaged (not valid JSON{where}); the run's configuration cannot "
+                                  "be rebuilt from the other files: restore it from a copy") from None
+    except OSError as exc:
+        raise RunDirectoryDamaged(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise RunDirectoryDamaged(f"{path} is damaged (a JSON {type(data).__name__}, not an object of fields)")
+    return data

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM4AD := llm4ad==1.11
 
-.PHONY: setup demo test test-under-load bench clean
+.PHONY: setup demo test test-fast test-under-load bench clean
 
 $(BIN)/raise-ahd: pyproject.toml setup.py tasks/common/fastcheck.h $(wildcard tasks/*/_fast*.c)
 	$(PYTHON) -m venv $(VENV)
@@ -19,12 +19,16 @@ setup: $(BIN)/raise-ahd
 demo: setup
 	$(BIN)/raise-ahd demo --out demo-out
 
+# the whole suite in two test processes (what CI runs); test-fast leaves out the slow end-to-end cases
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow"
 
 # the whole suite with two busy-loop processes beside it (the tests must hold on a busy machine)
 test-under-load: setup
-	$(BIN)/python tests/stress.py --busy 2 -- $(BIN)/python -m pytest -q
+	$(BIN)/python tests/stress.py --busy 2 -- $(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 bench: setup
 	$(BIN)/python benchmarks/obp_vs_host.py

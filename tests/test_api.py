@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import raise_plugin as rp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,18 +33,3 @@ def test_a_tasks_py_in_the_working_directory_does_not_hide_the_plugin(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import tasks, raise_plugin"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=60)
     assert proc.returncode != 0 and "hides the plugin's task package; rename it" in proc.stderr
-
-
-@pytest.mark.slow  # end to end: a compare of 12 runs
-def test_the_example_runs_a_compare_and_shows_its_table_and_figures(tmp_path):
-    script = ROOT / "examples" / "compare_from_python.py"
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = proc.stdout
-    assert out.startswith("task load_balance: shift job size, baselines LeastLoaded, FullestThatFits")
-    for row in ("| EoH |", "| EoH-S |", "| MoH |", "| RAISE-MoH (eps=0.002) |"):
-        assert row in out
-    assert "MoH vs " in out and "(best baseline)" in out
-    assert "figures: convergence.png, adversarial_distributions.png, convergence_again.png" in out
-    assert (tmp_path / "out" / "convergence_again.png").stat().st_size > 0

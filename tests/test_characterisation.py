@@ -76,13 +76,15 @@ def characterise(task: str, out: Path, jit: bool = False) -> dict:
     }
 
 
-PATHS = ["python", pytest.param("jit", marks=pytest.mark.skipif(
-    importlib.util.find_spec("numba") is None, reason="the compiled path needs numba (the jit extra)"))]
+_NO_NUMBA = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                               reason="the compiled path needs numba (the jit extra)")
+# OBP's run on the compiled path compiles each of its programs in each worker (two minutes on two
+# cores); its compiled decisions are held against Python's per program in tests/engine/test_compiled.py
+CASES = [(task, "python") for task in TASKS] + [pytest.param(task, "jit", marks=_NO_NUMBA) for task in ("ojsp", "ovrp")]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task, path", CASES)
 def test_a_short_robust_run_records_what_it_recorded_before(task, path, tmp_path):
     golden = json.loads(GOLDEN.read_text())[task]
     now = characterise(task, tmp_path / task, jit=path == "jit")

@@ -151,8 +151,9 @@ class SandboxWorker:
                 self.process.kill()
             except (OSError, ValueError, AttributeError):
                 pass
-            self.process.join(5)
-            _wait_for_group(pid)
+            if pid is not None:  # a process whose start failed has nothing to join
+                self.process.join(5)
+                _wait_for_group(pid)
             try:
                 self.process.close()
             except (ValueError, AttributeError):
@@ -174,6 +175,11 @@ class SandboxWorker:
             except (OSError, ValueError):
                 pass
         self.kill()
+
+    def _reap(self) -> None:
+        """Wait a moment for a worker that died (or never started) to be gone."""
+        if self.process is not None and self.process.pid is not None:
+            self.process.join(1)
 
     def exit_description(self) -> str:
         code = self.process.exitcode if self.process is not None else None
@@ -214,7 +220,7 @@ class SandboxWorker:
     def run_job(self, job: Job, instance_set) -> EvalResult:
         """Run one job; the result is invalid (timeout, died, ...) rather than an exception."""
         count = len(job.indices)
-        start = time.perf_counter()
+        start, broken = time.perf_counter(), None
         try:
             self.ensure()
             if self.sets.get(instance_set.id) != instance_set.version:
@@ -228,16 +234,17 @@ class SandboxWorker:
             if reply is None:
                 reply = self._wait(None if job.timeout is None
                                    else time.perf_counter() + float(job.timeout) + _GRACE_SECONDS)
-        except (BrokenPipeError, EOFError, ConnectionError, OSError):
-            reply = "died"
+        except (BrokenPipeError, EOFError, ConnectionError, OSError) as exc:
+            reply, broken = "died", exc
         seconds = time.perf_counter() - start
         pid = self.pid
         if reply == "timeout":
             self.kill()
             return EvalResult.failed(count, FailureKind.TIMEOUT, f"timed out after {job.timeout:g} s", seconds, pid)
         if reply == "died":
-            self.process.join(1)
-            reason = f"{self.exit_description()} during the evaluation"
+            self._reap()
+            reason = (f"{self.exit_description()} during the evaluation" if self.pid is not None or broken is None
+                      else f"the worker process could not start ({type(broken).__name__}: {broken})")
             self.kill()
             return EvalResult.failed(count, FailureKind.WORKER_DIED, reason, seconds, pid)
         kind, result, recycle = reply
@@ -261,7 +268,7 @@ class SandboxWorker:
             self.kill()
             raise CallTimeout(f"the call timed out after {timeout:g} s")
         if reply == "died":
-            self.process.join(1)
+            self._reap()
             reason = self.exit_description()
             self.kill()
             raise WorkerDied(f"{reason} during the call")

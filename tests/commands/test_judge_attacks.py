@@ -18,10 +18,12 @@ from __future__ import annotations
 import csv
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -149,9 +151,12 @@ def _files_under(folder: Path) -> list[str]:
 def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = None) -> Run:
     """``raise-ahd evaluate`` of ``programs`` ((name, text), in order) on OBP's nominal set with one
     worker, in a process of its own whose environment holds ``SECRETS``, in ``root/work`` with
-    its temporary directory ``root/tmp``; ``root/outside`` is for markers and must stay empty."""
-    for folder in ("programs", "work", "tmp", "outside"):
+    a temporary directory of its own (``tmp/`` in ``written``; made under the system's, whose path
+    is short: the fork server's Unix socket lives there, and its path holds at most 107 bytes);
+    ``root/outside`` is for markers and must stay empty."""
+    for folder in ("programs", "work", "outside"):
         (root / folder).mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="raise-judge-"))
     paths = []
     for name, text in programs:
         path = root / "programs" / f"{name}.py"
@@ -162,7 +167,7 @@ def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = N
     env = dict(os.environ)
     env.update({name: value for name, (value, _) in SECRETS.items()})
     env[RUN_VARIABLE] = run_id
-    env["TMPDIR"] = str(root / "tmp")
+    env["TMPDIR"] = str(tmp)
     command = [sys.executable, "-m", "raise_plugin.cli", "evaluate", *paths, "--task", "obp", "--suite", "nominal",
                "--baselines", "none", "--workers", "1", "--timeout", SECONDS_PER_INSTANCE, "--no-progress",
                "--out", str(out_csv)]
@@ -179,7 +184,8 @@ def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = N
     csv_text = out_csv.read_text(errors="replace") if out_csv.exists() else ""
     rows = list(csv.DictReader(csv_text.splitlines())) if csv_text else []
     written = [f"outside/{p}" for p in _files_under(root / "outside")]
-    written += [f"tmp/{p}" for p in _files_under(root / "tmp")]
+    written += [f"tmp/{p}" for p in _files_under(tmp)]
+    shutil.rmtree(tmp, ignore_errors=True)
     written += [f"work/{p}" for p in _files_under(root / "work") if p != "results.csv"]
     written += [f"programs/{p}" for p in _files_under(root / "programs") if p not in {f"{n}.py" for n, _ in programs}]
     return Run(process.returncode, out.decode(errors="replace"), err.decode(errors="replace"), rows, csv_text,

@@ -1,9 +1,12 @@
 """docs/tasks.md's walkthrough as written: its task file is examples/load_balance.py, and its
-commands run on that file, named by its path, without packaging."""
+commands run on that file, named by its path, without packaging; the same compare from Python
+(examples/compare_from_python.py) shows its table and figures."""
 from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +51,18 @@ def test_the_documented_commands_run_on_the_task_file(walkthrough_dir, capsys):
     for row in ("| EoH |", "| EoH-S |", "| MoH |", "| RAISE-MoH (eps=0.002) |", "| LeastLoaded |"):
         assert row in report
     assert (walkthrough_dir / "lb-compare" / "adversarial_distributions.png").exists()
+    # the example, on the commands' folder: the same compare from Python finds its twelve runs
+    # finished (a compare re-run redoes nothing) and shows the same table and the figures
+    example = subprocess.run([sys.executable, str(ROOT / "examples" / "compare_from_python.py"),
+                              str(walkthrough_dir / "lb-compare")], capture_output=True, text=True,
+                             cwd=walkthrough_dir, timeout=300)
+    assert example.returncode == 0, example.stderr[-2000:]
+    out = example.stdout
+    assert out.startswith("task load_balance: shift job size, baselines LeastLoaded, FullestThatFits")
+    table = (walkthrough_dir / "lb-compare" / "table_all_distributions.md").read_text().splitlines()
+    assert next(line for line in table if line.startswith("| EoH-S |")) in out  # the compare's own table
+    for row in ("| EoH |", "| EoH-S |", "| MoH |", "| RAISE-MoH (eps=0.002) |"):
+        assert row in out
+    assert "MoH vs " in out and "(best baseline)" in out
+    assert "figures: convergence.png, adversarial_distributions.png, convergence_again.png" in out
+    assert (walkthrough_dir / "lb-compare" / "convergence_again.png").stat().st_size > 0

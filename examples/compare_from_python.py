@@ -16,8 +16,8 @@ TASK = f"{Path(__file__).resolve().parent / 'load_balance.py'}:LoadBalance"
 def main(out: str = "compare-from-python") -> None:
     task = rp.get_task(TASK)
     print(f"task {task.name}: shift {task.shift.name}, baselines {', '.join(task.baselines)}")
-    result = rp.compare(TASK, methods=("eoh", "eohs", "moh"), budget=8, pop_size=4, seeds=2, suite_instances=1,
-                        jobs=1, out=out, quiet=True)
+    result = rp.compare(TASK, methods=("eoh", "eohs", "moh"), budget=8, pop_size=4, tau=1, seeds=2,
+                        suite_instances=1, jobs=1, out=out, quiet=True)
     print(result.tables["table_all_distributions"].markdown())
     for comparison in result.comparisons:  # rp.stats.Comparison: the paired test behind the marks
         print(f"{comparison.method} vs {comparison.reference} ({comparison.relation}): {comparison.verdict}")

@@ -10,8 +10,9 @@ import argparse
 import importlib
 import signal
 import sys
+import warnings
 
-from .errors import UserError
+from .errors import PluginWarning, UserError
 
 COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank", "select")
 
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     # the long options typed, by destination (a preset fills in only the others)
     args.given = {t[2:].split("=", 1)[0].replace("-", "_") for t in typed if t.startswith("--")}
     previous = signal.signal(signal.SIGTERM, _terminated)  # as Ctrl-C: every command cleans up after itself
+    shown = warnings.showwarning
+    warnings.showwarning = _one_line_warning
     try:
         return int(args.func(args) or 0)
     except Terminated:
@@ -58,6 +61,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        warnings.showwarning = shown
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """The plugin's warnings as one line each; others as Python shows them."""
+    if issubclass(category, PluginWarning):
+        print(f"raise-ahd: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 class Terminated(KeyboardInterrupt):

@@ -15,14 +15,38 @@ from .adversary.objective import parse_objective
 from .adversary.projection import check_epsilon
 from .adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
 from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
-from .errors import UserError
+from .errors import PluginWarning, UserError
 from .methods import METHODS
 
-__all__ = ["RunConfig", "ConfigError", "robust_defaults", "final_selection", "PAPER_DEFAULTS"]
+__all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "robust_defaults", "final_selection",
+           "PAPER_DEFAULTS"]
 
 
 class ConfigError(UserError):
     """A bad config value; the message names the field."""
+
+
+class IdleAdversaryWarning(PluginWarning):
+    """A robust run whose budget allows no refresh: its adversary never runs."""
+
+
+def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = "generations") -> str | None:
+    """Why a robust run of ``budget`` samples can never refresh its instance set, or ``None``. A
+    host generation is ``pop_size`` samples; a refresh comes at the end of every ``tau``-th
+    generation (``tau_unit="generations"``) or of the first generation after ``tau`` samples."""
+    generations = budget // pop_size
+    if tau_unit == "samples":
+        if generations and generations * pop_size >= tau:
+            return None
+        needed = max(1, math.ceil(tau / pop_size)) * pop_size
+        return (f"budget {budget} at pop_size {pop_size} ends its last generation after {generations * pop_size} "
+                f"samples, before tau {tau} samples: the adversary never runs and this robust run is a plain one; "
+                f"raise budget to {needed}" + (f" or lower tau to {generations * pop_size}" if generations else ""))
+    if generations >= tau:
+        return None
+    return (f"budget {budget} at pop_size {pop_size} makes {generations} host generations, fewer than tau {tau}: "
+            f"the adversary never runs and this robust run is a plain one; raise budget to {tau * pop_size}"
+            + (f" or lower tau to {generations}" if generations else ""))
 
 
 PAPER_DEFAULTS = {"epsilon": 0.002, "aggregation": "mean", "adversary_objective": "metric", "projection": "paper"}
@@ -248,6 +272,10 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def idle_adversary(self) -> str | None:
+        """Why this run's adversary can never run (``idle_adversary``), or ``None``."""
+        return idle_adversary(self.budget, self.pop_size, self.tau, self.tau_unit) if self.robust else None
 
     def adversary(self):
         """The run's ``AdversaryConfig`` (what the adversarial callback is built from)."""

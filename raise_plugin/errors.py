@@ -3,4 +3,9 @@
 ``UserError`` is defined with the tasks (the lowest layer), so a task's own errors are ones too."""
 from tasks.common.errors import UserError
 
-__all__ = ["UserError"]
+__all__ = ["UserError", "PluginWarning"]
+
+
+class PluginWarning(UserWarning):
+    """Something a user should know before a run spends its budget (the command line shows it as
+    one ``raise-ahd: warning:`` line)."""

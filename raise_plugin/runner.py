@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import time
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -13,7 +14,7 @@ from llm4ad.method.eoh import EoHProfiler
 
 from tasks import get_task
 
-from .config import PAPER_DEFAULTS, RunConfig
+from .config import PAPER_DEFAULTS, IdleAdversaryWarning, RunConfig
 from .engine import SandboxLimits, make_executor
 from .errors import UserError
 from .llm import make_llm as make_backend
@@ -146,6 +147,9 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
         config = RunConfig.from_dict({**config.to_dict(), "out": str(out)})
         write_json_atomic(out / "config.json", config.to_dict())  # first: from here on, resume continues
+        idle = config.idle_adversary()
+        if idle:
+            warnings.warn(idle, IdleAdversaryWarning, stacklevel=2)
         run_dir = RunDirectory(out, lock=lock)
         return _build(config, run_dir, llm, callbacks)
     except BaseException:

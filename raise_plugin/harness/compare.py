@@ -19,9 +19,11 @@ checkpoints, and re-uses evaluated results.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from raise_plugin.config import IdleAdversaryWarning, idle_adversary
 from raise_plugin.engine.suite import Heuristic
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_config import CompareConfig
@@ -73,6 +75,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(asdict(config), indent=1))
     variants = plan_variants(config.methods, config.epsilons, config.ablations)
+    idle = idle_adversary(config.budget, config.pop_size, config.tau)
+    if idle and any(v.robust for v in variants):
+        warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in config.seeds]
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet)

@@ -147,14 +147,15 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
         config = RunConfig.from_dict({**config.to_dict(), "out": str(out)})
         write_json_atomic(out / "config.json", config.to_dict())  # first: from here on, resume continues
-        idle = config.idle_adversary()
-        if idle:
-            warnings.warn(idle, IdleAdversaryWarning, stacklevel=2)
         run_dir = RunDirectory(out, lock=lock)
-        return _build(config, run_dir, llm, callbacks)
+        method = _build(config, run_dir, llm, callbacks)
     except BaseException:
         lock.release()
         raise
+    idle = config.idle_adversary()
+    if idle:  # said once the run is built (a run that cannot start says only why), before it samples
+        warnings.warn(idle, IdleAdversaryWarning, stacklevel=2)
+    return method
 
 
 def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None, on_repair=None,

@@ -76,8 +76,9 @@ def _wait(pid: int) -> int:
         return -1
 
 
-def _reap_ended(ended: collections.OrderedDict) -> None:
-    """Reap the program processes that have ended, keeping their statuses (the latest 256)."""
+def _reap_ended(ended: collections.OrderedDict | None) -> None:
+    """Reap the child processes that have ended, keeping their statuses in ``ended`` (the latest
+    256) unless it is ``None``."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -85,21 +86,16 @@ def _reap_ended(ended: collections.OrderedDict) -> None:
             return
         if pid == 0:
             return
-        ended[pid] = status
-        while len(ended) > 256:
-            ended.popitem(last=False)
+        if ended is not None:
+            ended[pid] = status
+            while len(ended) > 256:
+                ended.popitem(last=False)
 
 
 def reap_orphans() -> None:
     """Reap what a program's process left when it was killed (where nothing stopped it forking):
     orphans come back to the worker, a child subreaper."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    _reap_ended(None)
 
 
 class ProgramProcesses:

@@ -36,10 +36,47 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# flags renamed to their setting's one name (raise_plugin.settings): still understood, with a warning
+RENAMED = {
+    "compare": {"--robust-eps": "--epsilons"},
+    "demo": {"--robust-eps": "--epsilons"},
+    "profile": {"--eps": "--epsilons", "--seeds": "--adversary-seeds", "--population": "--inner-population",
+                "--generations": "--inner-generations"},
+}
+
+
+def renamed(typed: list[str]) -> list[str]:
+    """``typed`` with each renamed flag spelled the new way (a warning names each), and
+    ``--early-reject on|off`` as the switch ``--early-reject``/``--no-early-reject``."""
+    table = RENAMED.get(typed[0], {}) if typed else {}
+    out: list[str] = []
+    words = iter(typed)
+    for word in words:
+        flag, eq, value = word.partition("=")
+        if flag in table:
+            print(f"raise-ahd: warning: {flag} is now {table[flag]}", file=sys.stderr)
+            word = table[flag] + eq + value
+        elif flag == "--early-reject":
+            value = value if eq else next(words, "")
+            if value not in ("on", "off"):
+                out.append(flag)
+                if value:
+                    out.append(value)
+                continue
+            print(f"raise-ahd: warning: --early-reject {value} is now {'--early-reject' if value == 'on' else '--no-early-reject'}",
+                  file=sys.stderr)
+            word = "--early-reject" if value == "on" else "--no-early-reject"
+        out.append(word)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    typed = sys.argv[1:] if argv is None else argv
+    typed = renamed(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(typed[0] if typed else None)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(typed)
+    except SystemExit as exc:  # a usage error (one line, status 2) or --help (0)
+        return exc.code if isinstance(exc.code, int) else 2
     # the long options typed, by destination (a preset fills in only the others)
     args.given = {t[2:].split("=", 1)[0].replace("-", "_") for t in typed if t.startswith("--")}
     previous = signal.signal(signal.SIGTERM, _terminated)  # as Ctrl-C: every command cleans up after itself

@@ -17,6 +17,7 @@ from .adversary.settings import AdversaryConfig, AdversaryConfigError, SearchCon
 from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
 from .errors import PluginWarning, UserError
 from .methods import METHODS
+from .settings import SETTINGS, SettingError, default, flatten_tables, section_of
 
 __all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "robust_defaults", "final_selection",
            "PAPER_DEFAULTS"]
@@ -30,7 +31,7 @@ class IdleAdversaryWarning(PluginWarning):
     """A robust run whose budget allows no refresh: its adversary never runs."""
 
 
-def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = "generations") -> str | None:
+def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = default("tau_unit")) -> str | None:
     """Why a robust run of ``budget`` samples can never refresh its instance set, or ``None``. A
     host generation is ``pop_size`` samples; a refresh comes at the end of every ``tau``-th
     generation (``tau_unit="generations"``) or of the first generation after ``tau`` samples."""
@@ -49,7 +50,9 @@ def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = "genera
             + (f" or lower tau to {generations}" if generations else ""))
 
 
-PAPER_DEFAULTS = {"epsilon": 0.002, "aggregation": "mean", "adversary_objective": "metric", "projection": "paper"}
+# the settings a task may choose (``Task.robust_defaults``), and the paper's values of them
+PAPER_DEFAULTS = {name: setting.fallback for name, setting in SETTINGS.items()
+                  if setting.task_default and setting.fallback is not None and section_of(name)[0] == "run"}
 
 
 def robust_defaults(task_name: str) -> dict[str, Any]:
@@ -110,45 +113,45 @@ class RunConfig:
     the run's samples, populations and best are the same either way (docs/robust.md).
     """
 
-    task: str = "obp"
-    method: str = "eoh"
-    robust: bool = True
-    epsilon: float | None = None
-    tau: int = 5
-    inner_population: int = 8
-    inner_generations: int = 4
-    aggregation: str | None = None
-    max_adversarial: int = 10
-    budget: int = 1000
-    pop_size: int = 10
-    llm: str = "offline"
-    seed: int = 0
-    out: str | None = None
-    num_samplers: int = 1
-    num_evaluators: int = 1
-    nominal: int | None = None
-    timeout: float | None = None
-    projection: str | None = None
-    encoding: str | None = None
-    constraint: str | None = None
-    length: str | None = None
-    host_profiler: bool = True
-    early_reject: bool = True
-    record: str | None = None
-    executor: str | None = None
-    adversary_objective: str | None = None
-    inner_draws: int | None = None
-    tau_unit: str = "generations"
-    max_cost_usd: float | None = None
-    max_llm_calls: int | None = None
-    prices: dict | None = None
-    max_tokens: int | None = None
-    llm_timeout: float | None = None
-    max_failed_requests: int = 10
-    validation_trace: bool = True
-    instances_per_refresh: str = "one"
-    jit: bool = False
-    jit_after: float = 0.5
+    task: str = default("task")
+    method: str = default("method")
+    robust: bool = default("robust")
+    epsilon: float | None = default("epsilon")
+    tau: int = default("tau")
+    inner_population: int = default("inner_population")
+    inner_generations: int = default("inner_generations")
+    aggregation: str | None = default("aggregation")
+    max_adversarial: int = default("max_adversarial")
+    budget: int = default("budget")
+    pop_size: int = default("pop_size")
+    llm: str = default("llm")
+    seed: int = default("seed")
+    out: str | None = default("out")
+    num_samplers: int = default("num_samplers")
+    num_evaluators: int = default("num_evaluators")
+    nominal: int | None = default("nominal")
+    timeout: float | None = default("timeout")
+    projection: str | None = default("projection")
+    encoding: str | None = default("encoding")
+    constraint: str | None = default("constraint")
+    length: str | None = default("length")
+    host_profiler: bool = default("host_profiler")
+    early_reject: bool = default("early_reject")
+    record: str | None = default("record")
+    executor: str | None = default("executor")
+    adversary_objective: str | None = default("adversary_objective")
+    inner_draws: int | None = default("inner_draws")
+    tau_unit: str = default("tau_unit")
+    max_cost_usd: float | None = default("max_cost_usd")
+    max_llm_calls: int | None = default("max_llm_calls")
+    prices: dict | None = default("prices")
+    max_tokens: int | None = default("max_tokens")
+    llm_timeout: float | None = default("llm_timeout")
+    max_failed_requests: int = default("max_failed_requests")
+    validation_trace: bool = default("validation_trace")
+    instances_per_refresh: str = default("instances_per_refresh")
+    jit: bool = default("jit")
+    jit_after: float = default("jit_after")
 
     def __post_init__(self):
         for name, value in robust_defaults(self.task).items():
@@ -158,54 +161,22 @@ class RunConfig:
         def bad(name, why):
             raise ConfigError(f"config field {name!r}: {why}, got {getattr(self, name)!r}")
 
-        for f in fields(self):
-            value = getattr(self, f.name)
-            kind = f.type.split(" |")[0]
-            if value is None and "None" in f.type:
-                continue
-            if kind == "bool" and not isinstance(value, bool):
-                bad(f.name, "must be true or false")
-            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
-                bad(f.name, "must be an integer")
-            if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                    or not math.isfinite(value)):
-                bad(f.name, "must be a finite number")
-            if kind == "str" and not isinstance(value, str):
-                bad(f.name, "must be a string")
-        for name, low in (("budget", 1), ("pop_size", 2), ("seed", 0), ("num_samplers", 1), ("num_evaluators", 1),
-                          ("nominal", 1)):
-            value = getattr(self, name)
-            if value is not None and value < low:
-                bad(name, f"must be >= {low}")
+        for f in fields(self):  # each value against its setting in the tree: kind, least value, choices
+            try:
+                SETTINGS[f.name].check(getattr(self, f.name))
+            except SettingError as exc:
+                raise ConfigError(f"config field {f.name!r}: {exc.reason}") from None
         # the adversary's settings: checked by the one config the callback uses
         try:
             self.adversary()
         except AdversaryConfigError as exc:
-            name = {"objective": "adversary_objective", "draws": "inner_draws",
-                    "per_refresh": "instances_per_refresh"}.get(exc.field, exc.field)
-            why = exc.reason + (" (a plain run is --no-robust)" if name == "epsilon" else "")
-            raise ConfigError(f"config field {name!r}: {why}") from None
-        if self.max_cost_usd is not None and self.max_cost_usd <= 0:
-            bad("max_cost_usd", "must be > 0 dollars")
-        if self.max_llm_calls is not None and self.max_llm_calls < 1:
-            bad("max_llm_calls", "must be >= 1")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            bad("max_tokens", "must be >= 1 completion tokens")
-        if self.llm_timeout is not None and self.llm_timeout <= 0:
-            bad("llm_timeout", "must be > 0 seconds")
-        if self.max_failed_requests < 1:
-            bad("max_failed_requests", "must be >= 1")
-        if self.jit_after < 0:
-            bad("jit_after", "must be >= 0 seconds")
+            why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
+            raise ConfigError(f"config field {exc.name!r}: {why}") from None
         if self.prices is not None:
-            if not isinstance(self.prices, dict):
-                bad("prices", "must be a table: model = [input, output] dollars per million tokens")
             for model, pair in self.prices.items():
                 if (not isinstance(pair, (list, tuple)) or len(pair) != 2
                         or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in pair)):
                     bad("prices", f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
-        if self.timeout is not None and self.timeout <= 0:
-            bad("timeout", "must be > 0 seconds")
         if self.method not in METHODS:
             bad("method", f"must be one of {', '.join(sorted(METHODS))}")
         if self.task not in list_tasks():
@@ -257,7 +228,9 @@ class RunConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides) -> "RunConfig":
-        """Fields from a TOML file (top level, or a ``[run]`` table), then ``overrides`` (not ``None``)."""
+        """Settings from a TOML file (top level, or in tables named after the tree's sections:
+        ``[budget]``, ``[adversary]``, ``[adversary.inner_search]``, ``[llm]``, ``[engine]``), then
+        ``overrides`` (not ``None``)."""
         p = Path(path)
         try:
             data = tomllib.loads(p.read_text())
@@ -265,8 +238,10 @@ class RunConfig:
             raise ConfigError(f"cannot read config file {p}: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {p}: {exc}") from None
-        if isinstance(data.get("run"), dict):
-            data = {**{k: v for k, v in data.items() if k != "run"}, **data["run"]}
+        try:  # the tree's sections as tables ([run], [adversary], [adversary.inner_search], ...), or flat
+            data = flatten_tables(data, str(p))
+        except SettingError as exc:
+            raise ConfigError(f"config file {p}: {exc}") from None
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data, source=str(p))
 

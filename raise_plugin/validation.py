@@ -28,6 +28,7 @@ from .engine.suite import Heuristic, evaluate_suite
 from .robust.hooks import Callback, RunSnapshot
 from .rundir.files import read_jsonl, write_json_atomic
 from .selection import selects_on
+from .settings import default
 
 __all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "final_candidates",
            "select_final", "TRACE_FILE", "SELECTION_FILE"]
@@ -36,7 +37,7 @@ TRACE_FILE = "validation.jsonl"
 SELECTION_FILE = "selection.json"
 
 
-def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = 1, baselines: Iterable[str] = (),
+def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = default("per_dataset"), baselines: Iterable[str] = (),
                        timeout: float | None = None, workers: int | None = None) -> dict[str, dict]:
     """Mean validation metric (and per family) of each program text in ``codes`` and of the named baselines.
 
@@ -73,7 +74,7 @@ class ValidationTrace(Callback):
         workers: engine worker processes (one per core when ``None``).
     """
 
-    def __init__(self, every: int = 5, per_dataset: int = 1, *, timeout: float | None = None,
+    def __init__(self, every: int = 5, per_dataset: int = default("per_dataset"), *, timeout: float | None = None,
                  workers: int | None = None):
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
             raise ValueError(f"every must be an integer >= 1, got {every!r}")
@@ -174,7 +175,7 @@ def read_trace(run_dir) -> list[dict]:
     return read_jsonl(Path(run_dir) / TRACE_FILE)
 
 
-def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = 1, workers: int | None = None,
+def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = default("per_dataset"), workers: int | None = None,
                         timeout: float | None = None) -> list[dict]:
     """The validation trace of a finished run, from its population records (every ``every``
     generations and the last): each point is that generation's best member by robust score."""
@@ -225,7 +226,7 @@ def final_candidates(run_dir) -> dict | None:
 
 
 @selects_on("validation")
-def select_final(run_dir, task, *, per_dataset: int = 1, workers: int | None = None,
+def select_final(run_dir, task, *, per_dataset: int = default("per_dataset"), workers: int | None = None,
                  timeout: float | None = None) -> dict | None:
     """The final selection of a finished run on the validation suite (never the test suite).
 

@@ -58,13 +58,14 @@ class Recorder(Callback):
 
 
 def robust_run(budget=40, pop_size=4, tau=2, seed=0, aggregation="mean", max_adversarial=10, samplers=1,
-               llm=None, searcher=fake_search, objective="metric", draws=None, tau_unit="generations",
-               per_refresh="one", **kwargs):
+               llm=None, searcher=fake_search, adversary_objective="metric", inner_draws=None,
+               tau_unit="generations", instances_per_refresh="one", **kwargs):
     rec = Recorder(aggregation)
     cb = AdversarialInstanceCallback(epsilon=0.002, tau=tau, inner_population=4, inner_generations=2,
                                      aggregation=aggregation, max_adversarial=max_adversarial, seed=seed,
-                                     searcher=searcher, objective=objective, draws=draws, tau_unit=tau_unit,
-                                     per_refresh=per_refresh)
+                                     searcher=searcher, adversary_objective=adversary_objective,
+                                     inner_draws=inner_draws, tau_unit=tau_unit,
+                                     instances_per_refresh=instances_per_refresh)
     method = robust(EoH, callbacks=[cb, rec])(
         llm=llm or ScriptedLLM(seed), evaluation=small_obp_evaluation(), max_sample_nums=budget,
         pop_size=pop_size, max_generations=None, num_samplers=samplers, seed=seed, **kwargs)
@@ -223,7 +224,7 @@ def test_the_inner_search_sees_no_secret_of_the_environment(monkeypatch):
     assert method.hook_errors == 0 and callback.refreshes >= 2, callback.skipped
 
 
-@pytest.mark.parametrize("kwargs, field", [({"objective": "regret:worstfit"}, "objective"),
+@pytest.mark.parametrize("kwargs, field", [({"adversary_objective": "regret:worstfit"}, "adversary_objective"),
                                            ({"aggregation": "regret:worstfit:min"}, "aggregation")])
 def test_a_baseline_the_task_does_not_have_fails_when_the_method_is_made(kwargs, field):
     with pytest.raises(AdversaryConfigError, match=f"^{field}: task 'obp' has no classical baseline 'worstfit' "
@@ -238,7 +239,7 @@ def test_search_timeout_is_validated():
 
 @pytest.mark.parametrize("objective", ["metric", "regret:baselines", "regret:population:2", "regret:bestfit"])
 def test_every_adversarial_instance_records_objective_metric_reference_and_regret(objective):
-    method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None, objective=objective, draws=2)
+    method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None, adversary_objective=objective, inner_draws=2)
     assert cb.refreshes >= 1 and method.hook_errors == 0
     for entry in method.instance_entries():
         if entry.origin != "adversarial":
@@ -264,8 +265,8 @@ def test_every_adversarial_instance_records_objective_metric_reference_and_regre
 
 @pytest.mark.parametrize("objective", ["metric", "regret:baselines"])
 def test_a_refresh_can_add_every_draw_each_with_its_own_provenance(objective):
-    method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None, objective=objective, draws=3,
-                                 per_refresh="draws", max_adversarial=30)
+    method, cb, rec = robust_run(budget=16, pop_size=4, tau=2, searcher=None, adversary_objective=objective, inner_draws=3,
+                                 instances_per_refresh="draws", max_adversarial=30)
     adversarial = [e for e in method.instance_entries() if e.origin == "adversarial"]
     assert cb.refreshes >= 1 and method.hook_errors == 0 and len(adversarial) == 3 * cb.refreshes
     task = get_task("obp")
@@ -280,15 +281,15 @@ def test_a_refresh_can_add_every_draw_each_with_its_own_provenance(objective):
             assert e.provenance["regret"] == pytest.approx(e.provenance["metric"] - e.provenance["reference_metric"])
     assert rec.mismatches == []
     # the one-instance refresh adds one of these draws: the same first refresh, seed for seed
-    one, cb_one, _ = robust_run(budget=16, pop_size=4, tau=2, searcher=None, objective=objective, draws=3)
+    one, cb_one, _ = robust_run(budget=16, pop_size=4, tau=2, searcher=None, adversary_objective=objective, inner_draws=3)
     first = next(e for e in one.instance_entries() if e.origin == "adversarial")
     assert first.instance_id.rsplit("-", 1)[1] in {e.instance_id.rsplit("-", 1)[1] for e in adversarial
                                                    if e.provenance["refresh"] == 1}
 
 
 def test_bad_per_refresh_names_the_field():
-    with pytest.raises(ValueError, match="per_refresh"):
-        AdversarialInstanceCallback(epsilon=0.01, per_refresh="all")
+    with pytest.raises(ValueError, match="instances_per_refresh"):
+        AdversarialInstanceCallback(epsilon=0.01, instances_per_refresh="all")
 
 
 def test_objective_text_round_trips():

@@ -27,6 +27,8 @@ from typing import Any, Callable, Protocol
 
 import numpy as np
 
+from raise_plugin.settings import default
+
 __all__ = ["AskTell", "InnerGA", "evaluate_batch", "optimise"]
 
 
@@ -43,7 +45,7 @@ class AskTell(Protocol):
 class InnerGA:
     """Truncation-selection GA with uniform crossover and Gaussian mutation (ask/tell)."""
 
-    def __init__(self, dimension: int, rng: np.random.Generator, *, population: int = 8,
+    def __init__(self, dimension: int, rng: np.random.Generator, *, population: int = default("inner_population"),
                  crossover_rate: float = 0.5, mutation_rate: float = 0.35, mutation_sigma: float = 0.12):
         if dimension < 1:
             raise ValueError(f"dimension must be >= 1, got {dimension}")

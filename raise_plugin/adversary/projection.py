@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from raise_plugin.settings import PROJECTIONS
+
 __all__ = ["PROJECTIONS", "Projection", "distance", "distances", "nearest", "project", "largest_reachable_distance",
            "reachable_epsilon"]
 
-PROJECTIONS = ("paper", "sphere", "none")
 _BISECTION_STEPS = 80
 _MAX_DOUBLINGS = 60
 # displacements shorter than this (in d) are rounding noise: they give no direction to extend

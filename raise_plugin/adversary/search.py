@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from raise_plugin.engine.judge import evaluate_heuristic
+from raise_plugin.settings import default
 from tasks import get_task
 from tasks.common.errors import HeuristicError
 
@@ -112,7 +113,8 @@ def _evaluate_nominal(task, priority: Callable, instance) -> float:
 
 
 def search(task, priority: Callable, epsilon: float, *, nominal: list | None = None, seed: int = 0,
-           population: int = 8, generations: int = 4, executor=None,
+           population: int = default("inner_population"), generations: int = default("inner_generations"),
+           executor=None,
            optimizer: Callable[[int, np.random.Generator, int], AskTell] | None = None,
            draws: int = 1, references: Sequence | None = None, objective: str = "metric",
            all_draws: bool = False, **switches) -> AdversarialResult | None:

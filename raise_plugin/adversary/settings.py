@@ -1,29 +1,26 @@
-"""The adversary's settings, each validated on creation: ``SearchConfig`` (one inner search) and
-``AdversaryConfig`` (RAISE's inner loop in a run), with the error naming a bad field."""
+"""The adversary's settings, each validated on creation: ``SearchConfig`` (one inner search, in its
+own words: ``population``, ``generations``, ``draws``, ``objective``) and ``AdversaryConfig`` (RAISE's
+inner loop in a run, in the tree's: ``inner_population``, ...). Defaults, choices and checks come
+from the one tree of settings (``raise_plugin.settings``)."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 
+from raise_plugin.settings import (CONSTRAINTS, ENCODINGS, LENGTHS, PER_REFRESH, PROJECTIONS, SETTINGS, TAU_UNITS,
+                                   SettingError, default, fallback)
 from tasks.common.aggregation import Aggregation
 
 from .objective import Objective, parse_objective
-from .projection import PROJECTIONS
 
 __all__ = ["SearchConfig", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES",
            "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
 
-ENCODINGS = ("basis", "flat")
-CONSTRAINTS = ("ball", "none")
 NOISE = ("common", "independent")
 OBJECTIVES = ("metric", "regret")
-LENGTHS = ("gene", "nominal")
-TAU_UNITS = ("generations", "samples")
-PER_REFRESH = ("one", "draws")  # instances a refresh adds: the representative draw, or every draw
 
 
 @dataclass(frozen=True)
@@ -52,11 +49,11 @@ class SearchConfig:
     """
 
     epsilon: float
-    population: int = 8
-    generations: int = 4
-    encoding: str = "basis"
-    projection: str = "paper"
-    constraint: str = "ball"
+    population: int = default("inner_population")
+    generations: int = default("inner_generations")
+    encoding: str = fallback("encoding")
+    projection: str = fallback("projection")
+    constraint: str = fallback("constraint")
     noise: str = "common"
     enabled: bool = True
     crossover_rate: float = 0.5
@@ -66,7 +63,7 @@ class SearchConfig:
     measure_nominal: bool = False
     draws: int = 1
     objective: str = "metric"
-    length: str = "gene"
+    length: str = fallback("length")
 
     def __post_init__(self):
         try:
@@ -92,72 +89,60 @@ class SearchConfig:
         return bool(self.enabled) and self.generations > 0
 
 
-class AdversaryConfigError(ValueError):
-    """A bad adversary setting: ``field`` names it, ``reason`` says why (the message is both)."""
-
-    def __init__(self, field: str, reason: str, sep: str = " "):
-        super().__init__(f"{field}{sep}{reason}")
-        self.field = field
-        self.reason = reason
+class AdversaryConfigError(SettingError):
+    """A bad adversary setting: ``name`` names it (the tree's name), ``reason`` says why."""
 
 
 @dataclass(frozen=True)
 class AdversaryConfig:
-    """RAISE's settings, validated once: ``RunConfig``, ``CompareConfig`` (through the run
-    configs it makes) and ``AdversarialInstanceCallback`` all check them here, and a bad one
-    is a ``ValueError`` whose message starts with the field's name.
+    """RAISE's settings, validated once against the tree: ``RunConfig``, ``CompareConfig`` (through
+    the run configs it makes) and ``AdversarialInstanceCallback`` all check them here, and a bad
+    one is an ``AdversaryConfigError`` (a ``ValueError``) whose message starts with the setting's name.
 
     ``switches``: the inner search's ``projection``, ``encoding``, ``constraint``, ``length``
-    (checked here), ``noise`` and ``executor`` (passed on). ``per_refresh``: ``one`` (the
-    paper's: a refresh adds the winning distribution's representative draw) or ``draws``
+    (checked here), ``noise`` and ``executor`` (passed on). ``instances_per_refresh``: ``one``
+    (the paper's: a refresh adds the winning distribution's representative draw) or ``draws``
     (it adds all R draws of it).
     """
 
-    epsilon: float = 0.002
-    tau: int = 5
-    tau_unit: str = "generations"
-    inner_population: int = 8
-    inner_generations: int = 4
-    aggregation: Any = "mean"
-    max_adversarial: int = 10
-    objective: Any = "metric"
-    draws: int | None = None
+    epsilon: float = fallback("epsilon")
+    tau: int = default("tau")
+    tau_unit: str = default("tau_unit")
+    inner_population: int = default("inner_population")
+    inner_generations: int = default("inner_generations")
+    aggregation: Any = fallback("aggregation")
+    max_adversarial: int = default("max_adversarial")
+    adversary_objective: Any = fallback("adversary_objective")
+    inner_draws: int | None = default("inner_draws")
     switches: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    per_refresh: str = "one"
+    instances_per_refresh: str = default("instances_per_refresh")
 
     def __post_init__(self):
-        def bad(name, reason, sep=" "):
-            raise AdversaryConfigError(name, reason, sep)
+        def check(name, value):
+            try:
+                SETTINGS[name].check(value)
+            except SettingError as exc:
+                raise AdversaryConfigError(exc.name, exc.reason) from None
 
-        eps = self.epsilon
-        if isinstance(eps, bool) or not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
-            bad("epsilon", f"must be a finite number > 0, got {eps!r}")
-        object.__setattr__(self, "epsilon", float(eps))
-        if self.draws is not None and (not isinstance(self.draws, int) or isinstance(self.draws, bool)
-                                       or self.draws < 1):
-            bad("draws", f"must be an integer >= 1, got {self.draws!r}")
-        if self.tau_unit not in TAU_UNITS:
-            bad("tau_unit", f"must be one of {', '.join(TAU_UNITS)}, got {self.tau_unit!r}")
-        if self.per_refresh not in PER_REFRESH:
-            bad("per_refresh", f"must be one of {', '.join(PER_REFRESH)}, got {self.per_refresh!r}")
-        for name, low in (("tau", 1), ("inner_population", 2), ("inner_generations", 1), ("max_adversarial", 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                bad(name, f"must be an integer >= {low}, got {value!r}")
-        try:
-            Aggregation.parse(self.aggregation)
-        except ValueError as exc:
-            bad("aggregation", str(exc), ": ")
-        try:
-            parse_objective(self.objective)
-        except ValueError as exc:
-            bad("objective", str(exc), ": ")
-        # the search's own choices (its SearchConfig checks the same when it runs)
-        for name, choices in (("projection", PROJECTIONS), ("encoding", ENCODINGS), ("constraint", CONSTRAINTS),
-                              ("length", LENGTHS)):
-            value = self.switches.get(name)
-            if value is not None and value not in choices:
-                bad(name, f"must be one of {', '.join(choices)}, got {value!r}")
+        if self.epsilon is None:
+            raise AdversaryConfigError("epsilon", "must be a finite number > 0, got None")
+        for name in ("epsilon", "inner_draws", "tau_unit", "instances_per_refresh", "tau", "inner_population",
+                     "inner_generations", "max_adversarial"):
+            check(name, getattr(self, name))
+        object.__setattr__(self, "epsilon", float(self.epsilon))
+        for name, parse in (("aggregation", Aggregation.parse), ("adversary_objective", parse_objective)):
+            try:
+                parse(getattr(self, name))
+            except ValueError as exc:
+                raise AdversaryConfigError(name, str(exc)) from None
+        known = {f for f in SearchConfig.__dataclass_fields__} - {"epsilon", "population", "generations", "draws",
+                                                                    "objective"} | {"executor"}
+        for name in self.switches:
+            if name not in known:
+                raise AdversaryConfigError(name, f"not a setting of the inner search (its switches: "
+                                                 f"{', '.join(sorted(known))})")
+        for name in ("projection", "encoding", "constraint", "length"):  # the search's own choices
+            check(name, self.switches.get(name))
 
     @property
     def aggregation_rule(self):
@@ -165,4 +150,4 @@ class AdversaryConfig:
 
     @property
     def objective_rule(self) -> Objective:
-        return parse_objective(self.objective)
+        return parse_objective(self.adversary_objective)

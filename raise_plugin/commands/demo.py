@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from raise_plugin.commands.compare import add_compare_arguments, run
 
-PRESET = {"task": "ovrp", "methods": "eoh", "robust_eps": "0.002", "budget": 200, "pop_size": 10, "tau": 5,
+PRESET = {"task": "ovrp", "methods": ("eoh",), "epsilons": (0.002,), "budget": 200, "pop_size": 10, "tau": 5,
           "seeds": 3, "out": "demo-out"}
 
 

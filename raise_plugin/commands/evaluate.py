@@ -12,31 +12,19 @@ from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, check_program
+from raise_plugin.settings import add_flags
 from tasks import get_task, list_tasks
 
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate heuristic files on a task's nominal set or test suite")
     p.add_argument("heuristics", nargs="*", metavar="HEURISTIC.py", help="Python files defining the priority function")
-    p.add_argument("--task", required=True, help="task name (see `raise-ahd tasks`)")
-    p.add_argument("--suite", choices=("nominal", "validation", "test"), default="test",
-                   help="instances to use: the nominal set, the validation suite (for choices) or the test "
-                        "suite (default; for the final report)")
-    p.add_argument("--baselines", default="all",
-                   help="comma-separated baseline names to include, 'all' (default) or 'none'")
-    p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
-    p.add_argument("--executor", default=None,
-                   help="serial, process[:N] or dask://HOST:PORT / dask://local (default: a local process pool)")
-    p.add_argument("--timeout", type=float, default=None,
-                   help="seconds allowed per instance (default: the task's limit for the instance's size)")
-    p.add_argument("--jit", action="store_true",
-                   help="run each heuristic compiled (numba: pip install 'raise-plugin[jit]') once its evaluations "
-                        "in a worker have taken --jit-after seconds, where its decisions on the task's probe "
-                        "instances equal its Python function's; the same metrics either way")
-    p.add_argument("--jit-after", type=float, default=0.5, metavar="SECONDS",
-                   help="with --jit: Python seconds before a heuristic is compiled (default 0.5; 0: at once)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_flags(p, ("task", "suite", "baselines", "out", "workers", "executor", "timeout", "jit", "jit_after",
+                  "progress"), required=("task",),
+              helps={"out": "write every (heuristic, instance) result to this CSV file",
+                     "suite": "instances to use: the nominal set, the validation suite (for choices) or the test "
+                              "suite (for the final report)",
+                     "executor": "where evaluations run: serial, process[:N], dask://HOST:PORT or dask://local"})
     p.set_defaults(func=run)
 
 
@@ -130,7 +118,7 @@ def run(args) -> int:
     except ValueError as exc:
         raise UserError(f"--jit-after: {exc}") from None
     rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
-                          progress=not args.no_progress, executor=args.executor, limits=limits,
+                          progress=args.progress, executor=args.executor, limits=limits,
                           compiled_report=compiled.append)
     names, ds, means = dataset_means(rows)
     body = []

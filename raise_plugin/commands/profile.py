@@ -10,28 +10,25 @@ from raise_plugin.errors import UserError
 from raise_plugin.harness.robustness_profile import robustness_profile, save_profile
 from raise_plugin.engine.suite import Heuristic
 from raise_plugin.programs import ProgramError, check_program, read_program
+from raise_plugin.settings import SETTINGS, SettingError, add_flags
+
+
+PROFILE_DEFAULTS = {"epsilons": (0.001, 0.002, 0.005, 0.01), "out": "profile-out"}
 
 
 def register(sub) -> None:
     p = sub.add_parser("profile", help="worst metric the adversary finds within eps, for growing eps")
     p.add_argument("heuristics", nargs="*", metavar="HEURISTIC",
                    help="a .py file, a run directory or an llm4ad log directory")
-    p.add_argument("--task", required=True)
-    p.add_argument("--eps", default="0.001,0.002,0.005,0.01", help="comma-separated radii")
-    p.add_argument("--seeds", type=int, default=3, help="adversary seeds per eps (default 3)")
-    p.add_argument("--compare", default="", help="comma-separated baselines to profile alongside, or 'all'")
-    p.add_argument("--population", type=int, default=8, help="inner population P_in (default 8)")
-    p.add_argument("--generations", type=int, default=4, help="inner generations G_in (default 4)")
-    p.add_argument("--projection", choices=("paper", "sphere"), default="paper")
-    p.add_argument("--adversary-objective", choices=("metric", "regret:baselines"), default="metric",
-                   help="what the search maximises: the metric (default) or the regret against the task's "
-                        "baselines on the same instance; the profile reports the metric of the instance found")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=None,
-                   help="seconds allowed per instance (default: the task's); a search may take that "
-                        "times the instances it evaluates")
-    p.add_argument("--out", default="profile-out", help="output directory (default profile-out)")
-    p.add_argument("--no-progress", action="store_true")
+    add_flags(p, ("task", "epsilons", "adversary_seeds", "compare", "inner_population", "inner_generations",
+                  "projection", "adversary_objective", "workers", "timeout", "out", "progress"),
+              defaults={**PROFILE_DEFAULTS, "projection": "paper", "adversary_objective": "metric"}, required=("task",),
+              helps={"epsilons": "radii eps to profile, comma-separated",
+                     "adversary_objective": "what the search maximises: metric or regret:baselines (the regret "
+                                            "against the task's baselines on the same instance); the profile "
+                                            "reports the metric of the instance found",
+                     "timeout": "seconds allowed per instance; a search may take that times the instances it "
+                                "evaluates"})
     p.set_defaults(func=run)
 
 
@@ -39,27 +36,23 @@ def _objective_switches(objective: str) -> dict:
     return {"objective": "regret", "references": "baselines"} if objective == "regret:baselines" else {}
 
 
-def parse_eps(text: str) -> list[float]:
-    try:
-        values = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserError(f"--eps: not a list of numbers: {text!r}") from None
-    if not values or any(not (v > 0) for v in values):
-        raise UserError("--eps: give one or more positive radii, e.g. 0.001,0.002")
-    return sorted(set(values))
-
-
 def run(args) -> int:
     task = resolve_task(args.task)
-    epsilons = parse_eps(args.eps)
+    epsilons = sorted(set(args.epsilons))
+    if not epsilons:
+        raise UserError("--epsilons: give one or more positive radii, e.g. 0.001,0.002")
+    for name in ("epsilons", "adversary_seeds", "inner_population", "inner_generations", "workers"):
+        try:
+            SETTINGS[name].check(getattr(args, name))
+        except SettingError as exc:
+            raise UserError(f"--{exc.name.replace('_', '-')}: {exc.reason}") from None
+    if args.projection == "none" or args.adversary_objective not in ("metric", "regret:baselines"):
+        raise UserError("profile searches with --projection paper or sphere and --adversary-objective metric or "
+                        "regret:baselines")
     reach = check_epsilon(task, max(epsilons))
     if reach is not None:
-        raise UserError(f"--eps {max(epsilons):g} is beyond the largest distance {task.name}'s distributions can "
+        raise UserError(f"--epsilons {max(epsilons):g} is beyond the largest distance {task.name}'s distributions can "
                         f"reach from its nominal histograms ({reach:.4g})")
-    if args.seeds < 1 or args.population < 2 or args.generations < 1:
-        raise UserError("--seeds must be >= 1, --population >= 2 and --generations >= 1")
-    if args.workers is not None and args.workers < 1:
-        raise UserError("--workers must be at least 1")
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
     heuristics = []
@@ -80,9 +73,9 @@ def run(args) -> int:
         heuristics.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
     if not heuristics:
         raise UserError("nothing to profile: give heuristic files or --compare baselines")
-    profile = robustness_profile(task.name, heuristics, epsilons, list(range(args.seeds)),
-                                 population=args.population, generations=args.generations,
-                                 workers=args.workers, progress=not args.no_progress, timeout=args.timeout,
+    profile = robustness_profile(task.name, heuristics, epsilons, list(range(args.adversary_seeds)),
+                                 inner_population=args.inner_population, inner_generations=args.inner_generations,
+                                 workers=args.workers, progress=args.progress, timeout=args.timeout,
                                  projection=args.projection, **_objective_switches(args.adversary_objective))
     written = save_profile(profile, Path(args.out))
     print(f"{task.name}: worst metric found within eps (lower is better)")

@@ -10,34 +10,31 @@ from raise_plugin.harness.rerank import load_run_programs, rerank
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
+from raise_plugin.settings import SETTINGS, SettingError, add_flags, fallback
 from tasks.common.suite import Dataset
 
 
 def register(sub) -> None:
     p = sub.add_parser("rerank", help="re-rank a finished run's programs by robust score")
     p.add_argument("log_dir", metavar="LOG_DIR", help="an llm4ad log folder or a plugin run directory")
-    p.add_argument("--task", required=True)
-    p.add_argument("--epsilon", type=float, default=0.002)
-    p.add_argument("--refreshes", type=int, default=3, help="adversarial instances to add (default 3)")
-    p.add_argument("--top", type=int, default=20, help="programs to re-rank, best first (default 20)")
-    p.add_argument("--aggregation", default="mean")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--suite-instances", type=int, default=None,
-                   help="at most N instances per test dataset when comparing the two bests (default all)")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--timeout", type=float, default=None,
-                   help="seconds allowed per instance (default: the task's); a search may take that "
-                        "times the instances it evaluates")
-    p.add_argument("--out", default=None, help="write rerank.csv and rerank.md here")
+    add_flags(p, ("task", "epsilon", "refreshes", "top", "aggregation", "seed", "inner_population",
+                  "inner_generations", "suite_instances", "workers", "timeout", "out", "progress"),
+              defaults={"epsilon": fallback("epsilon"), "aggregation": fallback("aggregation")}, required=("task",),
+              helps={"out": "write rerank.csv, rerank.md and the robust bests here",
+                     "suite_instances": "at most N instances per test dataset when comparing the two bests",
+                     "timeout": "seconds allowed per instance; a search may take that times the instances it "
+                                "evaluates"})
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     task = resolve_task(args.task)
-    if not args.epsilon > 0 or args.refreshes < 1 or args.top < 2:
-        raise UserError("--epsilon must be > 0, --refreshes >= 1 and --top >= 2")
-    if args.workers is not None and args.workers < 1:
-        raise UserError("--workers must be at least 1")
+    for name in ("epsilon", "refreshes", "top", "inner_population", "inner_generations", "suite_instances",
+                 "workers", "seed"):
+        try:
+            SETTINGS[name].check(getattr(args, name))
+        except SettingError as exc:
+            raise UserError(f"--{exc.name.replace('_', '-')}: {exc.reason}") from None
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
     try:
@@ -46,7 +43,9 @@ def run(args) -> int:
         raise UserError(str(exc)) from None
     print(f"re-ranking the best {min(args.top, len(programs))} of {len(programs)} programs of {args.log_dir}")
     out = rerank(task.name, programs, epsilon=args.epsilon, refreshes=args.refreshes, top=args.top,
-                 aggregation=args.aggregation, seed=args.seed, workers=args.workers, timeout=args.timeout)
+                 aggregation=args.aggregation, seed=args.seed, inner_population=args.inner_population,
+                 inner_generations=args.inner_generations, workers=args.workers, timeout=args.timeout,
+                 progress=args.progress)
     if out["skipped"]:
         print(f"{out['skipped']} evaluations skipped: their programs had already failed in a way that repeats")
     chosen = out["programs"]

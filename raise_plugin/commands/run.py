@@ -1,7 +1,6 @@
 """``raise-ahd run``: one (robust) method run on a task, recorded in a run directory."""
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
 import signal
@@ -12,16 +11,13 @@ from raise_plugin.config import ConfigError, RunConfig, final_selection
 from raise_plugin.errors import UserError
 from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.runner import CompiledPathReport, start_run
+from raise_plugin.settings import TREE, add_flags
 from raise_plugin.validation import select_final
 from tasks import is_task_reference, task_reference
 
-FLAGS = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations", "aggregation",
-         "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers", "num_evaluators",
-         "nominal", "timeout", "projection", "encoding", "constraint", "length", "host_profiler", "record", "executor",
-         "adversary_objective", "inner_draws", "validation_trace", "tau_unit", "max_cost_usd", "max_llm_calls",
-         "prices", "instances_per_refresh", "max_tokens", "llm_timeout", "max_failed_requests", "jit",
-         "jit_after", "early_reject")
-
+# the run's settings, in the tree's order (raise_plugin.settings): each a flag of the same name
+FLAGS = tuple(s.name for _, s in TREE.walk())
+ENDPOINT_FLAGS = ("max_cost_usd", "max_llm_calls", "max_tokens", "llm_timeout", "max_failed_requests")
 
 RUN_FAILED = 3  # the exit status of a run that could not go on: its LLM endpoint failed, its disk refused a write
 
@@ -29,103 +25,17 @@ RUN_FAILED = 3  # the exit status of a run that could not go on: its LLM endpoin
 def register(sub) -> None:
     p = sub.add_parser("run", help="run a method (robust by default) on a task, recorded in a run directory",
                        description="Run a method on a task with RAISE's adversarial inner loop (or without it: "
-                                   "--no-robust). Flags override the --config file; every run writes a run "
-                                   "directory that `raise-ahd resume` continues.")
-    d = RunConfig()
-    p.add_argument("--config", metavar="FILE", help="TOML file with RunConfig fields (flags override it)")
-    p.add_argument("--task", help=f"task name (default {d.task})")
-    p.add_argument("--method", help=f"outer method (default {d.method})")
-    p.add_argument("--robust", action=argparse.BooleanOptionalAction, default=None,
-                   help="with the adversarial inner loop (default) or without (--no-robust)")
-    p.add_argument("--epsilon", type=float, help="radius eps of the ball (default: the task's, "
-                                                 "see `raise-ahd tasks`; else the paper's 0.002)")
-    p.add_argument("--tau", type=int, help=f"refresh interval (default {d.tau} generations)")
-    p.add_argument("--tau-unit", help="what tau counts: generations (default; pop-size samples each) or samples "
-                                      "(the paper's 40 refreshes per 1000 samples: --tau 25 --tau-unit samples)")
-    p.add_argument("--inner-population", type=int, help=f"P_in (default {d.inner_population})")
-    p.add_argument("--inner-generations", type=int, help=f"G_in (default {d.inner_generations})")
-    p.add_argument("--aggregation", help="A over the instance set: mean, min, cvar:ALPHA or balanced[:W] "
-                                         "(nominal and adversarial means weighed 1-W and W), each optionally after regret: "
-                                         "(relative to the best baseline on each instance; regret:min is "
-                                         "minimax regret) or regret:NAME: (relative to the baseline NAME alone, "
-                                         "e.g. regret:bestfit:min; default: the task's, else mean)")
-    p.add_argument("--adversary-objective", help="what the inner search maximises: metric (the paper's), "
-                                                 "regret:baselines, regret:NAME (one baseline, e.g. regret:bestfit) "
-                                                 "or regret:population[:K] (default: the task's, else metric)")
-    p.add_argument("--inner-draws", type=int, help="instances R each candidate distribution is scored on "
-                                                   "(default: the task's)")
-    p.add_argument("--max-adversarial", type=int, help=f"adversarial instances kept (default {d.max_adversarial})")
-    p.add_argument("--budget", type=int, help=f"samples N_max (default {d.budget})")
-    p.add_argument("--pop-size", type=int, help=f"population size (default {d.pop_size})")
-    p.add_argument("--llm", help="offline (default; no LLM is used), openai[:MODEL] or replay:FILE")
-    p.add_argument("--executor", help="where programs are evaluated: process[:N] (default: sandboxed workers, "
-                                      "one per core), dask://HOST:PORT or dask://local")
-    add_cap_arguments(p)
-    p.add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
-                   help="add a model to the price table: dollars per million input and output tokens "
-                        "(repeatable; the [prices] table of a TOML config likewise)")
-    p.add_argument("--record", metavar="FILE",
-                   help="record every prompt and response to this JSONL file (replay it with --llm replay:FILE)")
-    p.add_argument("--seed", type=int, help="seed of selection, inner search and offline sampler (default 0)")
-    p.add_argument("--out", help="run directory (default runs/TASK-METHOD-KIND-seedS-TIME)")
-    p.add_argument("--num-samplers", type=int, help="sampler threads (default 1; with more, the order of samples depends on "
-                                                   "thread timing: --record then --llm replay:FILE gives back the programs)")
-    p.add_argument("--num-evaluators", type=int, help="evaluation threads of the host (default 1); the sandboxed engine uses "
-                                                    "every core whatever this says (--executor process:N to limit it)")
-    p.add_argument("--jit", action=argparse.BooleanOptionalAction, default=None,
-                   help="run each program compiled (numba: pip install 'raise-plugin[jit]') where its decisions "
-                        "on the task's probe instances equal its Python function's, else in Python (default off)")
-    p.add_argument("--jit-after", type=float, metavar="SECONDS",
-                   help="with --jit: compile a program once its evaluations in a worker have taken this long in "
-                        "Python, about what a compile costs (default 0.5; 0 compiles every program at once)")
-    p.add_argument("--early-reject", type=_on_off, metavar="{on,off}",
-                   help="stop a candidate's evaluation once it provably cannot enter the population (min, cvar "
-                        "and their regret forms; the same samples, populations and best either way; default on)")
-    p.add_argument("--nominal", type=int, help="use only the first N nominal instances")
-    p.add_argument("--timeout", type=float, help="seconds allowed per evaluation (default: the task's)")
-    p.add_argument("--projection", help="adversary projection: paper, sphere or none (default: the task's, else paper)")
-    p.add_argument("--encoding", help="adversary encoding: basis or flat")
-    p.add_argument("--constraint", help="adversary constraint: ball or none")
-    p.add_argument("--instances-per-refresh", help="one (the paper's: the representative draw of the distribution a "
-                                                   "refresh finds) or draws (all --inner-draws of it; widen "
-                                                   "--max-adversarial to match)")
-    p.add_argument("--length", help="adversarial instance length: gene (the paper's: the length gene scales it by "
-                                    "0.9-1.1) or nominal (fixed)")
-    p.add_argument("--host-profiler", action=argparse.BooleanOptionalAction, default=None,
-                   help="also write the host's EoHProfiler logs to RUN_DIR/host (default on)")
-    p.add_argument("--validation-trace", action=argparse.BooleanOptionalAction, default=None,
-                   help="trace the best program's validation-suite metric in RUN_DIR/validation.jsonl "
-                        "every tau generations (default on)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+                                   "--no-robust). Flags override the --config file (a TOML file of the same "
+                                   "settings, flat or in tables named after the sections below); every run "
+                                   "writes a run directory that `raise-ahd resume` continues.")
+    p.add_argument("--config", metavar="FILE", help="TOML file of settings (flags override it)")
+    groups: dict = {}
+    add_flags(p, [name for name in FLAGS if name != "prices"], unset=True, groups=groups)  # a table: --price
+    groups["llm"].add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
+                               help="add a model to the price table: dollars per million input and output tokens "
+                                    "(repeatable; the [prices] table of a TOML config likewise)")
+    add_flags(p, ("progress",))
     p.set_defaults(func=run)
-
-
-def _on_off(value: str) -> bool:
-    if value not in ("on", "off"):
-        raise argparse.ArgumentTypeError(f"use on or off, not {value!r}")
-    return value == "on"
-
-
-ENDPOINT_FLAGS = ("max_cost_usd", "max_llm_calls", "max_tokens", "llm_timeout", "max_failed_requests")
-
-
-def add_cap_arguments(p) -> None:
-    """The LLM endpoint's caps and bounds (``run``, and ``resume`` to change them)."""
-    p.add_argument("--max-cost-usd", type=float, metavar="DOLLARS",
-                   help="stop cleanly once the LLM cost reaches this: no request starts past it (the model "
-                        "needs a price: the built-in table or --price); resume with a higher cap continues")
-    p.add_argument("--max-llm-calls", type=int, metavar="N",
-                   help="the endpoint receives at most N requests, retries included; the run then stops "
-                        "cleanly (resume with a higher cap continues)")
-    p.add_argument("--max-tokens", type=int, metavar="N",
-                   help="completion tokens per LLM request, sent to the endpoint (default: the endpoint's own "
-                        "limit; set it for local models that may not stop generating)")
-    p.add_argument("--llm-timeout", type=float, metavar="SECONDS",
-                   help="seconds one LLM request may take, its whole answer included (default 120); a request "
-                        "past it is a failed request (retried)")
-    p.add_argument("--max-failed-requests", type=int, metavar="N",
-                   help="stop the run as failed (exit 3) after N LLM requests in a row that gave no usable "
-                        "program: errors, time-outs, retries and answers without the function (default 10)")
 
 
 def parse_prices(items) -> dict | None:
@@ -283,4 +193,4 @@ def _final_selection(method, run_dir, summary: dict) -> dict | None:
 def run(args) -> int:
     config = config_from_args(args)
     method = start_run(config)
-    return execute(method, method._recorder.path, progress=not args.no_progress)
+    return execute(method, method._recorder.path, progress=args.progress)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from raise_plugin.errors import UserError
 from raise_plugin.rundir.reader import load_config
+from raise_plugin.settings import SETTINGS, SettingError, add_flags
 from raise_plugin.validation import SELECTION_FILE, select_final
 from tasks import get_task
 
@@ -14,9 +15,7 @@ def register(sub) -> None:
     p = sub.add_parser("select", help="choose a finished run's final program on the validation suite (never the "
                                       "test suite): the member of its last population with the best metric there")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a finished run directory")
-    p.add_argument("--per-dataset", type=int, default=1, help="validation instances per dataset (default 1)")
-    p.add_argument("--out", help="also write the chosen program to this .py file")
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+    add_flags(p, ("per_dataset", "out", "workers"), helps={"out": "also write the chosen program to this .py file"})
     p.set_defaults(func=run)
 
 
@@ -26,10 +25,11 @@ def run(args) -> int:
     summary = path / "summary.json"
     if not summary.exists() or not json.loads(summary.read_text()).get("finished"):
         raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")
-    if args.per_dataset < 1:
-        raise UserError("--per-dataset must be at least 1")
-    if args.workers is not None and args.workers < 1:
-        raise UserError("--workers must be at least 1")
+    for name in ("per_dataset", "workers"):
+        try:
+            SETTINGS[name].check(getattr(args, name))
+        except SettingError as exc:
+            raise UserError(f"--{exc.name.replace('_', '-')}: {exc.reason}") from None
     task = get_task(config["task"])
     chosen = select_final(path, task, per_dataset=args.per_dataset, workers=args.workers)
     if chosen is None:

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 from raise_plugin.config import final_selection, robust_defaults
 from raise_plugin.errors import UserError
+from raise_plugin.settings import add_flags
 from tasks import get_task, list_tasks
 
 
 def register(sub) -> None:
     p = sub.add_parser("tasks", help="list the registered tasks, or describe one")
-    p.add_argument("--task", help="describe only this task: a name, path/to/file.py:Class or package.module:Class "
-                                  "(a file or module is loaded: this checks a task before a run)")
+    add_flags(p, ("task",), defaults={"task": None}, shown={"task": "every task"},
+              helps={"task": "describe only this task: a name, path/to/file.py:Class or package.module:Class (a file "
+                             "or module is loaded: this checks a task before a run)"})
     p.set_defaults(func=run)
 
 

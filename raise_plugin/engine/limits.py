@@ -7,6 +7,8 @@ import multiprocessing as mp
 import sys
 from dataclasses import dataclass
 
+from raise_plugin.settings import default
+
 __all__ = ["SandboxLimits", "SECRET_PATTERNS", "ALLOWED_ENVIRONMENT", "START_METHODS", "scrub_environment",
            "keep_environment", "allowed_environment", "default_start_method", "is_secret"]
 
@@ -84,8 +86,8 @@ class SandboxLimits:
     retries: int = 1
     start_method: str | None = None
     cache_sets: int = 4
-    jit: bool = False
-    jit_after: float = 0.5
+    jit: bool = default("jit")
+    jit_after: float = default("jit_after")
     foresight: float = 0.25
 
     def __post_init__(self):

@@ -1,13 +1,15 @@
 """The harness from Python: ``compare(...)`` is ``raise-ahd compare`` with keywords."""
 from __future__ import annotations
 
+from raise_plugin.settings import default
+
 from .compare import CompareResult, run_compare
 from .compare_config import CompareConfig
 
 __all__ = ["compare"]
 
 
-def compare(task: str = "obp", *, seeds: int | tuple = 5, quiet: bool = False, **fields) -> CompareResult:
+def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"), quiet: bool = False, **fields) -> CompareResult:
     """Train every method plain and with RAISE, evaluate them and the baselines on the test suite,
     and write the tables, figures and report to ``out`` (``CompareConfig``'s fields as keywords).
 

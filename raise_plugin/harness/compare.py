@@ -68,7 +68,7 @@ def _say(message: str, quiet: bool) -> None:
         print(message, flush=True)
 
 
-def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
+def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = True) -> CompareResult:
     """Train, evaluate, and write tables, figures and the report (see the module docstring)."""
     task = get_task(config.task)
     out = Path(config.out).resolve()
@@ -80,7 +80,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
         warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in config.seeds]
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
-    records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet)
+    records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress)
     _refuse_failures(records)
     rows = collect_rows(out, task.baselines, [result_name(v.key, s, config.select_on) for v, s in cells])
     tables, comparisons, table_files = write_tables(config, task, variants, rows, out)
@@ -91,7 +91,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
 
 
 def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[Variant], run_dirs: dict,
-                        quiet: bool) -> list[JobRecord]:
+                        quiet: bool, progress: bool = True) -> list[JobRecord]:
     """Every training run not finished before and every suite evaluation not done before, as jobs:
     a finished training run queues the evaluation of its final program; each evaluation's rows
     land in ``OUT/results/<name>.csv``."""
@@ -102,7 +102,7 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
 
     token = client_token(out)
     common = {"evaluation": evaluation, "workers": workers}
-    progress = place.kind == "here" and not quiet
+    progress = progress and place.kind == "here" and not quiet
 
     def evaluation_of(v: Variant, s: int) -> EvalJob | None:
         """The suite evaluation of a finished run's best program (None: done before, or no valid program)."""
@@ -167,11 +167,4 @@ def _write_figures(task, variants: list[Variant], seed: int, run_dirs: dict, out
 
 def _run_fields(config: CompareConfig, variant: Variant, seed: int) -> tuple:
     """The RunConfig fields of (variant, seed), but its run directory and evaluation executor."""
-    settings = {"aggregation": config.aggregation, "adversary_objective": config.adversary_objective,
-                "inner_draws": config.inner_draws, "projection": config.projection, **dict(variant.switches)}
-    run = dict(task=config.task, method=variant.method, robust=variant.robust,
-               epsilon=variant.epsilon if variant.robust else None, tau=config.tau,
-               inner_population=config.inner_population, inner_generations=config.inner_generations,
-               budget=config.budget, pop_size=config.pop_size, llm=config.llm, seed=seed, nominal=config.nominal,
-               **settings)
-    return tuple(sorted(run.items()))
+    return config.run_fields(variant.method, variant.robust, variant.epsilon, seed, variant.switches)

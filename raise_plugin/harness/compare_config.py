@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from raise_plugin.config import ConfigError, RunConfig, final_selection, robust_defaults
 from raise_plugin.engine.executor_spec import parse_executor_spec
@@ -9,6 +11,7 @@ from raise_plugin.errors import UserError
 from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS
 from raise_plugin.selection import check_selection_suite
+from raise_plugin.settings import SETTINGS, SettingError, default
 from tasks import is_task_reference, list_tasks, task_reference
 
 __all__ = ["CompareConfig"]
@@ -16,32 +19,33 @@ __all__ = ["CompareConfig"]
 
 @dataclass
 class CompareConfig:
-    """What ``raise-ahd compare`` runs; validated on creation (one-line errors naming the field)."""
+    """What ``raise-ahd compare`` runs; validated on creation (one-line errors naming the field).
+    Each field is the setting of the same name in the tree (``raise_plugin.settings``), with its
+    default; ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii."""
 
-    task: str = "obp"
-    methods: tuple = ("eoh",)
-    epsilons: tuple | None = None        # default: the task's eps (``Task.robust_defaults``), else 0.002
-    ablations: bool = False
-    budget: int = 1000
-    pop_size: int = 10
-    seeds: tuple = (0, 1, 2, 3, 4)
-    llm: str = "offline"
+    task: str = default("task")
+    methods: tuple = default("methods")
+    epsilons: tuple | None = default("epsilons")
+    ablations: bool = default("ablations")
+    budget: int = default("budget")
+    pop_size: int = default("pop_size")
+    seeds: tuple = tuple(range(default("seeds")))
+    llm: str = default("llm")
     out: str = "compare-out"
-    tau: int = 5
-    inner_population: int = 8
-    inner_generations: int = 4
-    nominal: int | None = None
-    suite_instances: int | None = None   # at most this many instances per test dataset (all by default)
-    workers: int | None = None           # evaluation workers of each job (default: its share of the cores)
-    executor: str | None = None          # where jobs run: process (default), serial, dask://HOST:PORT, dask://local[:N]
-    jobs: int | None = None              # jobs at once in local processes (default: ``default_jobs()``)
-    ship_runs: bool | None = None        # ship run directories back as archives (default: when a worker cannot see OUT)
-    aggregation: str | None = None       # these three: the task's robust defaults, else the paper's
-    adversary_objective: str | None = None
-    inner_draws: int | None = None
-    projection: str | None = None
-    select_on: str | None = None         # each run's final program: robust (its robust best) or validation
-    #                                      (chosen on the validation suite); default: the task's
+    tau: int = default("tau")
+    inner_population: int = default("inner_population")
+    inner_generations: int = default("inner_generations")
+    nominal: int | None = default("nominal")
+    suite_instances: int | None = default("suite_instances")
+    workers: int | None = default("workers")
+    executor: str | None = default("executor")
+    jobs: int | None = default("jobs")
+    ship_runs: bool | None = default("ship_runs")
+    aggregation: str | None = default("aggregation")
+    adversary_objective: str | None = default("adversary_objective")
+    inner_draws: int | None = default("inner_draws")
+    projection: str | None = default("projection")
+    select_on: str | None = default("select_on")
 
     def __post_init__(self):
         if self.task not in list_tasks():  # a file or module reference loads here, or fails in one line
@@ -66,33 +70,45 @@ class CompareConfig:
         for name in ("aggregation", "adversary_objective", "projection"):
             if getattr(self, name) is None:
                 setattr(self, name, defaults[name])
-        self.epsilons = tuple(float(e) for e in self.epsilons)
-        if any(not e > 0 for e in self.epsilons):
-            raise UserError("epsilons: every radius must be positive")
-        if self.ablations and not self.epsilons:
-            raise UserError("ablations: need at least one robust eps")
-        for name in ("budget", "pop_size", "tau", "inner_population", "inner_generations"):
-            if int(getattr(self, name)) < 1:
-                raise UserError(f"{name}: must be at least 1")
-        if self.pop_size < 2:
-            raise UserError("pop_size: must be at least 2")
-        self.seeds = tuple(int(s) for s in self.seeds)
+        self.epsilons = tuple(self.epsilons)
+        self.seeds = tuple(self.seeds)
         if not self.seeds:
             raise UserError("seeds: give at least one seed")
-        if self.suite_instances is not None and self.suite_instances < 1:
-            raise UserError("suite_instances: must be at least 1")
-        try:  # the run settings compare passes on, checked by the run config itself
-            RunConfig(task=self.task, aggregation=self.aggregation, adversary_objective=self.adversary_objective,
-                      inner_draws=self.inner_draws, projection=self.projection)
+        if self.ablations and not self.epsilons:
+            raise UserError("ablations: need at least one robust eps")
+        for name in ("epsilons", "budget", "pop_size", "tau", "inner_population", "inner_generations", "nominal",
+                     "suite_instances", "workers", "jobs", "ship_runs", "ablations"):
+            try:
+                SETTINGS[name].check(getattr(self, name))
+            except SettingError as exc:
+                raise UserError(str(exc)) from None
+        self.epsilons = tuple(float(e) for e in self.epsilons)
+        for seed in self.seeds:
+            try:
+                SETTINGS["seed"].check(seed)
+            except SettingError as exc:
+                raise UserError(f"seeds: {exc.reason}") from None
+        try:  # the first run as compare builds them: the run's own config checks what compare passes on
+            robust = bool(self.epsilons)  # no radius: plain runs only
+            RunConfig(**dict(self.run_fields(self.methods[0], robust, self.epsilons[0] if robust else None,
+                                             self.seeds[0])))
         except ConfigError as exc:
             raise UserError(str(exc).replace("config field ", "")) from None
         if self.executor is not None:
             parse_executor_spec(self.executor)  # a bad spec fails here, before any training
-        if self.workers is not None and int(self.workers) < 1:
-            raise UserError("workers: must be at least 1")
-        if self.jobs is not None and int(self.jobs) < 1:
-            raise UserError("jobs: must be at least 1")
         _check_llm(self.llm, self.task)  # a bad back-end fails here, not in every job
+
+    def run_fields(self, method: str, robust: bool, epsilon: float | None, seed: int,
+                   switches: Mapping[str, Any] = MappingProxyType({})) -> tuple:
+        """The ``RunConfig`` fields of one run of the compare, but its run directory and evaluation
+        executor, as sorted (field, value) pairs."""
+        run = dict(task=self.task, method=method, robust=robust, epsilon=epsilon if robust else None, tau=self.tau,
+                   inner_population=self.inner_population, inner_generations=self.inner_generations,
+                   budget=self.budget, pop_size=self.pop_size, llm=self.llm, seed=seed, nominal=self.nominal,
+                   aggregation=self.aggregation, adversary_objective=self.adversary_objective,
+                   inner_draws=self.inner_draws, projection=self.projection)
+        run.update(switches)  # an ablation's switches (its projection among them) win
+        return tuple(sorted(run.items()))
 
 
 def _check_llm(spec: str, task: str) -> None:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from raise_plugin.selection import selects_on
+from raise_plugin.settings import fallback
 from raise_plugin.validation import select_final
 
 __all__ = ["best_program", "final_program"]
@@ -18,7 +19,7 @@ def best_program(run_dir: Path) -> str | None:
     return best.get("program")
 
 
-def final_program(run_dir: Path, task, select_on: str = "robust", workers: int | None = None) -> str | None:
+def final_program(run_dir: Path, task, select_on: str = fallback("select_on"), workers: int | None = None) -> str | None:
     """The program a run hands to the report: its robust best (what the run returns; the
     nominal best of a plain run), or the member of its last population with the best
     validation metric (``select_final``, recorded in the run directory)."""

@@ -23,6 +23,7 @@ from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.robustness_profile import search_timeout
 from raise_plugin.selection import selects_on
 from raise_plugin.programs import ProgramError, compile_priority
+from raise_plugin.settings import default, fallback
 from tasks import get_task
 from tasks.common.aggregation import Aggregation
 from tasks.common.suite import Dataset
@@ -101,8 +102,10 @@ def _attack(task_name: str, code: str, epsilon: float, seed: int, population: in
 
 
 @selects_on("robust")  # ranks on the nominal set grown by adversarial instances
-def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.002, refreshes: int = 3,
-           top: int = 20, aggregation: str = "mean", seed: int = 0, population: int = 8, generations: int = 4,
+def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = fallback("epsilon"),
+           refreshes: int = default("refreshes"), top: int = default("top"), aggregation: str = fallback("aggregation"),
+           seed: int = default("seed"), inner_population: int = default("inner_population"),
+           inner_generations: int = default("inner_generations"),
            workers: int | None = None, progress: bool = True, timeout: float | None = None) -> dict:
     """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances.
 
@@ -114,6 +117,7 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = 0.
     nominal = task.nominal_instances()
     instances = list(nominal)
     scorer.nominal_count = len(nominal)
+    population, generations = inner_population, inner_generations
     limit = search_timeout(task, population, generations, timeout)
     pool = ProcessExecutor(workers, SandboxLimits(timeout=limit))
     skipped = [0]

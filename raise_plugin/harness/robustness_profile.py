@@ -22,6 +22,7 @@ from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.selection import selects_on
+from raise_plugin.settings import default
 from tasks import get_task
 from tasks.common.suite import Dataset
 
@@ -122,7 +123,8 @@ def _failed_point(heuristic: str, epsilon: float, seed: int, reason: str) -> Pro
 
 @selects_on("nominal")  # compares heuristics around the nominal set
 def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: list[float], seeds: list[int], *,
-                       population: int = 8, generations: int = 4, workers: int | None = None,
+                       inner_population: int = default("inner_population"),
+                       inner_generations: int = default("inner_generations"), workers: int | None = None,
                        progress: bool = True, timeout: float | None = None, **switches) -> Profile:
     """Run the adversary for every (heuristic, eps, seed); deterministic under the seeds.
 
@@ -134,6 +136,7 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
     """
     task = get_task(task_name)
     workers = default_workers() if workers is None else max(1, workers)
+    population, generations = inner_population, inner_generations
     limit = search_timeout(task, population, generations, timeout) * int(switches.get("draws", 1))
     if switches.get("references") == "baselines":  # the references run on every draw too
         limit *= 1 + len(task.baselines)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from raise_plugin.settings import default, fallback
+
 __all__ = ["Variant", "plan_variants", "result_name", "METHOD_LABELS", "ABLATIONS"]
 
 METHOD_LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "moh": "MoH", "gp": "GP",
@@ -37,7 +39,7 @@ class Variant:
     kind: str = "plain"  # plain | robust | ablation
 
 
-def plan_variants(methods: Iterable[str], epsilons: Iterable[float], ablations: bool = False) -> list[Variant]:
+def plan_variants(methods: Iterable[str], epsilons: Iterable[float], ablations: bool = default("ablations")) -> list[Variant]:
     """Every method plain and robust at each eps; with ``ablations``, the paper's three
     component ablations of the robust method at the first eps (the fourth, "w/o robust
     search", is the plain run)."""
@@ -56,6 +58,6 @@ def plan_variants(methods: Iterable[str], epsilons: Iterable[float], ablations: 
     return out
 
 
-def result_name(key: str, seed: int, select_on: str = "robust") -> str:
+def result_name(key: str, seed: int, select_on: str = fallback("select_on")) -> str:
     """The stem of a run's results file: the selection is part of it, so the two never mix."""
     return f"{key}-seed{seed}" + ("" if select_on == "robust" else f"-{select_on}-selected")

@@ -24,6 +24,8 @@ from typing import Any, Callable, Mapping
 
 from llm4ad.base import LLM
 
+from raise_plugin.settings import default, fallback
+
 from .errors import EndpointFailed, LLMAborted, LLMConfigError
 from .openai_request import Outcome, WaitingNotice, one_line, send, to_messages
 from .operators import infer_operator
@@ -37,7 +39,7 @@ ENV_BASE_URL = "OPENAI_BASE_URL"
 ENV_API_KEY = "OPENAI_API_KEY"
 ENV_MODEL = ("RAISE_LLM_MODEL", "OPENAI_MODEL")
 
-DEFAULT_MAX_FAILED_REQUESTS = 10
+DEFAULT_MAX_FAILED_REQUESTS = default("max_failed_requests")
 
 
 def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
@@ -72,7 +74,7 @@ class OpenAIBackend(LLM):
     """
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0, connect_timeout: float = 5.0, max_attempts: int = 4,
+                 timeout: float = fallback("llm_timeout"), connect_timeout: float = 5.0, max_attempts: int = 4,
                  backoff_base: float = 0.5, backoff_max: float = 8.0, retry_after_max: float = 60.0,
                  max_tokens: int | None = None, max_failed_requests: int | None = DEFAULT_MAX_FAILED_REQUESTS,
                  prices: Mapping[str, Price | tuple[float, float]] | None = None,

@@ -16,6 +16,7 @@ from ..adversary.objective import Objective
 from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
 from ..adversary.search import AdversaryReferenceError, default_draws, search
 from ..adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
+from ..settings import default, fallback
 from .hooks import Callback, ProgramView, RunSnapshot
 
 log = logging.getLogger("raise_plugin.robust")
@@ -64,15 +65,15 @@ class AdversarialInstanceCallback(Callback):
             workers' own time limit as well. ``False``, a ``serial`` executor, or a custom
             ``searcher``: the whole search runs serially in one sandboxed worker. The result is the
             same either way: every instance is sampled from its own seed, wherever it is evaluated.
-        objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
+        adversary_objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
             paper's), ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME
             alone, e.g. ``regret:bestfit``; the name is checked when the run starts) or
             ``regret:population[:K]``. Whatever the objective,
             the instance's provenance records ``metric``, ``reference_metric`` (the best
             classical baseline's, or the best reference's under regret) and ``regret``.
-        draws: instances R each candidate distribution is scored on (the task's default,
+        inner_draws: instances R each candidate distribution is scored on (the task's default,
             ``raise_plugin.adversary.default_draws``, when ``None``).
-        per_refresh: ``one`` (the paper's: a refresh adds one instance, the winning distribution's
+        instances_per_refresh: ``one`` (the paper's: a refresh adds one instance, the winning distribution's
             representative draw) or ``draws`` (it adds all R draws, ``adv-K.R`` each with its own
             provenance; with R = 1 the two are the same). The window ``max_adversarial`` counts
             instances, so a run that keeps as many refreshes needs R times the window.
@@ -81,15 +82,21 @@ class AdversarialInstanceCallback(Callback):
             ``ValueError`` naming the field when the callback is made, not a failed refresh.
     """
 
-    def __init__(self, epsilon: float, tau: int = 5, inner_population: int = 8, inner_generations: int = 4,
-                 aggregation: str = "mean", max_adversarial: int = 10, seed: int = 0, *,
+    def __init__(self, epsilon: float, tau: int = default("tau"), inner_population: int = default("inner_population"),
+                 inner_generations: int = default("inner_generations"), aggregation: str = fallback("aggregation"),
+                 max_adversarial: int = default("max_adversarial"), seed: int = 0, *,
                  searcher: Callable | None = None, search_timeout: float | None = None,
-                 objective: "str | Objective" = "metric", draws: int | None = None,
-                 tau_unit: str = "generations", per_refresh: str = "one", inner_parallel: bool = True,
+                 adversary_objective: "str | Objective" = fallback("adversary_objective"),
+                 inner_draws: int | None = default("inner_draws"), tau_unit: str = default("tau_unit"),
+                 instances_per_refresh: str = default("instances_per_refresh"), inner_parallel: bool = True,
                  **adversary_switches):
         config = AdversaryConfig(epsilon, tau, tau_unit, inner_population, inner_generations, aggregation,
-                                 max_adversarial, objective, draws,
-                                 MappingProxyType({k: v for k, v in adversary_switches.items()}), per_refresh)
+                                 max_adversarial, adversary_objective, inner_draws,
+                                 MappingProxyType(dict(adversary_switches)), instances_per_refresh)
+        self._configure(config, seed, searcher, search_timeout, inner_parallel)
+
+    def _configure(self, config: AdversaryConfig, seed: int, searcher: Callable | None, search_timeout: float | None,
+                   inner_parallel: bool) -> None:
         self.config = config
         self.epsilon = config.epsilon
         self.tau = config.tau
@@ -100,12 +107,12 @@ class AdversarialInstanceCallback(Callback):
         self.max_adversarial = config.max_adversarial
         self.seed = int(seed)
         self.objective = config.objective_rule
-        self.draws = config.draws
-        self.per_refresh = config.per_refresh
+        self.draws = config.inner_draws
+        self.per_refresh = config.instances_per_refresh
         self.adversary_switches = dict(config.switches)
         if searcher is None:  # the real search: check its settings now, naming the field
-            SearchConfig(epsilon=self.epsilon, population=inner_population, generations=inner_generations,
-                         draws=draws or 1, **{k: v for k, v in adversary_switches.items() if k != "executor"})
+            SearchConfig(epsilon=self.epsilon, population=self.inner_population, generations=self.inner_generations,
+                         draws=self.draws or 1, **{k: v for k, v in self.adversary_switches.items() if k != "executor"})
         if search_timeout is not None and not (math.isfinite(search_timeout) and search_timeout >= 0):
             raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
         self._searcher = searcher
@@ -121,20 +128,22 @@ class AdversarialInstanceCallback(Callback):
     def from_config(cls, config: AdversaryConfig, seed: int = 0, **options) -> "AdversarialInstanceCallback":
         """The callback of a validated ``AdversaryConfig`` (``options``: ``searcher``, ``search_timeout``,
         ``inner_parallel``)."""
-        return cls(config.epsilon, config.tau, config.inner_population, config.inner_generations,
-                   config.aggregation, config.max_adversarial, seed, objective=config.objective,
-                   draws=config.draws, tau_unit=config.tau_unit, per_refresh=config.per_refresh, **options,
-                   **dict(config.switches))
+        callback = cls.__new__(cls)
+        callback._configure(config, seed, options.pop("searcher", None), options.pop("search_timeout", None),
+                            options.pop("inner_parallel", True))
+        if options:
+            raise TypeError(f"unknown option {sorted(options)[0]!r} (searcher, search_timeout, inner_parallel)")
+        return callback
 
     def check_task(self, task) -> None:
         """A baseline named by the objective or the aggregation must be ``task``'s: the robust
         method calls this when it is made, so a wrong name fails before the first sample."""
-        for field, name in (("objective", self.objective.name), ("aggregation", self.aggregation.reference)):
+        for field, name in (("adversary_objective", self.objective.name), ("aggregation", self.aggregation.reference)):
             if name:
                 try:
                     named_baseline(task, name)
                 except ValueError as exc:
-                    raise AdversaryConfigError(field, str(exc), ": ") from None
+                    raise AdversaryConfigError(field, str(exc)) from None
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         # a callback used without the runner brings its aggregation to the evaluation

@@ -14,6 +14,7 @@ from llm4ad.base import Function, TextFunctionProgramConverter
 from llm4ad.tools.profiler import ProfilerBase
 
 from ..durable import write_failure
+from ..settings import default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
@@ -76,7 +77,7 @@ class RobustCore:
 
     def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
                  recorder=None, executor=None, generation_size: int = 10, progress: bool | None = None,
-                 early_reject: bool = True, **kwargs):
+                 early_reject: bool = default("early_reject"), **kwargs):
         host_init = super().__init__
         params = _bind_host_arguments(host_init, args, kwargs)
         evaluation = params.get("evaluation")

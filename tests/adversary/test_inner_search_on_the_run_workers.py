@@ -15,7 +15,7 @@ from raise_plugin.robust import robust
 
 def _short_run(executor="process:2", inner_parallel=True, budget=12):
     callback = AdversarialInstanceCallback(0.01, tau=1, inner_population=4, inner_generations=2,
-                                           projection="sphere", objective="regret:bestfit", seed=5,
+                                           projection="sphere", adversary_objective="regret:bestfit", seed=5,
                                            inner_parallel=inner_parallel)
     method = robust(EoH)(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(count=2), max_sample_nums=budget,
                          pop_size=4, max_generations=None, callbacks=[callback], executor=executor)

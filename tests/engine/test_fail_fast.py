@@ -110,7 +110,7 @@ def test_a_profile_does_not_search_a_heuristic_that_times_out_on_the_nominal_set
     from raise_plugin.harness.robustness_profile import robustness_profile
     loop = "def priority(current_time, candidate_operations):\n    while True:\n        pass\n"
     profile = robustness_profile("ojsp", [Heuristic("loop", code=loop), Heuristic("SPT", baseline="SPT")],
-                                 [0.002, 0.01], [0, 1], population=2, generations=1, workers=2, progress=False,
+                                 [0.002, 0.01], [0, 1], inner_population=2, inner_generations=1, workers=2, progress=False,
                                  timeout=1.0)
     looping = [p for p in profile.points if p.heuristic == "loop"]
     assert len(looping) == 4 and all(p.skipped and "timed out after 1 s" in p.reason for p in looping)
@@ -125,7 +125,7 @@ def test_rerank_skips_a_program_that_timed_out_and_ranks_the_others():
     loop = "def priority(current_time, candidate_operations):\n    while True:\n        pass\n"
     programs = [RankedProgram("loop", loop, 1.0), RankedProgram("spt", spt, 0.5),
                 RankedProgram("edd", spt.replace("[:, 1]", "[:, 3]"), 0.2)]
-    out = rerank("ojsp", programs, epsilon=0.005, refreshes=1, top=3, population=2, generations=1, workers=2,
+    out = rerank("ojsp", programs, epsilon=0.005, refreshes=1, top=3, inner_population=2, inner_generations=1, workers=2,
                  progress=False, timeout=1.0)
     scores = {p.name: p.robust_score for p in out["programs"]}
     assert scores["loop"] == -math.inf and math.isfinite(scores["spt"]) and math.isfinite(scores["edd"])

@@ -140,7 +140,7 @@ def test_default_jobs_is_half_the_cores():
     assert [default_jobs(c) for c in (1, 2, 3, 4, 16)] == [1, 1, 1, 2, 8]
 
 
-@pytest.mark.parametrize("flags, field", [(["--jobs", "0"], "--jobs"), (["--executor", "ray://x"], "executor"),
+@pytest.mark.parametrize("flags, field", [(["--jobs", "0"], "jobs"), (["--executor", "ray://x"], "executor"),
                                           (["--llm", "nope"], "nope")])
 def test_bad_job_settings_are_one_line_before_any_job(flags, field, tmp_path, capsys):
     code = main(["compare", "--out", str(tmp_path / "c"), *flags])

@@ -17,7 +17,7 @@ EPS = [0.001, 0.003, 0.01]
 @pytest.fixture(scope="module")
 def profile():
     heuristics = [Heuristic("SP-Insert", baseline="SP-Insert"), Heuristic("NF-Insert", baseline="NF-Insert")]
-    return robustness_profile("ovrp", heuristics, EPS, [0, 1, 2], population=4, generations=2, workers=2,
+    return robustness_profile("ovrp", heuristics, EPS, [0, 1, 2], inner_population=4, inner_generations=2, workers=2,
                               progress=False, projection="sphere")
 
 
@@ -37,7 +37,7 @@ def test_points_stay_inside_their_ball(profile):
 
 def test_profile_is_deterministic_under_seeds(profile):
     again = robustness_profile("ovrp", [Heuristic("NF-Insert", baseline="NF-Insert")], EPS[:1], [0, 1],
-                               population=4, generations=2, workers=1, progress=False, projection="sphere")
+                               inner_population=4, inner_generations=2, workers=1, progress=False, projection="sphere")
     for p in again.points:
         twin = next(q for q in profile.points if (q.heuristic, q.epsilon, q.seed) == (p.heuristic, p.epsilon, p.seed))
         assert twin.metric == p.metric and twin.distribution == p.distribution
@@ -58,7 +58,7 @@ def test_files_and_one_series_per_heuristic(profile, tmp_path):
 def test_cli_profile_errors_are_one_line(tmp_path):
     cmd = [sys.executable, "-m", "raise_plugin.cli", "profile", "--task", "ovrp"]
     for extra, message in ((["--compare", "nope"], "unknown baseline"), ([], "nothing to profile"),
-                           (["--compare", "all", "--eps", "x"], "--eps")):
+                           (["--compare", "all", "--epsilons", "x"], "--epsilons")):
         proc = subprocess.run(cmd + extra, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
@@ -70,7 +70,7 @@ def test_profile_of_a_run_directory_and_of_its_llm4ad_log(tmp_path):
     run = tmp_path / "run"
     start_run(RunConfig(task="ovrp", method="eoh", robust=False, budget=8, pop_size=4, out=str(run))).run()
     cmd = [sys.executable, "-m", "raise_plugin.cli", "profile", str(run), str(run / "host"), "--task", "ovrp",
-           "--eps", "0.01", "--seeds", "1", "--population", "2", "--generations", "1", "--workers", "1",
+           "--epsilons", "0.01", "--adversary-seeds", "1", "--inner-population", "2", "--inner-generations", "1", "--workers", "1",
            "--out", str(tmp_path / "p"), "--no-progress"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

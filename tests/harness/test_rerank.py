@@ -31,7 +31,7 @@ def test_programs_from_both_kinds_of_folder(run_dir):
 
 def test_robust_scores_include_the_adversarial_instances(run_dir):
     programs = load_run_programs(run_dir)
-    out = rerank("ojsp", programs, epsilon=0.005, refreshes=2, top=5, population=4, generations=1,
+    out = rerank("ojsp", programs, epsilon=0.005, refreshes=2, top=5, inner_population=4, inner_generations=1,
                  workers=1, progress=False)
     assert len(out["instances"]) == 5 + 2 and len(out["adversarial"]) == 2
     for p in out["programs"]:
@@ -43,8 +43,8 @@ def test_a_regret_aggregation_scores_against_the_best_baseline_on_each_instance(
     from raise_plugin.programs import compile_priority
     from tasks import get_task
 
-    out = rerank("ojsp", load_run_programs(run_dir), epsilon=0.005, refreshes=1, top=3, population=4,
-                 generations=1, workers=1, progress=False, aggregation="regret:min")
+    out = rerank("ojsp", load_run_programs(run_dir), epsilon=0.005, refreshes=1, top=3, inner_population=4,
+                 inner_generations=1, workers=1, progress=False, aggregation="regret:min")
     fresh = get_task("ojsp").evaluation(instances=out["instances"], aggregation="regret:min")
     fresh.nominal_count = 5
     for p in out["programs"]:

@@ -1,0 +1,356 @@
+"""The one tree of settings: every setting of a run, a compare and the commands beside them,
+each with its one name, default, unit and check, written here once.
+
+The tree reads as a run is built::
+
+    run        task, method, robust, seed, out
+      budget     budget, pop_size, max_cost_usd, max_llm_calls, max_failed_requests
+      adversary  epsilon, tau, tau_unit, aggregation, max_adversarial, instances_per_refresh, nominal,
+                 adversary_objective
+        inner search  inner_population, inner_generations, inner_draws, projection, encoding,
+                      constraint, length
+      llm        llm, record, prices, max_tokens, llm_timeout, num_samplers
+      engine     executor, num_evaluators, timeout, jit, jit_after, early_reject, host_profiler,
+                 validation_trace
+    harness    methods, epsilons, ablations, seeds, workers, ... (compare, profile, rerank, evaluate, select)
+
+A setting's name is the same everywhere: the Python keyword and config field
+(``RunConfig.inner_population``), the TOML key (top level or in its section's table:
+``[adversary.inner_search]``), the record in ``config.json`` and the flag (``--inner-population``).
+``RunConfig``, ``CompareConfig``, ``AdversaryConfig`` and ``SearchConfig`` take their defaults and
+their checks from here, and the command line's flags, help texts and defaults are made from
+it (``add_flags``); ``tests/test_settings.py`` walks the tree and every parser to hold this.
+A default of ``None`` marked ``task_default`` means the task's (``Task.robust_defaults``,
+``Task.default_draws``), else ``fallback`` (the paper's).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+__all__ = ["Setting", "Section", "SettingError", "TREE", "SETTINGS", "default", "fallback", "section_of",
+           "add_flags", "flatten_tables", "PROJECTIONS", "ENCODINGS", "CONSTRAINTS", "LENGTHS", "TAU_UNITS",
+           "PER_REFRESH"]
+
+PROJECTIONS = ("paper", "sphere", "none")
+ENCODINGS = ("basis", "flat")
+CONSTRAINTS = ("ball", "none")
+LENGTHS = ("gene", "nominal")
+TAU_UNITS = ("generations", "samples")
+PER_REFRESH = ("one", "draws")  # instances a refresh adds: the representative draw, or every draw
+
+
+class SettingError(ValueError):
+    """A bad value: ``name`` is the setting's, ``reason`` why (the message is both)."""
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"{name}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One leaf of the tree. ``kind``: int, float, str, bool, list (comma-separated on the
+    command line) or table; ``low``: the least value (``above``: strictly above it); ``unit``:
+    what the number counts, shown in the help; ``fallback``: the value a ``task_default`` setting
+    takes when the task has none."""
+
+    name: str
+    default: Any
+    kind: str
+    help: str
+    unit: str = ""
+    low: float | None = None
+    above: bool = False
+    choices: tuple = ()
+    task_default: bool = False
+    fallback: Any = None
+    metavar: str | None = None
+    shown: str | None = None  # the default in words, where ``default`` is ``None`` ("all", "the task's")
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def shown_default(self) -> str:
+        """The default as ``--help`` shows it."""
+        if self.shown is not None:
+            return self.shown
+        if self.task_default:
+            return "the task's" + (f", else {self.fallback}" if self.fallback is not None else "")
+        if self.default is None:
+            return "none" if self.fallback is None else f"{self.fallback:g} {self.unit}".rstrip() if isinstance(
+                self.fallback, float) else str(self.fallback)
+        if self.kind == "bool":
+            return "on" if self.default else "off"
+        value = ",".join(map(str, self.default)) if isinstance(self.default, tuple) else str(self.default)
+        return f"{value} {self.unit}".rstrip()
+
+    def check(self, value: Any) -> Any:
+        """``value`` if it is a valid value of this setting (``None`` is one where the default is),
+        else ``SettingError`` saying why."""
+        if value is None and (self.default is None or self.task_default):
+            return value
+        kind = {"int": "an integer", "float": "a finite number", "str": "a string", "bool": "true or false",
+                "list": "a list", "table": "a table"}[self.kind]
+        ok = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+              "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
+              "str": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool),
+              "list": lambda v: isinstance(v, (list, tuple)), "table": lambda v: isinstance(v, dict)}[self.kind]
+        if not ok(value):
+            raise SettingError(self.name, f"must be {kind}, got {value!r}")
+        if self.low is not None:
+            for item in (value if self.kind == "list" else (value,)):
+                if isinstance(item, (int, float)) and (item <= self.low if self.above else item < self.low):
+                    unit = f" {self.unit}" if self.unit else ""
+                    raise SettingError(self.name, f"must be {'>' if self.above else '>='} {self.low:g}{unit}, "
+                                                  f"got {value!r}")
+        if self.choices and value not in self.choices:
+            raise SettingError(self.name, f"must be one of {', '.join(self.choices)}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Section:
+    """A node of the tree: its settings and the sections under it."""
+
+    name: str
+    title: str
+    children: tuple
+
+    def walk(self, path: tuple = ()) -> Iterable[tuple[tuple, Setting]]:
+        """Every setting under this section, with the path of section names above it."""
+        here = path + (self.name,)
+        for child in self.children:
+            if isinstance(child, Section):
+                yield from child.walk(here)
+            else:
+                yield here, child
+
+
+def _s(name, default, kind, help, **options) -> Setting:
+    return Setting(name, default, kind, help, **options)
+
+
+TREE = Section("run", "run", (
+    _s("task", "obp", "str", "task name, or an own task: FILE.py:CLASS or package.module:CLASS", metavar="TASK"),
+    _s("method", "eoh", "str", "outer method (`raise-ahd methods` lists them)", metavar="METHOD"),
+    _s("robust", True, "bool", "with RAISE's adversarial inner loop, or without it (a plain run)"),
+    _s("seed", 0, "int", "seed of selection, inner search and offline sampler", low=0),
+    _s("out", None, "str", "output directory", metavar="DIR",
+       shown="runs/TASK-METHOD-KIND-seedS-TIME for a run, COMMAND-out for the others"),
+    Section("budget", "budget", (
+        _s("budget", 1000, "int", "samples N_max (programs the method generates)", unit="samples", low=1),
+        _s("pop_size", 10, "int", "population size P_max; a host generation is this many samples",
+           unit="programs", low=2),
+        _s("max_cost_usd", None, "float", "stop cleanly once the LLM cost reaches this: no request starts past it "
+           "(the model needs a price: the built-in table or --price); resume with a higher cap continues",
+           unit="dollars", low=0, above=True, metavar="DOLLARS", shown="no cap"),
+        _s("max_llm_calls", None, "int", "the endpoint receives at most N requests, retries included; the run then "
+           "stops cleanly (resume with a higher cap continues)", unit="requests", low=1, metavar="N", shown="no cap"),
+        _s("max_failed_requests", 10, "int", "stop the run as failed (exit 3) after N LLM requests in a row that "
+           "gave no usable program", unit="requests", low=1, metavar="N"),
+    )),
+    Section("adversary", "adversary (RAISE's inner loop)", (
+        _s("epsilon", None, "float", "radius eps of the ball around the nominal distributions", low=0, above=True,
+           task_default=True, fallback=0.002, metavar="EPS"),
+        _s("tau", 5, "int", "refresh interval: a refresh every tau generations (or samples: --tau-unit)", low=1),
+        _s("tau_unit", "generations", "str", "what tau counts: generations (pop-size samples each) or samples "
+           "(the paper's 40 refreshes per 1000 samples: --tau 25 --tau-unit samples)", choices=TAU_UNITS),
+        _s("aggregation", None, "str", "A over the instance set: mean, min, cvar:ALPHA or balanced[:W], each "
+           "optionally after regret: (against the best baseline per instance) or regret:NAME: (one baseline)",
+           task_default=True, fallback="mean", metavar="RULE"),
+        _s("max_adversarial", 10, "int", "adversarial instances kept (a sliding window)", unit="instances", low=1),
+        _s("instances_per_refresh", "one", "str", "one (the paper's: the representative draw of the distribution a "
+           "refresh finds) or draws (all --inner-draws of it; widen --max-adversarial to match)",
+           choices=PER_REFRESH),
+        _s("nominal", None, "int", "use only the first N nominal instances", unit="instances", low=1, shown="all"),
+        _s("adversary_objective", None, "str", "what the inner search maximises: metric (the paper's), "
+           "regret:baselines, regret:NAME or regret:population[:K]", task_default=True, fallback="metric",
+           metavar="OBJECTIVE"),
+        Section("inner_search", "inner search", (
+            _s("inner_population", 8, "int", "P_in: candidate distributions per inner generation",
+               unit="distributions", low=2),
+            _s("inner_generations", 4, "int", "G_in: generations of the inner search", unit="generations", low=1),
+            _s("inner_draws", None, "int", "instances R each candidate distribution is scored on", unit="instances",
+               low=1, task_default=True),
+            _s("projection", None, "str", "the eps-projection: paper, sphere or none", choices=PROJECTIONS,
+               task_default=True, fallback="paper"),
+            _s("encoding", None, "str", "basis (the nine-basis mixture) or flat (cells perturbed directly)",
+               choices=ENCODINGS, fallback="basis"),
+            _s("constraint", None, "str", "ball (anchored at the nominal histogram, projected) or none",
+               choices=CONSTRAINTS, fallback="ball"),
+            _s("length", None, "str", "adversarial instance length: gene (the paper's: scaled by 0.9-1.1) or "
+               "nominal (fixed)", choices=LENGTHS, fallback="gene"),
+        )),
+    )),
+    Section("llm", "LLM", (
+        _s("llm", "offline", "str", "offline (no LLM: the offline sampler), openai[:MODEL] or replay:FILE|RUN_DIR",
+           metavar="BACKEND"),
+        _s("record", None, "str", "record every prompt and response to this JSONL file (replay it with "
+           "--llm replay:FILE)", metavar="FILE", shown="none"),
+        _s("prices", None, "table", "models added to the price table: model -> [input, output] dollars per "
+           "million tokens"),
+        _s("max_tokens", None, "int", "completion tokens per LLM request, sent to the endpoint", unit="tokens",
+           low=1, metavar="N", shown="the endpoint's own limit"),
+        _s("llm_timeout", None, "float", "seconds one LLM request may take, its whole answer included; past it "
+           "the request failed (and is retried)", unit="seconds", low=0, above=True, metavar="SECONDS",
+           fallback=120.0),
+        _s("num_samplers", 1, "int", "sampler threads (with more, the order of samples depends on thread timing)",
+           unit="threads", low=1),
+    )),
+    Section("engine", "evaluation engine", (
+        _s("executor", None, "str", "where evaluations (compare: jobs) run: process[:N] (sandboxed workers, one "
+           "per core), serial, dask://HOST:PORT or dask://local[:N]", metavar="WHERE", shown="process"),
+        _s("num_evaluators", 1, "int", "evaluation threads of the host (the sandboxed engine uses its workers "
+           "whatever this says)", unit="threads", low=1),
+        _s("timeout", None, "float", "seconds allowed per evaluation of one instance", unit="seconds", low=0,
+           above=True, metavar="SECONDS", shown="the task's"),
+        _s("jit", False, "bool", "run each program compiled (numba: pip install 'raise-plugin[jit]') where its "
+           "decisions on the task's probe instances equal its Python function's"),
+        _s("jit_after", 0.5, "float", "with --jit: compile a program once its evaluations in a worker took this "
+           "long in Python (0: at once)", unit="seconds", low=0, metavar="SECONDS"),
+        _s("early_reject", True, "bool", "stop a candidate's evaluation once it provably cannot enter the "
+           "population (min, cvar; the same samples, populations and best either way)"),
+        _s("host_profiler", True, "bool", "also write the host's EoHProfiler logs to RUN_DIR/host"),
+        _s("validation_trace", True, "bool", "trace the best program's validation metric in "
+           "RUN_DIR/validation.jsonl every tau generations"),
+    )),
+))
+
+HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, select)", (
+    _s("methods", ("eoh",), "list", "methods to train, comma-separated (`raise-ahd methods` lists them)"),
+    _s("epsilons", None, "list", "radii eps of the robust runs (compare) or of the profile, comma-separated",
+       low=0, above=True, task_default=True, fallback=0.002),
+    _s("ablations", False, "bool", "also run the paper's three component ablations and the regret and balanced "
+       "rows"),
+    _s("seeds", 5, "int", "seeds 0..N-1 of the runs (fewer than 5 cannot tell most differences from seed noise)",
+       unit="seeds", low=1),
+    _s("suite_instances", None, "int", "at most N instances per test dataset", unit="instances", low=1,
+       shown="all"),
+    _s("select_on", None, "str", "each run's final program: robust (its robust best) or validation (best on "
+       "the validation suite)", choices=("robust", "validation"), task_default=True, fallback="robust",
+       metavar="{robust,validation}"),
+    _s("workers", None, "int", "evaluation worker processes", unit="processes", low=1,
+       shown="one per core; a compare job's share"),
+    _s("jobs", None, "int", "training and evaluation jobs at once, each in its own process (1 runs them one "
+       "after another in this process)", unit="jobs", low=1, shown="half the cores"),
+    _s("ship_runs", None, "bool", "send each run directory back to --out as an archive",
+       shown="only from workers that do not see --out"),
+    _s("adversary_seeds", 3, "int", "adversary seeds per radius (profile)", unit="seeds", low=1),
+    _s("compare", "", "str", "comma-separated baselines to profile alongside, or 'all'"),
+    _s("refreshes", 3, "int", "adversarial instances rerank adds", unit="instances", low=1),
+    _s("top", 20, "int", "programs rerank re-ranks, best first", unit="programs", low=2),
+    _s("suite", "test", "str", "the suite to evaluate on", choices=("nominal", "validation", "test")),
+    _s("baselines", "all", "str", "baselines evaluated beside: all, none or comma-separated names"),
+    _s("per_dataset", 1, "int", "validation instances per dataset (select)", unit="instances", low=1),
+    _s("progress", True, "bool", "show progress bars"),
+))
+
+SETTINGS: dict[str, Setting] = {}
+_SECTION: dict[str, tuple] = {}
+for _tree in (TREE, HARNESS):
+    for _path, _setting in _tree.walk():
+        if _setting.name in SETTINGS:  # pragma: no cover - a tree with a name twice is a bug
+            raise RuntimeError(f"setting {_setting.name!r} is in the tree twice")
+        SETTINGS[_setting.name] = _setting
+        _SECTION[_setting.name] = _path
+
+
+def default(name: str) -> Any:
+    """The default of setting ``name``, written once, here."""
+    return SETTINGS[name].default
+
+
+def fallback(name: str) -> Any:
+    """What a ``task_default`` setting takes when the task has no default of its own (the paper's)."""
+    return SETTINGS[name].fallback
+
+
+def section_of(name: str) -> tuple:
+    """The path of sections above setting ``name``: ``("run", "adversary", "inner_search")``."""
+    return _SECTION[name]
+
+
+def flatten_tables(data: dict, source: str) -> dict:
+    """A TOML document's settings, flat: a table named after a section of the tree
+    (``[adversary]``, ``[adversary.inner_search]``, ``[run]``) holds that section's settings."""
+    sections = {name for path in _SECTION.values() for name in path}
+    flat: dict = {}
+    for key, value in data.items():
+        if key in sections and isinstance(value, dict):
+            for inner_key, inner_value in flatten_tables(value, source).items():
+                if inner_key in flat:
+                    raise SettingError(inner_key, f"given twice in {source}")
+                flat[inner_key] = inner_value
+        elif key in flat:
+            raise SettingError(key, f"given twice in {source}")
+        else:
+            flat[key] = value
+    return flat
+
+
+def _parse_list(setting: Setting):
+    def parse(text: str):
+        items = [item.strip() for item in str(text).split(",") if item.strip()]
+        if setting.name == "epsilons":
+            try:
+                return tuple(float(item) for item in items)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+        return tuple(items)
+    return parse
+
+
+def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, unset: bool = False,
+              groups: dict | None = None, required: Iterable[str] = (), helps: dict | None = None,
+              shown: dict | None = None) -> None:
+    """Add the flags of settings ``names`` to ``parser`` in groups named after their sections, each
+    with its help text and shown default. ``defaults`` replaces a setting's default for this command
+    (``Setting.default`` otherwise); ``unset=True`` gives every flag the default ``None`` (a config
+    file fills the rest in), the help still showing the default. Switches are ``--x/--no-x``.
+    ``required`` names the flags this command cannot do without; ``helps`` says what a setting
+    means to this command where the tree's words are too general (``out``: a file or a folder), and
+    ``shown`` its default in words."""
+    defaults = defaults or {}
+    helps = helps or {}
+    required = set(required)
+    groups = {} if groups is None else groups
+    for name in names:
+        setting = SETTINGS[name]
+        section = _SECTIONS[section_of(name)[-1]]
+        if section.name not in groups:
+            groups[section.name] = parser.add_argument_group(section.title)
+        group = groups[section.name]
+        value = defaults.get(name, setting.default)
+        shown_default = (setting.shown_default() if name not in defaults
+                         else Setting(name, value, setting.kind, "", unit=setting.unit).shown_default())
+        shown_here = (shown or {}).get(name, shown_default)
+        help_text = helps.get(name, setting.help) + ("" if name in required else f" (default {shown_here})")
+        options: dict[str, Any] = {"dest": name, "default": None if unset else value, "help": help_text}
+        if name in required:
+            options["required"] = True
+        if setting.kind == "bool":
+            options["action"] = argparse.BooleanOptionalAction
+        else:
+            options["type"] = {"int": int, "float": float, "str": str, "list": _parse_list(setting)}.get(
+                setting.kind, str)
+            if setting.choices:
+                options["choices"] = setting.choices
+            options["metavar"] = setting.metavar or (
+                "{" + ",".join(setting.choices) + "}" if setting.choices else
+                {"int": "N", "float": "X", "list": "A,B,..."}.get(setting.kind, name.upper()))
+        group.add_argument(setting.flag, **options)
+
+
+def _all_sections(section: Section) -> Iterable[Section]:
+    yield section
+    for child in section.children:
+        if isinstance(child, Section):
+            yield from _all_sections(child)
+
+
+_SECTIONS = {section.name: section for tree in (TREE, HARNESS) for section in _all_sections(tree)}

@@ -1,0 +1,186 @@
+"""The one tree of settings (raise_plugin.settings): each setting has one name and one default,
+written once, and the configs, the TOML files and every command's flags are made from it."""
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from raise_plugin import cli
+from raise_plugin.adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
+from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.settings import HARNESS, SETTINGS, TREE, Setting, SettingError, add_flags, flatten_tables
+
+ROOT = Path(__file__).resolve().parents[1]
+# options of a command that are not settings: what to read, a named study, a price entry
+NOT_SETTINGS = {"--help", "--config", "--preset", "--price"}
+
+
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def _long_options(parser) -> list[tuple[str, argparse.Action]]:
+    return [(o, a) for a in parser._actions for o in a.option_strings if o.startswith("--")]
+
+
+def test_the_tree_holds_each_name_once_in_the_sections_the_run_is_built_from():
+    names = [s.name for _, s in TREE.walk()] + [s.name for _, s in HARNESS.walk()]
+    assert len(names) == len(set(names)) == len(SETTINGS)
+    sections = {path for path, _ in TREE.walk()}
+    assert {("run",), ("run", "budget"), ("run", "adversary"), ("run", "adversary", "inner_search"), ("run", "llm"),
+            ("run", "engine")} == sections
+
+
+def test_every_flag_of_every_command_is_a_setting_of_the_tree_with_its_default_in_the_help():
+    seen: dict[str, set] = {}
+    for command, parser in _parsers().items():
+        for option, action in _long_options(parser):
+            if option in NOT_SETTINGS:
+                continue
+            name = option[2:].removeprefix("no-").replace("-", "_")
+            assert name in SETTINGS, f"{command} {option} is not a setting of the tree"
+            assert action.dest == name, (command, option, action.dest)
+            if not action.required and action.help != argparse.SUPPRESS and option == SETTINGS[name].flag:
+                assert "(default " in action.help, (command, option, action.help)
+            seen.setdefault(name, set()).add(command)
+    # the dialects once spoken: gone, each setting under its one flag
+    flags = {o for p in _parsers().values() for o, _ in _long_options(p)}
+    assert not flags & {"--robust-eps", "--eps", "--population", "--generations"}
+    assert seen["epsilons"] == {"compare", "demo", "profile"} and seen["inner_population"] >= {"run", "compare",
+                                                                                                "profile", "rerank"}
+    assert seen["progress"] == {"run", "resume", "compare", "demo", "evaluate", "profile", "rerank"}
+
+
+def test_switches_are_one_style_and_the_shown_default_is_the_tree_s():
+    run = _parsers()["run"]
+    options = dict(_long_options(run))
+    for name in ("robust", "jit", "early_reject", "host_profiler", "validation_trace", "progress"):
+        assert isinstance(options[SETTINGS[name].flag], argparse.BooleanOptionalAction), name
+    assert "(default 8 distributions)" in options["--inner-population"].help
+    assert "(default the task's, else 0.002)" in options["--epsilon"].help
+    compare = dict(_long_options(_parsers()["compare"]))
+    assert "(default 1000 samples)" in compare["--budget"].help and "(default 5 seeds)" in compare["--seeds"].help
+
+
+def test_the_configs_take_their_fields_and_defaults_from_the_tree():
+    run_fields = {f.name: f.default for f in dataclasses.fields(RunConfig)}
+    assert set(run_fields) == {s.name for _, s in TREE.walk()}
+    for name, value in run_fields.items():
+        assert value == SETTINGS[name].default, name
+    for f in dataclasses.fields(CompareConfig):
+        assert f.name in SETTINGS, f.name
+    assert CompareConfig().seeds == tuple(range(SETTINGS["seeds"].default))
+    for f in dataclasses.fields(AdversaryConfig):
+        if f.name != "switches":
+            assert f.name in SETTINGS, f.name
+            setting = SETTINGS[f.name]
+            assert f.default == (setting.fallback if setting.task_default else setting.default), f.name
+    assert SearchConfig(0.01).population == SETTINGS["inner_population"].default
+    assert SearchConfig(0.01).projection == SETTINGS["projection"].fallback
+
+
+# names a function or a class field may use for something else than the setting of that name
+OTHER_MEANINGS = {"seed", "progress", "method", "num_samplers", "num_evaluators", "workers", "timeout", "out"}
+ALIASES = {"population": "inner_population", "generations": "inner_generations"}  # the inner search's own words
+
+
+def test_no_default_of_a_setting_is_written_outside_the_tree():
+    written = []
+    for path in sorted((ROOT / "raise_plugin").rglob("*.py")):
+        if path.name == "settings.py" and path.parent.name == "raise_plugin":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            pairs = []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                positional = node.args.posonlyargs + node.args.args
+                pairs += zip((a.arg for a in positional[len(positional) - len(node.args.defaults):]),
+                             node.args.defaults)
+                pairs += [(a.arg, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults) if d is not None]
+            elif isinstance(node, ast.ClassDef):
+                pairs += [(item.target.id, item.value) for item in node.body if isinstance(item, ast.AnnAssign)
+                          and isinstance(item.target, ast.Name) and item.value is not None
+                          and not (node.name == "TrainOutcome" and item.target.id == "refreshes")]  # a count
+            for name, value in pairs:
+                name = ALIASES.get(name, name)
+                if (name in SETTINGS and name not in OTHER_MEANINGS and isinstance(value, ast.Constant)
+                        and value.value is not None):
+                    written.append(f"{path.relative_to(ROOT)}:{value.lineno} {name} = {value.value!r}")
+    assert not written, "defaults written beside the tree:\n" + "\n".join(written)
+
+
+def test_a_bad_value_is_named_by_its_setting_in_every_config():
+    with pytest.raises(ConfigError, match=r"^config field 'inner_population': must be >= 2 distributions, got 1$"):
+        RunConfig(inner_population=1)
+    with pytest.raises(ConfigError, match="'instances_per_refresh': must be one of one, draws"):
+        RunConfig(instances_per_refresh="all")
+    with pytest.raises(ConfigError, match="'inner_draws': must be >= 1 instances"):
+        RunConfig(inner_draws=0)
+    with pytest.raises(AdversaryConfigError, match="^adversary_objective: "):
+        AdversaryConfig(adversary_objective="worst")
+    with pytest.raises(AdversaryConfigError, match="^draws: not a setting of the inner search"):
+        AdversaryConfig(switches={"draws": 2})  # the old keyword is refused, not passed on
+    with pytest.raises(Exception, match="^inner_population: must be >= 2"):
+        CompareConfig(inner_population=1)
+    with pytest.raises(SettingError, match="^budget: must be an integer, got 1.5"):
+        SETTINGS["budget"].check(1.5)
+
+
+def test_a_toml_file_may_hold_the_settings_flat_or_in_the_tree_s_sections(tmp_path):
+    nested = tmp_path / "nested.toml"
+    nested.write_text('[run]\ntask = "ovrp"\n[budget]\nbudget = 40\npop_size = 4\n[adversary]\ntau = 2\n'
+                      '[adversary.inner_search]\ninner_population = 4\n[engine]\nearly_reject = false\n')
+    flat = tmp_path / "flat.toml"
+    flat.write_text('task = "ovrp"\nbudget = 40\npop_size = 4\ntau = 2\ninner_population = 4\nearly_reject = false\n')
+    assert RunConfig.from_toml(nested) == RunConfig.from_toml(flat)
+    assert RunConfig.from_toml(nested).inner_population == 4
+    twice = tmp_path / "twice.toml"
+    twice.write_text('tau = 2\n[adversary]\ntau = 3\n')
+    with pytest.raises(ConfigError, match="tau: given twice"):
+        RunConfig.from_toml(twice)
+    with pytest.raises(SettingError, match="tau: given twice"):
+        flatten_tables({"adversary": {"tau": 1}, "tau": 2}, "x")
+
+
+def test_add_flags_shows_a_command_s_own_default_and_requires_what_it_must():
+    parser = argparse.ArgumentParser()
+    add_flags(parser, ("task", "epsilons", "progress"), defaults={"epsilons": (0.001, 0.01)}, required=("task",))
+    options = dict(_long_options(parser))
+    assert options["--task"].required and "(default" not in options["--task"].help
+    assert "(default 0.001,0.01)" in options["--epsilons"].help
+    args = parser.parse_args(["--task", "obp", "--epsilons", "0.002,0.005", "--no-progress"])
+    assert args.epsilons == (0.002, 0.005) and args.progress is False
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--task", "obp", "--epsilons", "a,b"])
+
+
+@pytest.mark.parametrize("typed, expected, warned", [
+    (["compare", "--robust-eps", "0.01"], ["compare", "--epsilons", "0.01"], "--robust-eps is now --epsilons"),
+    (["profile", "--eps=0.01", "--seeds", "2", "--population", "4"],
+     ["profile", "--epsilons=0.01", "--adversary-seeds", "2", "--inner-population", "4"], "--eps is now --epsilons"),
+    (["run", "--early-reject", "off"], ["run", "--no-early-reject"], "--early-reject off is now --no-early-reject"),
+    (["run", "--early-reject", "--budget", "4"], ["run", "--early-reject", "--budget", "4"], None),
+    (["run", "--seeds", "2"], ["run", "--seeds", "2"], None),  # only the command's own renames
+])
+def test_a_renamed_flag_still_works_and_says_its_new_name(typed, expected, warned, capsys):
+    assert cli.renamed(typed) == expected
+    err = capsys.readouterr().err
+    assert (warned in err) if warned else err == ""
+
+
+def test_setting_check_follows_kind_low_and_choices():
+    s = Setting("x", 1, "int", "", low=1)
+    assert s.check(3) == 3
+    for bad in (0, True, "3", 2.0):
+        with pytest.raises(SettingError):
+            s.check(bad)
+    eps = SETTINGS["epsilons"]
+    assert eps.check(None) is None and eps.check((0.1, 0.2)) == (0.1, 0.2)
+    with pytest.raises(SettingError, match="must be > 0"):
+        eps.check((0.1, 0.0))

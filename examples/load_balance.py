@@ -27,7 +27,8 @@ class LoadBalance(HostTask):
     """n jobs onto m machines, online; metric: makespan above max(mean load, largest job), in percent."""
 
     name = "load_balance"
-    metric_name = "makespan above the lower bound (%)"
+    metric_name = "makespan above the lower bound"
+    metric_unit = "%"
     shift = ShiftDimension("job size", cells=20)  # K = 20 cells of 5 sizes each
     task_description = ("Jobs arrive one at a time and each must be assigned at once to one of m machines. "
                         "Design a priority function scoring the machines for the arriving job; the job goes "

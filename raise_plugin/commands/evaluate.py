@@ -134,7 +134,8 @@ def run(args) -> int:
         vals = [r.metric for r in rows if r.heuristic == h and r.valid]
         overall.append(f"{sum(vals) / len(vals):.3f}" if vals else "invalid")
     body.append(["mean", ""] + overall)
-    print(f"{task.name}: mean metric per dataset (lower is better)")
+    print(f"{task.name}: mean metric per dataset over its instances, one heuristic a column; "
+          f"metric: {task.metric_label}")
     print(render_table(["family", "sizes"] + names, body))
     report_invalid(rows, names)
     for line in compiled:

@@ -78,7 +78,6 @@ def run(args) -> int:
                                  workers=args.workers, progress=args.progress, timeout=args.timeout,
                                  projection=args.projection, **_objective_switches(args.adversary_objective))
     written = save_profile(profile, Path(args.out))
-    print(f"{task.name}: worst metric found within eps (lower is better)")
     print(profile.markdown())
     for h in profile.heuristics():
         failed = [p for p in profile.points if p.heuristic == h and p.reason and math.isnan(p.metric)]

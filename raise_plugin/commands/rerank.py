@@ -54,7 +54,14 @@ def run(args) -> int:
     robust_rank = {p.name: i + 1 for i, p in enumerate(by_robust)}
     body = [[p.name, str(i + 1), f"{p.original_score:.4f}", f"{p.nominal_metric:.4f}", f"{p.robust_score:.4f}",
              str(robust_rank[p.name])] for i, p in enumerate(by_original)]
-    headers = ["program", "original rank", "original score", "nominal metric", "robust score", "robust rank"]
+    columns = ["program", "original rank", "original score", "nominal metric", "robust score", "robust rank"]
+    headers = ["program", "original rank", "original score (higher is better)", "nominal metric (lower is better)",
+               "robust score (higher is better)", "robust rank"]
+    found = sum("metric" in f for f in out["adversarial"])
+    caption = (f"Original score: the host's score the run recorded; robust score: minus the {args.aggregation} "
+               f"aggregation of the metric over the nominal set and the {found} adversarial instance(s) found; "
+               f"nominal metric: the mean over the nominal set. Metric: {task.metric_label}.")
+    print(caption)
     print(render_table(headers, body))
 
     suite = task.test_suite()
@@ -69,7 +76,8 @@ def run(args) -> int:
         role = ("original and robust best" if len(pair) == 1 else
                 "original best" if p is by_original[0] else "robust best")
         mean = sum(vals) / len(vals) if vals else float("nan")
-        lines.append(f"{role} ({p.name}): mean test-suite metric {mean:.4f} over {len(vals)} instances")
+        lines.append(f"{role} ({p.name}): mean test-suite metric {mean:.4f} over {len(vals)} instances "
+                     f"({task.metric_label})")
     print("\n".join(lines))
     report_invalid(rows, [p.name for p in pair])
     if args.out:
@@ -77,12 +85,13 @@ def run(args) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         with (folder / "rerank.csv").open("w", newline="") as fh:
             writer = csv.writer(fh)
-            writer.writerow(headers)
+            writer.writerow(columns)
             writer.writerows(body)
         (folder / "rerank.md").write_text(
             f"# Robust re-ranking of {args.log_dir} on {task.name}\n\n"
             f"eps {args.epsilon:g}, {args.refreshes} adversarial instances, aggregation {args.aggregation}.\n\n"
-            + render_table(headers, body, markdown=True) + "\n\n" + "\n".join(f"- {x}" for x in lines) + "\n")
+            + caption + "\n\n" + render_table(headers, body, markdown=True) + "\n\n"
+            + "\n".join(f"- {x}" for x in lines) + "\n")
         for i, p in enumerate(by_robust[:3]):
             (folder / f"robust_best_{i + 1}.py").write_text(p.code)
         print(f"wrote {folder / 'rerank.md'}")

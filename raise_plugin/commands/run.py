@@ -6,10 +6,13 @@ import math
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from raise_plugin.config import ConfigError, RunConfig, final_selection
 from raise_plugin.errors import UserError
 from raise_plugin.robust.progress import ProgressBar
+from raise_plugin.rundir.files import RunDirectoryDamaged
+from raise_plugin.rundir.reader import load_config
 from raise_plugin.runner import CompiledPathReport, start_run
 from raise_plugin.settings import TREE, add_flags
 from raise_plugin.validation import select_final
@@ -68,8 +71,10 @@ def config_from_args(args) -> RunConfig:
 
 def print_summary(summary: dict, run_dir, out=None, selection: dict | None = None) -> None:
     """The run's summary; ``selection`` (``select_final``'s record) names the final program
-    when the task hands on the choice made on its validation suite."""
+    when the task hands on the choice made on its validation suite. A RAISE run's best is its
+    robust best; a plain run's (``robust = false`` in its config) its best on the nominal set."""
     out = out or sys.stdout
+    robust = _is_robust(run_dir)
     best = summary.get("best") or {}
     sets = summary.get("instance_set", [])
     adv = [e for e in sets if e["origin"] != "nominal"]
@@ -81,8 +86,9 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
     distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)
     print(f"instance set    {len(sets) - len(adv)} nominal + {len(adv)} adversarial"
           + (f" (distance to nominal: {distances})" if distances else ""), file=out)
-    print(f"best robust     {score:.6g} ({best.get('program_id')})" if isinstance(score, (int, float))
-          and math.isfinite(score) else "best robust     none", file=out)
+    label, where = ("best robust    ", "") if robust else ("best           ", "; its score on the nominal set")
+    print(f"{label} {score:.6g} ({best.get('program_id')}{where})" if isinstance(score, (int, float))
+          and math.isfinite(score) else f"{label} none", file=out)
     c = summary.get("compute") or {}
     if c:
         print(f"evaluations     {c['total_evaluations']} instance evaluations: outer {c['outer_evaluations']}, "
@@ -117,8 +123,17 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
               f"({'failed there' if metric is None else f'{metric:.6g}'}; the task's default; the robust best is "
               f"{selection['robust_best']}); the candidates: raise-ahd select {run_dir}", file=out)
     elif summary.get("finished"):
-        print(f"final program   the best robust above, or the last population's best on the validation suite: "
-              f"raise-ahd select {run_dir}", file=out)
+        print(f"final program   the {'best robust' if robust else 'best'} above, or the last population's best on "
+              f"the validation suite: raise-ahd select {run_dir}", file=out)
+
+
+def _is_robust(run_dir) -> bool:
+    """Whether the run in ``run_dir`` trained with RAISE's inner loop (as its config says; a config
+    that cannot be read counts as robust, the default)."""
+    try:
+        return bool(load_config(Path(run_dir)).get("robust", True))
+    except RunDirectoryDamaged:
+        return True
 
 
 def _usage_line(usage: dict) -> str:

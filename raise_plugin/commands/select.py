@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from raise_plugin.errors import UserError
+from raise_plugin.harness.tables import render_table
 from raise_plugin.rundir.reader import load_config
 from raise_plugin.settings import SETTINGS, SettingError, add_flags
 from raise_plugin.validation import SELECTION_FILE, select_final
@@ -34,16 +35,30 @@ def run(args) -> int:
     chosen = select_final(path, task, per_dataset=args.per_dataset, workers=args.workers)
     if chosen is None:
         raise UserError(f"{path}: the run has no valid program")
-    print(f"{'program':18s} {'robust score':>13s} {'validation':>11s}")
-    for c in chosen["candidates"]:
-        marks = (" <- chosen" if c["program_id"] == chosen["program_id"] else "") + (
-            " (robust best)" if c["program_id"] == chosen["robust_best"] else "")
-        score = "" if c["robust_score"] is None else f"{c['robust_score']:.4f}"
-        metric = "failed" if c["validation_metric"] is None else f"{c['validation_metric']:.4f}"
-        print(f"{c['program_id'][:18]:18s} {score:>13s} {metric:>11s}{marks}")
+    print(candidates_table(chosen, task, robust=bool(config.get("robust", True)), per_dataset=args.per_dataset))
     print(f"chosen on the validation suite ({args.per_dataset} instance(s) per dataset): {chosen['program_id']}; "
           f"recorded in {path / SELECTION_FILE}")
     if args.out:
         Path(args.out).write_text(chosen["program"])
         print(f"program written to {args.out}")
     return 0
+
+
+def candidates_table(chosen: dict, task, *, robust: bool, per_dataset: int) -> str:
+    """The candidates of a selection, each labelled with its direction: the run's own score (higher
+    is better; a RAISE run's robust score, a plain run's score on the nominal set) beside the
+    validation metric (lower is better), with a caption naming both."""
+    score, best = ("robust score", "robust best") if robust else ("nominal score", "the run's best")
+    trained_on = "the nominal set grown by adversarial instances" if robust else "the nominal set"
+    body = []
+    for c in chosen["candidates"]:
+        marks = [m for m, on in (("<- chosen", c["program_id"] == chosen["program_id"]),
+                                 (f"({best})", c["program_id"] == chosen["robust_best"])) if on]
+        body.append([c["program_id"][:18], "" if c["robust_score"] is None else f"{c['robust_score']:.4f}",
+                     "failed" if c["validation_metric"] is None else f"{c['validation_metric']:.4f}",
+                     " ".join(marks)])
+    caption = (f"{score.capitalize()}: the run's score on the set it trained on ({trained_on}), minus the metric "
+               f"(or regret) aggregated over it, so higher is better; validation: the mean metric over {per_dataset} instance(s) per validation "
+               f"dataset, lower is better. Metric: {task.metric_label}.")
+    headers = ["program", f"{score} (higher is better)", "validation (lower is better)", ""]
+    return caption + "\n" + render_table(headers, body)

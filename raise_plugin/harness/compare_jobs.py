@@ -40,10 +40,13 @@ class TrainOutcome:
     best_score: float | None = None
     host: str = ""
     archive: bytes | None = None  # the run directory as a tar.gz, when the worker does not share the disk
+    robust: bool = True         # RAISE (its best is scored on the grown set) or plain (on the nominal set)
 
     def summary(self) -> str:
         best = "none" if self.best_score is None else f"{self.best_score:.4f}"
-        return f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, best robust score {best} (minus the metric: higher is better)"
+        score = "best robust score" if self.robust else "best score on the nominal set"
+        return (f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, {score} {best} "
+                "(the host's score: higher is better)")
 
 
 @dataclass
@@ -149,4 +152,4 @@ def train_run(path: Path, run: dict, evaluation: str | None) -> TrainOutcome:
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     best = (data.get("best") or {}).get("robust_score")
     return TrainOutcome(path.name, status, time.time() - started, data.get("samples"), data.get("refreshes") or 0,
-                        best, socket.gethostname())
+                        best, socket.gethostname(), robust=bool(run.get("robust", True)))

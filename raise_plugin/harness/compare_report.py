@@ -15,8 +15,10 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
              f"budget {config.budget} samples, population {config.pop_size}, tau {config.tau}, "
              f"P_in {config.inner_population}, G_in {config.inner_generations}; seeds {list(config.seeds)}; "
              f"LLM `{config.llm}`.", "",
-             "Each run's final program: " + ("its robust best (the best score on the set it trained on, "
-                                             "grown by adversarial instances with RAISE)."
+             f"Metric: {task.metric_label}.", "",
+             "Each run's final program: " + ("its best program on the set it trained on (a plain run's nominal "
+                                             "set; a RAISE run's nominal set grown by adversarial instances, so "
+                                             "its robust best)."
                                              if config.select_on == "robust" else
                                              "the member of its last population with the best metric on the "
                                              "validation suite (one instance per validation dataset; plain and "
@@ -25,12 +27,14 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
         lines += ["> No LLM was used: programs came from the offline program sampler, an LLM-free search "
                   "that rewrites parent programs. Results show the harness, not what an LLM would reach.", ""]
     if comparisons:
-        lines += ["## What is significant", ""]
+        lines += ["## What is significant", "",
+                  f"Differences are method − reference in {task.metric_label}, so negative means the method "
+                  "is better.", ""]
         per_slice = tables.get("table_all_distributions")
         lines += [f"- {s}" for s in significance_summary(comparisons, len(config.seeds),
                                                             slices=per_slice.marked() if per_slice else None)]
-        lines += ["", "([table_significance.md](table_significance.md): mean differences, 95 % intervals, "
-                  "Wilcoxon p and pairs; how they are computed: docs/harness.md)", ""]
+        lines += ["", "([table_significance.md](table_significance.md): mean differences, 95 % bootstrap "
+                  "intervals, Wilcoxon p and pairs; how they are computed: docs/harness.md)", ""]
     lines += ["## Tables", ""]
     for name, table in tables.items():
         lines += [table.markdown(), "", f"([{name}.md]({name}.md))", ""]
@@ -38,17 +42,20 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
         lines += ["## Figures", ""]
         for f in figures:
             lines += [f"![{f.stem}]({f.name})", ""]
-    lines += ["## Runs", "", "| variant | seed | samples | generations | refreshes | best robust score | run |",
-              "|---|---|---:|---:|---:|---:|---|"]
+    lines += ["## Runs", "", "| variant | seed | samples | generations | refreshes | trained on | best score | run |",
+              "|---|---|---:|---:|---:|---|---:|---|"]
     for (key, seed), path in run_dirs.items():
         summary = json.loads((path / "summary.json").read_text())
-        label = next(v.label for v in variants if v.key == key)
+        variant = next(v for v in variants if v.key == key)
+        trained_on = "nominal + adversarial" if variant.robust else "nominal set"
         best = (summary.get("best") or {}).get("robust_score")
-        lines.append(f"| {label} | {seed} | {summary.get('samples')} | {summary.get('generations')} | "
-                     f"{summary.get('refreshes')} | {'' if best is None else f'{best:.4f}'} | "
+        lines.append(f"| {variant.label} | {seed} | {summary.get('samples')} | {summary.get('generations')} | "
+                     f"{summary.get('refreshes')} | {trained_on} | {'' if best is None else f'{best:.4f}'} | "
                      f"[{path.name}](runs/{path.name}) |")
-    lines += ["", "A run's score is the host's: minus its metric aggregated over the set it trained on (the "
-              "nominal set, grown by adversarial instances with RAISE), so higher is better and a score of "
-              "−1.2 is a metric of 1.2. The tables above show the metric itself on the test suite, lower is "
-              "better.", "", "Every (method, seed, dataset, instance) result: [results.csv](results.csv)."]
+    lines += ["", "A run's best score is the host's score of its best program on the set it trained on: the "
+              "nominal set for a plain run, the nominal set grown by adversarial instances for a RAISE run (its "
+              "robust score). It is minus the metric aggregated over that set (minus the regret with a regret "
+              "aggregation), so higher is better: with the mean, a score of −1.2 is a mean metric of 1.2. The "
+              f"tables above show the metric itself on the test suite: {task.metric_label}.", "",
+              "Every (method, seed, dataset, instance) result: [results.csv](results.csv)."]
     return "\n".join(lines) + "\n"

@@ -16,20 +16,25 @@ def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_ro
                  ablation_names: dict[str, str] | None = None, *, baselines=(), twins=None) -> dict[str, Table]:
     """The task's own tables (``Task.table_layouts``) that apply to the datasets present, then
     the per-distribution and ablation tables every task gets; with ``baselines`` and ``twins``
-    (method -> plain twin) every cell is tested against both."""
+    (method -> plain twin) every cell is tested against both. Every table names the task's metric,
+    its unit and direction (``Task.metric_label``) in the line under its title."""
     tested = {"baselines": baselines, "twins": twins}
+    task = get_task(task_name)
+    metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
     tables: dict[str, Table] = {}
-    for layout in get_task(task_name).table_layouts():
+    for layout in task.table_layouts():
         table = layout_table(layout, rows, **tested, methods=order)
         if table is not None:
             tables[layout.key] = table
     tables["table_all_distributions"] = build_table(
         rows, family_columns(), **tested, methods=order,
-        title=f"{task_name}: metric per distribution, averaged over all sizes (lower is better)")
+        title=f"{task_name}: {metric} per distribution, averaged over all sizes")
     if ablation_rows:
         tables["table4_ablation"] = build_table(
             rows, family_columns(), **tested, methods=ablation_rows, rename=ablation_names,
-            title="Table 4: ablations, metric per distribution averaged over all sizes (lower is better)")
+            title=f"Table 4: ablations, {metric} per distribution averaged over all sizes")
+    for table in tables.values():
+        table.metric = task.metric_label
     return tables
 
 
@@ -62,7 +67,8 @@ def write_tables(config, task, variants: list[Variant], rows: list[dict],
         files.append(path)
     comparisons = significance(rows, [v.label for v in variants], baselines, twins)
     (out / "table_significance.md").write_text(significance_markdown(
-        comparisons, f"{task.name}: each method against the best baseline and its plain twin, whole test suite")
+        comparisons, f"{task.name}: each method against the best baseline and its plain twin, whole test suite; "
+                     f"differences in {task.metric_label}")
         + "\n")
     files.append(out / "table_significance.md")
     return tables, comparisons, files

@@ -1,8 +1,10 @@
 """The paper's tables from per-instance results: rows are methods, columns are slices of the suite.
 
 Every cell is the mean metric over the slice's instances for each seed, then the mean over
-seeds with the half-width of its 95 % Student-t interval. Lower is better: the best value
-of a column is bold and the second underlined. Given the baselines and each method's plain
+seeds with the half-width of its 95 % Student-t interval (the one meaning of ± in every
+table and report); the line under a table's title names the metric, its unit and direction
+and says what a cell and its ± are. Lower is better: the best value of a column is bold and
+the second underlined. Given the baselines and each method's plain
 twin, a cell also says whether the method differs significantly from the column's best
 baseline (†) and from its plain twin (‡), with + for better and − for worse (paired tests,
 ``raise_plugin.harness.stats``). A cell where some instances were invalid is marked § and
@@ -17,7 +19,8 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from raise_plugin.harness.stats import ALPHA, LEVEL, Comparison, compare_paired, mean_half_width, row_is_valid
+from raise_plugin.harness.stats import (ALPHA, LEVEL, Comparison, compare_paired, format_p, format_signed,
+                                        mean_half_width, row_is_valid)
 from tasks.common.families import FAMILIES
 
 __all__ = ["Column", "Table", "build_table", "layout_table", "family_columns", "size_columns", "param_columns",
@@ -76,12 +79,13 @@ class Table:
     methods: list[str]
     columns: list[str]
     mean: np.ndarray     # methods x columns
-    std: np.ndarray
+    std: np.ndarray      # population standard deviation of the per-seed means (not shown in the table)
     seeds: np.ndarray    # how many seeds gave each cell
     invalid: np.ndarray  # invalid instances behind each cell
     average: bool = False  # whether the last column averages the others
     half: np.ndarray | None = None  # half-width of the 95 % t interval of the mean over seeds
     tests: dict = field(default_factory=dict)  # (row, column, "baseline" | "twin") -> Comparison
+    metric: str = ""  # what a cell measures: the task's ``metric_label`` ("waste ratio (%), lower is better")
 
     def ranks(self) -> np.ndarray:
         """0 for the best (lowest) value of a column, 1 for the second, else 2."""
@@ -120,9 +124,22 @@ class Table:
         marks = self.marks(i, j)
         return f"{text} {marks}" if marks else text
 
+    def caption(self) -> str:
+        """The line under the title: the metric (name, unit, direction), what a cell is and what its
+        ± is, with the real numbers of seeds."""
+        counts = sorted({int(n) for n in self.seeds.ravel() if n > 1})
+        metric = self.metric or "the task's, lower is better"
+        text = f"Metric: {metric}. Each cell: the mean over the column's instances"
+        if counts:
+            n = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+            text += (f" for each seed, then over seeds ({n} seeds), ± the half-width of its {LEVEL * 100:g} % "
+                     "Student-t interval over seeds; a cell without ± comes from one seed (the baselines are "
+                     "deterministic)")
+        return text + ". Best of a column **bold**, second <u>underlined</u>."
+
     def markdown(self, digits: int = 3) -> str:
         ranks = self.ranks()
-        lines = [f"**{self.title}**", "", "| Method | " + " | ".join(self.columns) + " |",
+        lines = [f"**{self.title}**", "", self.caption(), "", "| Method | " + " | ".join(self.columns) + " |",
                  "|---|" + "|".join("---:" for _ in self.columns) + "|"]
         for i, m in enumerate(self.methods):
             cells = []
@@ -152,10 +169,6 @@ class Table:
     def footnotes(self) -> list[str]:
         notes = []
         most = int(self.seeds.max()) if self.seeds.size else 0
-        if most > 1:
-            notes.append(f"± half-width of the {LEVEL * 100:g} % Student-t interval of the mean over seeds "
-                         f"(up to {most} seeds); a cell without ± comes from one seed (the baselines are "
-                         "deterministic).")
         if self.tests:
             notes.append(f"† / ‡: differs significantly (p < {ALPHA:g}) from the column's best baseline / the "
                          "method's plain twin, + better, − worse; unmarked: no significant difference. Paired "
@@ -299,24 +312,17 @@ def significance(rows: Iterable[dict], methods: Iterable[str], baselines: Iterab
     return out
 
 
-def _p(p: float) -> str:
-    return "—" if math.isnan(p) else "< 0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def _signed(x: float, digits: int) -> str:
-    return "—" if math.isnan(x) else f"{x:+.{digits}f}".replace("-", "−")
-
-
 def significance_markdown(comparisons: list[Comparison], title: str, digits: int = 3) -> str:
     """One row per comparison: mean difference, interval, p, pairs, verdict in words."""
     lines = [f"**{title}**", "",
-             "| Method | compared with | mean difference | 95 % CI | Wilcoxon p | pairs | seeds | verdict |",
+             "| Method | compared with | mean difference | 95 % bootstrap CI | Wilcoxon p | pairs | seeds | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for c in comparisons:
         pairs = f"{c.pairs}" + (f" ({c.dropped} dropped)" if c.dropped else "")
-        interval = "—" if math.isnan(c.low) else f"[{_signed(c.low, digits)}, {_signed(c.high, digits)}]"
-        lines.append(f"| {c.method} | {c.reference} ({c.relation}) | {_signed(c.mean, digits)} | {interval} | "
-                     f"{_p(c.p)} | {pairs} | {c.seeds} | {c.verdict} |")
+        interval = ("—" if math.isnan(c.low) else
+                    f"[{format_signed(c.low, digits)}, {format_signed(c.high, digits)}]")
+        lines.append(f"| {c.method} | {c.reference} ({c.relation}) | {format_signed(c.mean, digits)} | {interval} | "
+                     f"{format_p(c.p, c.alpha)} | {pairs} | {c.seeds} | {c.verdict} |")
     over_instances = any(c.over == "instances" for c in comparisons)
     lines += ["", "Difference = method − reference on the same instance (a baseline's value is repeated for "
               "every seed; the plain twin is matched by seed); lower is better, so negative means the method "
@@ -336,15 +342,20 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
     Each verdict is over the whole test suite, and significant means both tests say so: the
     Wilcoxon test over (seed, instance) pairs and the bootstrap interval over seeds; the sentence
     says which one refused when they disagree. ``slices`` (``Table.marked()``) adds the columns
-    where a table's per-cell test marks the method, so the sentence and the table's marks agree."""
+    where a table's per-cell test marks the method, so the sentence and the table's marks agree.
+    A printed p and its verdict come from the same number (``stats.format_p``), and the closing
+    words on few seeds follow the seeds the comparisons rest on (``seeds`` when none has pairs)."""
     lines = []
+    seeds = max((c.seeds for c in comparisons if c.pairs), default=seeds)
     for c in comparisons:
         head = f"{c.method} vs {c.reference} ({c.relation}), whole test suite"
         if c.pairs == 0:
             lines.append(f"{head}: no valid pairs, nothing to test.")
             continue
-        numbers = (f"mean difference {_signed(c.mean, digits)}, 95 % CI [{_signed(c.low, digits)}, "
-                   f"{_signed(c.high, digits)}], p {'= ' if c.p >= 0.001 else ''}{_p(c.p)}, {c.pairs} pairs")
+        p = format_p(c.p, c.alpha)
+        numbers = (f"mean difference {format_signed(c.mean, digits)}, {LEVEL * 100:g} % bootstrap CI over {c.over} "
+                   f"[{format_signed(c.low, digits)}, {format_signed(c.high, digits)}], "
+                   f"p {'' if p.startswith('<') else '= '}{p}, {c.pairs} pairs")
         if c.dropped:
             numbers += f", {c.dropped} dropped as invalid"
         if c.significant:
@@ -353,11 +364,12 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
             lines.append(f"{head}: identical results on every pair.")
         elif c.p < c.alpha:
             lines.append(f"{head}: not significant ({numbers}): the Wilcoxon test over pairs alone would call it "
-                         "significant, but the 95 % interval over seeds includes 0, and a difference is called "
-                         "significant only when both agree; it depends on the seed.")
+                         f"significant, but the {LEVEL * 100:g} % interval over {c.over} includes 0, and a difference "
+                         "is called significant only when both agree"
+                         + ("; it depends on the seed." if c.over == "seeds" else "."))
         elif not (c.low > 0 or c.high < 0):
             lines.append(f"{head}: not significant ({numbers}): neither the Wilcoxon test nor the interval "
-                         "over seeds finds a difference.")
+                         f"over {c.over} finds a difference.")
         else:
             lines.append(f"{head}: not significant ({numbers}): the interval excludes 0 but the Wilcoxon test "
                          "over pairs does not reject, and a difference is called significant only when both "
@@ -372,8 +384,13 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
         lines.append("One seed: the intervals resample instances, not seeds, so none of these differences is "
                      "established across seeds.")
     elif seeds < 5:
+        # the bootstrap's distinct resamples are the multisets of the seeds; when drawing one seed every
+        # time is likelier than the tail, the interval reaches the extreme per-seed means
+        extremes = (f", and its {LEVEL * 100:g} % interval is about the range of the {seeds} per-seed means: it "
+                    "excludes 0 only when every seed agrees in sign") if seeds ** -seeds >= (1 - LEVEL) / 2 else ""
         lines.append(f"Only {seeds} seeds: a difference is established only where it is marked significant above; "
-                     "the others cannot be told from seed noise. With so few seeds the bootstrap over seeds has "
-                     "few distinct resamples (with 3, its interval is about the range of the per-seed means), "
-                     "so even a significant verdict rests on few seeds; `raise-ahd compare` defaults to 5.")
+                     f"the others cannot be told from seed noise. With {seeds} seeds the bootstrap over seeds has "
+                     f"only {math.comb(2 * seeds - 1, seeds)} distinct resamples{extremes}. So even a significant "
+                     "verdict rests on few seeds; `raise-ahd compare` defaults to 5.")
     return lines
+

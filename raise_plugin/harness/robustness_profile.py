@@ -1,9 +1,10 @@
 """Robustness profile: the worst metric the adversary finds within eps, for growing eps.
 
 For every heuristic, eps and seed one adversarial search runs (in parallel, in the
-engine's sandboxed workers, under a time limit); the profile reports the nominal mean
-and, per eps, the mean and spread over seeds of the worst metric found, and keeps the
-worst distribution of each eps. A heuristic that fails on the nominal set in a way that
+engine's sandboxed workers, under a time limit); the profile reports, per eps, the metric
+of the worst instance found (its mean over seeds with the half-width of the 95 % Student-t
+interval over seeds) beside the same quantity on the nominal set, its worst instance (and,
+named as such, its mean), and keeps the worst distribution of each eps. A heuristic that fails on the nominal set in a way that
 repeats (times out, does not compile, ...), or whose search runs out of time, is not
 searched further: its remaining points are marked skipped with the reason.
 """
@@ -21,6 +22,7 @@ from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text ba
 from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.selection import selects_on
 from raise_plugin.settings import default
 from tasks import get_task
@@ -52,6 +54,9 @@ class Profile:
     nominal: dict[str, float]              # heuristic -> mean metric on the nominal set
     points: list[ProfilePoint]
     nominal_histogram: list[float] = field(repr=False, default_factory=list)
+    # heuristic -> metric on its worst nominal instance: what an eps row (one instance found) compares with
+    nominal_worst: dict[str, float] = field(default_factory=dict)
+    nominal_count: int = 0                  # instances in the nominal set
 
     def heuristics(self) -> list[str]:
         return list(self.nominal)
@@ -60,8 +65,15 @@ class Profile:
         return np.array([p.metric for p in self.points if p.heuristic == heuristic and p.epsilon == epsilon])
 
     def summary(self, heuristic: str, epsilon: float) -> tuple[float, float]:
+        """Mean over seeds of the worst metric found, and its standard deviation (sd) over seeds."""
         w = self.worst(heuristic, epsilon)
         return float(np.mean(w)), float(np.std(w))
+
+    def half_width(self, heuristic: str, epsilon: float) -> float:
+        """Half-width of the 95 % Student-t interval of that mean over seeds (NaN with one seed or a
+        failed search): the ± of the profile's table, as of every table the harness writes."""
+        w = self.worst(heuristic, epsilon)
+        return mean_half_width(w) if w.size > 1 and np.all(np.isfinite(w)) else math.nan
 
     def skipped(self) -> int:
         """How many searches were not run (their heuristic had already failed in a way that repeats)."""
@@ -73,20 +85,34 @@ class Profile:
             return np.full(len(self.nominal_histogram), math.nan)
         return np.asarray(max(pts, key=lambda p: p.metric).distribution)
 
+    def caption(self) -> str:
+        """What the table shows: the metric (name, unit, direction), each row, and what ± is."""
+        count = f" {self.nominal_count}" if self.nominal_count else ""
+        seeds = (f"its mean over seeds {self.seeds} ± the half-width of its {LEVEL * 100:g} % Student-t interval "
+                 "over seeds" if len(self.seeds) > 1 else f"with adversary seed {self.seeds[0]}")
+        return (f"Metric: {get_task(self.task).metric_label}. Each eps row: the metric of the worst instance the "
+                f"adversary found within eps, {seeds}. Compare it with the nominal set's worst instance (the "
+                f"worst of its{count} instances: one instance too); the nominal mean is the mean over them.")
+
     def markdown(self) -> str:
+        """The profile as a titled Markdown table with its caption."""
         names = self.heuristics()
-        lines = ["| eps | " + " | ".join(names) + " |", "|---|" + "|".join("---:" for _ in names) + "|",
-                 "| nominal | " + " | ".join(_cell(self.nominal[h]) for h in names) + " |"]
+        worst = [_cell(self.nominal_worst.get(h, math.nan)) if self.nominal_worst else "—" for h in names]
+        lines = [f"**{self.task}: worst {get_task(self.task).metric_name} found within eps**", "", self.caption(),
+                 "", "| instance | " + " | ".join(names) + " |", "|---|" + "|".join("---:" for _ in names) + "|",
+                 "| nominal: mean over the set | " + " | ".join(_cell(self.nominal[h]) for h in names) + " |",
+                 "| nominal: worst instance | " + " | ".join(worst) + " |"]
         for e in self.epsilons:
             cells = []
             for h in names:
-                m, s = self.summary(h, e)
-                cells.append(_cell(m) + (f" ± {s:.3f}" if len(self.seeds) > 1 and math.isfinite(m) else ""))
-            lines.append(f"| {e:g} | " + " | ".join(cells) + " |")
+                m, half = self.summary(h, e)[0], self.half_width(h, e)
+                cells.append(_cell(m) + (f" ± {half:.3f}" if math.isfinite(half) else ""))
+            lines.append(f"| eps={e:g}: worst instance found | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
         return {"task": self.task, "epsilons": self.epsilons, "seeds": self.seeds, "nominal": self.nominal,
+                "nominal_worst": self.nominal_worst, "nominal_count": self.nominal_count,
                 "nominal_histogram": self.nominal_histogram,
                 "points": [p.__dict__ for p in self.points]}
 
@@ -145,10 +171,13 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
         rows = evaluate_suite(task_name, heuristics, [Dataset("nominal", {}, task.nominal_instances())],
                               executor=pool, progress=False, timeout=timeout)
         nominal: dict[str, float] = {}
+        nominal_worst: dict[str, float] = {}
         broken: dict[str, str] = {}
         for h in heuristics:
             mine = [r for r in rows if r.heuristic == h.name]
-            nominal[h.name] = float(np.mean([r.metric for r in mine])) if all(r.valid for r in mine) else math.nan
+            valid = all(r.valid for r in mine)
+            nominal[h.name] = float(np.mean([r.metric for r in mine])) if valid else math.nan
+            nominal_worst[h.name] = float(np.max([r.metric for r in mine])) if valid else math.nan
             fatal = next((r for r in mine if r.kind in FailureKind.REPEATING and not r.skipped), None)
             if fatal is not None:
                 broken[h.name] = f"on the nominal set: {fatal.reason}"
@@ -188,11 +217,13 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
             slots[j] = _failed_point(h.name, e, s, f"skipped: {broken.get(h.name, 'not run')}")
         points.append(slots[j])
     p_bar = np.mean([task.histogram(inst) for inst in task.nominal_instances()], axis=0)
-    return Profile(task_name, list(epsilons), list(seeds), nominal, points, p_bar.tolist())
+    return Profile(task_name, list(epsilons), list(seeds), nominal, points, p_bar.tolist(), nominal_worst,
+                   len(task.nominal_instances()))
 
 
 def plot_profile(profile: Profile, path: str | Path) -> list[str]:
-    """Worst metric found versus eps, one series per heuristic (nominal mean at eps = 0).
+    """Worst metric found versus eps, one series per heuristic (at eps = 0 the worst nominal
+    instance, like with like); bars: the 95 % Student-t half-width over seeds, as in the table.
 
     Returns the labels of the series drawn."""
     import matplotlib
@@ -202,13 +233,15 @@ def plot_profile(profile: Profile, path: str | Path) -> list[str]:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for h in profile.heuristics():
         xs = [0.0] + profile.epsilons
-        stats = [profile.summary(h, e) for e in profile.epsilons]
-        ys = [profile.nominal[h]] + [m for m, _ in stats]
-        err = [0.0] + [s for _, s in stats]
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=h)
-    ax.set_xlabel("eps (radius of the ball around the nominal distributions)")
-    ax.set_ylabel(f"worst {profile.task} metric found (lower is better)")
-    ax.set_title(f"Robustness profile on {profile.task} ({len(profile.seeds)} seeds)")
+        ys = [profile.nominal_worst.get(h, profile.nominal[h])] + [profile.summary(h, e)[0] for e in profile.epsilons]
+        err = [0.0] + [profile.half_width(h, e) for e in profile.epsilons]
+        ax.errorbar(xs, ys, yerr=[0.0 if math.isnan(x) else x for x in err], marker="o", capsize=3, label=h)
+    task = get_task(profile.task)
+    ax.set_xlabel("eps (radius of the ball around the nominal distributions; 0: the nominal set)")
+    ax.set_ylabel(f"worst instance's {task.metric_name}" + (f" ({task.metric_unit})" if task.metric_unit else ""))
+    ax.set_title(f"Robustness profile on {profile.task}, lower is better\n(mean over {len(profile.seeds)} "
+                 f"seed{'s' if len(profile.seeds) != 1 else ''}; bars: {LEVEL * 100:g} % t half-width over seeds)",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -243,9 +276,7 @@ def save_profile(profile: Profile, out: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "profile.json", out / "profile.md", out / "profile.png"]
     (out / "profile.json").write_text(json.dumps(profile.to_json(), indent=1))
-    (out / "profile.md").write_text(
-        f"# Robustness profile on {profile.task}\n\nWorst metric found by the adversary within eps "
-        f"(mean ± std over seeds {profile.seeds}); lower is better.\n\n{profile.markdown()}\n")
+    (out / "profile.md").write_text(f"# Robustness profile on {profile.task}\n\n{profile.markdown()}\n")
     plot_profile(profile, out / "profile.png")
     for h in profile.heuristics():
         path = out / f"worst_distributions_{_slug(h)}.png"

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats as _scipy_stats
 
 __all__ = ["ALPHA", "LEVEL", "RESAMPLES", "BOOTSTRAP_SEED", "Paired", "Comparison", "pair_rows", "wilcoxon_p",
-           "bootstrap_ci", "compare_paired", "mean_half_width", "row_is_valid"]
+           "bootstrap_ci", "compare_paired", "mean_half_width", "row_is_valid", "format_p", "format_signed"]
 
 ALPHA = 0.05          # significance level of every test
 LEVEL = 0.95          # coverage of every interval
@@ -204,3 +204,35 @@ def mean_half_width(per_seed: Iterable[float], level: float = LEVEL) -> float:
         return math.nan
     t = _scipy_stats.t.ppf(0.5 + level / 2.0, df=x.size - 1)
     return float(t * x.std(ddof=1) / math.sqrt(x.size))
+
+
+def format_p(p: float, alpha: float = ALPHA, digits: int = 3) -> str:
+    """``p`` as tables and reports print it, on the same side of ``alpha`` as the test decided.
+
+    ``"< 0.001"`` below 0.001; else ``digits`` decimals and as many more as it takes for the
+    printed value to fall on the side of ``alpha`` that ``p`` is on, and not to equal ``alpha``
+    unless ``p`` does: 0.04994 prints as ``"0.0499"`` (never ``"0.050"`` beside a significant
+    verdict), 0.0501 as ``"0.0501"``, 0.05 as ``"0.050"``. ``"—"`` for NaN (no pairs).
+    """
+    if math.isnan(p):
+        return "—"
+    if p < 0.001:
+        return "< 0.001"
+    for d in range(digits, 13):
+        text = f"{p:.{d}f}"
+        shown = float(text)
+        if (shown < alpha) == (p < alpha) and (shown != alpha or p == alpha):
+            return text
+    return f"< {alpha:g}" if p < alpha else repr(p)
+
+
+def format_signed(x: float, digits: int = 3) -> str:
+    """``x`` with its sign (a true minus sign) and ``digits`` decimals, more when a nonzero value
+    would print as zero: an interval bound of +0.0004 prints as ``"+0.0004"``, so an interval
+    called significant never shows a bound of 0. ``"—"`` for NaN."""
+    if math.isnan(x):
+        return "—"
+    d = digits
+    while d < 12 and x != 0 and float(f"{x:.{d}f}") == 0:
+        d += 1
+    return f"{x:+.{d}f}".replace("-", "−")

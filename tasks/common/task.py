@@ -28,7 +28,8 @@ class Task(ABC):
     arguments ``make_instance`` needs besides the shifted values), and implement the
     abstract methods. Metrics are lower-is-better; the host score is ``-metric``.
 
-    Optional: ``metric_name`` (for table titles), ``table_layouts()`` (the paper tables),
+    Optional: ``metric_name`` and ``metric_unit`` (what every table and report calls the metric:
+    ``metric_label``), ``table_layouts()`` (the paper tables),
     ``offline_library`` (what the offline program sampler may build programs from: a
     mapping read by ``raise_plugin.llm.offline_library``; without one the sampler takes
     its generic path).
@@ -52,7 +53,10 @@ class Task(ABC):
     # instances R the inner search draws from each candidate distribution when the run does not
     # say (``raise_plugin.adversary.default_draws``): one, unless the task measured a better R
     default_draws: int = 1
+    # what the metric is, in words ("waste ratio"), and its unit ("%", "ratio to the lower bound";
+    # empty for a plain number): every table and report names them (``metric_label``)
     metric_name: str = "metric"
+    metric_unit: str = ""
     offline_library: dict[str, Any] | None = None
 
     # -- instances -------------------------------------------------------------
@@ -163,12 +167,20 @@ class Task(ABC):
         return int(params.get("high", self.shift_values(self.nominal_instances()[0])[1]))
 
     # -- reporting -------------------------------------------------------------
+    @property
+    def metric_label(self) -> str:
+        """The metric as a table's caption names it: name, unit and direction, e.g. ``"waste ratio
+        (%), lower is better"`` (every metric is lower-is-better: the protocol's)."""
+        unit = f" ({self.metric_unit})" if self.metric_unit else ""
+        return f"{self.metric_name}{unit}, lower is better"
+
     def table_layouts(self) -> tuple[TableLayout, ...]:
         """The task's own paper tables (the harness adds the per-distribution and ablation
         tables every task gets). By default one table per size of the test suite, averaged
         over the families."""
-        return (TableLayout("table_per_size", f"{self.name}: {self.metric_name} per size, averaged over the "
-                                              "distributions (lower is better)", by="size", average=False),)
+        unit = f" ({self.metric_unit})" if self.metric_unit else ""
+        return (TableLayout("table_per_size", f"{self.name}: {self.metric_name}{unit} per size, averaged over the "
+                                              "distributions", by="size", average=False),)
 
     # -- evaluation ------------------------------------------------------------
     @abstractmethod

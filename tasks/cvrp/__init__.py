@@ -73,6 +73,7 @@ class CVRPTask(HostTask):
     baselines = dict(BASELINES)
     offline_library = LIBRARY
     metric_name = "route length"
+    metric_unit = "total distance in the unit square"
     nominal_params = {"C": NOMINAL_CAPACITY}
     # the usual pairs of customer count and capacity (20/30, 50/40, 100/50)
     test_sizes = ({"n": 20, "C": 30}, {"n": 50, "C": 40}, {"n": 100, "C": 50})

@@ -81,7 +81,8 @@ class KnapsackTask(HostTask):
         "and returning None stops the packing.")
     baselines = dict(BASELINES)
     offline_library = LIBRARY
-    metric_name = "optimality gap (%)"
+    metric_name = "optimality gap"
+    metric_unit = "%"
     nominal_params = {"C": NOMINAL_CAPACITY}
     test_sizes = tuple({"n": n, "C": c} for n in (50, 100, 200) for c in (100, 200))
     validation_sizes = ({"n": 75, "C": 150}, {"n": 150, "C": 250})

@@ -39,6 +39,7 @@ class OJSPTask(Task):
     # draws keep about a quarter of the harm found at R = 1, more than half from R = 8
     default_draws = 8
     metric_name = "normalised makespan"
+    metric_unit = "C_max / lower bound"
 
     def table_layouts(self):
         return (TableLayout("table3_ojsp", "Table 3 (OJSP): normalised makespan per machine count (mean over "

@@ -30,7 +30,8 @@ class OVRPTask(Task):
     offline_library = LIBRARY
     nominal_params = {"vehicles": _inst.NOMINAL_VEHICLES}
     timeout_seconds = 60.0
-    metric_name = "route length / Clarke-Wright"
+    metric_name = "route length"
+    metric_unit = "ratio to Clarke-Wright's"
     # R, from the re-sampling check of benchmarks/adversary_strength.py (docs/adversary.md): the
     # found harm is mostly one draw's luck; R = 16 halves the false part
     default_draws = 16

@@ -37,7 +37,10 @@ def test_a_tasks_tables_come_from_its_layouts(name, tables, columns):
     for key, cols in zip(tables, columns):
         assert built[key].columns == cols
     if name in ("knapsack", "cvrp"):
-        assert f"{name}: {get_task(name).metric_name} per size" in built["table_per_size"].title
+        task = get_task(name)
+        assert f"{name}: {task.metric_name} ({task.metric_unit}) per size" in built["table_per_size"].title
+    for table in built.values():  # the line under every title names the metric, its unit and direction
+        assert table.markdown().split("\n\n")[1].startswith(f"Metric: {get_task(name).metric_label}.")
 
 
 def test_a_per_distribution_table_at_a_size_is_left_out_when_that_size_is_absent():

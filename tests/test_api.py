@@ -2,6 +2,7 @@
 need to import the top-level ``tasks`` package (which a user's tasks.py could hide)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,25 @@ def test_a_tasks_py_in_the_working_directory_does_not_hide_the_plugin(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import tasks, raise_plugin"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=60)
     assert proc.returncode != 0 and "hides the plugin's task package; rename it" in proc.stderr
+
+
+NUMBERS = ("samples", "budget", "generations", "refreshes", "instance_set_version", "finished", "stopped")
+
+
+def test_run_returns_its_summary_and_a_resumed_run_returns_its_own(tmp_path):
+    config = rp.RunConfig(task="knapsack", robust=True, budget=8, pop_size=4, tau=1, epsilon=0.002,
+                          out=str(tmp_path / "run"))
+    method = rp.start_run(config)
+    summary = method.run()
+    assert isinstance(summary, dict) and summary["finished"] is True
+    again = method.summary(finished=True)
+    assert {k: summary[k] for k in NUMBERS} == {k: again[k] for k in NUMBERS}
+    assert summary["samples"] == 8 and summary["refreshes"] >= 1
+    assert summary["best"] == again["best"] and summary["best"]["robust_score"] is not None
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert {k: on_disk[k] for k in NUMBERS} == {k: summary[k] for k in NUMBERS}
+    resumed = rp.resume_run(tmp_path / "run", budget=12)
+    more = resumed.run()
+    assert more["samples"] == 12 and more["budget"] == 12 and more["finished"] is True
+    assert more["samples"] == resumed.summary()["samples"]
+

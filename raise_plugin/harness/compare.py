@@ -161,7 +161,7 @@ def _write_figures(task, variants: list[Variant], seed: int, run_dirs: dict, out
     if not robust_runs:
         return []
     plot_convergence(robust_runs, out / "convergence.png")
-    plot_adversarial_distributions(task, robust_runs, out / "adversarial_distributions.png")
+    plot_adversarial_distributions(robust_runs, out / "adversarial_distributions.png", task=task)
     return [out / "convergence.png", out / "adversarial_distributions.png"]
 
 

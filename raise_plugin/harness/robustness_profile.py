@@ -21,11 +21,13 @@ from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text ba
 from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.harness.figures import finish_figure, new_figure
 from raise_plugin.selection import selects_on
 from tasks import get_task
 from tasks.common.suite import Dataset
 
-__all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions"]
+__all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions",
+           "save_profile"]
 
 
 @dataclass
@@ -51,6 +53,7 @@ class Profile:
     nominal: dict[str, float]              # heuristic -> mean metric on the nominal set
     points: list[ProfilePoint]
     nominal_histogram: list[float] = field(repr=False, default_factory=list)
+    shift: str = ""                        # the quantity of the task's shift dimension, e.g. "item size"
 
     def heuristics(self) -> list[str]:
         return list(self.nominal)
@@ -86,7 +89,7 @@ class Profile:
 
     def to_json(self) -> dict:
         return {"task": self.task, "epsilons": self.epsilons, "seeds": self.seeds, "nominal": self.nominal,
-                "nominal_histogram": self.nominal_histogram,
+                "nominal_histogram": self.nominal_histogram, "shift": self.shift,
                 "points": [p.__dict__ for p in self.points]}
 
 
@@ -185,18 +188,15 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
             slots[j] = _failed_point(h.name, e, s, f"skipped: {broken.get(h.name, 'not run')}")
         points.append(slots[j])
     p_bar = np.mean([task.histogram(inst) for inst in task.nominal_instances()], axis=0)
-    return Profile(task_name, list(epsilons), list(seeds), nominal, points, p_bar.tolist())
+    return Profile(task_name, list(epsilons), list(seeds), nominal, points, p_bar.tolist(), task.shift.name)
 
 
-def plot_profile(profile: Profile, path: str | Path) -> list[str]:
+def plot_profile(profile: Profile, path: str | Path | None = None):
     """Worst metric found versus eps, one series per heuristic (nominal mean at eps = 0).
 
-    Returns the labels of the series drawn."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    Returns the ``Figure`` (saved to ``path`` when given)."""
+    fig = new_figure(6.4, 4.2)
+    ax = fig.add_subplot(1, 1, 1)
     for h in profile.heuristics():
         xs = [0.0] + profile.epsilons
         stats = [profile.summary(h, e) for e in profile.epsilons]
@@ -208,30 +208,23 @@ def plot_profile(profile: Profile, path: str | Path) -> list[str]:
     ax.set_title(f"Robustness profile on {profile.task} ({len(profile.seeds)} seeds)")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [text.get_text() for text in ax.get_legend().get_texts()]
+    return finish_figure(fig, path)
 
 
-def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path) -> None:
-    """The worst distribution found at each eps against the mean nominal histogram."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path | None = None):
+    """The worst distribution found at each eps against the mean nominal histogram, over the cells
+    of the task's shift dimension. Returns the ``Figure`` (saved to ``path`` when given)."""
+    fig = new_figure(7.2, 4.2)
+    ax = fig.add_subplot(1, 1, 1)
     cells = np.arange(len(profile.nominal_histogram))
     ax.bar(cells, profile.nominal_histogram, width=1.0, color="lightgray", label="nominal (mean)")
     for e in profile.epsilons:
         ax.step(cells, profile.worst_distribution(heuristic, e), where="mid", label=f"worst at eps={e:g}")
-    ax.set_xlabel("cell of the shift dimension")
+    ax.set_xlabel(f"{profile.shift or 'shift dimension'} (cell of {len(cells)})")
     ax.set_ylabel("probability")
     ax.set_title(f"{heuristic}: worst distributions found on {profile.task}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return finish_figure(fig, path)
 
 
 def save_profile(profile: Profile, out: str | Path) -> list[Path]:

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import raise_plugin as rp
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,7 +18,7 @@ def test_one_import_exposes_tasks_methods_the_harness_statistics_and_figures():
     assert rp.get_task("knapsack").name == "knapsack"
     import raise_plugin.robust.core  # noqa: F401 - the subpackage imported: rp.robust stays the function
     assert callable(rp.robust) and rp.robust.__module__.startswith("raise_plugin.robust")
-    assert callable(rp.compare) and callable(rp.run_compare)
+    assert callable(rp.compare) and callable(rp.run_compare) and callable(rp.profile)
     assert rp.get_method("moh").__name__ == "MoH" and rp.get_method("eohs").__name__ == "EoHS"
     assert callable(rp.stats.compare_paired) and callable(rp.figures.plot_convergence)
     assert callable(rp.paper_tables.significance_summary)
@@ -56,3 +58,48 @@ def test_run_returns_its_summary_and_a_resumed_run_returns_its_own(tmp_path):
     assert more["samples"] == 12 and more["budget"] == 12 and more["finished"] is True
     assert more["samples"] == resumed.summary()["samples"]
 
+
+def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(tmp_path):
+    heuristic = tmp_path / "nearest.py"
+    heuristic.write_text(rp.get_task("ovrp").template_program)
+    profile = rp.profile("ovrp", [heuristic, "SP-Insert"], epsilon=[0.01, 0.003], adversary_seeds=2,
+                         inner_population=4, inner_generations=1, projection="sphere", workers=1, progress=False)
+    assert profile.heuristics() == ["nearest", "SP-Insert"] and profile.epsilons == [0.003, 0.01]
+    assert len(profile.points) == 2 * 2 * 2 and profile.seeds == [0, 1]
+    for p in profile.points:
+        assert p.distance <= p.epsilon + 1e-9 and p.metric >= 0
+    assert list(tmp_path.iterdir()) == [heuristic]  # no out: nothing written
+    one = rp.profile("ovrp", "SP-Insert", epsilon=0.003, adversary_seeds=[5], inner_population=4,
+                     inner_generations=1, workers=1, progress=False, out=tmp_path / "out")
+    assert [(p.heuristic, p.epsilon, p.seed) for p in one.points] == [("SP-Insert", 0.003, 5)]
+    assert {f.name for f in (tmp_path / "out").iterdir()} == {"profile.json", "profile.md", "profile.png",
+                                                               "worst_distributions_SP-Insert.png"}
+    assert json.loads((tmp_path / "out" / "profile.json").read_text())["points"][0]["seed"] == 5
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"task": "tsp"}, "unknown task 'tsp'"),
+    ({"heuristics": ["nope"]}, "neither a file or directory nor a baseline of ovrp"),
+    ({"heuristics": []}, "nothing to profile"),
+    ({"heuristics": ["SP-Insert", "sp-insert"]}, "SP-Insert named twice"),
+    ({"epsilon": 0}, "epsilon: give one or more positive radii"),
+    ({"epsilon": 5.0}, "beyond the largest distance"),
+    ({"adversary_seeds": 0}, "adversary_seeds"),
+    ({"inner_population": 1}, "inner_population must be >= 2"),
+    ({"projection": "cube"}, "projection: choose from paper, sphere, none"),
+    ({"adversary_objective": "regret"}, "adversary_objective: choose from metric, regret:baselines"),
+    ({"workers": 0}, "workers must be at least 1"),
+    ({"timeout": -1}, "timeout must be a positive number"),
+])
+def test_profile_refuses_bad_input_in_one_line(keywords, message):
+    given = {"task": "ovrp", "heuristics": ["SP-Insert"], "progress": False, **keywords}
+    with pytest.raises(rp.UserError, match=message) as caught:
+        rp.profile(given.pop("task"), given.pop("heuristics"), **given)
+    assert "\n" not in str(caught.value)
+
+
+def test_every_exported_name_is_described_in_the_api_reference():
+    page = (ROOT / "docs" / "api.md").read_text()
+    missing = [name for name in rp.__all__ if f"`{name}" not in page and f"`rp.{name}" not in page]
+    assert not missing, f"docs/api.md does not describe {missing}"
+    assert "docs/api.md" in (ROOT / "README.md").read_text()

@@ -21,10 +21,13 @@ def main(out: str = "compare-from-python") -> None:
     print(result.tables["table_all_distributions"].markdown())
     for comparison in result.comparisons:  # rp.stats.Comparison: the paired test behind the marks
         print(f"{comparison.method} vs {comparison.reference} ({comparison.relation}): {comparison.verdict}")
+    # variants by key (labels are for display); any pair's test, paired by seed against a trained reference
+    robust = result.variant("moh", robust=True)
+    print(f"{robust.key} vs moh-plain, by seed: {result.paired(robust, 'moh-plain').verdict}")
     # the figures are written for the report; draw one again here from the runs' records
     runs = {path.name: rp.RunLog.load(path) for path in sorted((result.out / "runs").iterdir())[:2]}
     figure = result.out / "convergence_again.png"
-    rp.figures.plot_convergence(runs, figure)
+    rp.figures.plot_convergence(runs, figure)  # returns the matplotlib Figure; with no path, only returns it
     print("figures:", ", ".join(f.name for f in result.figures + [figure]))
     print("report:", result.report)
 

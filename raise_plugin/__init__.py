@@ -12,10 +12,13 @@ Everything a user needs, from this one import (each name is loaded on first use)
 - tasks: ``get_task``, ``list_tasks``, ``register_task``; for writing one: ``Task``,
   ``HostTask``, ``ShiftDimension``, ``HeuristicError``, ``decide`` (docs/tasks.md);
 - a robust method: ``robust``, ``AdversarialInstanceCallback``, ``get_method``, ``make_llm``;
-  a recorded run: ``start_run(RunConfig(...)).run()``, ``resume_run(path)``;
+  a recorded run: ``start_run(RunConfig(...)).run()`` (returns the run's summary),
+  ``resume_run(path)``, ``RunLog``;
 - the harness: ``compare`` (``CompareConfig`` fields as keywords), ``run_compare``,
-  ``evaluate_suite``, ``Heuristic``; ``stats`` (paired tests), ``figures`` (convergence and
-  adversarial distributions) and ``paper_tables`` as modules.
+  ``profile`` (the robustness profile), ``evaluate_suite``, ``Heuristic``; ``stats`` (paired
+  tests), ``figures`` (convergence and adversarial distributions) and ``paper_tables`` as modules.
+
+Every name is described, with what it takes and returns, in docs/api.md.
 
 The plugin's task package is the top-level ``tasks``; it is pinned here, so a file called
 ``tasks.py`` in the working directory (beside a notebook) does not hide it.
@@ -67,6 +70,7 @@ _EXPORTS = {
     "RunConfig": ("raise_plugin.config", "RunConfig"), "start_run": ("raise_plugin.runner", "start_run"),
     "resume_run": ("raise_plugin.runner", "resume_run"),
     "compare": ("raise_plugin.harness.api", "compare"), "CompareConfig": ("raise_plugin.harness.compare_config", "CompareConfig"),
+    "profile": ("raise_plugin.harness.api", "profile"),
     "run_compare": ("raise_plugin.harness.compare", "run_compare"),
     "evaluate_suite": ("raise_plugin.engine.suite", "evaluate_suite"),
     "Heuristic": ("raise_plugin.engine.suite", "Heuristic"),

@@ -139,7 +139,8 @@ class CompiledPathReport(Callback):
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
-    """A new run writing to ``config.out`` (refused when that directory already holds one); call ``.run()``."""
+    """A new run writing to ``config.out`` (refused when that directory already holds one); ``.run()`` runs it and
+    returns its summary (the dict ``summary()`` gives and ``summary.json`` holds)."""
     out = Path(config.out or default_out(config))
     lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
     try:
@@ -160,7 +161,8 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
 
 def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None, on_repair=None,
                **overrides):
-    """The run recorded in ``path``, restored and ready to continue until its budget; call ``.run()``.
+    """The run recorded in ``path``, restored and ready to continue until its budget; ``.run()``
+    continues it and returns its summary, as a new run's does.
 
     Refused when another process writes ``path``; damaged records are repaired or rebuilt
     first (``on_repair(message)`` hears of each), or refused in one line (``UserError``).

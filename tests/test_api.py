@@ -2,9 +2,12 @@
 need to import the top-level ``tasks`` package (which a user's tasks.py could hide)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import raise_plugin as rp
 
@@ -15,7 +18,7 @@ def test_one_import_exposes_tasks_methods_the_harness_statistics_and_figures():
     assert rp.get_task("knapsack").name == "knapsack"
     import raise_plugin.robust.core  # noqa: F401 - the subpackage imported: rp.robust stays the function
     assert callable(rp.robust) and rp.robust.__module__.startswith("raise_plugin.robust")
-    assert callable(rp.compare) and callable(rp.run_compare)
+    assert callable(rp.compare) and callable(rp.run_compare) and callable(rp.profile)
     assert rp.get_method("moh").__name__ == "MoH" and rp.get_method("eohs").__name__ == "EoHS"
     assert callable(rp.stats.compare_paired) and callable(rp.figures.plot_convergence)
     assert callable(rp.paper_tables.significance_summary)
@@ -33,3 +36,71 @@ def test_a_tasks_py_in_the_working_directory_does_not_hide_the_plugin(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import tasks, raise_plugin"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=60)
     assert proc.returncode != 0 and "hides the plugin's task package; rename it" in proc.stderr
+
+
+NUMBERS = ("samples", "budget", "generations", "refreshes", "instance_set_version", "finished", "stopped")
+
+
+def test_run_returns_its_summary_and_a_resumed_run_returns_its_own(tmp_path):
+    config = rp.RunConfig(task="knapsack", robust=True, budget=8, pop_size=4, tau=1, epsilon=0.002,
+                          out=str(tmp_path / "run"))
+    method = rp.start_run(config)
+    summary = method.run()
+    assert isinstance(summary, dict) and summary["finished"] is True
+    again = method.summary(finished=True)
+    assert {k: summary[k] for k in NUMBERS} == {k: again[k] for k in NUMBERS}
+    assert summary["samples"] == 8 and summary["refreshes"] >= 1
+    assert summary["best"] == again["best"] and summary["best"]["robust_score"] is not None
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert {k: on_disk[k] for k in NUMBERS} == {k: summary[k] for k in NUMBERS}
+    resumed = rp.resume_run(tmp_path / "run", budget=12)
+    more = resumed.run()
+    assert more["samples"] == 12 and more["budget"] == 12 and more["finished"] is True
+    assert more["samples"] == resumed.summary()["samples"]
+
+
+def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(tmp_path):
+    heuristic = tmp_path / "nearest.py"
+    heuristic.write_text(rp.get_task("ovrp").template_program)
+    profile = rp.profile("ovrp", [heuristic, "SP-Insert"], epsilons=[0.01, 0.003], adversary_seeds=2,
+                         inner_population=4, inner_generations=1, projection="sphere", workers=1, progress=False)
+    assert profile.heuristics() == ["nearest", "SP-Insert"] and profile.epsilons == [0.003, 0.01]
+    assert len(profile.points) == 2 * 2 * 2 and profile.seeds == [0, 1]
+    for p in profile.points:
+        assert p.distance <= p.epsilon + 1e-9 and p.metric >= 0
+    assert list(tmp_path.iterdir()) == [heuristic]  # no out: nothing written
+    one = rp.profile("ovrp", "SP-Insert", epsilons=0.003, adversary_seeds=[5], inner_population=4,
+                     inner_generations=1, workers=1, progress=False, out=tmp_path / "out")
+    assert [(p.heuristic, p.epsilon, p.seed) for p in one.points] == [("SP-Insert", 0.003, 5)]
+    assert {f.name for f in (tmp_path / "out").iterdir()} == {"profile.json", "profile.md", "profile.png",
+                                                               "worst_distributions_SP-Insert.png"}
+    assert json.loads((tmp_path / "out" / "profile.json").read_text())["points"][0]["seed"] == 5
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"task": "tsp"}, "unknown task 'tsp'"),
+    ({"heuristics": ["nope"]}, "neither a file or directory nor a baseline of ovrp"),
+    ({"heuristics": []}, "nothing to profile"),
+    ({"heuristics": ["SP-Insert", "sp-insert"]}, "SP-Insert named twice"),
+    ({"epsilons": 0}, "epsilons: give one or more positive radii"),
+    ({"epsilons": 5.0}, "beyond the largest distance"),
+    ({"adversary_seeds": 0}, "adversary_seeds"),
+    ({"inner_population": 1}, "inner_population: must be >= 2"),
+    ({"projection": "cube"}, "projection: must be one of paper, sphere, none"),
+    ({"projection": "none"}, "a profile searches with projection paper or sphere"),
+    ({"adversary_objective": "regret"}, "adversary_objective metric or regret:baselines, got 'paper' and 'regret'"),
+    ({"workers": 0}, "workers: must be >= 1"),
+    ({"timeout": -1}, "timeout: must be > 0"),
+])
+def test_profile_refuses_bad_input_in_one_line(keywords, message):
+    given = {"task": "ovrp", "heuristics": ["SP-Insert"], "progress": False, **keywords}
+    with pytest.raises(rp.UserError, match=message) as caught:
+        rp.profile(given.pop("task"), given.pop("heuristics"), **given)
+    assert "\n" not in str(caught.value)
+
+
+def test_every_exported_name_is_described_in_the_api_reference():
+    page = (ROOT / "docs" / "api.md").read_text()
+    missing = [name for name in rp.__all__ if f"`{name}" not in page and f"`rp.{name}" not in page]
+    assert not missing, f"docs/api.md does not describe {missing}"
+    assert "docs/api.md" in (ROOT / "README.md").read_text()

@@ -4,16 +4,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from raise_plugin.adversary.projection import check_epsilon
 from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, resolve_task
 from raise_plugin.errors import UserError
-from raise_plugin.harness.robustness_profile import robustness_profile, save_profile
-from raise_plugin.engine.suite import Heuristic
-from raise_plugin.programs import ProgramError, check_program, read_program
-from raise_plugin.settings import SETTINGS, SettingError, add_flags
+from raise_plugin.harness import api
+from raise_plugin.harness.robustness_profile import save_profile
+from raise_plugin.settings import add_flags
 
 
-PROFILE_DEFAULTS = {"epsilons": (0.001, 0.002, 0.005, 0.01), "out": "profile-out"}
+PROFILE_DEFAULTS = {"epsilons": api.PROFILE_EPSILONS, "out": "profile-out"}
+PROFILE_FLAGS = ("epsilons", "adversary_seeds", "inner_population", "inner_generations", "projection",
+                 "adversary_objective", "workers", "timeout")
 
 
 def register(sub) -> None:
@@ -32,51 +32,26 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _objective_switches(objective: str) -> dict:
-    return {"objective": "regret", "references": "baselines"} if objective == "regret:baselines" else {}
-
-
 def run(args) -> int:
     task = resolve_task(args.task)
-    epsilons = sorted(set(args.epsilons))
-    if not epsilons:
-        raise UserError("--epsilons: give one or more positive radii, e.g. 0.001,0.002")
-    for name in ("epsilons", "adversary_seeds", "inner_population", "inner_generations", "workers"):
-        try:
-            SETTINGS[name].check(getattr(args, name))
-        except SettingError as exc:
-            raise UserError(f"--{exc.name.replace('_', '-')}: {exc.reason}") from None
-    if args.projection == "none" or args.adversary_objective not in ("metric", "regret:baselines"):
-        raise UserError("profile searches with --projection paper or sphere and --adversary-objective metric or "
-                        "regret:baselines")
-    reach = check_epsilon(task, max(epsilons))
-    if reach is not None:
-        raise UserError(f"--epsilons {max(epsilons):g} is beyond the largest distance {task.name}'s distributions can "
-                        f"reach from its nominal histograms ({reach:.4g})")
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
-    heuristics = []
-    for source in args.heuristics:
-        try:
-            name, code = read_program(source)
-            check_program(code, source=str(source), template=getattr(task, "template_program", None))
-        except ProgramError as exc:
-            raise UserError(str(exc)) from None
-        except UnicodeDecodeError:
-            raise UserError(f"{source}: not a Python file (not UTF-8 text)") from None
-        heuristics.append(Heuristic(name, code=code))
     wanted = list(task.baselines) if args.compare == "all" else [c.strip() for c in args.compare.split(",") if c.strip()]
     lookup = {b.lower(): b for b in task.baselines}
     for b in wanted:
         if b.lower() not in lookup:
             raise UserError(f"--compare: unknown baseline {b!r}; choose from {', '.join(task.baselines)}")
-        heuristics.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
-    if not heuristics:
+    if not args.heuristics and not wanted:
         raise UserError("nothing to profile: give heuristic files or --compare baselines")
-    profile = robustness_profile(task.name, heuristics, epsilons, list(range(args.adversary_seeds)),
-                                 inner_population=args.inner_population, inner_generations=args.inner_generations,
-                                 workers=args.workers, progress=args.progress, timeout=args.timeout,
-                                 projection=args.projection, **_objective_switches(args.adversary_objective))
+    try:
+        profile = api.profile(task, [Path(h) for h in args.heuristics] + wanted, epsilons=args.epsilons,
+                              adversary_seeds=args.adversary_seeds, inner_population=args.inner_population,
+                              inner_generations=args.inner_generations, projection=args.projection,
+                              adversary_objective=args.adversary_objective, workers=args.workers,
+                              timeout=args.timeout, progress=args.progress)
+    except UserError as exc:  # in the flags' words
+        name, colon, rest = str(exc).partition(":")
+        raise UserError(f"--{name.replace('_', '-')}{colon}{rest}" if name in PROFILE_FLAGS else str(exc)) from None
     written = save_profile(profile, Path(args.out))
     print(profile.markdown())
     for h in profile.heuristics():
@@ -87,7 +62,8 @@ def run(args) -> int:
             print(f"{h}: {len(failed)} of {len(profile.points) // len(profile.heuristics())} searches failed: "
                   f"{first}" + (f" ({skipped} skipped)" if skipped else ""))
     print("wrote " + ", ".join(str(w) for w in written))
-    given = [h.name for h in heuristics if h.code is not None] or [h.name for h in heuristics]
+    baselines = {lookup[b.lower()] for b in wanted}
+    given = [h for h in profile.heuristics() if h not in baselines] or profile.heuristics()
     return all_invalid_status("profile", given, valid_somewhere(profile))
 
 

@@ -1,12 +1,26 @@
-"""The harness from Python: ``compare(...)`` is ``raise-ahd compare`` with keywords."""
+"""The harness from Python: ``compare(...)`` is ``raise-ahd compare`` and ``profile(...)`` is
+``raise-ahd profile``, with keywords, each returning its result."""
 from __future__ import annotations
 
-from raise_plugin.settings import default
+from numbers import Real
+from pathlib import Path
+from typing import Iterable
 
-from .compare import CompareResult, run_compare
-from .compare_config import CompareConfig
+from raise_plugin.adversary.projection import check_epsilon
+from raise_plugin.engine.suite import Heuristic
+from raise_plugin.errors import UserError
+from raise_plugin.harness.compare import CompareResult, run_compare
+from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.robustness_profile import Profile, robustness_profile, save_profile
+from raise_plugin.programs import ProgramError, check_program, read_program
+from raise_plugin.robust.progress import show_progress_by_default
+from raise_plugin.settings import SETTINGS, SettingError, default, fallback
+from tasks import get_task, list_tasks
 
-__all__ = ["compare"]
+__all__ = ["compare", "profile", "PROFILE_EPSILONS", "PROFILE_OBJECTIVES"]
+
+PROFILE_EPSILONS = (0.001, 0.002, 0.005, 0.01)  # raise-ahd profile's default radii
+PROFILE_OBJECTIVES = {"metric": {}, "regret:baselines": {"objective": "regret", "references": "baselines"}}
 
 
 def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"), quiet: bool = False, **fields) -> CompareResult:
@@ -15,8 +29,10 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
 
     ``task`` is a name or a file or module reference (``"my_task.py:MyTask"``); ``seeds`` a
     count (seeds 0..N-1) or the seeds themselves. The result holds the tables
-    (``result.tables[name].markdown()``), the paired tests (``result.comparisons``), the
-    figures' paths (``result.figures``) and the report's (``result.report``).
+    (``result.tables[name].markdown()``), the paired tests (``result.comparisons``; any other
+    pair with ``result.paired("eoh-raise-eps0.002", "eoh-plain")``), the variants by key
+    (``result.variant("eoh", robust=True, epsilon=0.002)``), the figures' paths
+    (``result.figures``) and the report's (``result.report``).
     """
     if isinstance(seeds, int):
         seeds = tuple(range(seeds))
@@ -25,3 +41,107 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     if "epsilons" in fields and isinstance(fields["epsilons"], (int, float)):
         fields["epsilons"] = (float(fields["epsilons"]),)
     return run_compare(CompareConfig(task=task, seeds=tuple(seeds), **fields), quiet=quiet)
+
+
+def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPSILONS,
+            adversary_seeds: int | Iterable[int] = default("adversary_seeds"),
+            inner_population: int = default("inner_population"), inner_generations: int = default("inner_generations"),
+            projection: str = fallback("projection"), adversary_objective: str = fallback("adversary_objective"),
+            workers: int | None = default("workers"), timeout: float | None = default("timeout"),
+            out: str | Path | None = None, progress: bool | None = None) -> Profile:
+    """The worst metric the adversary finds within each radius of ``epsilons`` around the nominal
+    distributions, for every heuristic: ``raise-ahd profile`` from Python. Returns the ``Profile``
+    (its ``points``, ``nominal``, ``nominal_worst``, ``summary(h, eps)``, ``markdown()``); with
+    ``out``, writes profile.json, profile.md, profile.png and a worst-distribution figure per
+    heuristic there.
+
+    ``task``: a task or its name or reference. ``heuristics``: one or several, each a ``.py``
+    file, a run directory, an llm4ad log directory, the name of one of the task's baselines, or
+    a ``Heuristic``. ``epsilons``: one radius or several; ``adversary_seeds``: a count (seeds
+    0..N-1) or the seeds, searched per radius; ``inner_population`` (P_in) and
+    ``inner_generations`` (G_in): the adversary's GA; ``adversary_objective``: ``"metric"``, or
+    ``"regret:baselines"`` (the search maximises the regret against the task's baselines; the
+    profile reports the metric); ``timeout``: seconds per instance (default: the task's);
+    ``progress``: a bar (default: when a terminal or notebook watches). Each keyword is the
+    setting of the same name (``raise_plugin.settings``); bad input is a one-line ``UserError``.
+    """
+    task = _task(task)
+    chosen = _heuristics(task, heuristics)
+    radii = _epsilons(task, epsilons)
+    seeds = list(range(adversary_seeds)) if isinstance(adversary_seeds, int) else [int(s) for s in adversary_seeds]
+    if not seeds:
+        raise UserError("adversary_seeds: give a count of at least 1, or the seeds")
+    for name, value in (("inner_population", inner_population), ("inner_generations", inner_generations),
+                        ("projection", projection), ("workers", workers), ("timeout", timeout)):
+        try:
+            SETTINGS[name].check(value)
+        except SettingError as exc:
+            raise UserError(str(exc)) from None
+    if projection == "none" or adversary_objective not in PROFILE_OBJECTIVES:
+        raise UserError(f"a profile searches with projection paper or sphere and adversary_objective "
+                        f"{' or '.join(PROFILE_OBJECTIVES)}, got {projection!r} and {adversary_objective!r}")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise UserError(f"out {out}: not a directory")
+    show = show_progress_by_default() if progress is None else bool(progress)
+    result = robustness_profile(task.name, chosen, radii, seeds, inner_population=inner_population,
+                                inner_generations=inner_generations, workers=workers, progress=show, timeout=timeout,
+                                projection=projection, **PROFILE_OBJECTIVES[adversary_objective])
+    if out is not None:
+        save_profile(result, out)
+    return result
+
+
+def _task(task):
+    if not isinstance(task, str):
+        return task
+    try:
+        return get_task(task)
+    except KeyError:
+        raise UserError(f"unknown task {task!r}; choose from {', '.join(list_tasks())}") from None
+
+
+def _heuristics(task, given) -> list[Heuristic]:
+    """Each heuristic given as a ``Heuristic``, a program's source or a baseline's name."""
+    if isinstance(given, (str, Path, Heuristic)):
+        given = [given]
+    lookup = {b.lower(): b for b in task.baselines}
+    chosen = []
+    for h in given:
+        if isinstance(h, Heuristic):
+            if h.baseline is not None and h.baseline not in task.baselines:
+                raise UserError(f"heuristics: {task.name} has no baseline {h.baseline!r}; choose from "
+                                f"{', '.join(task.baselines)}")
+            chosen.append(h)
+        elif Path(h).exists():
+            try:
+                name, code = read_program(h)
+                check_program(code, source=str(h), template=getattr(task, "template_program", None))
+            except ProgramError as exc:
+                raise UserError(str(exc)) from None
+            except UnicodeDecodeError:
+                raise UserError(f"{h}: not a Python file (not UTF-8 text)") from None
+            chosen.append(Heuristic(name, code=code))
+        elif str(h).lower() in lookup:
+            chosen.append(Heuristic(lookup[str(h).lower()], baseline=lookup[str(h).lower()]))
+        else:
+            raise UserError(f"heuristics: {h!r} is neither a file or directory nor a baseline of {task.name} "
+                            f"({', '.join(task.baselines)})")
+    if not chosen:
+        raise UserError("nothing to profile: give heuristic files or baseline names")
+    names = [h.name for h in chosen]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"heuristics: {', '.join(twice)} named twice; name them apart with Heuristic(name, code=...)")
+    return chosen
+
+
+def _epsilons(task, epsilon) -> list[float]:
+    values = [epsilon] if isinstance(epsilon, Real) else list(epsilon)
+    if not values or not all(isinstance(v, Real) and v > 0 for v in values):
+        raise UserError(f"epsilons: give one or more positive radii, got {epsilon!r}")
+    values = sorted({float(v) for v in values})
+    reach = check_epsilon(task, values[-1])
+    if reach is not None:
+        raise UserError(f"epsilons: {values[-1]:g} is beyond the largest distance {task.name}'s distributions can "
+                        f"reach from its nominal histograms ({reach:.4g})")
+    return values

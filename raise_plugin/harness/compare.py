@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from raise_plugin.config import IdleAdversaryWarning, idle_adversary
@@ -29,12 +29,12 @@ from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.compare_jobs import EvalJob, TrainJob, run_finished
 from raise_plugin.harness.compare_report import compare_report
+from raise_plugin.harness.compare_result import CompareResult
 from raise_plugin.harness.compare_tables import write_tables
 from raise_plugin.harness.figures import plot_adversarial_distributions, plot_convergence
 from raise_plugin.harness.final_programs import final_program
 from raise_plugin.harness.job_place import place_jobs
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
-from raise_plugin.harness.paper_tables import Table
 from raise_plugin.harness.results_csv import collect_rows, write_rows
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
@@ -42,25 +42,6 @@ from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
 __all__ = ["CompareResult", "run_compare"]
-
-
-@dataclass
-class CompareResult:
-    out: Path
-    rows: list[dict]
-    tables: dict[str, Table]
-    files: list[Path] = field(default_factory=list)
-    comparisons: list = field(default_factory=list)  # stats.Comparison: each method vs best baseline and plain twin
-    jobs: list = field(default_factory=list)  # job_queue.JobRecord of every job this call ran (none: all were done)
-
-    @property
-    def figures(self) -> list[Path]:
-        """The figures written (convergence.png, adversarial_distributions.png)."""
-        return [f for f in self.files if f.suffix == ".png"]
-
-    @property
-    def report(self) -> Path:
-        return self.out / "report.md"
 
 
 def _say(message: str, quiet: bool) -> None:
@@ -87,7 +68,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     figures = _write_figures(task, variants, config.seeds[0], run_dirs, out)
     (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, run_dirs, comparisons))
     files = [out / "results.csv", *table_files, *figures, out / "report.md"]
-    return CompareResult(out, rows, tables, files, comparisons, records)
+    return CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines))
 
 
 def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[Variant], run_dirs: dict,
@@ -161,7 +142,7 @@ def _write_figures(task, variants: list[Variant], seed: int, run_dirs: dict, out
     if not robust_runs:
         return []
     plot_convergence(robust_runs, out / "convergence.png")
-    plot_adversarial_distributions(task, robust_runs, out / "adversarial_distributions.png")
+    plot_adversarial_distributions(robust_runs, out / "adversarial_distributions.png", task=task)
     return [out / "convergence.png", out / "adversarial_distributions.png"]
 
 

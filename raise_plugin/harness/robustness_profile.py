@@ -22,13 +22,15 @@ from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text ba
 from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.harness.figures import finish_figure, new_figure
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.selection import selects_on
 from raise_plugin.settings import default
 from tasks import get_task
 from tasks.common.suite import Dataset
 
-__all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions"]
+__all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions",
+           "save_profile"]
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Profile:
     # heuristic -> metric on its worst nominal instance: what an eps row (one instance found) compares with
     nominal_worst: dict[str, float] = field(default_factory=dict)
     nominal_count: int = 0                  # instances in the nominal set
+    shift: str = ""                        # the quantity of the task's shift dimension, e.g. "item size"
 
     def heuristics(self) -> list[str]:
         return list(self.nominal)
@@ -113,7 +116,7 @@ class Profile:
     def to_json(self) -> dict:
         return {"task": self.task, "epsilons": self.epsilons, "seeds": self.seeds, "nominal": self.nominal,
                 "nominal_worst": self.nominal_worst, "nominal_count": self.nominal_count,
-                "nominal_histogram": self.nominal_histogram,
+                "nominal_histogram": self.nominal_histogram, "shift": self.shift,
                 "points": [p.__dict__ for p in self.points]}
 
 
@@ -218,19 +221,16 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
         points.append(slots[j])
     p_bar = np.mean([task.histogram(inst) for inst in task.nominal_instances()], axis=0)
     return Profile(task_name, list(epsilons), list(seeds), nominal, points, p_bar.tolist(), nominal_worst,
-                   len(task.nominal_instances()))
+                   len(task.nominal_instances()), task.shift.name)
 
 
-def plot_profile(profile: Profile, path: str | Path) -> list[str]:
+def plot_profile(profile: Profile, path: str | Path | None = None):
     """Worst metric found versus eps, one series per heuristic (at eps = 0 the worst nominal
     instance, like with like); bars: the 95 % Student-t half-width over seeds, as in the table.
 
-    Returns the labels of the series drawn."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    Returns the ``Figure`` (saved to ``path`` when given)."""
+    fig = new_figure(6.4, 4.2)
+    ax = fig.add_subplot(1, 1, 1)
     for h in profile.heuristics():
         xs = [0.0] + profile.epsilons
         ys = [profile.nominal_worst.get(h, profile.nominal[h])] + [profile.summary(h, e)[0] for e in profile.epsilons]
@@ -244,30 +244,23 @@ def plot_profile(profile: Profile, path: str | Path) -> list[str]:
                  fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [text.get_text() for text in ax.get_legend().get_texts()]
+    return finish_figure(fig, path)
 
 
-def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path) -> None:
-    """The worst distribution found at each eps against the mean nominal histogram."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path | None = None):
+    """The worst distribution found at each eps against the mean nominal histogram, over the cells
+    of the task's shift dimension. Returns the ``Figure`` (saved to ``path`` when given)."""
+    fig = new_figure(7.2, 4.2)
+    ax = fig.add_subplot(1, 1, 1)
     cells = np.arange(len(profile.nominal_histogram))
     ax.bar(cells, profile.nominal_histogram, width=1.0, color="lightgray", label="nominal (mean)")
     for e in profile.epsilons:
         ax.step(cells, profile.worst_distribution(heuristic, e), where="mid", label=f"worst at eps={e:g}")
-    ax.set_xlabel("cell of the shift dimension")
+    ax.set_xlabel(f"{profile.shift or 'shift dimension'} (cell of {len(cells)})")
     ax.set_ylabel("probability")
     ax.set_title(f"{heuristic}: worst distributions found on {profile.task}")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return finish_figure(fig, path)
 
 
 def save_profile(profile: Profile, out: str | Path) -> list[Path]:

@@ -61,7 +61,7 @@ def pair_rows(rows: Iterable[dict], method: str, reference: str, *, by_seed: boo
     """Pair ``method``'s per-instance results with ``reference``'s over (seed, instance).
 
     ``rows`` are result dicts (method, seed, dataset or family and params, instance, metric,
-    valid). ``by_seed=False``: the reference is deterministic (a baseline, results under one
+    valid). ``by_seed=False`` (the default): the reference is deterministic (a baseline, results under one
     seed) and its value on an instance is paired with every seed of the method.
     ``by_seed=True``: the reference was trained too (the plain twin) and pairs share the seed.
     A pair whose either side is invalid or missing is dropped and counted in ``dropped``.
@@ -79,7 +79,8 @@ def pair_rows(rows: Iterable[dict], method: str, reference: str, *, by_seed: boo
     diff = np.full((len(seeds), len(instances)), math.nan)
     dropped = 0
     if not by_seed and len(theirs) > 1:
-        raise ValueError(f"{reference!r} has results for {len(theirs)} seeds; pair it by seed")
+        raise ValueError(f"{reference!r} has results for {len(theirs)} seeds, so it was trained: pair it by seed "
+                         f"(by_seed=True; CompareResult.paired chooses for you)")
     shared = next(iter(theirs.values()), {})
     for a, seed in enumerate(seeds):
         ref = theirs.get(seed, {}) if by_seed else shared

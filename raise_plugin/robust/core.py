@@ -236,7 +236,9 @@ class RobustCore:
             return self._search_members()
 
     # -- run ------------------------------------------------------------------
-    def run(self):
+    def run(self) -> dict:
+        """Sample until the budget (or a stop), then return the run's summary: ``summary()`` as the
+        run ended (``finished`` true unless it was stopped early), what ``summary.json`` holds."""
         show = show_progress_by_default() if self._progress is None else bool(self._progress)
         if show and not any(isinstance(cb, ProgressBar) for cb in self.callbacks):
             self.callbacks.insert(len(self.callbacks) - 1 if self._recorder is not None else len(self.callbacks),
@@ -250,18 +252,19 @@ class RobustCore:
             self._gate.dispatch()
         try:
             try:
-                result = super().run()
+                super().run()  # the host's loops return nothing
             except BaseException as exc:
                 self._fire("on_exception", self.snapshot(), exc)
                 raise
             self._fire("on_run_end", self.snapshot())
+            summary = self.summary(finished=self.stop_reason is None)
         finally:
             self._evaluation_executor.close()
             self._evaluator.close()
             usage = getattr(self._llm_guard, "usage", None)
             if hasattr(usage, "close_journal"):
                 usage.close_journal()
-        return result
+        return summary
 
     def request_stop(self, reason: str) -> None:
         """End the run cleanly before its budget (a callback's ``should_stop``): no new sample is

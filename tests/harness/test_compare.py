@@ -33,7 +33,8 @@ def test_every_table_and_figure_is_written(compared):
     assert {"results.csv", "table3_ovrp.md", "table_all_distributions.md", "table4_ablation.md",
             "table_significance.md", "convergence.png", "adversarial_distributions.png", "report.md"} <= names
     for png in ("convergence.png", "adversarial_distributions.png"):
-        assert (out / png).read_bytes()[:8] == PNG
+        data = (out / png).read_bytes()
+        assert data[:8] == PNG and int.from_bytes(data[16:20], "big") <= 2400  # the PNG's width in pixels
     report = (out / "report.md").read_text()
     assert "No LLM was used" in report and "table3_ovrp.md" in report and "convergence.png" in report
     assert "## What is significant" in report and "Only 2 seeds" in report
@@ -54,6 +55,33 @@ def test_every_method_is_tested_against_the_best_baseline_and_its_plain_twin(com
     i = t3.methods.index("RAISE-EoH (eps=0.002)")
     assert t3.tests[(i, 0, "twin")].reference == "EoH" and t3.tests[(i, 0, "baseline")].reference == "SP-Insert"
     assert (0, 0, "baseline") not in t3.tests  # baselines are not tested against themselves
+
+
+def test_variants_are_addressed_by_key_and_labels_are_for_display(compared):
+    robust = compared.variant("eoh", robust=True, epsilon=0.002)
+    assert robust.key == "eoh-raise-eps0.002" and robust.label == "RAISE-EoH (eps=0.002)"
+    assert compared.variant("eoh", robust=True) is robust  # one eps trained: no need to name it
+    assert compared.variant("eoh-raise-eps0.002") is robust and compared.variant("RAISE-EoH (eps=0.002)") is robust
+    assert compared.variant("eoh").key == "eoh-plain"
+    assert compared.variant("eoh", epsilon=0.002, ablation="flat").key == "eoh-raise-eps0.002-flat"
+    assert compared.label("eoh-plain") == "EoH" and compared.label("SP-Insert") == "SP-Insert"
+    for bad, message in ((dict(method="reevo"), "no variant reevo plain"),
+                         (dict(method="eoh", epsilon=0.01), "no variant eoh robust at eps 0.01"),
+                         (dict(method="eoh", ablation="nope"), "ablation 'nope': choose from")):
+        with pytest.raises(UserError, match=message):
+            compared.variant(**bad)
+
+
+def test_paired_chooses_the_pairing_from_the_reference(compared):
+    twin = compared.paired("eoh-raise-eps0.002", "eoh-plain")  # trained: seed s against seed s
+    listed = next(c for c in compared.comparisons if c.relation == "plain twin" and c.method == twin.method)
+    assert twin == listed and twin.relation == "plain twin" and twin.reference == "EoH"
+    baseline = compared.paired(compared.variant("eoh"), "SP-Insert")  # a baseline: the same value every seed
+    listed = next(c for c in compared.comparisons if c.method == "EoH" and c.relation == "best baseline")
+    assert (baseline.mean, baseline.p, baseline.low, baseline.high) == (listed.mean, listed.p, listed.low, listed.high)
+    assert baseline.pairs + baseline.dropped == 2 * 15
+    with pytest.raises(ValueError, match="by_seed=True"):
+        compared.paired("eoh-raise-eps0.002", "eoh-plain", by_seed=False)
 
 
 def test_rows_and_columns(compared):

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from raise_plugin.harness.robustness_profile import plot_profile, robustness_profile, save_profile
+from raise_plugin.harness.robustness_profile import (plot_profile, plot_worst_distributions, robustness_profile,
+                                                     save_profile)
 from raise_plugin.engine.suite import Heuristic
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -44,8 +45,9 @@ def test_profile_is_deterministic_under_seeds(profile):
 
 
 def test_files_and_one_series_per_heuristic(profile, tmp_path):
-    labels = plot_profile(profile, tmp_path / "p.png")
-    assert labels == ["SP-Insert", "NF-Insert"]
+    fig = plot_profile(profile, tmp_path / "p.png")
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["SP-Insert", "NF-Insert"]
+    assert (tmp_path / "p.png").read_bytes()[:8] == PNG
     written = save_profile(profile, tmp_path / "out")
     for path in written:
         assert path.exists()
@@ -53,6 +55,16 @@ def test_files_and_one_series_per_heuristic(profile, tmp_path):
             assert path.read_bytes()[:8] == PNG
     data = json.loads((tmp_path / "out" / "profile.json").read_text())
     assert len(data["points"]) == 2 * len(EPS) * 3 and data["epsilons"] == EPS
+    assert data["shift"] == "demand"
+
+
+def test_the_worst_distributions_figure_names_the_shift_quantity_and_saves_only_with_a_path(profile, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fig = plot_worst_distributions(profile, "NF-Insert")
+    (ax,) = fig.axes
+    assert ax.get_xlabel() == "demand (cell of 10)"  # OVRP's shift dimension, K = 10
+    assert len(ax.lines) == len(EPS) and list(tmp_path.iterdir()) == []
 
 
 def test_cli_profile_errors_are_one_line(tmp_path):

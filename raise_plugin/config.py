@@ -76,41 +76,19 @@ def final_selection(task_name: str) -> str:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """One run of a (robust) method on a task.
+    """One run of a (robust) method on a task: the settings of the tree's ``run`` section
+    (``raise_plugin.settings``; docs/settings.md lists each with its default, unit and meaning),
+    one field per setting, each checked on creation against its setting.
 
-    ``robust=False`` runs the same wrapped method without the inner loop, so plain and
-    robust runs differ only by the adversarial callback. ``budget`` is the number of
-    samples (N_max), ``pop_size`` the population (P_max), ``epsilon`` the radius eps,
-    ``tau`` the refresh interval, ``inner_population``/``inner_generations`` P_in/G_in,
-    ``nominal`` the number of nominal instances used (all when unset), ``projection``,
-    ``encoding``, ``constraint`` and ``length`` (``gene`` or ``nominal``: whether adversarial
-    instances may be 10 % shorter or longer) the adversary's switches (its defaults when unset).
-    ``adversary_objective`` what the inner search maximises (``metric``, the paper's;
-    ``regret:baselines``; ``regret:population[:K]``), ``inner_draws`` the instances R each
-    candidate distribution is scored on (the task's default when unset),
-    ``instances_per_refresh`` ``one`` (the paper's) or ``draws`` (a refresh adds every one of
-    the R draws of the distribution it found), ``validation_trace`` whether the best program's validation metric is traced in the
-    run directory every ``tau`` generations, ``tau_unit`` whether tau counts host generations
-    (``pop_size`` samples each) or samples. ``max_cost_usd`` and ``max_llm_calls`` end the
-    run cleanly when the LLM spend reaches them (``resume`` with higher caps continues);
-    ``prices`` adds models to the price table (model -> [input, output] dollars per million
-    tokens). ``max_llm_calls`` counts requests, retries included: the endpoint receives at
-    most that many. ``max_tokens`` caps the completion tokens of each request (sent to the
-    endpoint), ``llm_timeout`` the seconds a request may take (its whole answer), and
-    ``max_failed_requests`` the requests in a row that may give no usable program before the
-    run stops as failed. ``jit`` evaluates programs on the compiled path (``raise_plugin.engine.compiled``:
-    numba, the ``jit`` extra), each program compiled only where its decisions on the task's
-    probe instances equal its Python function's, and only once its evaluations in a worker have
-    taken ``jit_after`` seconds in Python (``0``: every program at once).
-
-    ``epsilon``, ``aggregation``, ``adversary_objective`` and ``projection`` left unset take
-    the task's robust defaults (``Task.robust_defaults``, chosen on its validation suite),
-    else the paper's (eps 0.002, mean, metric, paper); the resolved values are what the
-    run directory's ``config.json`` records.
-
-    ``early_reject`` stops a candidate's evaluation once it provably cannot enter the
-    population (aggregations bounded by part of the set: min, cvar and their regret forms);
-    the run's samples, populations and best are the same either way (docs/robust.md).
+    ``robust=False`` runs the same wrapped method without the inner loop, so plain and robust
+    runs differ only by the adversarial callback. ``epsilon``, ``aggregation``,
+    ``adversary_objective`` and ``projection`` left unset take the task's robust defaults
+    (``Task.robust_defaults``, chosen on its validation suite), else the paper's (eps 0.002,
+    mean, metric, paper); the resolved values are what the run directory's ``config.json``
+    records. ``max_llm_calls`` counts requests, retries included: the endpoint receives at most
+    that many. ``early_reject`` never changes a run's samples, populations or best
+    (docs/robust.md); ``jit`` compiles a program only where its decisions on the task's probe
+    instances equal its Python function's.
     """
 
     task: str = default("task")

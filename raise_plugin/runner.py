@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -146,7 +147,8 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     try:
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
-        config = RunConfig.from_dict({**config.to_dict(), "out": str(out)})
+        if config.out != str(out):  # the run directory chosen here is part of what it records
+            config = dataclasses.replace(config, out=str(out))
         write_json_atomic(out / "config.json", config.to_dict())  # first: from here on, resume continues
         run_dir = RunDirectory(out, lock=lock)
         method = _build(config, run_dir, llm, callbacks)

@@ -346,11 +346,45 @@ def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, uns
         group.add_argument(setting.flag, **options)
 
 
-def _all_sections(section: Section) -> Iterable[Section]:
-    yield section
+def _all_sections(section: Section, path: tuple = ()) -> Iterable[tuple[tuple, Section]]:
+    """Every section under ``section``, itself first, with the names of the sections down to it."""
+    here = path + (section.name,)
+    yield here, section
     for child in section.children:
         if isinstance(child, Section):
-            yield from _all_sections(child)
+            yield from _all_sections(child, here)
 
 
-_SECTIONS = {section.name: section for tree in (TREE, HARNESS) for section in _all_sections(tree)}
+_SECTIONS = {section.name: section for tree in (TREE, HARNESS) for _, section in _all_sections(tree)}
+
+
+def markdown() -> str:
+    """The tree as a reference page (docs/settings.md is this, written by ``python -m raise_plugin.settings``)."""
+    lines = ["# Settings", "",
+             "Every setting of a run, a compare and the commands beside them, from the one tree in",
+             "`raise_plugin/settings.py`. A setting has one name everywhere: the Python keyword and config",
+             "field, the TOML key (at the top level of a `--config` file, or in the table of its section:",
+             "`[adversary.inner_search]`), the key in a run directory's `config.json`, and the flag",
+             "(`--inner-population`; a switch is `--x`/`--no-x`). \"The task's\" defaults are the task's own",
+             "(`raise-ahd tasks --task NAME` shows them), chosen on its validation suite; the value after",
+             "\"else\" is the paper's. This page is written from the tree (`python -m raise_plugin.settings >",
+             "docs/settings.md`); a test keeps it current.", ""]
+    for tree in (TREE, HARNESS):
+        for names, section in _all_sections(tree):
+            rows = [child for child in section.children if isinstance(child, Setting)]
+            if not rows:
+                continue
+            path = ".".join(p for p in names if p != "run") or "run"
+            table = f" (`[{path}]` in a run's TOML file)" if tree is TREE else " (flags and Python keywords)"
+            lines += [f"## {section.title}{table}", "", "| setting | flag | default | what it is |",
+                      "|---|---|---|---|"]
+            for s in rows:
+                choices = f" One of: {', '.join(s.choices)}." if s.choices else ""
+                text = f"{s.help}.{choices}".replace("|", "\\|")
+                lines.append(f"| `{s.name}` | `{s.flag}` | {s.shown_default()} | {text} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())

@@ -184,3 +184,10 @@ def test_setting_check_follows_kind_low_and_choices():
     assert eps.check(None) is None and eps.check((0.1, 0.2)) == (0.1, 0.2)
     with pytest.raises(SettingError, match="must be > 0"):
         eps.check((0.1, 0.0))
+
+
+def test_the_settings_page_is_the_tree_written_out():
+    from raise_plugin.settings import markdown
+
+    assert (ROOT / "docs" / "settings.md").read_text().strip() == markdown().strip(), \
+        "docs/settings.md is behind the tree: python -m raise_plugin.settings > docs/settings.md"

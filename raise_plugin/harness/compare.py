@@ -38,6 +38,7 @@ from raise_plugin.harness.paper_tables import Table
 from raise_plugin.harness.results_csv import collect_rows, write_rows
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
+from raise_plugin.llm import SamplerStallWarning, offline_stall
 from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
@@ -79,6 +80,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False) -> CompareResult:
     if idle and any(v.robust for v in variants):
         warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in config.seeds]
+    stall = offline_stall(config.task, config.llm, config.budget, len(cells))
+    if stall:
+        warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet)
     _refuse_failures(records)

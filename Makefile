@@ -9,9 +9,11 @@ LLM4AD := llm4ad==1.11
 $(BIN)/raise-ahd: pyproject.toml setup.py tasks/common/fastcheck.h $(wildcard tasks/*/_fast*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# the host without its heavy extras (torch, wandb, tensorboardX, ttkbootstrap, numba)
+	# the host without its heavy extras (torch, wandb, tensorboardX, ttkbootstrap, numba); what it
+	# lacks on purpose is not a conflict to report (pip would print it as an ERROR)
 	$(BIN)/pip install -q --no-deps $(LLM4AD)
-	$(BIN)/pip install -q -e '.[test]'
+	# (and setuptools' note on every editable install of a flat layout is not shown)
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q --no-warn-conflicts -e '.[test]'
 	@touch $@
 
 setup: $(BIN)/raise-ahd

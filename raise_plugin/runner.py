@@ -18,6 +18,7 @@ from tasks import get_task
 from .config import PAPER_DEFAULTS, IdleAdversaryWarning, RunConfig
 from .engine import SandboxLimits, make_executor
 from .errors import UserError
+from .llm import SamplerStallWarning, offline_stall
 from .llm import make_llm as make_backend
 from .methods import get_method
 from .robust import robust
@@ -158,6 +159,9 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     idle = config.idle_adversary()
     if idle:  # said once the run is built (a run that cannot start says only why), before it samples
         warnings.warn(idle, IdleAdversaryWarning, stacklevel=2)
+    stall = offline_stall(config.task, config.llm if llm is None else llm, config.budget)
+    if stall:
+        warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     return method
 
 

@@ -12,6 +12,7 @@ workers and compare's job processes find it by name whatever their start method.
 """
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import json
@@ -79,7 +80,7 @@ class TaskNames(list):
     it loads (a reference that cannot be loaded raises its one-line ``TaskReferenceError``)."""
 
     def __contains__(self, name) -> bool:
-        if isinstance(name, str) and is_task_reference(name):
+        if isinstance(name, str) and (is_task_reference(name) or _is_bare_file(name)):
             get_task(name)
             return True
         return super().__contains__(name)
@@ -125,6 +126,8 @@ def get_task(name: str) -> Task:
             sys.path.append(path_entry)
         return _load_reference(reference)
     targets = _entry_points()
+    if key not in targets and _is_bare_file(text):
+        raise TaskReferenceError(_class_missing(text))
     if key not in targets:
         raise KeyError(f"unknown task {name!r}; registered: {', '.join(sorted(targets))}")
     module_name, _, attr = targets[key].partition(":")
@@ -145,6 +148,29 @@ def _inherited_sources() -> dict[str, list]:
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
+
+
+def _is_bare_file(text: str) -> bool:
+    """A Python file named without the class to take from it (``my_task.py``)."""
+    return str(text).strip().endswith(".py") and not is_task_reference(text)
+
+
+def _class_missing(text: str) -> str:
+    """What a file named without its class lacks, with the classes the file defines (read, not run)."""
+    path = Path(text).expanduser()
+    if not path.is_file():
+        return f"task {text!r}: no such file {path.resolve()} (a task file is named path/to/file.py:ClassName)"
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (SyntaxError, ValueError) as exc:
+        return f"task {text!r}: name the class: {text}:ClassName (the file does not parse: {exc})"
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    tasks = [c.name for c in classes if any(ast.unparse(b).endswith("Task") for b in c.bases)]
+    found = tasks or [c.name for c in classes]
+    if len(tasks) == 1:
+        return f"task {text!r}: name the class: {text}:{tasks[0]} (the one task class found in the file)"
+    return (f"task {text!r}: name the class: {text}:ClassName; classes found in the file: "
+            f"{', '.join(found) if found else 'none'}")
 
 
 def _load_reference(text: str) -> Task:

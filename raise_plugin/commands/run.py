@@ -80,7 +80,10 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
     adv = [e for e in sets if e["origin"] != "nominal"]
     score = best.get("robust_score")
     print(f"run directory   {run_dir}", file=out)
-    print(f"samples         {summary['samples']} of {summary['budget']}", file=out)
+    repeated = summary.get("repeated_samples") or 0
+    print(f"samples         {summary['samples']} of {summary['budget']}"
+          + (f" ({repeated} of them unchanged copies of an earlier sample's program)"
+             if 2 * repeated > summary["samples"] else ""), file=out)
     print(f"generations     {summary['generations']}", file=out)
     print(f"refreshes       {summary['refreshes']}", file=out)
     distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)

@@ -38,6 +38,7 @@ from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
+from raise_plugin.llm import SamplerStallWarning, offline_stall
 from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
@@ -53,13 +54,19 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     """Train, evaluate, and write tables, figures and the report (see the module docstring)."""
     task = get_task(config.task)
     out = Path(config.out).resolve()
+    variants = plan_variants(config.methods, config.epsilons, config.ablations)
+    reused = _earlier_work(config, task, variants, out)
+    if reused:
+        _say(reused, quiet)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(asdict(config), indent=1))
-    variants = plan_variants(config.methods, config.epsilons, config.ablations)
     idle = idle_adversary(config.budget, config.pop_size, config.tau)
     if idle and any(v.robust for v in variants):
         warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in config.seeds]
+    stall = offline_stall(config.task, config.llm, config.budget, len(cells))
+    if stall:
+        warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress)
     _refuse_failures(records)
@@ -67,8 +74,28 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     tables, comparisons, table_files = write_tables(config, task, variants, rows, out)
     figures = _write_figures(task, variants, config.seeds[0], run_dirs, out)
     (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, run_dirs, comparisons))
-    files = [out / "results.csv", *table_files, *figures, out / "report.md"]
+    files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / "report.md"]
     return CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines))
+
+
+def _earlier_work(config: CompareConfig, task, variants: list[Variant], out: Path) -> str | None:
+    """One line on what an earlier compare left in ``out`` that this one reuses (finished
+    training runs, interrupted ones it resumes, suite evaluations), and how to start afresh;
+    ``None`` when there is nothing."""
+    cells = [(v, s) for v in variants for s in config.seeds]
+    runs = [out / "runs" / f"{v.key}-seed{s}" for v, s in cells]
+    finished = sum(run_finished(r) for r in runs)
+    interrupted = sum((r / "config.json").exists() for r in runs) - finished
+    results = [f"baseline-{name}" for name in task.baselines] + [result_name(v.key, s, config.select_on)
+                                                                  for v, s in cells]
+    evaluated = sum((out / "results" / f"{name}.csv").exists() for name in results)
+    if not (finished or interrupted or evaluated):
+        return None
+    kept = [f"{finished} of {len(runs)} training runs finished", f"{evaluated} of {len(results)} suite evaluations"]
+    if interrupted:
+        kept.append(f"{interrupted} interrupted run{'s' if interrupted > 1 else ''} to resume")
+    return (f"{config.out} holds an earlier compare; reusing {', '.join(kept)} (to start afresh, delete "
+            f"{config.out} or give another --out)")
 
 
 def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[Variant], run_dirs: dict,

@@ -13,13 +13,15 @@ import functools
 import json
 import socket
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from raise_plugin import runner
-from raise_plugin.config import RunConfig
+from raise_plugin.config import IdleAdversaryWarning, RunConfig
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
+from raise_plugin.llm import SamplerStallWarning
 from tasks import get_task
 from tasks.common.suite import Dataset
 
@@ -148,7 +150,11 @@ def train_run(path: Path, run: dict, evaluation: str | None) -> TrainOutcome:
         runner.resume_run(path, **({"executor": evaluation} if evaluation else {})).run()
     else:
         status = "trained"
-        runner.start_run(RunConfig(**{**run, "out": str(path), "executor": evaluation})).run()
+        with warnings.catch_warnings():  # what the compare said once before it began, not again for each run
+            warnings.simplefilter("ignore", IdleAdversaryWarning)
+            warnings.simplefilter("ignore", SamplerStallWarning)
+            method = runner.start_run(RunConfig(**{**run, "out": str(path), "executor": evaluation}))
+        method.run()
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     best = (data.get("best") or {}).get("robust_score")
     return TrainOutcome(path.name, status, time.time() - started, data.get("samples"), data.get("refreshes") or 0,

@@ -21,8 +21,9 @@ from typing import Any
 
 from llm4ad.base import LLM
 
-from .errors import EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, UnknownBackendError
-from .offline import NO_LLM_NOTICE, OfflineSampler
+from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
+                     UnknownBackendError)
+from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary
 from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIBackend
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash
@@ -32,6 +33,7 @@ __all__ = [
     "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE",
     "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError", "UnknownBackendError",
+    "offline_stall", "SamplerStallWarning",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE' or 'auto'"
@@ -41,6 +43,24 @@ def endpoint_configured() -> bool:
     """Whether the environment names an endpoint (key or base URL) and a model."""
     has_endpoint = bool(os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL))
     return has_endpoint and any(os.environ.get(v) for v in ENV_MODEL)
+
+
+def offline_stall(task: str, llm: LLM | str | None, budget: int, runs: int = 1) -> str | None:
+    """Why ``runs`` runs of ``budget`` samples on ``task`` with ``llm`` (a back-end or its spec)
+    would sample only copies of the task's template, with the fix; ``None`` when they would not
+    (an LLM, a task with an offline library, a template the offline sampler can vary)."""
+    backend = getattr(llm, "inner", llm)  # a recording's back-end
+    if isinstance(backend, LLM):
+        offline = isinstance(backend, OfflineSampler)
+    else:
+        kind = ("auto" if backend is None else str(backend).strip()).partition(":")[0].lower()
+        offline = kind == "offline" or kind == "auto" and not endpoint_configured()
+    why = nothing_to_vary(task) if offline else None
+    if why is None:
+        return None
+    samples = f"all {budget} samples of the run" if runs == 1 else f"all {budget} samples of each of the {runs} runs"
+    return (f"{why}: {samples} will be copies of the template; add numeric constants to the template, give the "
+            f"task an offline library (docs/tasks.md) or use an LLM (--llm openai)")
 
 
 def make_llm(spec: str | None = "auto", *, record: str | os.PathLike | None = None, **options: Any) -> LLM:

@@ -1,10 +1,10 @@
 """Errors of the LLM back-ends: each message is one line a user can act on."""
 from __future__ import annotations
 
-from raise_plugin.errors import UserError
+from raise_plugin.errors import PluginWarning, UserError
 
 __all__ = ["LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
-           "UnknownBackendError"]
+           "UnknownBackendError", "SamplerStallWarning"]
 
 
 class LLMConfigError(UserError):
@@ -39,3 +39,8 @@ class ReplayMissError(UserError):
 
 class UnknownBackendError(UserError):
     """``make_llm`` was given a spec it does not know."""
+
+
+class SamplerStallWarning(PluginWarning):
+    """The offline sampler can write nothing but copies of the task's template: the task has no
+    offline library and its template nothing to vary, so a run would spend its budget on one program."""

@@ -26,11 +26,11 @@ from .offline_library import GENERIC_HINTS, Feature, TaskLibrary, library_for_pa
 from .offline_prompt import PromptPrograms, header_of, parse_prompt
 from .offline_terms import (TermProgram, perturb_constants, read_terms, render, rounded, shape_key, split_term,
                             without_docstring)
-from .offline_vary import vary
+from .offline_vary import can_vary, vary
 from .operators import infer_operator, operator_kind, prompt_text
 from .usage import UsageLedger
 
-__all__ = ["OfflineSampler", "NO_LLM_NOTICE"]
+__all__ = ["OfflineSampler", "NO_LLM_NOTICE", "nothing_to_vary"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -39,6 +39,19 @@ NO_LLM_NOTICE = ("offline program sampler: NO LLM IS USED; programs are rule-bas
                  "of the parents found in each prompt")
 
 _warned = threading.Event()
+
+
+def nothing_to_vary(task: str) -> str | None:
+    """Why the sampler can write nothing but copies of ``task``'s template, or ``None``: the task
+    lends it no library, and its template holds no constant, ratio, difference or loop for the
+    generic path to vary (so every variant of it, and of its copies, is the template again)."""
+    if library_for_task(task) is not None:
+        return None
+    template = template_for((), task)
+    if template is None or can_vary(template.source):
+        return None
+    return (f"the offline sampler finds no constant or ratio to vary in {template.task}'s template and has no "
+            f"program library for it")
 
 
 # -- the sampler -----------------------------------------------------------------

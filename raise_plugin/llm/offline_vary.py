@@ -7,7 +7,7 @@ import numpy as np
 
 from .offline_terms import TunableConstants, perturb_constants, rounded, without_docstring
 
-__all__ = ["vary"]
+__all__ = ["vary", "can_vary"]
 
 
 class CodeEdits(ast.NodeVisitor):
@@ -36,6 +36,23 @@ class CodeEdits(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def _edits_of(func: ast.AST) -> tuple[CodeEdits, list[str]]:
+    """Where ``func`` can be varied, and the kinds of edit that it allows."""
+    edits = CodeEdits()
+    edits.visit(func)
+    constants = TunableConstants()
+    constants.visit(func)
+    kinds = [k for k, there in (("constants", constants.found), ("division", edits.divisions),
+                                ("subtraction", edits.subtractions), ("order", edits.loops)) if there]
+    return edits, kinds
+
+
+def can_vary(source: str) -> bool:
+    """Whether ``vary`` can change the program ``source`` at all: it holds a numeric constant, a
+    division, a subtraction or a loop (else every variant is the program itself)."""
+    return bool(_edits_of(ast.parse(source))[1])
+
+
 def vary(parent: str, name: str | None, rng: np.random.Generator) -> tuple[str, str]:
     """A variant of ``parent`` (one function): its constants retuned, a division shifted, a
     subtraction weighted or a loop reordered, one or two edits; with nothing to vary, the
@@ -47,12 +64,7 @@ def vary(parent: str, name: str | None, rng: np.random.Generator) -> tuple[str, 
         func.name = name
     done = []
     for _ in range(int(rng.integers(1, 3))):
-        edits = CodeEdits()
-        edits.visit(func)
-        constants = TunableConstants()
-        constants.visit(func)
-        kinds = [k for k, there in (("constants", constants.found), ("division", edits.divisions),
-                                    ("subtraction", edits.subtractions), ("order", edits.loops)) if there]
+        edits, kinds = _edits_of(func)
         if not kinds:
             break
         kind = kinds[int(rng.integers(len(kinds)))]

@@ -97,6 +97,7 @@ class Accounting:
             "stopped": self.stop_reason,
             "failure": self.failure,
             "samples": snap.samples,
+            "repeated_samples": self.repeated_samples,
             "budget": snap.budget,
             "generations": snap.generation,
             "refreshes": self._refreshes,

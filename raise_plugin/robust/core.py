@@ -112,6 +112,8 @@ class RobustCore:
         self._hook_lock = threading.RLock()
         self._book = ScoreBook()
         self._stale_samples = 0
+        self._sampled: set[str] = set()  # the programs of the samples so far, by id
+        self.repeated_samples = 0  # samples whose program an earlier sample had written
         self.hook_errors = 0
         self.stop_reason: str | None = None
         self.failure: str | None = None  # why the run could not go on (its LLM endpoint failed)
@@ -297,6 +299,7 @@ class RobustCore:
     def _sample_registered(self, n, func, rec, score, version, ids, joined, duplicate) -> None:
         """A sample joined (gate lock held): record it, queue ``on_sample_evaluated``."""
         metrics = {i: rec.metrics.get(i) for i in ids}
+        self.count_sampled(rec.program_id)
         details = {"program_id": rec.program_id, "program": rec.text, "score": score, "joined": joined,
                    "duplicate": duplicate, "generation": self.generation, "broken": rec.broken,
                    "failed_on": tuple(k for k, v in metrics.items() if v is None and k in rec.metrics),
@@ -318,6 +321,13 @@ class RobustCore:
         with self._inner_lock:
             self._sampler_seconds += float(details["sample_time"] or 0.0)
         self._gate.push(self._fire, "on_sample_evaluated", self._snapshot_locked(), view)
+
+    def count_sampled(self, program_id: str) -> None:
+        """Count a sample's program; one written by an earlier sample makes a repeated sample."""
+        if program_id in self._sampled:
+            self.repeated_samples += 1
+        else:
+            self._sampled.add(program_id)
 
     def _cursor(self) -> dict:
         """Where the run stands right after this sample (gate lock held): the LLM calls answered,

@@ -77,6 +77,8 @@ class Checkpoints:
         pending = [function_from_record(s, bool(s.get("duplicate"))) for s in log.samples
                    if s["sample"] > last["samples"] and s.get("joined")]
         n = len(log.samples)
+        for sample in log.samples:
+            self.count_sampled(sample["program_id"])
         self._restore_members(members, pending, int(last["generation"]), n)
         self._tot_sample_nums = n
         profiler = self._profiler

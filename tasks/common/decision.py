@@ -43,19 +43,29 @@ def check_priorities(priorities, expected: int) -> int:
     return index
 
 
-def decide(priority, first, second, count: int) -> int:
-    """Call ``priority(first, second)`` on ``count`` candidates and return the chosen index.
+def decide(priority, *arguments) -> int:
+    """Call the heuristic on its arguments and return the index of the candidate it chose.
+
+    ``decide(priority, *heuristic_arguments, count)``: the heuristic's arguments, as many as
+    it takes, then ``count``, the number of candidates it scores (an int). ``decide(priority,
+    item, bins, len(bins))`` calls ``priority(item, bins)``; ``decide(priority, loads,
+    len(loads))`` a one-argument heuristic; ``decide(priority, t, rows, due, len(rows))`` a
+    three-argument one. The heuristic must answer with one score per candidate.
 
     The simulators' one decision step: any exception of the heuristic, and any result
     ``check_priorities`` refuses, becomes a ``HeuristicError`` with a one-line reason.
     The common result (a float or integer array of the right shape) is checked inline.
     A ``Recorder`` decides with its heuristic and keeps the decision; a ``Replay`` gives
-    its next recorded decision, checked against ``count``.
+    its next recorded decision, checked against ``count``. A call without a count last (or
+    without any argument for the heuristic) is a ``TypeError`` saying so.
     """
+    if len(arguments) < 2 or type(arguments[-1]) is not int:
+        arguments = _counted(arguments)
     if type(priority) in _STAND_INS:
-        return priority._decide(first, second, count)
+        return priority._decide(arguments)
+    count = arguments[-1]
     try:
-        scores = priority(first, second)
+        scores = priority(*arguments[:-1])
     except Exception as exc:
         raise HeuristicError(f"priority raised {type(exc).__name__}: {one_line(exc)}") from None
     if type(scores) is np.ndarray and scores.shape == (count,) and scores.dtype.kind in "fiu":
@@ -65,6 +75,20 @@ def decide(priority, first, second, count: int) -> int:
             check_priorities(scores, count)
         return choice
     return check_priorities(scores, count)
+
+
+def _counted(arguments: tuple) -> tuple:
+    """``arguments`` with its count as an int (numpy's integers are counts too), else the
+    ``TypeError`` of a call that does not end in the number of candidates."""
+    usage = "decide(priority, *heuristic_arguments, count)"
+    if len(arguments) < 2:
+        raise TypeError(f"{usage}: give the heuristic's arguments, then the number of candidates; got "
+                        f"{len(arguments)} argument{'' if len(arguments) == 1 else 's'} after priority")
+    count = arguments[-1]
+    if isinstance(count, (int, np.integer)) and not isinstance(count, (bool, np.bool_)):
+        return (*arguments[:-1], int(count))
+    raise TypeError(f"{usage}: the last argument is the number of candidates, an int; got "
+                    f"{type(count).__name__} (was the count left out?)")
 
 
 class DecisionLimit(Exception):
@@ -121,10 +145,10 @@ class Recorder:
     def __repr__(self) -> str:
         return f"<Recorder of {self.priority!r}: {len(self._made)} decisions, limit {self.limit}>"
 
-    def _decide(self, first, second, count: int) -> int:
+    def _decide(self, arguments: tuple) -> int:
         if len(self._made) == self.limit:
             raise self._stopped()
-        choice = decide(self.priority, first, second, count)
+        choice = decide(self.priority, *arguments)
         self._made.append(choice)
         return choice
 
@@ -171,7 +195,8 @@ class Replay:
     def __repr__(self) -> str:
         return f"<Replay of {len(self._values)} decisions: {self.used} used>"
 
-    def _decide(self, first, second, count: int) -> int:
+    def _decide(self, arguments: tuple) -> int:
+        count = arguments[-1]
         k = self.used
         if k >= len(self._values):
             raise self._ran_out()

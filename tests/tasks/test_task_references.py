@@ -74,6 +74,30 @@ def test_a_bad_reference_is_one_line_naming_what_is_wrong(task_file, monkeypatch
     assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_a_file_named_without_its_class_is_told_to_name_it(task_file, monkeypatch, capsys):
+    monkeypatch.chdir(task_file.parent)
+    with pytest.raises(UserError) as caught:
+        get_task("my_task.py")
+    assert str(caught.value) == ("task 'my_task.py': name the class: my_task.py:LoadBalance (the one task class "
+                                 "found in the file)")
+    (task_file.parent / "two.py").write_text("class Small:\n    pass\n\n\nclass Large(Small):\n    pass\n")
+    with pytest.raises(UserError, match="name the class: two.py:ClassName; classes found in the file: Small, Large$"):
+        get_task("two.py")
+    (task_file.parent / "empty.py").write_text("x = 1\n")
+    with pytest.raises(UserError, match="classes found in the file: none$"):
+        get_task("empty.py")
+    with pytest.raises(UserError, match=r"no such file .*missing.py \(a task file is named path/to/file.py:ClassName\)"):
+        get_task("missing.py")
+    assert "load_balance" not in list_tasks()  # nothing was run
+    # each command says so in one line, whichever check meets the name first
+    for argv in (["run", "--task", "my_task.py", "--budget", "4"], ["tasks", "--task", "my_task.py"],
+                 ["evaluate", "--task", "my_task.py", "--suite", "nominal"],
+                 ["compare", "--task", "my_task.py", "--budget", "4"]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == ("raise-ahd: error: task 'my_task.py': name the class: "
+                                           "my_task.py:LoadBalance (the one task class found in the file)\n")
+
+
 def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_registry):
     broken = tmp_path / "broken.py"
     broken.write_text("x = 1\nraise RuntimeError('no data here')\n")

@@ -1,0 +1,40 @@
+"""Set-up (``make setup``) prints no error and no deprecation banner: the licence is an SPDX
+expression (setuptools deprecates the table form, with a banner at every build), the host is
+installed without its heavy extras and what it lacks on purpose is not reported as a
+conflict (pip prints that as an ERROR). Checked on a fresh venv by hand (docs/install.md)."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _recipe() -> list[str]:
+    """The commands of the Makefile's set-up target, one per line."""
+    text = (ROOT / "Makefile").read_text()
+    body = text.split("$(BIN)/raise-ahd:", 1)[1].split("\n\n", 1)[0]
+    return [line.strip() for line in body.splitlines()[1:] if line.startswith("\t") and not line.strip().startswith("#")]
+
+
+def test_the_licence_is_an_spdx_expression_for_a_backend_that_reads_it():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT"  # a string, not the deprecated {text = ...} table
+    backend = [r for r in project["build-system"]["requires"] if r.startswith("setuptools")]
+    assert backend and int(re.search(r">=\s*(\d+)", backend[0]).group(1)) >= 77  # the first to read it
+    assert metadata.metadata("raise-plugin")["License-Expression"] == "MIT"  # as installed
+
+
+def test_the_host_comes_without_its_heavy_extras_and_no_conflict_is_reported():
+    recipe = _recipe()
+    host = [line for line in recipe if "$(LLM4AD)" in line]
+    ours = [line for line in recipe if "-e '.[test]'" in line]
+    assert len(host) == 1 and "--no-deps" in host[0]
+    assert len(ours) == 1 and "--no-warn-conflicts" in ours[0]
+    assert recipe.index(host[0]) < recipe.index(ours[0])
+    for heavy in ("torch", "wandb", "tensorboardX", "ttkbootstrap"):
+        assert importlib.util.find_spec(heavy) is None, f"{heavy} was installed"
+    assert metadata.version("llm4ad") == "1.11"

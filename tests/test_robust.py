@@ -13,6 +13,7 @@ from llm4ad.method.eoh import EoH, EoHProfiler
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback
+from raise_plugin.robust.tags import tags
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import QuietProfiler, RobustMethodMixin, RobustPopulationMixin, robust
 
@@ -121,7 +122,7 @@ class StaleWatch(Callback):
         ev = small_obp_evaluation()
         ev.instances = [e.instance for e in method.instance_entries()]
         for func in method._population.members():
-            if getattr(func, "_raise_duplicate", False):
+            if tags(func).duplicate:
                 continue
             self.checks += 1
             code = method._program_text_of(func)

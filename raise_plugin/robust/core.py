@@ -22,6 +22,7 @@ from .llm_guard import LLMGuard
 from .progress import ProgressBar, show_progress_by_default
 from .recording import RunRecorder
 from .scores import ProgramRecord, ScoreBook, program_id_of
+from .tags import retag, tags
 
 __all__ = ["RobustCore", "QuietProfiler", "state_keys"]
 log = logging.getLogger("raise_plugin.robust")
@@ -160,7 +161,7 @@ class RobustCore:
     def _kept_rejected(self, func, rec: ProgramRecord, ids: list, version: int) -> bool:
         """A pending sample stopped early on this very set: it stays as registered (re-scoring it
         would only confirm that it cannot enter)."""
-        rejected = getattr(func, "_raise_rejected", None)
+        rejected = tags(func).rejected
         return rejected is not None and rejected[0] == version and bool(self._book.missing(rec, ids))
 
     # -- the instance set -----------------------------------------------------
@@ -202,15 +203,15 @@ class RobustCore:
         for func, rec, keep in zip(everyone, records, kept):
             if not keep:
                 todo.setdefault(rec.program_id, rec)
-                func._raise_rejected = None
+                retag(func, rejected=None)
         self._evaluator.score_each(list(todo.values()), entries, purpose="rescore")
         score_of = score_function(self.evaluation, entries)
         with self._gate.cond:
             for func, rec, keep in zip(everyone, records, kept):
-                if getattr(func, "_raise_duplicate", False):
+                if tags(func).duplicate:
                     continue
                 if keep:
-                    func.score = func._raise_rejected[1]
+                    func.score = tags(func).rejected[1]
                     continue
                 score = self._book.score(rec, ids, score_of)
                 func.score = float("-inf") if score is None or math.isnan(score) else score
@@ -311,7 +312,7 @@ class RobustCore:
                 and self._book.missing(rec, ids):
             details["rejected"] = True  # ``score``: the most its score could be; ``metrics``: what it met
             details["admission_bound"] = rejection.bound
-            func._raise_rejected = (version, score)
+            retag(func, rejected=(version, score))
         if self._llm_guard is not None:
             self._llm_guard.sample_registered()
         view = SampleView(n, self._view(func) if joined else ProgramView(rec.program_id, str(func),
@@ -344,10 +345,10 @@ class RobustCore:
 
     # -- programs -------------------------------------------------------------
     def _program_text_of(self, func: Function) -> str:
-        key = getattr(func, "_raise_key", None)
+        key = tags(func).key
         if key is None:
             key = str(TextFunctionProgramConverter.function_to_program(func, self._template_program))
-            func._raise_key = key
+            retag(func, key=key)
         return key
 
     def _record_of(self, func: Function) -> ProgramRecord:

@@ -23,6 +23,7 @@ from llm4ad.method.eoh.population import Population
 from .gate import EventGate
 from .scores import program_id_of
 from .shape import HostShape, Stopped, with_mixin
+from .tags import retag, tags
 
 __all__ = ["RobustPopulationMixin", "PopulationShape"]
 
@@ -66,7 +67,7 @@ class RobustPopulationMixin:
             if self.has_duplicate_function(func):
                 func.score = float("-inf")
                 duplicate = True
-            func._raise_duplicate = duplicate
+            retag(func, duplicate=duplicate)
             self._next_gen_pop.append(func)
         self._method._sample_registered(self.samples, func, rec, score, version, ids, joined, duplicate)
         if len(self._next_gen_pop) >= self._pop_size:
@@ -250,8 +251,8 @@ class PopulationShape(HostShape):
             for func in self._population.members():
                 if self._id_of(func) in self._bare:
                     func.docstring = ""
-                elif func.docstring == "" and getattr(func, "_raise_docstring", None):
-                    func.docstring = func._raise_docstring  # cleared by a skipped slot's prompt
+                elif func.docstring == "" and tags(func).docstring:
+                    func.docstring = tags(func).docstring  # cleared by a skipped slot's prompt
         self._skip, self._skip_rng = {}, None
 
     # the host's loops swallow ``Exception``: a requested stop passes them as ``Stopped``

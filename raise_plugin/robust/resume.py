@@ -6,6 +6,7 @@ from llm4ad.base import Function, TextFunctionProgramConverter
 from ..rundir.files import RunDirectoryDamaged, save_instance
 from .core import state_keys
 from .instances import InstanceEntry
+from .tags import retag
 
 __all__ = ["Checkpoints", "function_from_record"]
 
@@ -13,13 +14,13 @@ __all__ = ["Checkpoints", "function_from_record"]
 def function_from_record(sample: dict, duplicate: bool = False) -> Function:
     """A host ``Function`` rebuilt from a recorded sample, scored ``-inf`` until re-scored."""
     f = TextFunctionProgramConverter.text_to_function(sample["function"])
-    f._raise_docstring = f.docstring  # as registered (a prompt may clear it: see PopulationShape)
     f.algorithm = sample.get("algorithm") or ""
-    f._raise_key = sample["program"]
-    f._raise_duplicate = duplicate
     f.score = float("-inf")
+    rejected = None
     if sample.get("rejected") and sample.get("score") is not None:  # stopped early: kept so on its set
-        f._raise_rejected = (int(sample["instance_set"]), float(sample["score"]))
+        rejected = (int(sample["instance_set"]), float(sample["score"]))
+    # the docstring as registered (a prompt may clear it: see PopulationShape)
+    retag(f, key=sample["program"], duplicate=duplicate, rejected=rejected, docstring=f.docstring)
     return f
 
 

@@ -117,6 +117,7 @@ class RunConfig:
     early_reject: bool = default("early_reject")
     record: str | None = default("record")
     executor: str | None = default("executor")
+    workers: int | None = default("workers")
     adversary_objective: str | None = default("adversary_objective")
     inner_draws: int | None = default("inner_draws")
     tau_unit: str = default("tau_unit")
@@ -165,9 +166,12 @@ class RunConfig:
             bad("llm", "use offline, openai[:MODEL] or replay:FILE")
         if self.executor is not None:
             try:
-                parse_executor_spec(self.executor)
+                kind, count = parse_executor_spec(self.executor)
             except ExecutorSpecError as exc:
                 bad("executor", str(exc))
+            if self.workers is not None and (kind != "process" or count is not None):
+                bad("workers", f"counts the local worker processes, and executor {self.executor!r} already says "
+                               f"where programs run: give --workers N or --executor process:N, not both")
 
     def _check_epsilon(self) -> None:
         """eps beyond the largest distance the task's distributions reach is never reached."""
@@ -225,6 +229,10 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def evaluation_executor(self) -> str | None:
+        """Where the run's programs are evaluated: ``executor``, or ``process:workers``."""
+        return self.executor if self.workers is None else f"process:{self.workers}"
 
     def idle_adversary(self) -> str | None:
         """Why this run's adversary can never run (``idle_adversary``), or ``None``."""

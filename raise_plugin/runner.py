@@ -97,9 +97,9 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
         every = config.tau if config.tau_unit == "generations" else max(1, config.tau // config.pop_size)
         all_callbacks.append(ValidationTrace(every=every))
     all_callbacks.extend(callbacks)
-    executor = config.executor
+    executor = config.evaluation_executor()
     if config.jit:  # the compiled path is a property of the workers: the run starts and owns them
-        executor = make_executor(config.executor, SandboxLimits(jit=True, jit_after=config.jit_after))
+        executor = make_executor(executor, SandboxLimits(jit=True, jit_after=config.jit_after))
         all_callbacks.append(CompiledPathReport(executor, run_dir.path))
     profiler = None
     if config.host_profiler:

@@ -10,9 +10,9 @@ The tree reads as a run is built::
         inner search  inner_population, inner_generations, inner_draws, projection, encoding,
                       constraint, length
       llm        llm, record, prices, max_tokens, llm_timeout, num_samplers
-      engine     executor, num_evaluators, timeout, jit, jit_after, early_reject, host_profiler,
+      engine     executor, workers, num_evaluators, timeout, jit, jit_after, early_reject, host_profiler,
                  validation_trace
-    harness    methods, epsilons, ablations, seeds, workers, ... (compare, profile, rerank, evaluate, select)
+    harness    methods, epsilons, ablations, seeds, ... (compare, profile, rerank, evaluate, select)
 
 A setting's name is the same everywhere: the Python keyword and config field
 (``RunConfig.inner_population``), the TOML key (top level or in its section's table:
@@ -205,6 +205,8 @@ TREE = Section("run", "run", (
     Section("engine", "evaluation engine", (
         _s("executor", None, "str", "where evaluations (compare: jobs) run: process[:N] (sandboxed workers, one "
            "per core), serial, dask://HOST:PORT or dask://local[:N]", metavar="WHERE", shown="process"),
+        _s("workers", None, "int", "evaluation worker processes", unit="processes", low=1,
+           shown="one per core; a compare job's share"),
         _s("num_evaluators", 1, "int", "evaluation threads of the host (the sandboxed engine uses its workers "
            "whatever this says)", unit="threads", low=1),
         _s("timeout", None, "float", "seconds allowed per evaluation of one instance", unit="seconds", low=0,
@@ -234,8 +236,6 @@ HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, selec
     _s("select_on", None, "str", "each run's final program: robust (its robust best) or validation (best on "
        "the validation suite)", choices=("robust", "validation"), task_default=True, fallback="robust",
        metavar="{robust,validation}"),
-    _s("workers", None, "int", "evaluation worker processes", unit="processes", low=1,
-       shown="one per core; a compare job's share"),
     _s("jobs", None, "int", "training and evaluation jobs at once, each in its own process (1 runs them one "
        "after another in this process)", unit="jobs", low=1, shown="half the cores"),
     _s("ship_runs", None, "bool", "send each run directory back to --out as an archive",

@@ -16,11 +16,14 @@ from .adversary.projection import check_epsilon
 from .adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
 from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
 from .errors import PluginWarning, UserError
+from .llm.record import recording_path, run_directory_of
 from .methods import METHODS
+from .rundir.files import RunDirectoryDamaged
+from .rundir.reader import load_config
 from .settings import SETTINGS, SettingError, default, flatten_tables, section_of
 
 __all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "robust_defaults", "final_selection",
-           "PAPER_DEFAULTS"]
+           "PAPER_DEFAULTS", "NOT_REPLAYED", "recorded_settings"]
 
 
 class ConfigError(UserError):
@@ -50,6 +53,9 @@ def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = default
             + (f" or lower tau to {generations}" if generations else ""))
 
 
+# settings a replay of a run directory does not take from the recorded run (``RunConfig.replaying``)
+NOT_REPLAYED = ("llm", "out", "record", "base_url")
+
 # the settings a task may choose (``Task.robust_defaults``), and the paper's values of them
 PAPER_DEFAULTS = {name: setting.fallback for name, setting in SETTINGS.items()
                   if setting.task_default and setting.fallback is not None and section_of(name)[0] == "run"}
@@ -63,6 +69,17 @@ def robust_defaults(task_name: str) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError):  # an unknown task fails its own check below
         own = {}
     return {**PAPER_DEFAULTS, **own}
+
+
+def recorded_settings(config: dict) -> dict:
+    """A recorded config with its robust settings made explicit: one left unset was written
+    before tasks had their own defaults, when unset meant the paper's, so a resumed (or
+    replayed) run keeps the settings it started with whatever the task's defaults are now."""
+    data = dict(config)
+    for name, value in PAPER_DEFAULTS.items():
+        if data.get(name) is None:
+            data[name] = value
+    return data
 
 
 def final_selection(task_name: str) -> str:
@@ -89,6 +106,10 @@ class RunConfig:
     that many. ``early_reject`` never changes a run's samples, populations or best
     (docs/robust.md); ``jit`` compiles a program only where its decisions on the task's probe
     instances equal its Python function's.
+    ``base_url`` (an ``openai`` back-end's endpoint) is resolved when the run starts and recorded
+    in ``config.json``, so ``resume_run`` calls the endpoint the run started with (the API key is
+    never recorded); ``RunConfig.replaying(RUN_DIR, **overrides)`` takes a recorded run's
+    settings and replays its answers, reproducing it.
     """
 
     task: str = default("task")
@@ -103,6 +124,7 @@ class RunConfig:
     budget: int = default("budget")
     pop_size: int = default("pop_size")
     llm: str = default("llm")
+    base_url: str | None = default("base_url")
     seed: int = default("seed")
     out: str | None = default("out")
     num_samplers: int = default("num_samplers")
@@ -163,7 +185,19 @@ class RunConfig:
         self._check_references()
         self._check_epsilon()
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
-            bad("llm", "use offline, openai[:MODEL] or replay:FILE")
+            bad("llm", "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
+        if self.llm.startswith("replay:"):
+            if not self.llm.partition(":")[2]:
+                bad("llm", "replay needs a recording: replay:FILE or replay:RUN_DIR")
+            try:
+                recording_path(self.llm.partition(":")[2])
+            except UserError as exc:
+                raise ConfigError(f"config field 'llm': {exc}") from None
+        if self.base_url is not None:
+            if not self.llm.startswith("openai"):
+                bad("base_url", f"only an openai back-end has an endpoint (llm is {self.llm!r})")
+            if not self.base_url.startswith(("http://", "https://")):
+                bad("base_url", "must be an http:// or https:// URL")
         if self.executor is not None:
             try:
                 kind, count = parse_executor_spec(self.executor)
@@ -213,6 +247,13 @@ class RunConfig:
         """Settings from a TOML file (top level, or in tables named after the tree's sections:
         ``[budget]``, ``[adversary]``, ``[adversary.inner_search]``, ``[llm]``, ``[engine]``), then
         ``overrides`` (not ``None``)."""
+        data = cls.settings_in_toml(path)
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.from_dict(data, source=str(path))
+
+    @staticmethod
+    def settings_in_toml(path: str | Path) -> dict[str, Any]:
+        """The settings a TOML file gives, flat (not checked yet)."""
         p = Path(path)
         try:
             data = tomllib.loads(p.read_text())
@@ -221,11 +262,36 @@ class RunConfig:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {p}: {exc}") from None
         try:  # the tree's sections as tables ([run], [adversary], [adversary.inner_search], ...), or flat
-            data = flatten_tables(data, str(p))
+            return flatten_tables(data, str(p))
         except SettingError as exc:
             raise ConfigError(f"config file {p}: {exc}") from None
+
+    @classmethod
+    def replaying(cls, run_dir: str | Path, **overrides) -> "RunConfig":
+        """The run recorded in ``run_dir`` again, from that directory alone: its settings (its
+        ``config.json``) with ``overrides`` (not ``None``) over them, and its recorded answers
+        replayed (``llm`` is ``replay:`` and the directory's absolute path). With one sampler it
+        reproduces the run: the same prompts, samples and scores. Not taken from the recording:
+        ``out`` (the run's own directory; give a new one, else the default), ``record`` (the
+        recorded run's file is not appended to) and ``base_url`` (no endpoint is called)."""
+        source = Path(run_dir)
+        if "llm" in overrides and overrides["llm"] is not None:
+            raise ConfigError(f"replaying {source}: its llm is the replay of its answers, not {overrides['llm']!r}")
+        try:
+            recording_path(source)  # one line when it is neither a run directory nor holds a journal of answers
+        except UserError as exc:
+            raise ConfigError(str(exc)) from None
+        if run_directory_of(source) is None:
+            raise ConfigError(f"replaying {source}: not a run directory (a --record file replays with "
+                              f"llm='replay:{source}' and the recorded run's settings given again)")
+        try:
+            recorded = recorded_settings(load_config(source))
+        except RunDirectoryDamaged as exc:
+            raise ConfigError(f"replaying {source}: {exc}") from None
+        data = {k: v for k, v in recorded.items() if k not in NOT_REPLAYED}
+        data["llm"] = f"replay:{source.resolve()}"
         data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(data, source=str(p))
+        return cls.from_dict(data, source=str(source / "config.json"))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,4 +1,5 @@
-"""Building a recorded run from a ``RunConfig``, and rebuilding one from its run directory to resume it."""
+"""Building a recorded run from a ``RunConfig``, and rebuilding one from its run directory to resume it
+(or saying what a replay of one takes from it)."""
 from __future__ import annotations
 
 import contextlib
@@ -6,6 +7,7 @@ import dataclasses
 import io
 import json
 import logging
+import os
 import time
 import warnings
 from pathlib import Path
@@ -15,11 +17,12 @@ from llm4ad.method.eoh import EoHProfiler
 
 from tasks import get_task
 
-from .config import PAPER_DEFAULTS, IdleAdversaryWarning, RunConfig
+from .config import NOT_REPLAYED, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
 from .engine import SandboxLimits, make_executor
-from .errors import UserError
-from .llm import SamplerStallWarning, offline_stall
+from .errors import PluginWarning, UserError
+from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
 from .llm import make_llm as make_backend
+from .llm.record import recording_path, run_directory_of
 from .methods import get_method
 from .robust import robust
 from .robust.adversarial import AdversarialInstanceCallback
@@ -28,11 +31,17 @@ from .robust.hooks import Callback
 from .robust.llm_guard import REQUESTS_FILE
 from .rundir.files import write_json_atomic
 from .rundir.lock import LOCK_NAME, RunLock
-from .rundir.reader import RunLog
+from .rundir.reader import RunLog, load_config
 from .rundir.writer import RunDirectory
+from .settings import default
 from .validation import ValidationTrace
 
-__all__ = ["start_run", "resume_run", "default_out", "HostProfiler", "CompiledPathReport"]
+__all__ = ["start_run", "resume_run", "default_out", "replay_line", "HostProfiler", "CompiledPathReport",
+           "EndpointWarning"]
+
+
+class EndpointWarning(PluginWarning):
+    """A resumed run calls another endpoint than it would by default: which one, and why."""
 
 
 class HostProfiler(EoHProfiler):
@@ -64,6 +73,7 @@ def make_llm(config: RunConfig):
     """The LLM back-end named by ``config.llm`` (``offline`` is seeded by the run's seed)."""
     kind = config.llm.split(":", 1)[0]
     openai = {"seed": config.seed, "max_tokens": config.max_tokens,
+              **({"base_url": config.base_url} if config.base_url else {}),
               **({"prices": config.prices} if config.prices else {}),
               **({"timeout": config.llm_timeout} if config.llm_timeout is not None else {})}
     options = {"offline": {"seed": config.seed, "task": config.task}, "openai": openai}.get(kind, {})
@@ -148,8 +158,11 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     try:
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
-        if config.out != str(out):  # the run directory chosen here is part of what it records
-            config = dataclasses.replace(config, out=str(out))
+        changes = {"out": str(out)} if config.out != str(out) else {}  # the run directory chosen here
+        if config.llm.startswith("openai") and not config.base_url:  # the endpoint, as resume will see it
+            changes["base_url"] = endpoint_url()
+        if changes:
+            config = dataclasses.replace(config, **changes)
         write_json_atomic(out / "config.json", config.to_dict())  # first: from here on, resume continues
         run_dir = RunDirectory(out, lock=lock)
         method = _build(config, run_dir, llm, callbacks)
@@ -173,9 +186,11 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     Refused when another process writes ``path``; damaged records are repaired or rebuilt
     first (``on_repair(message)`` hears of each), or refused in one line (``UserError``).
     ``budget`` and ``overrides`` (``max_cost_usd``, ``max_llm_calls``, ``max_tokens``,
-    ``llm_timeout``, ``max_failed_requests``; ``None`` leaves one as recorded) change the
-    recorded config before the run continues. The LLM usage recorded so far is carried over
-    (the run's request journal), so caps count the whole run."""
+    ``llm_timeout``, ``max_failed_requests``, ``base_url``; ``None`` leaves one as recorded) change
+    the recorded config before the run continues. The LLM usage recorded so far is carried over
+    (the run's request journal), so caps count the whole run. An ``openai`` run calls the base
+    URL it recorded; one given here that differs, or an ``OPENAI_BASE_URL`` that differs, is
+    said in one ``EndpointWarning`` (which one is used, and why)."""
     if not (Path(path) / "config.json").exists():
         folder = Path(path)
         if (folder / LOCK_NAME).exists() and all(f.is_dir() or f.name in (LOCK_NAME, "config.json.tmp")
@@ -189,6 +204,9 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         log = RunLog.load(path, on_repair=on_repair)
         data = recorded_settings(log.config)
         changes = {k: v for k, v in {"budget": budget, **overrides}.items() if v is not None}
+        endpoint_note = None
+        if str(data.get("llm", "")).startswith("openai"):
+            changes, endpoint_note = _resumed_endpoint(data.get("base_url"), changes)
         data.update(changes)
         config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
         run_dir = RunDirectory(path, lock=lock)
@@ -199,21 +217,32 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         if not journalled:
             _carry_usage(method, Path(path) / "llm_usage.json")
         method.restore(log)
-        return method
     except BaseException:
         lock.release()
         raise
+    if endpoint_note:
+        warnings.warn(endpoint_note, EndpointWarning, stacklevel=2)
+    return method
 
 
-def recorded_settings(config: dict) -> dict:
-    """A recorded config with its robust settings made explicit: one left unset was written
-    before tasks had their own defaults, when unset meant the paper's, so a resumed run keeps
-    the settings it started with whatever the task's defaults are now."""
-    data = dict(config)
-    for name, value in PAPER_DEFAULTS.items():
-        if data.get(name) is None:
-            data[name] = value
-    return data
+def _resumed_endpoint(recorded: str | None, changes: dict) -> tuple[dict, str | None]:
+    """The base URL a resumed ``openai`` run calls (in ``changes`` when it is not the recorded
+    one), and a line saying so when it is not simply the recorded one."""
+    given, env = changes.get("base_url"), os.environ.get(ENV_BASE_URL)
+    if given is not None:
+        return changes, (None if recorded in (None, given) else
+                         f"base URL {given} (given here) is used, not {recorded} the run started with; "
+                         f"config.json now records {given}")
+    if recorded is None:  # a run directory written before the base URL was recorded
+        url = endpoint_url()
+        return {**changes, "base_url": url}, (f"the run's config.json records no base URL (written before it was "
+                                              f"kept): it continues against {url} (from "
+                                              f"{ENV_BASE_URL if env else 'the default, the OpenAI API'}), "
+                                              f"now recorded")
+    if env and env.rstrip("/") != recorded.rstrip("/"):
+        return changes, (f"{ENV_BASE_URL} is {env}, but the run started against {recorded}: it continues against "
+                         f"the recorded one (--base-url {env} moves it)")
+    return changes, None
 
 
 def _carry_usage(method, path: Path) -> None:
@@ -226,3 +255,37 @@ def _carry_usage(method, path: Path) -> None:
         usage.merge(json.loads(path.read_text()))
     except (ValueError, TypeError, KeyError):
         pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)
+
+
+def replay_line(config: RunConfig) -> str | None:
+    """For a replay of a run directory (``llm="replay:RUN_DIR"``), one line: the recorded settings
+    it takes (task, method, robust or plain, seed, budget, and those not at their defaults), those
+    given here instead, and how many answers it replays; ``None`` for any other run."""
+    kind, _, source = config.llm.partition(":")
+    run_dir = run_directory_of(source) if kind == "replay" and source else None
+    if run_dir is None:
+        return None
+    recorded = recorded_settings(load_config(run_dir))
+    mine = config.to_dict()
+    usual = {**{n: default(n) for n in mine}, **robust_defaults(config.task)}
+    names = [n for n in mine if n not in NOT_REPLAYED and n in recorded]
+    kept = [_words(n, mine[n]) for n in names if recorded[n] == mine[n]
+            and (n in ("task", "method", "robust", "seed", "budget") or mine[n] != usual.get(n))]
+    given = [f"{_words(n, mine[n])} (recorded {_value(n, recorded[n])})" for n in names if recorded[n] != mine[n]]
+    with open(recording_path(run_dir), encoding="utf-8") as journal:
+        answers = sum(1 for line in journal if line.strip())
+    return (f"replaying {run_dir}: its settings ({', '.join(kept)}) and its {answers} recorded answers"
+            + (f"; given here: {', '.join(given)}" if given else ""))
+
+
+def _words(name: str, value) -> str:
+    """A setting and its value as the replay line says it: ``budget 12``, ``robust``, ``jit off``."""
+    return _value(name, value) if name == "robust" else f"{name.replace('_', ' ')} {_value(name, value)}"
+
+
+def _value(name: str, value) -> str:
+    if name == "robust":
+        return "robust" if value else "plain"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:g}" if isinstance(value, float) else str(value)

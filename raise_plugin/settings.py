@@ -9,7 +9,7 @@ The tree reads as a run is built::
                  adversary_objective
         inner search  inner_population, inner_generations, inner_draws, projection, encoding,
                       constraint, length
-      llm        llm, record, prices, max_tokens, llm_timeout, num_samplers
+      llm        llm, base_url, record, prices, max_tokens, llm_timeout, num_samplers
       engine     executor, workers, num_evaluators, timeout, jit, jit_after, early_reject, host_profiler,
                  validation_trace
     harness    methods, epsilons, ablations, seeds, ... (compare, profile, rerank, evaluate, select)
@@ -188,8 +188,11 @@ TREE = Section("run", "run", (
         )),
     )),
     Section("llm", "LLM", (
-        _s("llm", "offline", "str", "offline (no LLM: the offline sampler), openai[:MODEL] or replay:FILE|RUN_DIR",
+        _s("llm", "offline", "str", "offline (no LLM: the offline sampler), openai[:MODEL], replay:FILE (a --record "
+           "file) or replay:RUN_DIR (a run again: its recorded settings are the defaults, its answers replayed)",
            metavar="BACKEND"),
+        _s("base_url", None, "str", "the OpenAI-compatible endpoint of --llm openai: recorded in config.json when "
+           "the run starts, and what resume uses", metavar="URL", shown="OPENAI_BASE_URL, else the OpenAI API"),
         _s("record", None, "str", "record every prompt and response to this JSONL file (replay it with "
            "--llm replay:FILE)", metavar="FILE", shown="none"),
         _s("prices", None, "table", "models added to the price table: model -> [input, output] dollars per "

@@ -13,7 +13,8 @@ def register(sub) -> None:
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory written by `raise-ahd run`")
     recorded = ("budget",) + ENDPOINT_FLAGS
     add_flags(p, recorded, unset=True, shown={name: "as recorded" for name in recorded},
-              helps={"budget": "raise the sample budget before continuing"})
+              helps={"budget": "raise the sample budget before continuing",
+                     "base_url": "move the run to this endpoint (recorded from then on)"})
     add_flags(p, ("progress",))
     p.set_defaults(func=run)
 

@@ -10,17 +10,19 @@ from pathlib import Path
 
 from raise_plugin.config import ConfigError, RunConfig, final_selection
 from raise_plugin.errors import UserError
+from raise_plugin.llm.record import run_directory_of
+from raise_plugin.llm.usage import REPLAY
 from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config
-from raise_plugin.runner import CompiledPathReport, start_run
+from raise_plugin.runner import CompiledPathReport, replay_line, start_run
 from raise_plugin.settings import TREE, add_flags
 from raise_plugin.validation import select_final
 from tasks import is_task_reference, task_reference
 
 # the run's settings, in the tree's order (raise_plugin.settings): each a flag of the same name
 FLAGS = tuple(s.name for _, s in TREE.walk())
-ENDPOINT_FLAGS = ("max_cost_usd", "max_llm_calls", "max_tokens", "llm_timeout", "max_failed_requests")
+ENDPOINT_FLAGS = ("max_cost_usd", "max_llm_calls", "max_tokens", "llm_timeout", "max_failed_requests", "base_url")
 
 RUN_FAILED = 3  # the exit status of a run that could not go on: its LLM endpoint failed, its disk refused a write
 
@@ -61,12 +63,17 @@ def config_from_args(args) -> RunConfig:
     flags = {name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None}
     if flags.get("task") and is_task_reference(flags["task"]):
         flags["task"] = task_reference(flags["task"])  # recorded with its absolute path: resumable anywhere
+    data, source = flags, "flags"
     if args.config:
         try:
-            return RunConfig.from_toml(args.config, **flags)
+            data, source = {**RunConfig.settings_in_toml(args.config), **flags}, args.config
         except UnicodeDecodeError:
             raise UserError(f"config file {args.config}: not UTF-8 text") from None
-    return RunConfig.from_dict(flags, source="flags")
+    kind, _, recording = str(data.get("llm", "")).partition(":")
+    if kind == "replay" and recording and run_directory_of(recording) is not None:
+        # a run again: its recorded settings are the defaults of those not given here
+        return RunConfig.replaying(recording, **{k: v for k, v in data.items() if k != "llm"})
+    return RunConfig.from_dict(data, source=source)
 
 
 def print_summary(summary: dict, run_dir, out=None, selection: dict | None = None) -> None:
@@ -141,6 +148,11 @@ def _is_robust(run_dir) -> bool:
 
 def _usage_line(usage: dict) -> str:
     total = usage.get("total", usage)
+    if usage.get("backend") == REPLAY:  # nothing was sent: the counts are the recording's
+        recorded = [f"{k.replace('_', ' ')} {total[k]}" for k in ("retries", "failures", "unusable", "input_tokens",
+                                                                   "output_tokens", "cost_usd") if k in total]
+        return (f"replay ({usage.get('model', '?')}): {total.get('calls', 0)} answers replayed, no request sent; "
+                f"as recorded: {', '.join(recorded)} (not spent again)")
     parts = [f"{usage.get('backend', '?')} ({usage.get('model', '?')})"]
     parts += [f"{k.replace('_', ' ')} {total[k]}" for k in ("requests", "calls", "retries", "failures", "unusable",
                                                             "input_tokens", "output_tokens", "cost_usd")
@@ -211,4 +223,7 @@ def _final_selection(method, run_dir, summary: dict) -> dict | None:
 def run(args) -> int:
     config = config_from_args(args)
     method = start_run(config)
+    replaying = replay_line(config)
+    if replaying:
+        print(replaying, flush=True)
     return execute(method, method._recorder.path, progress=args.progress)

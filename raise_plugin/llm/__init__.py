@@ -7,7 +7,8 @@
   ``api_key``, ``timeout``, ``connect_timeout``, ``max_attempts``, ``backoff_base``,
   ``backoff_max``, ``max_tokens``, ``max_failed_requests``, ``prices``, ``request_options``,
   ``wait_notice``); configuration falls back to the environment;
-- ``"replay:FILE"``: answers from a recording;
+- ``"replay:FILE"`` or ``"replay:RUN_DIR"``: answers from a recording, or from a run directory's
+  journal of answered calls;
 - ``"auto"`` (or ``None``): ``openai`` when an endpoint and a model are configured in the
   environment, else ``offline``.
 
@@ -24,19 +25,19 @@ from llm4ad.base import LLM
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
 from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary
-from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAIBackend
+from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash
 from .usage import DEFAULT_PRICES, Price, UsageLedger
 
 __all__ = [
     "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
-    "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE",
-    "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError", "UnknownBackendError",
-    "offline_stall", "SamplerStallWarning",
+    "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
+    "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
+    "UnknownBackendError", "offline_stall", "SamplerStallWarning",
 ]
 
-SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE' or 'auto'"
+SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
 
 
 def endpoint_configured() -> bool:
@@ -91,7 +92,7 @@ def make_llm(spec: str | None = "auto", *, record: str | os.PathLike | None = No
         llm = OpenAIBackend(**options)
     elif kind == "replay":
         if not arg:
-            raise UnknownBackendError("replay needs a file: 'replay:FILE'")
+            raise UnknownBackendError("replay needs a recording: 'replay:FILE' or 'replay:RUN_DIR'")
         _only(options, set(), kind)
         llm = ReplayLLM(arg)
     else:

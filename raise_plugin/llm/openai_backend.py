@@ -31,7 +31,7 @@ from .openai_request import Outcome, WaitingNotice, one_line, send, to_messages
 from .operators import infer_operator
 from .usage import DEFAULT_PRICES, LENGTH, OK, Price, UsageLedger
 
-__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "price_for"]
+__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url", "price_for"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -40,6 +40,12 @@ ENV_API_KEY = "OPENAI_API_KEY"
 ENV_MODEL = ("RAISE_LLM_MODEL", "OPENAI_MODEL")
 
 DEFAULT_MAX_FAILED_REQUESTS = default("max_failed_requests")
+OPENAI_API_URL = "https://api.openai.com/v1"  # the endpoint when neither an argument nor the environment names one
+
+
+def endpoint_url(base_url: str | None = None) -> str:
+    """The endpoint an ``openai`` back-end calls: ``base_url``, else ``OPENAI_BASE_URL``, else the OpenAI API."""
+    return base_url or os.environ.get(ENV_BASE_URL) or OPENAI_API_URL
 
 
 def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
@@ -89,7 +95,7 @@ class OpenAIBackend(LLM):
         self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
         key = api_key or os.environ.get(ENV_API_KEY)
         if not key:
-            if not self.base_url:
+            if self.official:
                 raise LLMConfigError(f"no API key: set {ENV_API_KEY} or pass an API key "
                                      f"(or point {ENV_BASE_URL} at a local server)")
             key = "EMPTY"  # local servers (vLLM, llama.cpp, Ollama) accept any key
@@ -141,11 +147,15 @@ class OpenAIBackend(LLM):
         return self.base_url or "the OpenAI API"
 
     @property
+    def official(self) -> bool:
+        """Whether the endpoint is the OpenAI API (not a local or other compatible server)."""
+        return self.base_url is None or "api.openai.com" in self.base_url
+
+    @property
     def max_tokens_field(self) -> str:
         """The OpenAI API wants ``max_completion_tokens`` (its reasoning models refuse ``max_tokens``);
         OpenAI-compatible servers (vLLM, llama.cpp, Ollama) read ``max_tokens``."""
-        official = self.base_url is None or "api.openai.com" in self.base_url
-        return "max_completion_tokens" if official else "max_tokens"
+        return "max_completion_tokens" if self.official else "max_tokens"
 
     def describe(self) -> str:
         return f"OpenAI-compatible chat model {self.model!r} at {self.where}"

@@ -15,6 +15,9 @@ not hold gets a stand-in, the earliest recorded answer no prompt has claimed yet
 recorded answer is served once, so a replay that asks as many prompts as were recorded
 reproduces the recorded programs, with any number of samplers (docs/llm.md says exactly
 what is and is not reproduced).
+
+A run directory journals its answered calls in the same format (``CALLS_FILE``), so
+``replay:RUN_DIR`` replays a run from its directory alone (``recording_path``).
 """
 from __future__ import annotations
 
@@ -34,11 +37,14 @@ from raise_plugin.errors import UserError
 
 from .errors import LLMAborted, ReplayMissError
 from .operators import infer_operator
-from .usage import UsageLedger
+from .usage import REPLAY, UsageLedger
 
-__all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM", "ReplayExhausted"]
+__all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM", "ReplayExhausted", "CALLS_FILE", "recording_path",
+           "run_directory_of"]
 
 log = logging.getLogger("raise_plugin.llm")
+
+CALLS_FILE = "llm_calls.jsonl"  # a run directory's journal of answered calls, in the recording's format
 
 
 class ReplayExhausted(LLMAborted):
@@ -110,8 +116,30 @@ def _recorded_counts(path: Path) -> dict[str, int]:
     return counts
 
 
+def run_directory_of(source: str | Path) -> Path | None:
+    """``source`` when it is a directory (``replay:RUN_DIR``), else ``None`` (``replay:FILE``)."""
+    path = Path(source)
+    return path if path.is_dir() else None
+
+
+def recording_path(source: str | Path) -> Path:
+    """The recording ``replay:SOURCE`` reads: a ``--record`` file, or a run directory's journal of
+    answered calls; one line (``UserError``) when ``source`` is neither."""
+    path = Path(source)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise UserError(f"replay:{source}: not a run directory (no config.json)")
+        if not (path / CALLS_FILE).is_file():
+            raise UserError(f"replay:{source}: the run directory holds no journal of LLM answers ({CALLS_FILE})")
+        return path / CALLS_FILE
+    if not path.exists():
+        raise UserError(f"replay:{source}: no such recording (a --record file) or run directory")
+    return path
+
+
 class ReplayLLM(LLM):
-    """Answers prompts from a recording made by ``RecordingLLM``; never calls a model.
+    """Answers prompts from a recording made by ``RecordingLLM`` (``path``: the file, or a run
+    directory, whose journal it reads); never calls a model.
 
     ``stand_ins``: answer a prompt the recording does not hold with the earliest unclaimed
     recorded answer (default: when the recording was made by several samplers). Once every
@@ -120,7 +148,8 @@ class ReplayLLM(LLM):
 
     def __init__(self, path: str | Path, *, stand_ins: bool | None = None, grace: float = 30.0):
         super().__init__()
-        self.path = Path(path)
+        self.run_dir = run_directory_of(path)
+        self.path = recording_path(path)
         self._entries: list[dict] = []
         self._answers: dict[str, deque] = defaultdict(deque)  # hash -> indices, in occurrence order
         self._served: dict[str, int] = defaultdict(int)
@@ -147,11 +176,12 @@ class ReplayLLM(LLM):
         self.unanswered = 0    # prompts asked after every answer was served
         self._next_free = 0
         self._ran_out_at: float | None = None
-        self.usage = UsageLedger(backend="replay", model=str(self.path), priced=True)
+        self.usage = UsageLedger(backend=REPLAY, model=str(self.path), priced=True)
 
     def describe(self) -> str:
         made = f"by {self.samplers} samplers; prompts it lacks get stand-ins" if self.stand_ins else "by one sampler"
-        return f"replay of {self.path} ({self.size} recorded answers, {made}; no LLM is called)"
+        source = f"the run {self.run_dir}" if self.run_dir is not None else str(self.path)
+        return f"replay of {source} ({self.size} recorded answers, {made}; no LLM is called)"
 
     def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
         digest = prompt_hash(prompt)
@@ -206,8 +236,11 @@ class ReplayLLM(LLM):
     def _miss(self, digest: str, prompt, kwargs) -> ReplayMissError:
         asked = self._served[digest] + 1
         where = f"asked {asked} times but recorded {asked - 1}" if asked > 1 else "not in the recording"
+        why = ("" if self.run_dir is not None else " (were the recorded run's settings given again? --llm "
+               "replay:RUN_DIR takes them from its run directory)")
         return ReplayMissError(f"replay {self.path}: prompt {digest[:16]} "
-                               f"({kwargs.get('operator') or infer_operator(prompt)}) is {where}")
+                               f"({kwargs.get('operator') or infer_operator(prompt)}) is {where}: this run asks "
+                               f"prompts the recorded one did not{why}")
 
     def _ran_out(self) -> str:
         """Every answer is served: an empty answer (no sample) while the samples under way may

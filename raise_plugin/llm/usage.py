@@ -22,8 +22,9 @@ from typing import Mapping
 from ..durable import AppendLog
 from .errors import EndpointFailed, LLMCapReached
 
-__all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH"]
+__all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY"]
 
+REPLAY = "replay"   # the back-end name of a ledger that counts answers replayed from a recording
 OK = "ok"
 LENGTH = "length"   # an answer cut off at the completion-token cap: paid for, returned, often unusable
 
@@ -266,21 +267,32 @@ class UsageLedger:
         self._streak += 1
         self._last_failure = "an answer without a usable program"
 
+    @property
+    def replayed(self) -> bool:
+        """Whether the ledger counts answers replayed from a recording (nothing is sent, nothing spent)."""
+        return self.backend == REPLAY
+
     def _check_locked(self) -> None:
         total = OperatorUsage()
         for usage in self._per_operator.values():
             total.add(usage)
         requests = total.calls + total.retries
         if self.max_requests is not None and requests >= self.max_requests:
-            raise LLMCapReached(f"the cap of {self.max_requests} LLM requests is reached ({requests} sent, "
-                                f"retries included); continue with `raise-ahd resume RUN_DIR --max-llm-calls HIGHER`")
+            done = (f"{total.calls} answers replayed" + (f" with their {total.retries} recorded retries"
+                                                         if total.retries else "") + ", no request sent"
+                    if self.replayed else f"{requests} sent, retries included")
+            raise LLMCapReached(f"the cap of {self.max_requests} LLM requests is reached ({done}); continue with "
+                                f"`raise-ahd resume RUN_DIR --max-llm-calls HIGHER`")
         # a relative tolerance: ten calls of $0.01 add up to 0.09999999999999999
         if self.max_cost_usd is not None and total.cost_usd >= self.max_cost_usd * (1 - 1e-9):
-            raise LLMCapReached(f"the LLM cost cap of ${self.max_cost_usd:g} is reached (${total.cost_usd:.4f} "
-                                f"spent); continue with `raise-ahd resume RUN_DIR --max-cost-usd HIGHER`")
+            spent = (f"${total.cost_usd:.4f} recorded in {total.calls} answers replayed, nothing spent"
+                     if self.replayed else f"${total.cost_usd:.4f} spent")
+            raise LLMCapReached(f"the LLM cost cap of ${self.max_cost_usd:g} is reached ({spent}); continue with "
+                                f"`raise-ahd resume RUN_DIR --max-cost-usd HIGHER`")
         if self.max_failed_requests is not None and self._streak >= self.max_failed_requests:
             where = f" from {self.endpoint}" if self.endpoint else ""
-            raise EndpointFailed(f"{self._streak} LLM requests in a row gave no usable program{where}; the last: "
+            what = "recorded answers replayed" if self.replayed else "LLM requests"
+            raise EndpointFailed(f"{self._streak} {what} in a row gave no usable program{where}; the last: "
                                  f"{self._last_failure} (--max-failed-requests raises the bound)")
 
     # -- reading ---------------------------------------------------------------------------------
@@ -331,6 +343,10 @@ class UsageLedger:
         t = self.total()
         cost = f"${t.cost_usd:.4f}" if self.priced else "cost unknown (no price for this model)"
         who = " ".join(x for x in (self.backend, self.model) if x)
+        if self.replayed:
+            return (f"LLM usage ({who}): {t.calls} answers replayed, no request sent; as recorded: {t.failures} "
+                    f"failed, {t.retries} retries, {t.unusable} unusable, {t.input_tokens} input + "
+                    f"{t.output_tokens} output tokens, {cost} (not spent again)")
         return (f"LLM usage{' (' + who + ')' if who else ''}: {t.calls} calls, {t.failures} failed, "
                 f"{t.retries} retries, {t.unusable} unusable, {t.input_tokens} input + {t.output_tokens} "
                 f"output tokens, {cost}")

@@ -12,7 +12,7 @@
   counted as unusable when the same thread asks again; it counts against the ledger's
   failure bound like a failed request. A sample resets that bound.
 - Every answered call is appended to the run directory's ``llm_calls.jsonl`` (the
-  ``--record`` format: ``raise-ahd run --llm replay:RUN_DIR/llm_calls.jsonl`` replays any run).
+  ``--record`` format: ``raise-ahd run --llm replay:RUN_DIR`` replays any run).
   A resumed run primes the back-end with the calls made before its restore point and serves
   the calls made after it (answered, but not yet a sample when the run was killed) from the
   journal instead of asking again: nothing paid for is asked twice, and the sequence of
@@ -32,13 +32,12 @@ from llm4ad.base import LLM
 from ..durable import WriteFailed
 from ..llm.errors import LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError
 from ..llm.operators import infer_operator, operator_kind
-from ..llm.record import RecordingLLM, ReplayExhausted, prompt_hash
+from ..llm.record import CALLS_FILE, RecordingLLM, ReplayExhausted, prompt_hash
 
 __all__ = ["LLMGuard", "LLMUnavailable", "CALLS_FILE", "REQUESTS_FILE"]
 
 log = logging.getLogger("raise_plugin.llm")
 
-CALLS_FILE = "llm_calls.jsonl"
 REQUESTS_FILE = "llm_requests.jsonl"
 
 

@@ -77,8 +77,10 @@ def test_bad_recordings_and_specs_are_one_line_errors(tmp_path):
     bad.write_text("{not json\n")
     with pytest.raises(UserError, match="line 1"):
         make_llm(f"replay:{bad}")
-    with pytest.raises(UserError, match="cannot read"):
+    with pytest.raises(UserError, match="no such recording"):
         make_llm(f"replay:{tmp_path / 'missing.jsonl'}")
+    with pytest.raises(UserError, match="not a run directory"):
+        make_llm(f"replay:{tmp_path}")
     for spec in ("gpt", "replay", "offline:x"):
         with pytest.raises(UnknownBackendError) as info:
             make_llm(spec)

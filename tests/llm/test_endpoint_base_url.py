@@ -1,0 +1,101 @@
+"""The endpoint a run calls is recorded: config.json keeps the base URL the run started with (never
+the key), and resume calls it whatever the shell's OPENAI_BASE_URL says; a base URL that differs,
+given again or in the environment, is said in one line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from llm_chat_server import ChatServer
+
+from raise_plugin.cli import main
+from raise_plugin.config import RunConfig
+from raise_plugin.llm import OPENAI_API_URL, OfflineSampler
+from raise_plugin.rundir.files import read_jsonl
+from raise_plugin.runner import start_run
+
+FLAGS = ["--task", "ovrp", "--no-robust", "--budget", "6", "--pop-size", "2", "--nominal", "1", "--seed", "0",
+         "--no-progress", "--no-validation-trace", "--no-host-profiler"]
+CLOSED = "http://127.0.0.1:9/v1"  # the discard port: nothing answers there
+
+
+def answering(model: OfflineSampler) -> ChatServer:
+    return ChatServer(answer=lambda prompt: model.draw_sample(prompt))
+
+
+def warnings_of(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("raise-ahd: warning: ")]
+
+
+def test_the_base_url_is_recorded_and_resume_calls_it_not_the_shell_s(tmp_path, monkeypatch, capsys):
+    model = OfflineSampler(seed=0, task="ovrp")
+    out = tmp_path / "run"
+    with answering(model) as server, answering(model) as moved:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "secret-key-never-recorded")
+        assert main(["run", *FLAGS, "--llm", "openai:m", "--max-llm-calls", "2", "--out", str(out)]) == 0
+        config = json.loads((out / "config.json").read_text())
+        assert config["base_url"] == server.base_url and len(server.requests) == 2
+        assert not any(b"secret-key" in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+        # the shell now points elsewhere (a closed port): resume calls the recorded endpoint and says so
+        monkeypatch.setenv("OPENAI_BASE_URL", CLOSED)
+        capsys.readouterr()
+        assert main(["resume", str(out), "--max-llm-calls", "4", "--no-progress"]) == 0
+        assert len(server.requests) == 4
+        assert warnings_of(capsys.readouterr().err) == [
+            f"raise-ahd: warning: OPENAI_BASE_URL is {CLOSED}, but the run started against {server.base_url}: it "
+            f"continues against the recorded one (--base-url {CLOSED} moves it)"]
+
+        # no OPENAI_BASE_URL at all: the recorded one, without a word
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        assert main(["resume", str(out), "--max-llm-calls", "5", "--no-progress"]) == 0
+        assert len(server.requests) == 5 and warnings_of(capsys.readouterr().err) == []
+
+        # a base URL given again moves the run there, and config.json records it
+        assert main(["resume", str(out), "--base-url", moved.base_url, "--max-llm-calls", "100", "--no-progress"]) == 0
+        assert len(server.requests) == 5 and len(moved.requests) >= 1
+        assert warnings_of(capsys.readouterr().err) == [
+            f"raise-ahd: warning: base URL {moved.base_url} (given here) is used, not {server.base_url} the run "
+            f"started with; config.json now records {moved.base_url}"]
+        assert json.loads((out / "config.json").read_text())["base_url"] == moved.base_url
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["finished"] and len(read_jsonl(out / "samples.jsonl")) == 6
+
+
+def test_a_run_directory_that_recorded_no_base_url_takes_the_shell_s_once_and_keeps_it(tmp_path, monkeypatch,
+                                                                                        capsys):
+    model = OfflineSampler(seed=0, task="ovrp")
+    out = tmp_path / "old"
+    with answering(model) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        assert main(["run", *FLAGS, "--llm", "openai:m", "--max-llm-calls", "2", "--out", str(out)]) == 0
+        config = json.loads((out / "config.json").read_text())
+        del config["base_url"]  # as written before the base URL was recorded
+        (out / "config.json").write_text(json.dumps(config))
+        capsys.readouterr()
+        assert main(["resume", str(out), "--max-llm-calls", "3", "--no-progress"]) == 0
+        assert len(server.requests) == 3
+        assert warnings_of(capsys.readouterr().err) == [
+            f"raise-ahd: warning: the run's config.json records no base URL (written before it was kept): it "
+            f"continues against {server.base_url} (from OPENAI_BASE_URL), now recorded"]
+        assert json.loads((out / "config.json").read_text())["base_url"] == server.base_url
+
+
+def test_an_unset_base_url_is_the_environment_s_else_the_openai_api_and_only_openai_runs_record_one(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    config = RunConfig(task="ovrp", llm="openai:m", robust=False, budget=2, pop_size=2, out=str(tmp_path / "a"))
+    start_run(config)._recorder.lock.release()
+    assert json.loads((tmp_path / "a" / "config.json").read_text())["base_url"] == OPENAI_API_URL
+    start_run(RunConfig(task="ovrp", robust=False, out=str(tmp_path / "b")))._recorder.lock.release()
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["base_url"] is None
+
+
+def test_a_base_url_for_another_back_end_or_not_a_url_is_a_one_line_error(tmp_path, capsys):
+    for flags, why in ((["--base-url", "http://127.0.0.1:8080/v1"], "only an openai back-end has an endpoint"),
+                       (["--llm", "openai:m", "--base-url", "localhost:8080"], "must be an http:// or https:// URL")):
+        assert main(["run", *FLAGS, *flags, "--out", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "config field 'base_url'" in err and why in err
+    assert not Path(tmp_path / "r").exists()

@@ -1,0 +1,128 @@
+"""A run replayed from its run directory alone: the recorded settings are the defaults, flags
+given override them, the same samples come out, and the lines a replay prints say that answers
+were replayed, not requests sent."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from raise_plugin.cli import main
+from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.llm import ReplayLLM, ReplayMissError, make_llm
+from raise_plugin.llm.errors import LLMCapReached
+from raise_plugin.rundir.files import read_jsonl
+from raise_plugin.runner import replay_line, start_run
+
+# nothing here is a default: a replay that did not take them from the recording would differ
+FLAGS = ["--task", "ovrp", "--tau", "1", "--inner-population", "4", "--inner-generations", "2", "--budget", "12",
+         "--pop-size", "4", "--nominal", "1", "--seed", "2", "--max-llm-calls", "12", "--no-validation-trace",
+         "--no-host-profiler", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("recorded") / "run"
+    assert main(["run", *FLAGS, "--out", str(out)]) == 0
+    return out
+
+
+def samples(run: Path) -> list[tuple]:
+    return [(s["sample"], s["program"], s["score"]) for s in read_jsonl(run / "samples.jsonl")]
+
+
+def test_a_run_replayed_from_its_directory_alone_gives_the_same_samples(recorded, tmp_path, capsys):
+    capsys.readouterr()
+    out = tmp_path / "again"
+    assert main(["run", "--llm", f"replay:{recorded}", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(samples(recorded)) == 12 and samples(out) == samples(recorded)
+    assert read_jsonl(out / "population.jsonl") == read_jsonl(recorded / "population.jsonl")
+    a, b = (json.loads((run / "summary.json").read_text()) for run in (recorded, out))
+    assert a["best"] == b["best"] and a["instance_set"] == b["instance_set"]
+    assert printed[0] == (f"replaying {recorded}: its settings (task ovrp, method eoh, robust, tau 1, inner population "
+                          f"4, inner generations 2, budget 12, pop size 4, seed 2, nominal 1, host profiler off, max "
+                          f"llm calls 12, validation trace off) and its 12 recorded answers")
+    config = json.loads((out / "config.json").read_text())
+    assert config["llm"] == f"replay:{recorded.resolve()}" and config["out"] == str(out)
+    assert config["record"] is None and config["base_url"] is None
+    assert {k: v for k, v in config.items() if k not in ("llm", "out")} == {
+        k: v for k, v in json.loads((recorded / "config.json").read_text()).items() if k not in ("llm", "out")}
+
+
+def test_a_replay_s_stop_and_usage_lines_say_answers_were_replayed_not_sent(recorded, tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["run", "--llm", f"replay:{recorded}", "--out", str(tmp_path / "again"), "--no-progress"]) == 0
+    lines = {line[:16].strip(): line[16:] for line in capsys.readouterr().out.splitlines()}
+    assert lines["llm usage"] == (f"replay ({recorded / 'llm_calls.jsonl'}): 12 answers replayed, no request sent; "
+                                  "as recorded: retries 0, failures 0, unusable 0, input tokens 0, output tokens 0, "
+                                  "cost usd 0.0 (not spent again)")
+    assert lines["stopped early"].startswith("the cap of 12 LLM requests is reached (12 answers replayed, no "
+                                             "request sent)")
+    assert "sent," not in lines["stopped early"]
+    assert lines["llm"] == f"replay of the run {recorded} (12 recorded answers, by one sampler; no LLM is called)"
+
+
+def test_a_flag_given_overrides_the_recorded_setting(recorded, tmp_path, capsys):
+    capsys.readouterr()
+    out = tmp_path / "shorter"
+    assert main(["run", "--llm", f"replay:{recorded}", "--budget", "8", "--out", str(out), "--no-progress"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("and its 12 recorded answers; given here: budget 8 (recorded 12)")
+    assert "budget 12" not in first
+    assert json.loads((out / "config.json").read_text())["budget"] == 8
+    assert samples(out) == samples(recorded)[:8]
+
+
+def test_python_replays_a_run_directory_with_run_config_replaying(recorded, tmp_path):
+    config = RunConfig.replaying(recorded, out=str(tmp_path / "py"))
+    assert (config.task, config.budget, config.pop_size, config.nominal, config.seed) == ("ovrp", 12, 4, 1, 2)
+    assert config.llm == f"replay:{recorded.resolve()}"
+    assert start_run(config).run()["samples"] == 12
+    assert samples(tmp_path / "py") == samples(recorded)
+    assert RunConfig.replaying(recorded, budget=6, seed=None).budget == 6  # None leaves the recorded value
+    line = replay_line(RunConfig.replaying(recorded, pop_size=3))
+    assert line.endswith("given here: pop size 3 (recorded 4)")
+    with pytest.raises(ConfigError, match="its llm is the replay of its answers"):
+        RunConfig.replaying(recorded, llm="offline")
+
+
+def test_replay_of_a_missing_or_non_run_directory_is_a_one_line_error(tmp_path, capsys):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    cases = {"missing": "no such recording (a --record file) or run directory",
+             "folder": "not a run directory (no config.json)",
+             "half": "the run directory holds no journal of LLM answers (llm_calls.jsonl)"}
+    for name, why in cases.items():
+        capsys.readouterr()
+        assert main(["run", "--llm", f"replay:{tmp_path / name}", "--out", str(tmp_path / f"out-{name}")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("raise-ahd: error: ") and why in err, err
+        assert not (tmp_path / f"out-{name}").exists()
+    with pytest.raises(ConfigError, match="not a run directory"):
+        RunConfig.replaying(tmp_path / "folder")
+
+
+def test_a_recorded_file_replay_that_misses_says_how_to_replay_the_run(recorded, tmp_path):
+    replay = make_llm(f"replay:{recorded / 'llm_calls.jsonl'}")
+    with pytest.raises(ReplayMissError, match=r"not in the recording: this run asks prompts the recorded one did "
+                                              r"not \(were the recorded run's settings given again\? --llm "
+                                              r"replay:RUN_DIR"):
+        replay.draw_sample("a prompt no run asked")
+    assert isinstance(make_llm(f"replay:{recorded}"), ReplayLLM)
+
+
+def test_a_replay_s_cost_and_failure_bounds_say_nothing_was_spent(recorded):
+    replay = ReplayLLM(recorded)
+    ledger = replay.usage
+    ledger.record("i1", input_tokens=1000, output_tokens=500, cost_usd=0.75, retries=1)
+    ledger.max_cost_usd = 0.5
+    with pytest.raises(LLMCapReached, match=r"cost cap of \$0.5 is reached \(\$0.7500 recorded in 1 answers "
+                                            r"replayed, nothing spent\)"):
+        ledger.check()
+    ledger.max_cost_usd, ledger.max_requests = None, 2
+    with pytest.raises(LLMCapReached, match=r"\(1 answers replayed with their 1 recorded retries, no request sent\)"):
+        ledger.check()
+    assert "1 answers replayed, no request sent; as recorded: 0 failed, 1 retries" in ledger.summary()

@@ -23,7 +23,8 @@ PROFILE_EPSILONS = (0.001, 0.002, 0.005, 0.01)  # raise-ahd profile's default ra
 PROFILE_OBJECTIVES = {"metric": {}, "regret:baselines": {"objective": "regret", "references": "baselines"}}
 
 
-def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"), quiet: bool = False, **fields) -> CompareResult:
+def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"), quiet: bool = False,
+            progress: bool = default("progress"), **fields) -> CompareResult:
     """Train every method plain and with RAISE, evaluate them and the baselines on the test suite,
     and write the tables, figures and report to ``out`` (``CompareConfig``'s fields as keywords).
 
@@ -40,7 +41,7 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
         fields["methods"] = tuple(m.strip() for m in fields["methods"].split(",") if m.strip())
     if "epsilons" in fields and isinstance(fields["epsilons"], (int, float)):
         fields["epsilons"] = (float(fields["epsilons"]),)
-    return run_compare(CompareConfig(task=task, seeds=tuple(seeds), **fields), quiet=quiet)
+    return run_compare(CompareConfig(task=task, seeds=tuple(seeds), **fields), quiet=quiet, progress=progress)
 
 
 def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPSILONS,

@@ -43,7 +43,7 @@ NUMBERS = ("samples", "budget", "generations", "refreshes", "instance_set_versio
 
 def test_run_returns_its_summary_and_a_resumed_run_returns_its_own(tmp_path):
     config = rp.RunConfig(task="knapsack", robust=True, budget=8, pop_size=4, tau=1, epsilon=0.002,
-                          out=str(tmp_path / "run"))
+                          validation_trace=False, out=str(tmp_path / "run"))
     method = rp.start_run(config)
     summary = method.run()
     assert isinstance(summary, dict) and summary["finished"] is True

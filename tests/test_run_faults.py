@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# OBP's defaults (the regret objective, early rejection under min) with a small inner search: the run
+# refreshes twice, and the matrix below runs it a dozen times
 RUN = ["run", "--task", "obp", "--budget", "8", "--pop-size", "4", "--tau", "1", "--nominal", "1", "--seed", "0",
-       "--no-progress"]
+       "--inner-population", "4", "--inner-generations", "1", "--no-progress"]
 
 # the command line, killed by SIGKILL right after the engine's N-th durable write (fsync) when N > 0;
 # with N == 0 it runs to the end and prints how many durable writes it made

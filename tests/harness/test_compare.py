@@ -14,7 +14,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def tiny(out, **kw):
-    base = dict(task="ovrp", methods=("eoh",), epsilons=(0.002,), ablations=True, budget=10, pop_size=4,
+    base = dict(task="ovrp", methods=("eoh",), epsilons=(0.002,), ablations=True, budget=8, pop_size=4,
                 seeds=(0, 1), out=str(out), tau=1, inner_population=4, inner_generations=1, suite_instances=1,
                 workers=1)
     base.update(kw)

@@ -150,14 +150,15 @@ def test_unwrapped_runs_evaluate_in_a_child_process_by_default(method_factory, e
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["reevo", "partevo"])
-def test_improves_on_large_obp_instances(method_factory, name):
+@pytest.mark.parametrize("name, budget", [("reevo", 80), ("partevo", 48)])
+def test_improves_on_large_obp_instances(method_factory, name, budget):
     # two of the nominal set's 5000-item instances: on 500-item sets one bin is a large step and
     # the offline sampler's rewrites of BestFit-like seeds rarely save one; here they do (seeds 0
-    # and 1 both improve, as on the whole five-instance set, at two fifths of its cost)
+    # and 1 both improve, as on the whole five-instance set, at two fifths of its cost). Seed 0's
+    # first improvement: ReEvo's between samples 67 and 70, PartEvo's between 37 and 40
     from tasks import get_task
     task = get_task("obp")
     evaluation = task.evaluation(instances=task.nominal_instances()[:2], safe_evaluate=False)
-    method = method_factory(name, "obp", budget=80, pop_size=10, evaluation=evaluation)
+    method = method_factory(name, "obp", budget=budget, pop_size=10, evaluation=evaluation)
     method.run()
     assert max(f.score for f in method._population.population) > method.initial_best

@@ -133,7 +133,7 @@ def test_under_mean_every_candidate_meets_the_whole_set(tmp_path):
 
 # -- through the runner: OBP's defaults, resume, the incumbent shapes ------------------------
 def _config(out, **kw) -> RunConfig:
-    base = dict(task="obp", robust=True, budget=20, pop_size=4, tau=1, nominal=2, seed=0, out=str(out),
+    base = dict(task="obp", robust=True, budget=16, pop_size=4, tau=1, nominal=2, seed=0, out=str(out),
                 inner_population=4, inner_generations=1, validation_trace=False, host_profiler=False)
     return RunConfig(**{**base, **kw})
 
@@ -159,12 +159,12 @@ def test_a_run_capped_mid_generation_and_resumed_is_the_uninterrupted_run(tmp_pa
 def test_an_incumbent_run_with_early_rejection_is_the_run_without(tmp_path, method):
     summaries = {}
     for flag in (True, False):
-        run = start_run(_config(tmp_path / str(flag), method=method, budget=16, aggregation="min",
+        run = start_run(_config(tmp_path / str(flag), method=method, budget=12, aggregation="min",
                                 early_reject=flag))
         run.run()
         summaries[flag] = run.summary()
     rejected = assert_same_run(_records(tmp_path / "True"), _records(tmp_path / "False"))
-    assert rejected == summaries[True]["compute"]["rejected_early"]
+    assert rejected > 0 and rejected == summaries[True]["compute"]["rejected_early"]
     assert summaries[True]["best"] == summaries[False]["best"]
 
 

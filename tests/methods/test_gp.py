@@ -176,11 +176,11 @@ def test_gp_runs_robust_on_an_own_task_file(tmp_path, fresh_registry):
 
 
 @pytest.mark.slow
-def test_compare_runs_gp_beside_eoh(tmp_path, fresh_registry):
+def test_compare_runs_gp_beside_eoh(tmp_path):
     from raise_plugin.harness.compare import run_compare
     from raise_plugin.harness.compare_config import CompareConfig
 
-    result = run_compare(CompareConfig(task="examples/load_balance.py:LoadBalance", methods=("gp", "eoh"), epsilons=(0.002,), budget=8,
+    result = run_compare(CompareConfig(task="ojsp", methods=("gp", "eoh"), epsilons=(0.002,), budget=8,
                                        pop_size=4, seeds=(0,), out=str(tmp_path / "cmp"), tau=1,
                                        inner_population=4, inner_generations=1, suite_instances=1, workers=1),
                          quiet=True)

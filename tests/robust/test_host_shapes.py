@@ -56,13 +56,27 @@ def test_each_host_class_has_its_adapter():
         robust(dict)
 
 
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One 30-sample robust run per host shape, checked against fresh evaluations after every
+    refresh; made at first use and shared by the tests that read a finished run."""
+    made = {}
+
+    def get(method: str):
+        if method not in made:
+            out, check = tmp_path_factory.mktemp(method), FreshCheck()
+            run = start_run(_config(out, method), callbacks=[check])
+            run.run()
+            made[method] = run, check, out / method
+        return made[method]
+    return get
+
+
 @pytest.mark.parametrize("method", SHAPED)
-def test_a_robust_run_refreshes_and_scores_follow_the_set(tmp_path, method):
-    check = FreshCheck()
-    run = start_run(_config(tmp_path, method), callbacks=[check])
-    run.run()
-    summary = json.loads((tmp_path / method / "summary.json").read_text())
-    samples = read_jsonl(tmp_path / method / "samples.jsonl")
+def test_a_robust_run_refreshes_and_scores_follow_the_set(finished, method):
+    _, check, out = finished(method)
+    summary = json.loads((out / "summary.json").read_text())
+    samples = read_jsonl(out / "samples.jsonl")
     assert summary["finished"] and summary["hook_errors"] == 0
     assert [s["sample"] for s in samples] == list(range(1, len(samples) + 1))
     assert len(samples) >= 30  # the host's template is a sample too
@@ -72,18 +86,16 @@ def test_a_robust_run_refreshes_and_scores_follow_the_set(tmp_path, method):
     assert compute["inner_evaluations"] > 0 and compute["rescore_evaluations"] > 0
 
 
-def test_hillclimb_incumbent_is_the_best_on_the_final_set(tmp_path):
-    run = start_run(_config(tmp_path, "hillclimb"))
-    run.run()
+def test_hillclimb_incumbent_is_the_best_on_the_final_set(finished):
+    run, _, _ = finished("hillclimb")
     archive, _ = run._search_members()
     assert run._best_function_found is archive[0]
     assert all(archive[0].score >= f.score for f in archive)
     assert run.best().score == archive[0].score
 
 
-def test_funsearch_islands_are_rebuilt_on_robust_scores(tmp_path):
-    run = start_run(_config(tmp_path, "funsearch"))
-    run.run()
+def test_funsearch_islands_are_rebuilt_on_robust_scores(finished):
+    run, _, _ = finished("funsearch")
     assert run.snapshot().refreshes >= 2
     for island in run._database.islands:
         for key, cluster in island.clusters.items():

@@ -94,8 +94,9 @@ def test_improves_on_its_initial_population(method_factory, name, task_name, bud
 
 @pytest.mark.slow
 def test_eohs_improves_on_obp(method_factory):
-    # 1000 items: on 500-item instances of the validation families one bin is too large a step
-    method = method_factory("eohs", "obp", budget=100, pop_size=6, diverse_instances=10,
+    # 1000 items: on 500-item instances of the validation families one bin is too large a step;
+    # under seed 0 the first improvement comes at sample 11 or 12, a larger one by sample 40
+    method = method_factory("eohs", "obp", budget=40, pop_size=6, diverse_instances=10,
                             diverse_params={"num_items": 1000})
     method.run()
     assert max(f.score for f in method._population.population) > method.initial_best

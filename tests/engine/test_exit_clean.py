@@ -33,7 +33,10 @@ def _run_alone(args: list[str], cwd: Path) -> tuple[int, list[str]]:
 
 
 def test_a_robust_run_leaves_no_process_behind(tmp_path):
+    # one nominal instance and a small inner search: the same processes (engine, workers, inner
+    # search, validation trace) for less work
     code, left = _run_alone(["run", "--task", "obp", "--tau", "1", "--budget", "6", "--pop-size", "4",
+                             "--nominal", "1", "--inner-population", "4", "--inner-generations", "1",
                              "--seed", "0", "--no-progress", "--out", str(tmp_path / "run")], tmp_path)
     assert code == 0
     assert left == []

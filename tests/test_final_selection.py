@@ -91,7 +91,7 @@ def test_select_refuses_an_unfinished_run(finished_run, tmp_path, capsys):
 
 
 def test_compare_can_hand_every_run_s_validation_choice_to_the_report(tmp_path):
-    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=10, pop_size=4, seeds=(0,),
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, seeds=(0,),
                            out=str(tmp_path / "c"), tau=1, inner_population=4, inner_generations=1,
                            suite_instances=1, workers=1, select_on="validation")
     result = run_compare(config, quiet=True)

@@ -19,19 +19,20 @@ A setting's name is the same everywhere: the Python keyword and config field
 ``[adversary.inner_search]``), the record in ``config.json`` and the flag (``--inner-population``).
 ``RunConfig``, ``CompareConfig``, ``AdversaryConfig`` and ``SearchConfig`` take their defaults and
 their checks from here, and the command line's flags, help texts and defaults are made from
-it (``add_flags``); ``tests/test_settings.py`` walks the tree and every parser to hold this.
+it (``raise_plugin.commands.flags.add_flags``); ``tests/test_settings.py`` walks the tree and every parser to hold this.
 A default of ``None`` marked ``task_default`` means the task's (``Task.robust_defaults``,
 ``Task.default_draws``), else ``fallback`` (the paper's).
 """
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+
 __all__ = ["Setting", "Section", "SettingError", "TREE", "SETTINGS", "default", "fallback", "section_of",
-           "add_flags", "flatten_tables", "PROJECTIONS", "ENCODINGS", "CONSTRAINTS", "LENGTHS", "TAU_UNITS",
+           "check_settings", "SECTIONS",
+           "flatten_tables", "PROJECTIONS", "ENCODINGS", "CONSTRAINTS", "LENGTHS", "TAU_UNITS",
            "PER_REFRESH"]
 
 PROJECTIONS = ("paper", "sphere", "none")
@@ -263,6 +264,13 @@ for _tree in (TREE, HARNESS):
         _SECTION[_setting.name] = _path
 
 
+def check_settings(values: dict[str, Any]) -> None:
+    """Each value of ``values`` (setting name -> value) against its setting; the first bad one
+    is a ``SettingError``."""
+    for name, value in values.items():
+        SETTINGS[name].check(value)
+
+
 def default(name: str) -> Any:
     """The default of setting ``name``, written once, here."""
     return SETTINGS[name].default
@@ -296,59 +304,6 @@ def flatten_tables(data: dict, source: str) -> dict:
     return flat
 
 
-def _parse_list(setting: Setting):
-    def parse(text: str):
-        items = [item.strip() for item in str(text).split(",") if item.strip()]
-        if setting.name == "epsilons":
-            try:
-                return tuple(float(item) for item in items)
-            except ValueError:
-                raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
-        return tuple(items)
-    return parse
-
-
-def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, unset: bool = False,
-              groups: dict | None = None, required: Iterable[str] = (), helps: dict | None = None,
-              shown: dict | None = None) -> None:
-    """Add the flags of settings ``names`` to ``parser`` in groups named after their sections, each
-    with its help text and shown default. ``defaults`` replaces a setting's default for this command
-    (``Setting.default`` otherwise); ``unset=True`` gives every flag the default ``None`` (a config
-    file fills the rest in), the help still showing the default. Switches are ``--x/--no-x``.
-    ``required`` names the flags this command cannot do without; ``helps`` says what a setting
-    means to this command where the tree's words are too general (``out``: a file or a folder), and
-    ``shown`` its default in words."""
-    defaults = defaults or {}
-    helps = helps or {}
-    required = set(required)
-    groups = {} if groups is None else groups
-    for name in names:
-        setting = SETTINGS[name]
-        section = _SECTIONS[section_of(name)[-1]]
-        if section.name not in groups:
-            groups[section.name] = parser.add_argument_group(section.title)
-        group = groups[section.name]
-        value = defaults.get(name, setting.default)
-        shown_default = (setting.shown_default() if name not in defaults
-                         else Setting(name, value, setting.kind, "", unit=setting.unit).shown_default())
-        shown_here = (shown or {}).get(name, shown_default)
-        help_text = helps.get(name, setting.help) + ("" if name in required else f" (default {shown_here})")
-        options: dict[str, Any] = {"dest": name, "default": None if unset else value, "help": help_text}
-        if name in required:
-            options["required"] = True
-        if setting.kind == "bool":
-            options["action"] = argparse.BooleanOptionalAction
-        else:
-            options["type"] = {"int": int, "float": float, "str": str, "list": _parse_list(setting)}.get(
-                setting.kind, str)
-            if setting.choices:
-                options["choices"] = setting.choices
-            options["metavar"] = setting.metavar or (
-                "{" + ",".join(setting.choices) + "}" if setting.choices else
-                {"int": "N", "float": "X", "list": "A,B,..."}.get(setting.kind, name.upper()))
-        group.add_argument(setting.flag, **options)
-
-
 def _all_sections(section: Section, path: tuple = ()) -> Iterable[tuple[tuple, Section]]:
     """Every section under ``section``, itself first, with the names of the sections down to it."""
     here = path + (section.name,)
@@ -358,7 +313,7 @@ def _all_sections(section: Section, path: tuple = ()) -> Iterable[tuple[tuple, S
             yield from _all_sections(child, here)
 
 
-_SECTIONS = {section.name: section for tree in (TREE, HARNESS) for _, section in _all_sections(tree)}
+SECTIONS = {section.name: section for tree in (TREE, HARNESS) for _, section in _all_sections(tree)}
 
 
 def markdown() -> str:

@@ -13,7 +13,8 @@ from raise_plugin import cli
 from raise_plugin.adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
 from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.harness.compare_config import CompareConfig
-from raise_plugin.settings import HARNESS, SETTINGS, TREE, Setting, SettingError, add_flags, flatten_tables
+from raise_plugin.commands.flags import add_flags
+from raise_plugin.settings import HARNESS, SETTINGS, TREE, Setting, SettingError, flatten_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 # options of a command that are not settings: what to read, a named study, a price entry

@@ -2,7 +2,7 @@
 and paired tests of every method against the best baseline and its plain twin."""
 from __future__ import annotations
 
-from raise_plugin.settings import add_flags
+from raise_plugin.commands.flags import add_flags
 from raise_plugin.harness.compare import run_compare
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.paper_tables import significance_summary

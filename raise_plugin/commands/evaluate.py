@@ -12,7 +12,7 @@ from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, check_program
-from raise_plugin.settings import add_flags
+from raise_plugin.commands.flags import add_flags
 from tasks import get_task, list_tasks
 
 

@@ -8,7 +8,7 @@ from raise_plugin.commands.evaluate import all_invalid_status, check_output, che
 from raise_plugin.errors import UserError
 from raise_plugin.harness import api
 from raise_plugin.harness.robustness_profile import save_profile
-from raise_plugin.settings import add_flags
+from raise_plugin.commands.flags import add_flags
 
 
 PROFILE_DEFAULTS = {"epsilons": api.PROFILE_EPSILONS, "out": "profile-out"}

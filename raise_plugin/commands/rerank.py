@@ -10,7 +10,8 @@ from raise_plugin.harness.rerank import load_run_programs, rerank
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
-from raise_plugin.settings import SETTINGS, SettingError, add_flags, fallback
+from raise_plugin.commands.flags import add_flags, check_flags
+from raise_plugin.settings import fallback
 from tasks.common.suite import Dataset
 
 
@@ -29,12 +30,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     task = resolve_task(args.task)
-    for name in ("epsilon", "refreshes", "top", "inner_population", "inner_generations", "suite_instances",
-                 "workers", "seed"):
-        try:
-            SETTINGS[name].check(getattr(args, name))
-        except SettingError as exc:
-            raise UserError(f"--{exc.name.replace('_', '-')}: {exc.reason}") from None
+    check_flags(args, ("epsilon", "refreshes", "top", "inner_population", "inner_generations", "suite_instances",
+                       "workers", "seed"))
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
     try:

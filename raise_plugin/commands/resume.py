@@ -5,7 +5,7 @@ import sys
 
 from raise_plugin.commands.run import ENDPOINT_FLAGS, execute
 from raise_plugin.runner import resume_run
-from raise_plugin.settings import add_flags
+from raise_plugin.commands.flags import add_flags
 
 
 def register(sub) -> None:

@@ -16,7 +16,8 @@ from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config
 from raise_plugin.runner import CompiledPathReport, replay_line, start_run
-from raise_plugin.settings import TREE, add_flags
+from raise_plugin.commands.flags import add_flags
+from raise_plugin.settings import TREE
 from raise_plugin.validation import select_final
 from tasks import is_task_reference, task_reference
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import render_table
 from raise_plugin.rundir.reader import load_config
-from raise_plugin.settings import SETTINGS, SettingError, add_flags
+from raise_plugin.commands.flags import add_flags, check_flags
 from raise_plugin.validation import SELECTION_FILE, select_final
 from tasks import get_task
 
@@ -26,11 +26,7 @@ def run(args) -> int:
     summary = path / "summary.json"
     if not summary.exists() or not json.loads(summary.read_text()).get("finished"):
         raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")
-    for name in ("per_dataset", "workers"):
-        try:
-            SETTINGS[name].check(getattr(args, name))
-        except SettingError as exc:
-            raise UserError(f"--{exc.name.replace('_', '-')}: {exc.reason}") from None
+    check_flags(args, ("per_dataset", "workers"))
     task = get_task(config["task"])
     chosen = select_final(path, task, per_dataset=args.per_dataset, workers=args.workers)
     if chosen is None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from raise_plugin.config import final_selection, robust_defaults
 from raise_plugin.errors import UserError
-from raise_plugin.settings import add_flags
+from raise_plugin.commands.flags import add_flags
 from tasks import get_task, list_tasks
 
 

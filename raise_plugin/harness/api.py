@@ -14,7 +14,7 @@ from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.robustness_profile import Profile, robustness_profile, save_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.robust.progress import show_progress_by_default
-from raise_plugin.settings import SETTINGS, SettingError, default, fallback
+from raise_plugin.settings import SettingError, check_settings, default, fallback
 from tasks import get_task, list_tasks
 
 __all__ = ["compare", "profile", "PROFILE_EPSILONS", "PROFILE_OBJECTIVES"]
@@ -72,12 +72,11 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     seeds = list(range(adversary_seeds)) if isinstance(adversary_seeds, int) else [int(s) for s in adversary_seeds]
     if not seeds:
         raise UserError("adversary_seeds: give a count of at least 1, or the seeds")
-    for name, value in (("inner_population", inner_population), ("inner_generations", inner_generations),
-                        ("projection", projection), ("workers", workers), ("timeout", timeout)):
-        try:
-            SETTINGS[name].check(value)
-        except SettingError as exc:
-            raise UserError(str(exc)) from None
+    try:
+        check_settings({"inner_population": inner_population, "inner_generations": inner_generations,
+                        "projection": projection, "workers": workers, "timeout": timeout})
+    except SettingError as exc:
+        raise UserError(str(exc)) from None
     if projection == "none" or adversary_objective not in PROFILE_OBJECTIVES:
         raise UserError(f"a profile searches with projection paper or sphere and adversary_objective "
                         f"{' or '.join(PROFILE_OBJECTIVES)}, got {projection!r} and {adversary_objective!r}")

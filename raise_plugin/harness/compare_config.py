@@ -11,7 +11,7 @@ from raise_plugin.errors import UserError
 from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS
 from raise_plugin.selection import check_selection_suite
-from raise_plugin.settings import SETTINGS, SettingError, default
+from raise_plugin.settings import SETTINGS, SettingError, check_settings, default
 from tasks import is_task_reference, list_tasks, task_reference
 
 __all__ = ["CompareConfig"]
@@ -76,12 +76,12 @@ class CompareConfig:
             raise UserError("seeds: give at least one seed")
         if self.ablations and not self.epsilons:
             raise UserError("ablations: need at least one robust eps")
-        for name in ("epsilons", "budget", "pop_size", "tau", "inner_population", "inner_generations", "nominal",
-                     "suite_instances", "workers", "jobs", "ship_runs", "ablations"):
-            try:
-                SETTINGS[name].check(getattr(self, name))
-            except SettingError as exc:
-                raise UserError(str(exc)) from None
+        try:
+            check_settings({name: getattr(self, name) for name in (
+                "epsilons", "budget", "pop_size", "tau", "inner_population", "inner_generations", "nominal",
+                "suite_instances", "workers", "jobs", "ship_runs", "ablations")})
+        except SettingError as exc:
+            raise UserError(str(exc)) from None
         self.epsilons = tuple(float(e) for e in self.epsilons)
         for seed in self.seeds:
             try:

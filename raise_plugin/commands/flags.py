@@ -1,0 +1,74 @@
+"""The command line's flags, made from the tree of settings (``raise_plugin.settings``): each
+flag named after its setting, with its help text, shown default and unit, in a group named after
+its section; and the one-line error of a bad value, naming its flag."""
+from __future__ import annotations
+
+import argparse
+from typing import Any, Iterable
+
+from raise_plugin.errors import UserError
+from raise_plugin.settings import SECTIONS, SETTINGS, Setting, SettingError, check_settings, section_of
+
+__all__ = ["add_flags", "check_flags"]
+
+
+def check_flags(args, names: Iterable[str]) -> None:
+    """A command's parsed flags ``names`` against their settings: the first bad one is a
+    one-line ``UserError`` naming its flag."""
+    try:
+        check_settings({name: getattr(args, name) for name in names})
+    except SettingError as exc:
+        raise UserError(f"{SETTINGS[exc.name].flag}: {exc.reason}") from None
+
+
+def _parse_list(setting: Setting):
+    def parse(text: str):
+        items = [item.strip() for item in str(text).split(",") if item.strip()]
+        if setting.name == "epsilons":
+            try:
+                return tuple(float(item) for item in items)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+        return tuple(items)
+    return parse
+
+
+def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, unset: bool = False,
+              groups: dict | None = None, required: Iterable[str] = (), helps: dict | None = None,
+              shown: dict | None = None) -> None:
+    """Add the flags of settings ``names`` to ``parser`` in groups named after their sections, each
+    with its help text and shown default. ``defaults`` replaces a setting's default for this command
+    (``Setting.default`` otherwise); ``unset=True`` gives every flag the default ``None`` (a config
+    file fills the rest in), the help still showing the default. Switches are ``--x/--no-x``.
+    ``required`` names the flags this command cannot do without; ``helps`` says what a setting
+    means to this command where the tree's words are too general (``out``: a file or a folder), and
+    ``shown`` its default in words."""
+    defaults = defaults or {}
+    helps = helps or {}
+    required = set(required)
+    groups = {} if groups is None else groups
+    for name in names:
+        setting = SETTINGS[name]
+        section = SECTIONS[section_of(name)[-1]]
+        if section.name not in groups:
+            groups[section.name] = parser.add_argument_group(section.title)
+        group = groups[section.name]
+        value = defaults.get(name, setting.default)
+        shown_default = (setting.shown_default() if name not in defaults
+                         else Setting(name, value, setting.kind, "", unit=setting.unit).shown_default())
+        shown_here = (shown or {}).get(name, shown_default)
+        help_text = helps.get(name, setting.help) + ("" if name in required else f" (default {shown_here})")
+        options: dict[str, Any] = {"dest": name, "default": None if unset else value, "help": help_text}
+        if name in required:
+            options["required"] = True
+        if setting.kind == "bool":
+            options["action"] = argparse.BooleanOptionalAction
+        else:
+            options["type"] = {"int": int, "float": float, "str": str, "list": _parse_list(setting)}.get(
+                setting.kind, str)
+            if setting.choices:
+                options["choices"] = setting.choices
+            options["metavar"] = setting.metavar or (
+                "{" + ",".join(setting.choices) + "}" if setting.choices else
+                {"int": "N", "float": "X", "list": "A,B,..."}.get(setting.kind, name.upper()))
+        group.add_argument(setting.flag, **options)

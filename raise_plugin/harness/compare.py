@@ -125,7 +125,8 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
                        config.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common)
 
     by_name = {f"{v.key}-seed{s}": (v, s) for v, s in cells}
-    training = [TrainJob(f"{v.key}-seed{s}", f"{v.label}, seed {s}", _run_fields(config, v, s), str(out), token,
+    training = [TrainJob(f"{v.key}-seed{s}", f"{v.label}, seed {s}",
+                         config.run_fields(v.method, v.robust, v.epsilon, s, v.switches), str(out), token,
                          config.ship_runs, **common)
                 for v, s in cells if not run_finished(run_dirs[(v.key, s)])]
     trained = {job.name for job in training}
@@ -171,8 +172,3 @@ def _write_figures(task, variants: list[Variant], seed: int, run_dirs: dict, out
     plot_convergence(robust_runs, out / "convergence.png")
     plot_adversarial_distributions(robust_runs, out / "adversarial_distributions.png", task=task)
     return [out / "convergence.png", out / "adversarial_distributions.png"]
-
-
-def _run_fields(config: CompareConfig, variant: Variant, seed: int) -> tuple:
-    """The RunConfig fields of (variant, seed), but its run directory and evaluation executor."""
-    return config.run_fields(variant.method, variant.robust, variant.epsilon, seed, variant.switches)

@@ -43,6 +43,7 @@ def test_a_plain_run_says_nothing():
 def test_the_warning_comes_exactly_when_the_run_makes_no_refresh(tmp_path, capsys, budget, refreshes):
     out = tmp_path / "run"
     assert main(["run", "--task", "obp", "--budget", str(budget), "--pop-size", "4", "--tau", "5", "--nominal", "1",
+                 "--inner-population", "4", "--inner-generations", "1", "--no-validation-trace",
                  "--out", str(out), "--no-progress"]) == 0
     warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("raise-ahd: warning: ")]
     assert json.loads((out / "summary.json").read_text())["refreshes"] == refreshes

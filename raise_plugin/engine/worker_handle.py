@@ -44,16 +44,40 @@ class CallTimeout(TimeoutError):
     """A call ran past its deadline; the worker was killed."""
 
 
+def _group_runs(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs. A killed process whose parent has not
+    reaped it yet (a zombie: an orphan adopted by an init that reaps slowly, as in many
+    containers) still answers ``killpg(pgid, 0)`` but runs nothing, so on Linux it does not count."""
+    try:
+        os.killpg(pgid, 0)
+    except OSError:  # none left
+        return False
+    try:
+        entries = os.scandir("/proc")
+    except OSError:  # no /proc: any process of the group counts
+        return True
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(os.path.join(entry.path, "stat")) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):  # gone meanwhile
+                continue
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+    return False
+
+
 def _wait_for_group(pgid: int | None, seconds: float = 1.0) -> None:
-    """Wait (a little) until every process of group ``pgid`` is gone: killed processes take a
+    """Wait (a little) until no process of group ``pgid`` runs: killed processes take a
     moment to exit, and the next job should not share the machine with them."""
     if pgid is None or not hasattr(os, "killpg"):
         return
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except OSError:  # none left
+        if not _group_runs(pgid):
             return
         time.sleep(0.01)
 

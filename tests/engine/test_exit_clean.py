@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,27 @@ def test_the_tracker_is_stopped_within_its_bound_whoever_holds_its_pipe_and_the_
     assert 1.0 <= float(seconds) < 5.0  # it waited its bound for the tracker, then killed it
     assert not Path(f"/proc/{tracker}").exists()  # killed and reaped
     assert left == []  # the workers and the fork server too
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="zombies are told apart through /proc")
+def test_a_killed_group_whose_only_process_awaits_reaping_counts_as_gone_and_a_running_one_does_not():
+    # an orphan adopted by an init that reaps slowly stays a zombie for a while: it still answers
+    # killpg(pgid, 0) but runs nothing, and waiting a second for it after every worker kill cost
+    # whole seconds per run
+    from raise_plugin.engine import worker_handle
+
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.killpg(zombie.pid, 0)  # the group still answers
+        assert not worker_handle._group_runs(zombie.pid)
+        assert worker_handle._group_runs(running.pid)
+    finally:
+        running.kill()
+        running.wait()
+        zombie.wait()
+    assert not worker_handle._group_runs(running.pid)

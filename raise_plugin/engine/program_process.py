@@ -86,21 +86,40 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
                 task = get_task(task_ref)
                 evaluate = task.evaluate  # taken before the program's module code runs
                 verdict = compiler.ready(task, spec) if compiler is not None else None
-                priority = spec.resolve(task)
-            except ProgramError as exc:
-                send_answer(answers, PROGRAM, reason=one_line(str(exc)))
+            except BaseException as exc:  # noqa: BLE001 - said as the program's failure
+                _refuse(answers, exc)
                 continue
-            except BaseException as exc:  # noqa: BLE001 - a program's module code may raise anything
-                kind, reason = classify(exc)
-                send_answer(answers, MEMORY if kind == FailureKind.MEMORY else PROGRAM, reason=reason)
-                continue
-            send_answer(answers, DONE)
+            priority = _fresh(answers, task, spec)
+            if priority is not None:
+                send_answer(answers, DONE)
         elif message[0] == "host":  # a host Evaluation's own evaluate_program: its score, not judged
             _, evaluation, code, name = message
             _answer_host(answers, evaluation, code, name)
         else:  # ("instance", instance, limit)
             _, instance, limit = message
+            if priority is None:  # every instance meets a fresh module: what one decided leaves nothing for the next
+                priority = _fresh(answers, task, spec)
+                if priority is None:
+                    continue
             verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)
+            priority = None
+
+
+def _fresh(answers: int, task, spec):
+    """The program's function in a module of its own, just run; ``None`` once its failure is answered."""
+    try:
+        return spec.resolve(task)
+    except BaseException as exc:  # noqa: BLE001 - a program's module code may raise anything
+        _refuse(answers, exc)
+        return None
+
+
+def _refuse(answers: int, exc: BaseException) -> None:
+    if isinstance(exc, ProgramError):
+        send_answer(answers, PROGRAM, reason=one_line(str(exc)))
+        return
+    kind, reason = classify(exc)
+    send_answer(answers, MEMORY if kind == FailureKind.MEMORY else PROGRAM, reason=reason)
 
 
 def _answer_host(answers: int, evaluation, code: str, name: str) -> None:

@@ -187,3 +187,39 @@ def test_a_robust_runs_programs_find_no_key_held_by_its_llm_client(tmp_path, mon
     finally:
         method._recorder.close()
     assert KEY not in "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file())
+
+
+# an honest online program with a memory: best fit for its first 60 decisions (one small
+# instance), worst fit after
+REMEMBERS = """
+calls = 0
+
+
+def priority(item, bins):
+    global calls
+    calls += 1
+    gap = (bins - item).astype(float)
+    return -gap if calls <= 60 else gap
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_program_with_a_memory_scores_each_instance_as_alone_and_is_not_taken_for_a_look_ahead(
+        workers, task, small_instances):
+    """What a program remembers from one instance is gone at the next, in any job on any number
+    of workers: each instance meets a fresh module. It decides from the past only, so the
+    look-ahead check (on every job here) finds nothing."""
+    alone = []
+    for instance in small_instances:
+        namespace: dict = {}
+        exec(REMEMBERS, namespace)
+        alone.append(task.evaluate(namespace["priority"], instance))
+    carried: dict = {}
+    exec(REMEMBERS, carried)
+    in_one_module = [task.evaluate(carried["priority"], instance) for instance in small_instances]
+    assert in_one_module != alone  # its memory changes its decisions
+    limits = SandboxLimits(timeout=120.0, memory_mb=512, file_mb=1, output_mb=1, foresight=1.0)
+    with ProcessExecutor(workers, limits) as pool:
+        result = Engine("obp", pool, limits=limits).evaluate(REMEMBERS, small_instances)
+    assert result.valid, result.reason
+    assert list(result.metrics) == alone

@@ -40,7 +40,7 @@ def _run(args, out: Path, early_reject: str | None, jit: bool | None, cores: str
     cmd = [sys.executable, "-m", "raise_plugin.cli", "run", "--task", args.task, "--budget", str(args.budget),
            "--seed", str(args.seed), "--out", str(out), "--no-progress"]
     if early_reject is not None:
-        cmd += ["--early-reject", early_reject]
+        cmd += ["--early-reject" if early_reject == "on" else "--no-early-reject"]
     if jit is not None:
         cmd += ["--jit" if jit else "--no-jit"]
     if cores is not None:

@@ -8,6 +8,7 @@ import zlib
 
 import numpy as np
 
+from .jobs import checksum
 from .protocol import DONE, STOPPED, Malformed
 
 __all__ = ["looks_ahead", "same_inputs"]
@@ -20,8 +21,10 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     same on both, its decisions must be the same. Why not, or ``None``."""
     if not decided or judge.limits.foresight <= 0:
         return None
-    seed = zlib.crc32(repr((job.task, job.program.code, job.program.baseline, job.set_id, job.version,
-                            job.indices)).encode())
+    # drawn from what the job is (the program, the instances' contents), not from the set's random id:
+    # the same program on the same instances is checked the same way in every run
+    seed = zlib.crc32(repr((job.task, job.program.code, job.program.baseline, job.indices,
+                            [checksum(instances[i]) for i in job.indices])).encode())
     rng = np.random.default_rng(seed)
     if rng.random() >= judge.limits.foresight:
         return None
@@ -33,20 +36,32 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     same = same_inputs(task, instance, probe, decisions)
     if same == 0:
         return None
-    process = judge.processes.start()
+    try:
+        process = judge.processes.start()
+    except OSError:  # no process to check in (the machine's limit): no verdict, the run itself was valid
+        return None
     try:
         process.send(("program", job.task, job.program, False), deadline)
         record = process.receive(deadline, 0)
-        if record is None or record.status != DONE:
-            return None
-        process.send(("instance", probe, same), deadline)  # it need decide no further
-        record = process.receive(deadline, judge.bound(task, probe))
-    except (TimeoutError, Malformed, OSError):
-        return None  # no verdict: the run itself was valid
+        if record is not None and record.status == DONE:
+            process.send(("instance", probe, same), deadline)  # it need decide no further
+            record = process.receive(deadline, judge.bound(task, probe))
+        if record is None:
+            return _otherwise(process.died())
+    except TimeoutError:
+        return _otherwise(f"it did not answer within {job.timeout:g} s")
+    except Malformed as exc:
+        return _otherwise(f"it sent a malformed answer ({exc})")
+    except OSError as exc:  # a broken pipe: the process is gone
+        return _otherwise(f"{process.died()} ({exc.strerror or exc})")
     finally:
         process.close()
-    if record is None or record.status not in (DONE, STOPPED) or record.decisions.size < same:
-        return None
+    # the copy's first `same` decisions have the arguments of the job's: a program that decides from
+    # the past alone answers them as it did, so failing, leaving or answering fewer is its own doing
+    if record.status not in (DONE, STOPPED):
+        return _otherwise(record.reason or "it failed")
+    if record.decisions.size < same:
+        return _otherwise(f"it answered {record.decisions.size} of the {same} decisions asked")
     differ = np.flatnonzero(record.decisions[:same] != decisions[:same])
     if differ.size == 0:
         return None
@@ -55,6 +70,10 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
         return None
     return (f"the program looks ahead: its decision {int(differ[0])} changed when only the part of the "
             f"instance still to come changed (checked on instance {index})")
+
+
+def _otherwise(what: str) -> str:
+    return f"the program behaved otherwise when checked for look-ahead: {what}"
 
 
 class _Diverged(Exception):

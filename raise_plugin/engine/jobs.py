@@ -19,7 +19,7 @@ from .results import EvalResult, FailureKind
 from .role import current_judge
 
 __all__ = ["ProgramSpec", "InstanceSet", "Job", "SourcePriority", "execute_job", "freeze_instances",
-           "tampered_instances"]
+           "tampered_instances", "checksum"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,8 @@ def _arrays(obj) -> list[np.ndarray]:
     return []
 
 
-def _checksum(instance) -> int:
+def checksum(instance) -> int:
+    """A CRC-32 of an instance's numeric arrays."""
     crc = 0
     for a in _arrays(instance):
         if a.dtype.hasobject:
@@ -164,11 +165,11 @@ def freeze_instances(instances: list) -> list[int]:
     for inst in instances:
         for a in _arrays(inst):
             a.setflags(write=False)
-    return [_checksum(inst) for inst in instances]
+    return [checksum(inst) for inst in instances]
 
 
 def tampered_instances(instances: list, checksums: list[int], indices) -> list[int]:
-    return [i for i in indices if _checksum(instances[i]) != checksums[i]]
+    return [i for i in indices if checksum(instances[i]) != checksums[i]]
 
 
 def execute_job(job: Job, instances: list, checksums: list[int] | None = None, compiler=None) -> EvalResult:
@@ -213,6 +214,8 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
                                             "did not: evaluated in Python")
             if value is None:
                 began = time.perf_counter()
+                if k > 0:  # every instance meets a fresh module, as in the judge's program processes
+                    priority = job.program.resolve(task)
                 value = _metric(evaluate, priority, instances[index])
                 if compiler is not None and verdict is None:  # compiled once Python has taken long enough
                     verdict = compiler.ready(task, job.program, time.perf_counter() - began)

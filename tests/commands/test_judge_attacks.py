@@ -382,11 +382,15 @@ def test_reasons_are_safe_to_print(tmp_path, best_fit_metrics):
     assert_clean(run)
 
 
-@pytest.mark.xfail(strict=True, reason="a one-item look-ahead changes a decision only now and then; one check "
-                   "replaces the future after one random point and compares the decisions before it, so it "
-                   "catches such a program only when that point falls just after a decision it changed "
-                   "(docs/engine.md, what the judge does not catch)")
 def test_looking_at_the_future_is_caught_or_finds_nothing(tmp_path, best_fit_metrics):
+    """A one-item look-ahead, on the nominal suite: each instance is a job here, each checked once,
+    and the checks' draws follow from the program and the instances, so the outcome is the same in
+    every run. It holds here because the check of instance 3 falls just after a decision the
+    look-ahead changed (the program is caught, invalid from there on) and on instances 0 to 2 its
+    decisions earn best fit's waste. It is not a guarantee: a one-item look-ahead changes a
+    decision only now and then, and one check compares the decisions before one point, so on other
+    instances such a program may go uncaught (docs/engine.md, what the judge does not protect
+    against)."""
     run = evaluate(tmp_path, [("future_lookahead", attack("future_lookahead")),
                               ("future_lookahead_disabled", attack("future_lookahead_disabled")),
                               (AFTER, BEST_FIT)])
@@ -407,6 +411,18 @@ def test_planning_with_the_far_future_is_caught(tmp_path, best_fit_metrics):
     caught = [r is None for r in run.results("future_planner")]
     assert sum(caught) >= 3, run.results("future_planner")
     assert "looks ahead" in run.out + run.err
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_leaving_when_checked_for_look_ahead_is_caught(tmp_path, best_fit_metrics):
+    """A program that ends its process in the look-ahead check's copy (it finds the decision
+    limit only the copy carries) leaves the check unanswered; an unanswered check is the
+    program's failure, not a pass: it is invalid on every instance, and best fit after it scores
+    as alone."""
+    run = evaluate(tmp_path, [("future_lookahead_evasive", attack("future_lookahead_evasive")), (AFTER, BEST_FIT)])
+    assert run.results("future_lookahead_evasive") == [None] * 5, run.out[-3000:]
+    assert "checked for look-ahead" in run.out + run.err
     assert_unchanged(run, best_fit_metrics)
     assert_clean(run)
 

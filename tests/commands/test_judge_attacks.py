@@ -420,7 +420,8 @@ def test_leaving_when_checked_for_look_ahead_is_caught(tmp_path, best_fit_metric
     limit only the copy carries) leaves the check unanswered; an unanswered check is the
     program's failure, not a pass: it is invalid on every instance, and best fit after it scores
     as alone."""
-    run = evaluate(tmp_path, [("future_lookahead_evasive", attack("future_lookahead_evasive")), (AFTER, BEST_FIT)])
+    evasive = attack("future_lookahead") + "\n" + attack("leave_when_checked")
+    run = evaluate(tmp_path, [("future_lookahead_evasive", evasive), (AFTER, BEST_FIT)])
     assert run.results("future_lookahead_evasive") == [None] * 5, run.out[-3000:]
     assert "checked for look-ahead" in run.out + run.err
     assert_unchanged(run, best_fit_metrics)

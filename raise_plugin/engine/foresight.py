@@ -1,24 +1,26 @@
 """The look-ahead check: a program's decisions on an instance may not depend on the part of it
-still to come. The program runs again, in a fresh process, on a copy whose part after a random
-point is replaced; up to the last decision whose arguments are the same on both, its decisions
-must be the same."""
+still to come. The program runs again, in a fresh process, on a copy whose part still to come is
+replaced: after one random point (``Task.future_replaced``), or, where the task stages it
+(``Task.future_stages``), after each of many stage ends, the true part up to the next end being
+revealed only once the decisions before it are answered. Up to the last decision whose
+arguments are the same on both, its decisions must be the same."""
 from __future__ import annotations
 
+import copy
 import zlib
 
 import numpy as np
 
 from .jobs import checksum
-from .protocol import DONE, STOPPED, Malformed
+from .protocol import DONE, STAGE, STOPPED, Malformed
+from .stages import apply_patch
 
 __all__ = ["looks_ahead", "same_inputs"]
 
 
 def looks_ahead(judge, task, job, instances: list, decided: list, deadline: float | None) -> str | None:
-    """With probability ``judge.limits.foresight``, one instance of the job checked for look-ahead:
-    the program runs again, in a fresh process that never saw the instance, on a copy whose
-    part after a random point is replaced; up to the last decision whose arguments are the
-    same on both, its decisions must be the same. Why not, or ``None``."""
+    """With probability ``judge.limits.foresight``, one instance of the job checked for look-ahead
+    (see the module). Why the program fails the check, or ``None``."""
     if not decided or judge.limits.foresight <= 0:
         return None
     # drawn from what the job is (the program, the instances' contents), not from the set's random id:
@@ -30,10 +32,11 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
         return None
     index, decisions = decided[int(rng.integers(len(decided)))]
     instance = instances[index]
-    probe = task.future_replaced(instance, rng)
-    if probe is None:
+    staged = _staging(task, instance, rng)
+    if staged is None:
         return None
-    same = same_inputs(task, instance, probe, decisions)
+    start, stages = staged
+    same = same_inputs(task, instance, start, decisions, stages=stages)
     if same == 0:
         return None
     try:
@@ -41,35 +44,71 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     except OSError:  # no process to check in (the machine's limit): no verdict, the run itself was valid
         return None
     try:
+        differ, why = _copy_decides(judge, task, job, process, start, stages, same, decisions, deadline)
+    finally:
+        process.close()
+    if why is not None:
+        return _otherwise(why)
+    if differ is None:
+        return None
+    # the quick digests may have missed a difference of the arguments: count exactly before judging
+    if differ >= same_inputs(task, instance, start, decisions[: differ + 1], exact=True, stages=stages):
+        return None
+    return (f"the program looks ahead: its decision {differ} changed when only the part of the "
+            f"instance still to come changed (checked on instance {index})")
+
+
+def _staging(task, instance, rng):
+    """``(start, stages)`` of the check on ``instance``: the task's stages, or one cut and none."""
+    staged = getattr(task, "future_stages", None)
+    staged = staged(instance, rng) if callable(staged) else None
+    if staged is not None:
+        return staged
+    probe = task.future_replaced(instance, rng)
+    return None if probe is None else (probe, [])
+
+
+def _copy_decides(judge, task, job, process, start, stages, same: int, decisions, deadline):
+    """Run the copy: ``(the first decision that differs from ``decisions`` among the first
+    ``same``, or None; why the copy failed, or None)``. The copy's first ``same`` decisions have
+    the arguments of the job's: a program that decides from the past alone answers them as it
+    did, so failing, leaving, stopping or answering short is its own doing."""
+    ends = [end for end, _ in stages if end < same]
+    bound = judge.bound(task, start)
+    try:
         process.send(("program", job.task, job.program, False), deadline)
         record = process.receive(deadline, 0)
         if record is not None and record.status == DONE:
-            process.send(("instance", probe, same), deadline)  # it need decide no further
-            record = process.receive(deadline, judge.bound(task, probe))
+            process.send(("staged", start, ends, same), deadline)  # it need decide no further than `same`
+            answered = 0
+            for (end, patch) in stages[:len(ends)]:
+                record = process.receive(deadline, bound)
+                if record is None or record.status != STAGE:
+                    break
+                got = record.decisions
+                if answered + got.size != end:
+                    return None, f"it answered a stage's end at decision {answered + got.size}, not {end}"
+                changed = np.flatnonzero(got != decisions[answered:end])
+                if changed.size:
+                    return answered + int(changed[0]), None
+                answered = end
+                process.send(("reveal", patch), deadline)
+            else:
+                record = process.receive(deadline, bound)
         if record is None:
-            return _otherwise(process.died())
+            return None, process.died()
     except TimeoutError:
-        return _otherwise(f"it did not answer within {job.timeout:g} s")
+        return None, f"it did not answer within {job.timeout:g} s"
     except Malformed as exc:
-        return _otherwise(f"it sent a malformed answer ({exc})")
+        return None, f"it sent a malformed answer ({exc})"
     except OSError as exc:  # a broken pipe: the process is gone
-        return _otherwise(f"{process.died()} ({exc.strerror or exc})")
-    finally:
-        process.close()
-    # the copy's first `same` decisions have the arguments of the job's: a program that decides from
-    # the past alone answers them as it did, so failing, leaving or answering fewer is its own doing
+        return None, f"{process.died()} ({exc.strerror or exc})"
     if record.status not in (DONE, STOPPED):
-        return _otherwise(record.reason or "it failed")
+        return None, record.reason or "it answered a stage's end where there was none"
     if record.decisions.size < same:
-        return _otherwise(f"it answered {record.decisions.size} of the {same} decisions asked")
-    differ = np.flatnonzero(record.decisions[:same] != decisions[:same])
-    if differ.size == 0:
-        return None
-    # the quick digests may have missed a difference of the arguments: count exactly before judging
-    if int(differ[0]) >= same_inputs(task, instance, probe, decisions[: int(differ[0]) + 1], exact=True):
-        return None
-    return (f"the program looks ahead: its decision {int(differ[0])} changed when only the part of the "
-            f"instance still to come changed (checked on instance {index})")
+        return None, f"it answered {record.decisions.size} of the {same} decisions asked"
+    changed = np.flatnonzero(record.decisions[:same] != decisions[:same])
+    return (int(changed[0]) if changed.size else None), None
 
 
 def _otherwise(what: str) -> str:
@@ -86,10 +125,19 @@ class _Inputs:
     the digest is a CRC-32 of the arguments' bytes; otherwise a quick one (the first argument's
     CRC-32, the second's shape and sum), which may miss a difference, never invent one."""
 
-    def __init__(self, decisions: np.ndarray, reference: list | None = None, exact: bool = False):
+    def __init__(self, decisions: np.ndarray, reference: list | None = None, exact: bool = False, stages=(),
+                 instance=None):
         self.decisions, self.reference, self.exact, self.digests = decisions.tolist(), reference, exact, []
+        self.stages, self.instance = list(stages), instance  # the instance the stages reveal into
 
     def __call__(self, first, second):
+        scores = self._decide(first, second)
+        made = len(self.digests)
+        while self.stages and self.stages[0][0] == made:  # the copy's next part, as its process gets it
+            apply_patch(self.instance, self.stages.pop(0)[1])
+        return scores
+
+    def _decide(self, first, second):
         k = len(self.digests)
         if k >= len(self.decisions):
             raise _Diverged
@@ -107,10 +155,12 @@ class _Inputs:
         return scores
 
 
-def same_inputs(task, instance, probe, decisions: np.ndarray, exact: bool = False) -> int:
-    """How many of ``decisions`` are given the same arguments on ``probe`` as on ``instance``
-    (``exact``: for sure; otherwise at least that many may be, a bound the exact count checks)."""
-    on_probe = _Inputs(decisions, exact=exact)
+def same_inputs(task, instance, probe, decisions: np.ndarray, exact: bool = False, stages=()) -> int:
+    """How many of ``decisions`` are given the same arguments on ``probe`` (revealed in
+    ``stages``, as the check's copy is) as on ``instance`` (``exact``: for sure; otherwise at
+    least that many may be, a bound the exact count checks)."""
+    probe = copy.deepcopy(probe) if stages else probe  # the stages write into it
+    on_probe = _Inputs(decisions, exact=exact, stages=stages, instance=probe)
     try:
         task.evaluate(on_probe, probe)
     except Exception:  # noqa: BLE001 - out of decisions, or one that is no candidate there

@@ -29,6 +29,7 @@ from .results import FailureKind
 from .role import set_judge
 from .seccomp import install
 from .sinks import sinks
+from .stages import StagedPriority
 
 __all__ = ["program_main", "confine_program", "SEED"]
 
@@ -95,13 +96,17 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
         elif message[0] == "host":  # a host Evaluation's own evaluate_program: its score, not judged
             _, evaluation, code, name = message
             _answer_host(answers, evaluation, code, name)
-        else:  # ("instance", instance, limit)
-            _, instance, limit = message
+        else:  # ("instance", instance, limit) or a staged look-ahead check's ("staged", copy, ends, limit)
+            instance, limit = message[1], message[-1]
             if priority is None:  # every instance meets a fresh module: what one decided leaves nothing for the next
                 priority = _fresh(answers, task, spec)
                 if priority is None:
                     continue
-            verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)
+            if message[0] == "staged":
+                staged = StagedPriority(priority, instance, message[2], requests, answers)
+                _run_instance(answers, task, spec, evaluate, staged, instance, limit, None, None)
+            else:
+                verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)
             priority = None
 
 

@@ -17,7 +17,7 @@ from tasks.common.errors import printable
 
 from .results import FailureKind
 
-__all__ = ["DONE", "STOPPED", "HEURISTIC", "PROGRAM", "MEMORY", "ERROR", "KINDS", "Record", "Malformed",
+__all__ = ["DONE", "STOPPED", "HEURISTIC", "PROGRAM", "MEMORY", "ERROR", "STAGE", "KINDS", "Record", "Malformed",
            "send_answer", "receive_request", "send_request", "receive_answer"]
 
 # One answer of a program's process: status, compiled (0 no, 1 yes, 2 not asked), the number of
@@ -26,6 +26,7 @@ __all__ = ["DONE", "STOPPED", "HEURISTIC", "PROGRAM", "MEMORY", "ERROR", "KINDS"
 # and the two texts (UTF-8).
 _HEADER = struct.Struct("<BBxxIHHdd")
 DONE, STOPPED, HEURISTIC, PROGRAM, MEMORY, ERROR = range(6)
+STAGE = 6  # a staged look-ahead check's copy reached a stage's end: its decisions since the last
 KINDS = {HEURISTIC: FailureKind.HEURISTIC, PROGRAM: FailureKind.PROGRAM, MEMORY: FailureKind.MEMORY,
          ERROR: FailureKind.ERROR}
 _TEXT_BYTES = 2000       # what one text of an answer may hold
@@ -108,7 +109,7 @@ def receive_answer(fd: int, deadline: float | None, bound: int) -> Record | None
     if head is None:
         return None
     status, flag, count, why, said, seconds, metric = _HEADER.unpack(head)
-    if status > ERROR or flag > 2 or count > bound or why > _TEXT_BYTES or said > _TEXT_BYTES:
+    if status > STAGE or flag > 2 or count > bound or why > _TEXT_BYTES or said > _TEXT_BYTES:
         raise Malformed(f"status {status}, {count} decisions, texts of {why} and {said} bytes")
     body = _read_exact(fd, 8 * count + why + said, deadline)
     if body is None:

@@ -201,6 +201,17 @@ class Task(ABC):
         decides as it did on ``instance``); ``None`` where the task offers no such check."""
         return None
 
+    def future_stages(self, instance: Instance, rng: np.random.Generator):
+        """The judge's staged look-ahead check, where the task offers one (else ``None``, and the
+        check replaces the future after one point, ``future_replaced``): ``(start, stages)``,
+        ``start`` a copy of ``instance`` whose part after the first stage's end is replaced, and
+        ``stages`` a list of ``(decisions, patch)`` in increasing order: once ``decisions``
+        decisions are made (and before the simulator reads what the next one needs), ``patch``,
+        ``{key: (first, values)}``, writes ``values`` into ``start[key][first:]``, revealing the
+        part of ``instance`` up to the next stage's end. The simulator must read those arrays
+        as it goes, from the instance's own arrays."""
+        return None
+
     def instance_work(self, instance: Instance) -> float:
         """How much work evaluating a heuristic on ``instance`` takes, in the task's own unit
         (heuristic calls times candidates per call); only ratios between instances matter."""

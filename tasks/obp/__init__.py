@@ -91,6 +91,23 @@ class OBPTask(Task):
         items[cut:] = rng.choice(items[cut:], size=items.size - cut)
         return {**instance, "items": items}
 
+    def future_stages(self, instance: dict, rng):
+        """The items in stages: one decision per item, so after ``e`` decisions item ``e`` is the
+        next one read. ``max(64, n / 16)`` stage ends at random items (at most ``n - 1``); the
+        items after the first end start as draws from the instance's items, and each stage
+        reveals the true items up to the next end, so the decision just before each end is made
+        with the next item unknown."""
+        items = np.array(instance["items"])
+        n = items.size
+        if n < 2:
+            return None
+        ends = np.sort(rng.choice(np.arange(1, n), size=min(n - 1, max(64, n // 16)), replace=False))
+        start = items.copy()
+        start[ends[0]:] = rng.choice(items, size=n - int(ends[0]))
+        bounds = [*ends[1:].tolist(), n]
+        stages = [(int(e), {"items": (int(e), items[e:b].copy())}) for e, b in zip(ends.tolist(), bounds)]
+        return {**instance, "items": start}, stages
+
     def make_instance(self, values, rng, capacity: int = _inst.NOMINAL_CAPACITY, **_):
         return _inst.make_instance(values, capacity)
 

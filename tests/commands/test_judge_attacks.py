@@ -383,14 +383,11 @@ def test_reasons_are_safe_to_print(tmp_path, best_fit_metrics):
 
 
 def test_looking_at_the_future_is_caught_or_finds_nothing(tmp_path, best_fit_metrics):
-    """A one-item look-ahead, on the nominal suite: each instance is a job here, each checked once,
-    and the checks' draws follow from the program and the instances, so the outcome is the same in
-    every run. It holds here because the check of instance 3 falls just after a decision the
-    look-ahead changed (the program is caught, invalid from there on) and on instances 0 to 2 its
-    decisions earn best fit's waste. It is not a guarantee: a one-item look-ahead changes a
-    decision only now and then, and one check compares the decisions before one point, so on other
-    instances such a program may go uncaught (docs/engine.md, what the judge does not protect
-    against)."""
+    """A one-item look-ahead changes a decision only now and then. OBP's check reveals the
+    instance in stages (about n / 16 stage ends, each revealing the items up to the next only once
+    the decisions before it are answered), so every decision just before a stage's end is made
+    with the next item unknown: the program is caught on the first instance (checked alone, on
+    four of the five), invalid from there on, and best fit after it scores as alone."""
     run = evaluate(tmp_path, [("future_lookahead", attack("future_lookahead")),
                               ("future_lookahead_disabled", attack("future_lookahead_disabled")),
                               (AFTER, BEST_FIT)])

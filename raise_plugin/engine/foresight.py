@@ -35,7 +35,8 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     staged = _staging(task, instance, rng)
     if staged is None:
         return None
-    start, stages = staged
+    start, stages, horizon = staged
+    decisions = decisions[:horizon]  # none beyond can have the instance's arguments
     same = same_inputs(task, instance, start, decisions, stages=stages)
     if same == 0:
         return None
@@ -59,13 +60,14 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
 
 
 def _staging(task, instance, rng):
-    """``(start, stages)`` of the check on ``instance``: the task's stages, or one cut and none."""
+    """``(start, stages, horizon)`` of the check on ``instance``: the task's stages, or one cut,
+    no stage and no horizon."""
     staged = getattr(task, "future_stages", None)
     staged = staged(instance, rng) if callable(staged) else None
     if staged is not None:
         return staged
     probe = task.future_replaced(instance, rng)
-    return None if probe is None else (probe, [])
+    return None if probe is None else (probe, [], None)
 
 
 def _copy_decides(judge, task, job, process, start, stages, same: int, decisions, deadline):

@@ -203,13 +203,15 @@ class Task(ABC):
 
     def future_stages(self, instance: Instance, rng: np.random.Generator):
         """The judge's staged look-ahead check, where the task offers one (else ``None``, and the
-        check replaces the future after one point, ``future_replaced``): ``(start, stages)``,
-        ``start`` a copy of ``instance`` whose part after the first stage's end is replaced, and
-        ``stages`` a list of ``(decisions, patch)`` in increasing order: once ``decisions``
-        decisions are made (and before the simulator reads what the next one needs), ``patch``,
-        ``{key: (first, values)}``, writes ``values`` into ``start[key][first:]``, revealing the
-        part of ``instance`` up to the next stage's end. The simulator must read those arrays
-        as it goes, from the instance's own arrays."""
+        check replaces the future after one point, ``future_replaced``): ``(start, stages,
+        horizon)``, ``start`` a copy of ``instance`` whose part after the first stage's end is
+        replaced, ``stages`` a list of ``(decisions, patch)`` in increasing order: once
+        ``decisions`` decisions are made (and before the simulator reads what the next one
+        needs), ``patch``, ``{key: (first, values)}``, writes ``values`` into
+        ``start[key][first:]``, revealing the part of ``instance`` up to the next stage's end;
+        and ``horizon``, the most decisions the copy can share with ``instance`` (the check
+        stops there). The simulator must read those arrays as it goes, from the instance's own
+        arrays."""
         return None
 
     def instance_work(self, instance: Instance) -> float:

@@ -92,21 +92,24 @@ class OBPTask(Task):
         return {**instance, "items": items}
 
     def future_stages(self, instance: dict, rng):
-        """The items in stages: one decision per item, so after ``e`` decisions item ``e`` is the
-        next one read. ``max(64, n / 16)`` stage ends at random items (at most ``n - 1``); the
-        items after the first end start as draws from the instance's items, and each stage
-        reveals the true items up to the next end, so the decision just before each end is made
-        with the next item unknown."""
+        """The items in stages, up to a random item (the horizon): one decision per item, so after
+        ``e`` decisions item ``e`` is the next one read. ``max(16, horizon / 16)`` stage ends at
+        random items before the horizon (at most ``horizon - 1``); the items after the first end
+        start as draws from the instance's items, and each stage reveals the true items up to the
+        next end (the last, up to the horizon), so the decision just before each end, and the one
+        before the horizon, is made with the next item unknown."""
         items = np.array(instance["items"])
         n = items.size
         if n < 2:
             return None
-        ends = np.sort(rng.choice(np.arange(1, n), size=min(n - 1, max(64, n // 16)), replace=False))
+        horizon = int(rng.integers(2, n + 1))
+        size = min(horizon - 1, max(16, horizon // 16))
+        ends = np.sort(rng.choice(np.arange(1, horizon), size=size, replace=False))
         start = items.copy()
         start[ends[0]:] = rng.choice(items, size=n - int(ends[0]))
-        bounds = [*ends[1:].tolist(), n]
+        bounds = [*ends[1:].tolist(), horizon]
         stages = [(int(e), {"items": (int(e), items[e:b].copy())}) for e, b in zip(ends.tolist(), bounds)]
-        return {**instance, "items": start}, stages
+        return {**instance, "items": start}, stages, horizon
 
     def make_instance(self, values, rng, capacity: int = _inst.NOMINAL_CAPACITY, **_):
         return _inst.make_instance(values, capacity)

@@ -384,10 +384,11 @@ def test_reasons_are_safe_to_print(tmp_path, best_fit_metrics):
 
 def test_looking_at_the_future_is_caught_or_finds_nothing(tmp_path, best_fit_metrics):
     """A one-item look-ahead changes a decision only now and then. OBP's check reveals the
-    instance in stages (about n / 16 stage ends, each revealing the items up to the next only once
-    the decisions before it are answered), so every decision just before a stage's end is made
-    with the next item unknown: the program is caught on the first instance (checked alone, on
-    four of the five), invalid from there on, and best fit after it scores as alone."""
+    instance in stages up to a random horizon (horizon / 16 stage ends, each revealing the items up
+    to the next only once the decisions before it are answered), so every decision just before a
+    stage's end is made with the next item unknown: the program is caught on the first instance
+    (checked alone, on three of the five), invalid from there on, and best fit after it scores as
+    alone."""
     run = evaluate(tmp_path, [("future_lookahead", attack("future_lookahead")),
                               ("future_lookahead_disabled", attack("future_lookahead_disabled")),
                               (AFTER, BEST_FIT)])

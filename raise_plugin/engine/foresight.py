@@ -11,7 +11,6 @@ import zlib
 
 import numpy as np
 
-from .jobs import checksum
 from .protocol import DONE, STAGE, STOPPED, Malformed
 from .stages import apply_patch
 
@@ -23,11 +22,9 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     (see the module). Why the program fails the check, or ``None``."""
     if not decided or judge.limits.foresight <= 0:
         return None
-    # drawn from what the job is (the program, the instances' contents), not from the set's random id:
-    # the same program on the same instances is checked the same way in every run
-    seed = zlib.crc32(repr((job.task, job.program.code, job.program.baseline, job.indices,
-                            [checksum(instances[i]) for i in job.indices])).encode())
-    rng = np.random.default_rng(seed)
+    # drawn from the operating system's entropy here, in the worker, when the job is done: nothing
+    # the program could read or compute tells it which job is checked, or where
+    rng = np.random.default_rng()
     if rng.random() >= judge.limits.foresight:
         return None
     index, decisions = decided[int(rng.integers(len(decided)))]

@@ -19,7 +19,7 @@ from .results import EvalResult, FailureKind
 from .role import current_judge
 
 __all__ = ["ProgramSpec", "InstanceSet", "Job", "SourcePriority", "execute_job", "freeze_instances",
-           "tampered_instances", "checksum"]
+           "tampered_instances"]
 
 
 @dataclass(frozen=True)
@@ -150,8 +150,7 @@ def _arrays(obj) -> list[np.ndarray]:
     return []
 
 
-def checksum(instance) -> int:
-    """A CRC-32 of an instance's numeric arrays."""
+def _checksum(instance) -> int:
     crc = 0
     for a in _arrays(instance):
         if a.dtype.hasobject:
@@ -165,11 +164,11 @@ def freeze_instances(instances: list) -> list[int]:
     for inst in instances:
         for a in _arrays(inst):
             a.setflags(write=False)
-    return [checksum(inst) for inst in instances]
+    return [_checksum(inst) for inst in instances]
 
 
 def tampered_instances(instances: list, checksums: list[int], indices) -> list[int]:
-    return [i for i in indices if checksum(instances[i]) != checksums[i]]
+    return [i for i in indices if _checksum(instances[i]) != checksums[i]]
 
 
 def execute_job(job: Job, instances: list, checksums: list[int] | None = None, compiler=None) -> EvalResult:

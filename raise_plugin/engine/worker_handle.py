@@ -56,6 +56,7 @@ def _group_runs(pgid: int) -> bool:
         entries = os.scandir("/proc")
     except OSError:  # no /proc: any process of the group counts
         return True
+    group = str(pgid)
     with entries:
         for entry in entries:
             if not entry.name.isdigit():
@@ -65,7 +66,7 @@ def _group_runs(pgid: int) -> bool:
                     fields = f.read().rsplit(")", 1)[1].split()
             except (OSError, IndexError):  # gone meanwhile
                 continue
-            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            if len(fields) > 2 and fields[2] == group and fields[0] not in ("Z", "X"):
                 return True
     return False
 

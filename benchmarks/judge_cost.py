@@ -1,10 +1,11 @@
 """What the judge costs, per decision and per evaluation, against the same program run in-process.
 
 For each task, its first baseline on the nominal set: in this process with no sandbox (the
-reference, measured in the same run), then through the engine on one worker, where the program
-runs in a program process of its own and the worker replays its decisions, with the look-ahead
-check off (``foresight=0``) and on (``foresight=1``, the default: one instance of every job run
-again, up to its random point, in a fresh process). Warm medians over ``--repeats`` evaluations.
+reference, measured in the same run), then through the engine on one worker, where the program runs
+in a program process of its own and the worker replays its decisions, with the look-ahead check off
+(``foresight=0``) and on (``foresight=1``: one instance of every job run again, in stages, in a
+fresh process; runs check a quarter of their jobs, ``raise-ahd evaluate`` every one). Warm medians
+over ``--repeats`` evaluations.
 
     python benchmarks/judge_cost.py [--repeats 15] [--tasks obp,ojsp,ovrp] [--json FILE]
 """

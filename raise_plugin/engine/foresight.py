@@ -2,8 +2,9 @@
 still to come. The program runs again, in a fresh process, on a copy whose part still to come is
 replaced: after one random point (``Task.future_replaced``), or, where the task stages it
 (``Task.future_stages``), after each of many stage ends, the true part up to the next end being
-revealed only once the decisions before it are answered. Up to the last decision whose
-arguments are the same on both, its decisions must be the same."""
+revealed only once the decisions before it are answered (in the copy's run in progress, or by
+starting it again, ``stages``). Up to the last decision whose arguments are the same on both,
+its decisions must be the same."""
 from __future__ import annotations
 
 import copy
@@ -29,12 +30,15 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
         return None
     index, decisions = decided[int(rng.integers(len(decided)))]
     instance = instances[index]
-    staged = _staging(task, instance, rng)
+    staged = _staging(task, instance, rng, decisions)
     if staged is None:
         return None
     start, stages, horizon = staged
     decisions = decisions[:horizon]  # none beyond can have the instance's arguments
-    same = same_inputs(task, instance, start, decisions, stages=stages)
+    restarts = bool(stages) and not getattr(task, "stages_in_place", False)
+    # a copy revealed by restarts shares every argument by its construction: it is counted exactly
+    # below where a decision differs; one revealed in place is counted here, quickly, first
+    same = len(decisions) if restarts else same_inputs(task, instance, start, decisions, stages=stages)
     if same == 0:
         return None
     try:
@@ -50,17 +54,20 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     if differ is None:
         return None
     # the quick digests may have missed a difference of the arguments: count exactly before judging
-    if differ >= same_inputs(task, instance, start, decisions[: differ + 1], exact=True, stages=stages):
+    if restarts:
+        if not _same_when_restarted(task, instance, start, stages, decisions, differ):
+            return None
+    elif differ >= same_inputs(task, instance, start, decisions[: differ + 1], exact=True, stages=stages):
         return None
     return (f"the program looks ahead: its decision {differ} changed when only the part of the "
             f"instance still to come changed (checked on instance {index})")
 
 
-def _staging(task, instance, rng):
-    """``(start, stages, horizon)`` of the check on ``instance``: the task's stages, or one cut,
-    no stage and no horizon."""
+def _staging(task, instance, rng, decisions):
+    """``(start, stages, horizon)`` of the check on ``instance`` (``decisions``, the program's
+    there): the task's stages, or one cut, no stage and no horizon."""
     staged = getattr(task, "future_stages", None)
-    staged = staged(instance, rng) if callable(staged) else None
+    staged = staged(instance, rng, decisions) if callable(staged) else None
     if staged is not None:
         return staged
     probe = task.future_replaced(instance, rng)
@@ -152,6 +159,33 @@ class _Inputs:
         scores = np.zeros(second.shape[0], dtype=np.int8)
         scores[choice] = 1
         return scores
+
+
+def _same_when_restarted(task, instance, start, stages, decisions: np.ndarray, differ: int) -> bool:
+    """Whether every decision up to ``differ`` has, on the copy (``start`` revealed in ``stages``,
+    each reveal starting its run again), exactly the arguments it has on ``instance``: in each of
+    the copy's states, every decision up to the last one it was asked there (or ``differ``)."""
+    original = _Inputs(decisions[: differ + 1], exact=True)
+    try:
+        task.evaluate(original, instance)
+    except Exception:  # noqa: BLE001 - out of decisions
+        pass
+    probe = copy.deepcopy(start)  # the stages write into it
+    lasts = [end for end, _ in stages] + [len(decisions)]
+    for state, last in enumerate(lasts):
+        if state:
+            apply_patch(probe, stages[state - 1][1])
+        upto = min(last, differ + 1)
+        replayed = _Inputs(decisions[:upto], original.digests, exact=True)
+        try:
+            task.evaluate(replayed, probe)
+        except Exception:  # noqa: BLE001 - out of decisions, or the first argument that differs
+            pass
+        if len(replayed.digests) < upto:
+            return False
+        if upto == differ + 1:
+            return True
+    return False
 
 
 def same_inputs(task, instance, probe, decisions: np.ndarray, exact: bool = False, stages=()) -> int:

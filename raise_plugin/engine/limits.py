@@ -72,8 +72,9 @@ class SandboxLimits:
     compiled there (about what a compile and its probes cost, so a program met briefly, as
     most candidates are once early rejection stops them, is never compiled); ``0`` compiles
     every program at its first evaluation. ``foresight``: the probability that a job has one of
-    its instances checked for look-ahead (``judge``: the program runs again, in a fresh process,
-    on a copy whose part after a random point is replaced, and must decide as before up to it).
+    its instances checked for look-ahead (``foresight``: the program runs again, in a fresh
+    process, on a copy whose part still to come is replaced and revealed in stages, or after one
+    random point for a task without stages, and must decide as before up to it).
     """
 
     timeout: float | None = 60.0

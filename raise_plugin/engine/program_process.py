@@ -73,6 +73,7 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
     if limits.jit:
         compiler = Compiler(after=limits.jit_after)
     task = evaluate = priority = spec = verdict = None
+    in_place = True
     while True:
         message = receive_request(requests)
         if message is None:
@@ -86,6 +87,7 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
             try:
                 task = get_task(task_ref)
                 evaluate = task.evaluate  # taken before the program's module code runs
+                in_place = bool(getattr(task, "stages_in_place", False))
                 verdict = compiler.ready(task, spec) if compiler is not None else None
             except BaseException as exc:  # noqa: BLE001 - said as the program's failure
                 _refuse(answers, exc)
@@ -103,8 +105,8 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
                 if priority is None:
                     continue
             if message[0] == "staged":
-                staged = StagedPriority(priority, instance, message[2], requests, answers)
-                _run_instance(answers, task, spec, evaluate, staged, instance, limit, None, None)
+                staged = StagedPriority(priority, instance, message[2], requests, answers, in_place)
+                _run_instance(answers, task, spec, staged.evaluating(evaluate), staged, instance, limit, None, None)
             else:
                 verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)
             priority = None

@@ -1,9 +1,14 @@
 """The staged look-ahead check, on the program's side: its copy of an instance is revealed a
 stage at a time (``Task.future_stages``). ``StagedPriority`` stands between the simulator and
 the program: after each stage's end it answers the decisions made since the last one and waits
-for the judge's next part of the instance, which it writes into the copy's arrays before the
-simulator reads them. The judge sends that part only once the decisions before it are answered,
-so each decision just before a stage's end is made with what comes next unknown."""
+for the judge's next part of the instance, which it writes into the copy's arrays. The judge
+sends that part only once the decisions before it are answered, so each decision just before a
+stage's end is made with what comes next unknown.
+
+Where the simulator reads the instance as it goes (``Task.stages_in_place``) the run goes on
+over the revealed arrays. Elsewhere the simulator has derived its state from the whole copy at
+its start, so the reveal starts the run again (``Reveal``): the decisions made so far are
+replayed without calling the program, which is then asked the next one, as it was first."""
 from __future__ import annotations
 
 import os
@@ -14,28 +19,45 @@ from tasks.common.decision import check_priorities
 
 from .protocol import STAGE, receive_request, send_answer
 
-__all__ = ["StagedPriority", "apply_patch"]
+__all__ = ["StagedPriority", "Reveal", "apply_patch"]
 
 
 def apply_patch(instance: dict, patch: dict) -> None:
-    """Write each ``values`` of ``patch`` (``{key: (first, values)}``) into ``instance[key]``
-    from ``first`` on, in place: the simulator reads the same arrays."""
-    for key, (first, values) in patch.items():
+    """Write each ``values`` of ``patch`` (``{key: (index, values)}``) into ``instance[key]``, in
+    place (the simulator reads the same arrays): from row ``index`` on where it is an int, else
+    into the rows ``index`` lists."""
+    for key, (index, values) in patch.items():
         target = instance[key]
-        target[first:first + len(values)] = values
+        if isinstance(index, (int, np.integer)):
+            target[index:index + len(values)] = values
+        else:
+            target[np.asarray(index, dtype=np.intp)] = values
+
+
+class Reveal(BaseException):
+    """A stage's part is revealed: the run starts again from its beginning. Not an
+    ``Exception``: the simulators pass it on as they found it, not as the heuristic's failure."""
 
 
 class StagedPriority:
-    """The program's heuristic on a staged copy (``instance``, revealed at ``ends``)."""
+    """The program's heuristic on a staged copy (``instance``, revealed at ``ends``);
+    ``in_place``: the task's simulator reads the revealed arrays in a run in progress."""
 
-    def __init__(self, priority, instance: dict, ends, requests: int, answers: int):
+    def __init__(self, priority, instance: dict, ends, requests: int, answers: int, in_place: bool = True):
         self.priority, self.instance, self.ends = priority, instance, list(ends)
-        self.requests, self.answers = requests, answers
-        self.made: list[int] = []  # the decisions since the last stage's end
-        self.count = 0
+        self.requests, self.answers, self.in_place = requests, answers, in_place
+        self.made: list[int] = []    # the decisions since the last stage's end
+        self.earlier: list[int] = []  # the decisions before it, replayed when the run starts again
+        self.calls = 0               # the calls of this run
         self.stage = 0
 
     def __call__(self, *arguments):
+        calls = self.calls
+        self.calls = calls + 1
+        if calls < len(self.earlier):  # a decision made before the run started again: the program is not asked
+            scores = np.zeros(len(arguments[-1]), dtype=np.int8)
+            scores[self.earlier[calls]] = 1
+            return scores
         scores = self.priority(*arguments)
         try:  # the choice the simulator makes of these scores; what it refuses, it refuses itself
             given = np.asarray(scores)
@@ -43,13 +65,28 @@ class StagedPriority:
         except Exception:  # noqa: BLE001 - the simulator's own check then says why
             return scores
         self.made.append(choice)
-        self.count += 1
-        if self.stage < len(self.ends) and self.count == self.ends[self.stage]:
+        if self.stage < len(self.ends) and calls + 1 == self.ends[self.stage]:
             send_answer(self.answers, STAGE, self.made)
-            self.made = []
             message = receive_request(self.requests)
             if message is None:  # the judge is gone
                 os._exit(0)
             apply_patch(self.instance, message[1])
             self.stage += 1
+            if not self.in_place:
+                self.earlier += self.made
+                self.made = []
+                self.calls = 0
+                raise Reveal
+            self.made = []
         return scores
+
+    def evaluating(self, evaluate):
+        """``evaluate(recorder, instance)`` run again from its beginning at every reveal, the
+        recorder then holding the decisions of the last run only (the earlier ones replayed)."""
+        def run(recorder, instance):
+            while True:
+                try:
+                    return evaluate(recorder, instance)
+                except Reveal:
+                    recorder.restart()
+        return run

@@ -152,6 +152,11 @@ class Recorder:
         self._made.append(choice)
         return choice
 
+    def restart(self) -> None:
+        """Forget the decisions recorded: the simulation starts again from its beginning, and
+        the decisions it makes again are recorded again."""
+        self._made.clear()
+
     def _stopped(self) -> DecisionLimit:
         return DecisionLimit(self.limit, self.decisions)
 

@@ -201,17 +201,26 @@ class Task(ABC):
         decides as it did on ``instance``); ``None`` where the task offers no such check."""
         return None
 
-    def future_stages(self, instance: Instance, rng: np.random.Generator):
+    # the simulator reads each part of the instance from the instance's own arrays when it needs
+    # it (an item as it arrives), so a staged check's revealed part is written into its run in
+    # progress; otherwise each reveal starts the copy's run again, its decisions so far replayed
+    stages_in_place = False
+
+    def future_stages(self, instance: Instance, rng: np.random.Generator, decisions: np.ndarray):
         """The judge's staged look-ahead check, where the task offers one (else ``None``, and the
-        check replaces the future after one point, ``future_replaced``): ``(start, stages,
-        horizon)``, ``start`` a copy of ``instance`` whose part after the first stage's end is
-        replaced, ``stages`` a list of ``(decisions, patch)`` in increasing order: once
-        ``decisions`` decisions are made (and before the simulator reads what the next one
-        needs), ``patch``, ``{key: (first, values)}``, writes ``values`` into
-        ``start[key][first:]``, revealing the part of ``instance`` up to the next stage's end;
-        and ``horizon``, the most decisions the copy can share with ``instance`` (the check
-        stops there). The simulator must read those arrays as it goes, from the instance's own
-        arrays."""
+        check replaces the future after one point, ``future_replaced``). ``decisions`` are a
+        program's on ``instance``, all of them (they tell which part of the instance each
+        decision knows). Returns ``(start, stages, horizon)``: ``start`` a copy of ``instance``
+        whose part after the first stage's end is replaced, ``stages`` a list of ``(decisions,
+        patch)`` in increasing order: once ``decisions`` decisions are made (and before the next
+        is asked), ``patch``, ``{key: (index, values)}``, writes ``values`` into
+        ``start[key][index]`` (``index`` an int: the rows from it on; else an array of row
+        indices), revealing the part of ``instance`` the decisions up to the next stage's end
+        know; and ``horizon``, the most decisions the copy can share with ``instance`` (the
+        check stops there). Until a part is revealed the copy's replacement must leave every
+        decision's arguments as they are on ``instance``. The candidates are the heuristic's
+        last argument. With ``stages_in_place`` the simulator must read those arrays as it goes;
+        without, a reveal starts the run again (``tasks.common.reveal`` plans such stages)."""
         return None
 
     def instance_work(self, instance: Instance) -> float:

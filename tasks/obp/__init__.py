@@ -91,13 +91,17 @@ class OBPTask(Task):
         items[cut:] = rng.choice(items[cut:], size=items.size - cut)
         return {**instance, "items": items}
 
-    def future_stages(self, instance: dict, rng):
+    # the packing loops read item e when decision e is asked: a reveal is written into the run
+    stages_in_place = True
+
+    def future_stages(self, instance: dict, rng, decisions=None):
         """The items in stages, up to a random item (the horizon): one decision per item, so after
         ``e`` decisions item ``e`` is the next one read. ``max(16, horizon / 16)`` stage ends at
         random items before the horizon (at most ``horizon - 1``); the items after the first end
         start as draws from the instance's items, and each stage reveals the true items up to the
         next end (the last, up to the horizon), so the decision just before each end, and the one
-        before the horizon, is made with the next item unknown."""
+        before the horizon, is made with the next item unknown. One decision per item: the
+        decisions tell nothing more."""
         items = np.array(instance["items"])
         n = items.size
         if n < 2:

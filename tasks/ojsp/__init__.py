@@ -5,7 +5,10 @@ from typing import Callable
 
 import numpy as np
 
+from tasks.common.decision import Replay
+from tasks.common.errors import HeuristicError
 from tasks.common.layout import TableLayout
+from tasks.common.reveal import unit_stages
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
@@ -106,6 +109,36 @@ class OJSPTask(Task):
         durations, machines = np.array(instance["durations"]), np.array(instance["machines"])
         durations[later], machines[later] = durations[drawn], machines[drawn]
         return {**instance, "durations": durations, "machines": machines}
+
+    def future_stages(self, instance: dict, rng, decisions):
+        """The jobs in release order: a decision at time t knows the jobs released by t. A stage
+        ends before every decision that knows a job more (``unit_stages``), up to the last
+        decision. The jobs not yet revealed take the operations (machine order and durations) of
+        jobs drawn at random, a release time drawn between their own and the last release (never
+        earlier: they stay unseen until revealed) and the drawn job's slack to its due date."""
+        release = np.asarray(instance["release"], dtype=np.int64)
+        try:
+            _, start = simulate(instance, Replay(decisions), return_schedule=True)
+        except HeuristicError:  # not a whole run's decisions
+            return None
+        times = np.sort(start, axis=None)  # decision k starts its operation at the k-th time
+        jobs = np.argsort(release, kind="stable")
+        plan = unit_stages(np.searchsorted(release[jobs], times, side="right"), rng)
+        if plan is None:
+            return None
+        ends, revealed = plan
+        copy = {key: np.array(instance[key]) for key in ("durations", "machines", "release", "due")}
+        hidden = jobs[revealed[0]:]
+        drawn = rng.integers(0, release.size, size=hidden.size)
+        copy["durations"][hidden] = copy["durations"][drawn]
+        copy["machines"][hidden] = copy["machines"][drawn]
+        copy["release"][hidden] = rng.integers(release[hidden], release.max() + 1)
+        copy["due"][hidden] = copy["release"][hidden] + (np.asarray(instance["due"])[drawn] - release[drawn])
+        stages = []
+        for end, low, high in zip(ends, revealed[:-1], revealed[1:]):
+            shown = jobs[low:high]
+            stages.append((end, {key: (shown, np.asarray(instance[key])[shown]) for key in copy}))
+        return {**instance, **copy}, stages, int(times.size)
 
     def evaluate(self, priority: Callable, instance: dict) -> float:
         return normalised_makespan(simulate(instance, priority), instance)

@@ -5,7 +5,10 @@ from typing import Callable
 
 import numpy as np
 
+from tasks.common.decision import Replay
+from tasks.common.errors import HeuristicError
 from tasks.common.layout import TableLayout
+from tasks.common.reveal import unit_stages
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
@@ -97,6 +100,37 @@ class OVRPTask(Task):
         coords, demands = np.array(instance["coords"]), np.array(instance["demands"])
         coords[later], demands[later] = coords[drawn], demands[drawn]
         return {**instance, "coords": coords, "demands": demands}
+
+    def future_stages(self, instance: dict, rng, decisions):
+        """The customers in arrival order: a decision knows the customers arrived so far, its
+        own included (a customer that opens an overflow route takes no decision). A stage ends
+        before every decision (``unit_stages``), up to the last. The customers not yet revealed
+        take the locations and demands of customers drawn from them; the reference length stays
+        (it is announced with the instance)."""
+        order = np.asarray(instance["order"], dtype=np.int64)
+        try:
+            routes = simulate(instance, Replay(decisions)).routes
+        except HeuristicError:  # not a whole run's decisions
+            return None
+        arrival = np.empty(order.size, dtype=np.int64)
+        arrival[order] = np.arange(order.size)
+        vehicles = int(instance["vehicles"])
+        opened = [min(arrival[route]) for route in routes[vehicles:]]  # each overflow route's first
+        steps = np.setdiff1d(np.arange(order.size), opened)  # the arrivals that take a decision
+        plan = unit_stages(steps + 1, rng)
+        if plan is None:
+            return None
+        ends, revealed = plan
+        coords, demands = np.array(instance["coords"]), np.array(instance["demands"])
+        hidden = order[revealed[0]:]
+        drawn = rng.choice(hidden, size=hidden.size)
+        start = {**instance, "coords": coords.copy(), "demands": demands.copy()}
+        start["coords"][hidden], start["demands"][hidden] = coords[drawn], demands[drawn]
+        stages = []
+        for end, low, high in zip(ends, revealed[:-1], revealed[1:]):
+            shown = order[low:high]
+            stages.append((end, {"coords": (shown, coords[shown]), "demands": (shown, demands[shown])}))
+        return start, stages, int(steps.size)
 
     def evaluate(self, priority: Callable, instance: dict) -> float:
         return route_length_ratio(instance, priority)

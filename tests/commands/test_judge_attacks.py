@@ -3,15 +3,16 @@
 Each file in ``attacks/`` makes best fit's decisions while it attacks on the side (in its module
 code or at its first call): it talks to the process that reads its answers, forges or hijacks
 results, patches the scoring code or numpy, rewrites the instances, seeds the global random
-generators, leaves a thread running, calls libc directly, starts processes the audit hook does
-not see, dumps the environment, prints control characters, or reads the items still to come.
-Whatever it tries, the evaluation must end with the attacker invalid or scored exactly by its
-decisions (best fit's metric on every instance, or, for the one that reads the future, the
-metric of the same program with its search switched off), and with every other program's score
-unchanged: a best fit file evaluated after it in the same worker (``--workers 1``) scores as best
-fit does alone. Every command runs in a process of its own, with secrets in its environment and
-its temporary directory under the test's, and must leave no process, no file outside that
-directory and no secret in what it prints or writes.
+generators, leaves a thread running, calls libc directly, starts processes the audit hook does not
+see, dumps the environment, prints control characters, or reads the items still to come. Whatever it
+tries, the evaluation must end with the attacker invalid or scored exactly by its decisions (best
+fit's metric on every instance, or, for the one that reads the future, the metric of the same
+program with its search switched off), and with every other program's score unchanged: a best fit
+file evaluated after it in the same worker (``--workers 1``) scores as best fit does alone (the
+looks at OJSP's next job and OVRP's next customer run on those tasks, beside shortest processing
+time and cheapest insertion). Every command runs in a process of its own, with secrets in its
+environment and its temporary directory under the test's, and must leave no process, no file outside
+that directory and no secret in what it prints or writes.
 """
 from __future__ import annotations
 
@@ -148,9 +149,9 @@ def _files_under(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = None) -> Run:
-    """``raise-ahd evaluate`` of ``programs`` ((name, text), in order) on OBP's nominal set with one
-    worker, in a process of its own whose environment holds ``SECRETS``, in ``root/work`` with
+def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = None, task: str = "obp") -> Run:
+    """``raise-ahd evaluate`` of ``programs`` ((name, text), in order) on the task's (OBP's) nominal
+    set with one worker, in a process of its own whose environment holds ``SECRETS``, in ``root/work`` with
     a temporary directory of its own (``tmp/`` in ``written``; made under the system's, whose path
     is short: the fork server's Unix socket lives there, and its path holds at most 107 bytes);
     ``root/outside`` is for markers and must stay empty."""
@@ -168,7 +169,7 @@ def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = N
     env.update({name: value for name, (value, _) in SECRETS.items()})
     env[RUN_VARIABLE] = run_id
     env["TMPDIR"] = str(tmp)
-    command = [sys.executable, "-m", "raise_plugin.cli", "evaluate", *paths, "--task", "obp", "--suite", "nominal",
+    command = [sys.executable, "-m", "raise_plugin.cli", "evaluate", *paths, "--task", task, "--suite", "nominal",
                "--baselines", "none", "--workers", "1", "--timeout", SECONDS_PER_INSTANCE, "--no-progress",
                "--out", str(out_csv)]
     process = subprocess.Popen(command, cwd=root / "work", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -432,6 +433,63 @@ def test_leaving_when_checked_for_look_ahead_is_caught(tmp_path, best_fit_metric
     assert "checked for look-ahead" in run.out + run.err
     assert_unchanged(run, best_fit_metrics)
     assert_clean(run)
+
+
+# the honest programs evaluated after the look-ahead attacks on OJSP and OVRP: shortest processing
+# time and cheapest insertion, each as the attack with its search switched off decides
+SPT = "def priority(current_time, candidate_operations):\n    return -candidate_operations[:, 1].astype(float)\n"
+CHEAPEST = "def priority(customer_features, candidate_insertions):\n    return -candidate_insertions[:, 2]\n"
+
+
+@pytest.mark.parametrize("task, name, honest", [("ojsp", "ojsp_next_job", SPT),
+                                                ("ovrp", "ovrp_next_customer", CHEAPEST)], ids=["ojsp", "ovrp"])
+def test_looking_one_unit_ahead_is_caught_where_each_reveal_starts_the_run_again(task, name, honest, tmp_path):
+    """OJSP's and OVRP's simulators derive their state from the whole instance at its start, so
+    their check's copy is revealed by starting its run again at every stage's end, the decisions
+    so far replayed without asking the program. A stage ends before every decision that knows
+    one more job (OJSP, in release order) or customer (OVRP, in arrival order), up to the last
+    decision: every decision is made with the next job or customer unknown. A program that
+    looks at the next one (here, to keep a machine, or a route's room, for it) is caught where
+    that changes a decision on the copy: through the command, each nominal instance a job of its
+    own and checked once, on at least 2 of the 5 (the rate is held below); the same program with
+    its search switched off, and the honest program after it in the same worker, are never
+    flagged and score as they do alone."""
+    from tasks import get_task
+    off = attack(name).replace("FORESIGHT = True", "FORESIGHT = False")
+    assert off != attack(name)
+    instances = [inst for dataset in get_task(task).suite("nominal") for inst in dataset.instances]
+    namespace: dict = {}
+    exec(honest, namespace)
+    alone = [get_task(task).evaluate(namespace["priority"], inst) for inst in instances]
+    run = evaluate(tmp_path, [(name, attack(name)), ("switched_off", off), (AFTER, honest)], task=task)
+    caught = [r is None for r in run.results(name)]
+    assert sum(caught) >= 2, run.out[-3000:]
+    assert "looks ahead" in run.out + run.err
+    assert run.results("switched_off") == alone
+    assert_unchanged(run, alone)
+    assert_clean(run)
+
+
+@pytest.mark.parametrize("task, name", [("ojsp", "ojsp_next_job"), ("ovrp", "ovrp_next_customer")],
+                         ids=["ojsp", "ovrp"])
+def test_looking_one_unit_ahead_is_caught_on_nearly_every_instance_checked(task, name):
+    """The rate: over 8 rounds of the five nominal instances, each checked alone (40 checks), the
+    look at the next job was caught on 38 and the look at the next customer on 40. At least 28
+    must catch it (fewer has a probability under 0.001 even at a rate of 0.88); the check it
+    replaced, one random cut, caught them on 50 and 43 of 200 (about a quarter). An unchecked
+    look-ahead is scored by its decisions."""
+    from raise_plugin.engine import Engine, FailureKind, ProcessExecutor, SandboxLimits
+    from tasks import get_task
+
+    instances = [inst for dataset in get_task(task).suite("nominal") for inst in dataset.instances]
+    limits = SandboxLimits(timeout=120.0, foresight=1.0)
+    with ProcessExecutor(2, limits) as pool:
+        engine = Engine(task, pool, limits=limits)
+        looking = [f.result() for _ in range(8) for f in engine.submit_each(attack(name), instances)]
+    caught = [r for r in looking if r.kind == FailureKind.FORESIGHT]
+    assert len(caught) >= 28, [r.kind for r in looking]
+    assert all("looks ahead" in r.reason for r in caught)
+    assert all(r.valid for r in looking if r not in caught)
 
 
 def test_the_two_lookahead_files_differ_only_in_the_switch_and_the_switch_matters():

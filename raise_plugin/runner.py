@@ -20,7 +20,7 @@ from tasks import get_task
 from .config import NOT_REPLAYED, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
 from .engine import SandboxLimits, make_executor
 from .errors import PluginWarning, UserError
-from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
+from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, hides_credentials, offline_stall, shown_url
 from .llm import make_llm as make_backend
 from .llm.record import recording_path, run_directory_of
 from .methods import get_method
@@ -163,7 +163,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
             changes["base_url"] = endpoint_url()
         if changes:
             config = dataclasses.replace(config, **changes)
-        write_json_atomic(out / "config.json", config.to_dict())  # first: from here on, resume continues
+        write_json_atomic(out / "config.json", _recorded(config))  # first: from here on, resume continues
         run_dir = RunDirectory(out, lock=lock)
         method = _build(config, run_dir, llm, callbacks)
     except BaseException:
@@ -211,7 +211,7 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
         run_dir = RunDirectory(path, lock=lock)
         if changes:
-            run_dir.write_config(config.to_dict())
+            run_dir.write_config(_recorded(config))
         journalled = (Path(path) / REQUESTS_FILE).exists()
         method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
         if not journalled:
@@ -225,23 +225,40 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     return method
 
 
+def _recorded(config: RunConfig) -> dict:
+    """``config`` as ``config.json`` records it: the base URL's credentials replaced by ``***``
+    (resume takes them again from ``--base-url`` or ``OPENAI_BASE_URL``)."""
+    data = config.to_dict()
+    if data.get("base_url"):
+        data["base_url"] = shown_url(data["base_url"])
+    return data
+
+
 def _resumed_endpoint(recorded: str | None, changes: dict) -> tuple[dict, str | None]:
     """The base URL a resumed ``openai`` run calls (in ``changes`` when it is not the recorded
-    one), and a line saying so when it is not simply the recorded one."""
+    one), and a line saying so when it is not simply the recorded one. A recorded URL whose
+    credentials were hidden takes them from ``OPENAI_BASE_URL`` when that is the same URL; else
+    the URL must be given again (``UserError``)."""
     given, env = changes.get("base_url"), os.environ.get(ENV_BASE_URL)
     if given is not None:
-        return changes, (None if recorded in (None, given) else
-                         f"base URL {given} (given here) is used, not {recorded} the run started with; "
-                         f"config.json now records {given}")
+        return changes, (None if recorded in (None, given, shown_url(given)) else
+                         f"base URL {shown_url(given)} (given here) is used, not {recorded} the run started "
+                         f"with; config.json now records {shown_url(given)}")
     if recorded is None:  # a run directory written before the base URL was recorded
         url = endpoint_url()
         return {**changes, "base_url": url}, (f"the run's config.json records no base URL (written before it was "
-                                              f"kept): it continues against {url} (from "
+                                              f"kept): it continues against {shown_url(url)} (from "
                                               f"{ENV_BASE_URL if env else 'the default, the OpenAI API'}), "
                                               f"now recorded")
-    if env and env.rstrip("/") != recorded.rstrip("/"):
-        return changes, (f"{ENV_BASE_URL} is {env}, but the run started against {recorded}: it continues against "
-                         f"the recorded one (--base-url {env} moves it)")
+    hidden = hides_credentials(recorded)
+    if env and shown_url(env).rstrip("/") == recorded.rstrip("/"):
+        return ({**changes, "base_url": env}, None) if hidden else (changes, None)
+    if hidden:
+        raise UserError(f"the run's config.json records its base URL without its credentials ({recorded}); give "
+                        f"the URL again with --base-url or {ENV_BASE_URL}")
+    if env:
+        return changes, (f"{ENV_BASE_URL} is {shown_url(env)}, but the run started against {recorded}: it "
+                         f"continues against the recorded one (--base-url {shown_url(env)} moves it)")
     return changes, None
 
 

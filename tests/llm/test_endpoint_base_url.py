@@ -99,3 +99,42 @@ def test_a_base_url_for_another_back_end_or_not_a_url_is_a_one_line_error(tmp_pa
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "config field 'base_url'" in err and why in err
     assert not Path(tmp_path / "r").exists()
+
+
+def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes_them_again(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """A base URL may carry credentials (``http://user:PASSWORD@host/v1``, or a token as the user):
+    the run calls it as given, but config.json records it with ``***`` for them, and nothing the
+    run prints or writes holds them. Resume then needs the URL again: from OPENAI_BASE_URL when
+    that is the same URL (without a word), or --base-url; without either it is a one-line error."""
+    model = OfflineSampler(seed=0, task="ovrp")
+    out = tmp_path / "run"
+    secret = "pw-never-written-7f3a"
+    with answering(model) as server:
+        url = server.base_url.replace("http://", f"http://user:{secret}@")
+        shown = server.base_url.replace("http://", "http://***@")
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        capsys.readouterr()
+        assert main(["run", *FLAGS, "--llm", "openai:m", "--base-url", url, "--max-llm-calls", "2",
+                     "--out", str(out)]) == 0
+        assert len(server.requests) == 2
+        assert json.loads((out / "config.json").read_text())["base_url"] == shown
+        printed = capsys.readouterr()
+        assert secret not in printed.out + printed.err
+
+        assert main(["resume", str(out), "--max-llm-calls", "3", "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "without its credentials" in err[0] and shown in err[0], err
+        assert len(server.requests) == 2
+
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        assert main(["resume", str(out), "--max-llm-calls", "3", "--no-progress"]) == 0
+        assert len(server.requests) == 3 and warnings_of(capsys.readouterr().err) == []
+
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        assert main(["resume", str(out), "--base-url", url, "--max-llm-calls", "4", "--no-progress"]) == 0
+        printed = capsys.readouterr()
+        assert len(server.requests) == 4 and warnings_of(printed.err) == [] and secret not in printed.out + printed.err
+        assert json.loads((out / "config.json").read_text())["base_url"] == shown
+    assert not [p.name for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]

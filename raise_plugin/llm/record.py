@@ -144,7 +144,10 @@ class ReplayLLM(LLM):
     ``stand_ins``: answer a prompt the recording does not hold with the earliest unclaimed
     recorded answer (default: when the recording was made by several samplers). Once every
     answer is served, further prompts get empty answers (no sample: the samples under way
-    finish the budget) for ``grace`` seconds, then ``ReplayExhausted``."""
+    finish the budget) for ``grace`` seconds, then ``ReplayExhausted``. Without stand-ins a
+    prompt asked once every answer is served ends the replay cleanly at once
+    (``ReplayExhausted``: the recorded run stopped there, before its budget, by a signal or a
+    callback); one asked while answers are left is a ``ReplayMissError``."""
 
     def __init__(self, path: str | Path, *, stand_ins: bool | None = None, grace: float = 30.0):
         super().__init__()
@@ -196,6 +199,8 @@ class ReplayLLM(LLM):
                         log.warning("replay %s: a prompt the recording lacks got the earliest unclaimed answer "
                                     "(several samplers recorded it; see docs/llm.md)", self.path)
             if index is None:
+                if self.size and not self.stand_ins and all(self.claimed):
+                    raise self._ended()  # the recorded run asked no more: it stopped here, before its budget
                 if not self.stand_ins or self.size == 0:
                     raise self._miss(digest, prompt, kwargs)
                 return self._ran_out()
@@ -241,6 +246,10 @@ class ReplayLLM(LLM):
         return ReplayMissError(f"replay {self.path}: prompt {digest[:16]} "
                                f"({kwargs.get('operator') or infer_operator(prompt)}) is {where}: this run asks "
                                f"prompts the recorded one did not{why}")
+
+    def _ended(self) -> ReplayExhausted:
+        return ReplayExhausted(f"replay {self.path}: all {self.size} recorded answers are replayed; the recorded "
+                               f"run asked no more (it stopped there), so the replay stops with it")
 
     def _ran_out(self) -> str:
         """Every answer is served: an empty answer (no sample) while the samples under way may

@@ -9,6 +9,7 @@ from llm4ad.method.eoh import EoH
 from raise_plugin.errors import UserError
 from raise_plugin.llm import (OfflineSampler, RecordingLLM, ReplayLLM, ReplayMissError, UnknownBackendError,
                               make_llm, prompt_hash)
+from raise_plugin.llm.record import ReplayExhausted
 from tasks import get_task
 
 
@@ -51,18 +52,25 @@ def test_a_recorded_run_replays_with_the_same_responses(tmp_path):
 
 
 def test_repeated_prompts_replay_in_recorded_order_then_fail_by_hash(tmp_path):
+    """While recorded answers are left, a prompt the recording does not hold (or holds fewer
+    times) is a miss; once every answer is replayed, the next prompt ends the replay cleanly:
+    the recorded run asked no more."""
     path = tmp_path / "r.jsonl"
     llm = make_llm("offline:4", record=path)
     prompt = "Create a new heuristic.\nImplement the following Python function:\ndef priority(item, bins):\n"
-    answers = [llm.draw_sample(prompt) for _ in range(3)]
-    assert len(set(answers)) == 3
+    other = "Create a new heuristic.\nImplement the following Python function:\ndef priority(item, bins, n):\n"
+    answers = [llm.draw_sample(prompt) for _ in range(3)] + [llm.draw_sample(other)]
+    assert len(set(answers)) == 4
     replay = make_llm(f"replay:{path}")
-    assert [replay.draw_sample(prompt) for _ in range(3)] == answers
+    assert [replay.draw_sample(prompt) for _ in range(3)] == answers[:3]
     with pytest.raises(ReplayMissError, match=prompt_hash(prompt)[:16]) as info:
         replay.draw_sample(prompt)
     assert "asked 4 times but recorded 3" in str(info.value)
     with pytest.raises(ReplayMissError, match="not in the recording"):
         replay.draw_sample([{"role": "user", "content": "never asked"}])
+    assert replay.draw_sample(other) == answers[3]
+    with pytest.raises(ReplayExhausted, match="all 4 recorded answers are replayed; the recorded run asked no more"):
+        replay.draw_sample(prompt)
 
 
 def test_chat_message_prompts_are_recorded_and_replayed(tmp_path):

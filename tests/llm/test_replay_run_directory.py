@@ -126,3 +126,30 @@ def test_a_replay_s_cost_and_failure_bounds_say_nothing_was_spent(recorded):
     with pytest.raises(LLMCapReached, match=r"\(1 answers replayed with their 1 recorded retries, no request sent\)"):
         ledger.check()
     assert "1 answers replayed, no request sent; as recorded: 0 failed, 1 retries" in ledger.summary()
+
+
+def test_a_run_stopped_before_its_budget_replays_to_where_it_stopped_and_ends_cleanly(tmp_path, capsys):
+    """A recorded run stopped early (a signal, a callback) asked no more prompts: its replay gives
+    the same samples, then, asking beyond the recording, stops cleanly where it stopped (exit 0,
+    resumable), not as a replay that asks prompts the recording does not hold."""
+    from raise_plugin.robust.hooks import Callback
+
+    class StopAfter(Callback):
+        def on_sample_evaluated(self, method, snapshot, sample) -> None:
+            if snapshot.samples >= 7:
+                method.request_stop("stopped by the test")
+
+    stopped = tmp_path / "stopped"
+    config = RunConfig(task="ovrp", robust=False, budget=40, pop_size=4, nominal=1, seed=1, out=str(stopped),
+                       validation_trace=False, host_profiler=False)
+    summary = start_run(config, callbacks=[StopAfter()]).run()
+    assert not summary["finished"] and 7 <= len(samples(stopped)) < 40
+    capsys.readouterr()
+    again = tmp_path / "again"
+    assert main(["run", "--llm", f"replay:{stopped}", "--out", str(again), "--no-progress"]) == 0
+    printed = capsys.readouterr()
+    lines = {line[:16].strip(): line[16:] for line in printed.out.splitlines()}
+    assert lines["stopped early"].startswith(f"replay {stopped / 'llm_calls.jsonl'}: all ")
+    assert "the recorded run asked no more (it stopped there)" in lines["stopped early"]
+    assert "error" not in printed.err
+    assert samples(again) == samples(stopped)

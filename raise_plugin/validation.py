@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from pathlib import Path
 from typing import Iterable
@@ -64,6 +65,22 @@ def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = defaul
     return out
 
 
+_BASELINES: dict[tuple, dict[str, float]] = {}  # (task, per_dataset, timeout, baselines) -> name -> metric
+_BASELINES_LOCK = threading.Lock()
+
+
+def baseline_validation(task, per_dataset: int, timeout: float | None, workers: int | None = None) -> dict[str, float]:
+    """The mean validation metric of each of ``task``'s baselines, computed once per process for
+    a task, suite size and time limit (the runs of a compare in one process share them)."""
+    key = (task.name, int(per_dataset), timeout, tuple(task.baselines))
+    with _BASELINES_LOCK:
+        if key not in _BASELINES:
+            scores = validation_metrics(task, {}, per_dataset=per_dataset, baselines=task.baselines, timeout=timeout,
+                                        workers=workers)
+            _BASELINES[key] = {name: s["metric"] for name, s in scores.items()}
+        return _BASELINES[key]
+
+
 class ValidationTrace(Callback):
     """Every ``every`` generations and at the end, the best program's metric on the validation suite.
 
@@ -95,10 +112,8 @@ class ValidationTrace(Callback):
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         if not self.baselines and method.task is not None:
-            scores = validation_metrics(method.task, {}, per_dataset=self.per_dataset,
-                                        baselines=method.task.baselines, timeout=self._timeout(method),
-                                        workers=self.workers)
-            self.baselines = {name: s["metric"] for name, s in scores.items()}
+            self.baselines = dict(baseline_validation(method.task, self.per_dataset, self._timeout(method),
+                                                      self.workers))
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         if snapshot.generation % self.every == 0:

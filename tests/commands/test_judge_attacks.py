@@ -435,6 +435,11 @@ def test_leaving_when_checked_for_look_ahead_is_caught(tmp_path, best_fit_metric
     assert_clean(run)
 
 
+def looking_ahead(name: str) -> str:
+    """The look-ahead attack ``attacks/NAME.py`` appended to the fragment that finds its instance."""
+    return attack("instance_on_the_stack") + "\n\n" + attack(name)
+
+
 # the honest programs evaluated after the look-ahead attacks on OJSP and OVRP: shortest processing
 # time and cheapest insertion, each as the attack with its search switched off decides
 SPT = "def priority(current_time, candidate_operations):\n    return -candidate_operations[:, 1].astype(float)\n"
@@ -455,13 +460,14 @@ def test_looking_one_unit_ahead_is_caught_where_each_reveal_starts_the_run_again
     its search switched off, and the honest program after it in the same worker, are never
     flagged and score as they do alone."""
     from tasks import get_task
-    off = attack(name).replace("FORESIGHT = True", "FORESIGHT = False")
-    assert off != attack(name)
+    looking = looking_ahead(name)
+    off = looking.replace("FORESIGHT = True", "FORESIGHT = False")
+    assert off != looking
     instances = [inst for dataset in get_task(task).suite("nominal") for inst in dataset.instances]
     namespace: dict = {}
     exec(honest, namespace)
     alone = [get_task(task).evaluate(namespace["priority"], inst) for inst in instances]
-    run = evaluate(tmp_path, [(name, attack(name)), ("switched_off", off), (AFTER, honest)], task=task)
+    run = evaluate(tmp_path, [(name, looking), ("switched_off", off), (AFTER, honest)], task=task)
     caught = [r is None for r in run.results(name)]
     assert sum(caught) >= 2, run.out[-3000:]
     assert "looks ahead" in run.out + run.err
@@ -485,7 +491,7 @@ def test_looking_one_unit_ahead_is_caught_on_nearly_every_instance_checked(task,
     limits = SandboxLimits(timeout=120.0, foresight=1.0)
     with ProcessExecutor(2, limits) as pool:
         engine = Engine(task, pool, limits=limits)
-        looking = [f.result() for _ in range(8) for f in engine.submit_each(attack(name), instances)]
+        looking = [f.result() for _ in range(8) for f in engine.submit_each(looking_ahead(name), instances)]
     caught = [r for r in looking if r.kind == FailureKind.FORESIGHT]
     assert len(caught) >= 28, [r.kind for r in looking]
     assert all("looks ahead" in r.reason for r in caught)

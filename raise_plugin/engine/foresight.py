@@ -66,11 +66,14 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
 def _staging(task, instance, rng, decisions):
     """``(start, stages, horizon)`` of the check on ``instance`` (``decisions``, the program's
     there): the task's stages, or one cut, no stage and no horizon."""
-    staged = getattr(task, "future_stages", None)
-    staged = staged(instance, rng, decisions) if callable(staged) else None
-    if staged is not None:
-        return staged
-    probe = task.future_replaced(instance, rng)
+    try:
+        staged = getattr(task, "future_stages", None)
+        staged = staged(instance, rng, decisions) if callable(staged) else None
+        if staged is not None:
+            return staged
+        probe = task.future_replaced(instance, rng)
+    except Exception:  # noqa: BLE001 - a task's own method failing: no check, the program did nothing wrong
+        return None
     return None if probe is None else (probe, [], None)
 
 

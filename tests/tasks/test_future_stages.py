@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raise_plugin.engine.foresight import _same_when_restarted, same_inputs
+from raise_plugin.engine.foresight import _same_when_restarted, _staging, same_inputs
 from raise_plugin.engine.stages import apply_patch
 from tasks import get_task
 from tasks.common.decision import Recorder
@@ -85,3 +85,19 @@ def test_obp_is_revealed_in_place_and_its_copy_counted_as_before():
     task.evaluate(recorder, instance)
     start, stages, horizon = task.future_stages(instance, np.random.default_rng(2), recorder.decisions)
     assert same_inputs(task, instance, start, recorder.decisions[:horizon], exact=True, stages=stages) == horizon
+
+
+def test_a_task_whose_check_fails_checks_nothing():
+    """A task's own ``future_stages`` or ``future_replaced`` that raises (an own task's bug) leaves
+    the job unchecked: the program did nothing wrong."""
+    class Broken:
+        def future_stages(self, instance, rng, decisions):
+            raise IndexError("the task's bug")
+
+    class BrokenCut:
+        def future_replaced(self, instance, rng):
+            raise ValueError("the task's bug")
+
+    rng = np.random.default_rng(0)
+    assert _staging(Broken(), {}, rng, np.zeros(3, dtype=np.int64)) is None
+    assert _staging(BrokenCut(), {}, rng, np.zeros(3, dtype=np.int64)) is None

@@ -199,7 +199,7 @@ class ReplayLLM(LLM):
                         log.warning("replay %s: a prompt the recording lacks got the earliest unclaimed answer "
                                     "(several samplers recorded it; see docs/llm.md)", self.path)
             if index is None:
-                if self.size and not self.stand_ins and all(self.claimed):
+                if self.size and not self.stand_ins and self._stand_in() is None:  # every answer is claimed
                     raise self._ended()  # the recorded run asked no more: it stopped here, before its budget
                 if not self.stand_ins or self.size == 0:
                     raise self._miss(digest, prompt, kwargs)

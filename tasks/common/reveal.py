@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unit_stages", "MOST_STAGES"]
+__all__ = ["unit_stages", "unit_patches", "MOST_STAGES"]
 
 MOST_STAGES = 64  # beyond it, that many ends drawn at random: each end restarts the copy's run
 
@@ -33,3 +33,11 @@ def unit_stages(known, rng: np.random.Generator, most: int = MOST_STAGES):
         ends = np.sort(rng.choice(ends, size=most, replace=False))
     revealed = known[np.append(ends, known.size) - 1]
     return ends.tolist(), revealed.tolist()
+
+
+def unit_patches(instance: dict, keys, units: np.ndarray, ends, revealed) -> list:
+    """The stages of a ``unit_stages`` plan (``ends``, ``revealed``) for ``Task.future_stages``:
+    at each end, the rows of ``instance[key]`` (each of ``keys``) of the units it reveals,
+    ``units`` listing the rows in the order the decisions come to know them."""
+    return [(end, {key: (units[low:high], np.asarray(instance[key])[units[low:high]]) for key in keys})
+            for end, low, high in zip(ends, revealed[:-1], revealed[1:])]

@@ -94,7 +94,7 @@ class OBPTask(Task):
     # the packing loops read item e when decision e is asked: a reveal is written into the run
     stages_in_place = True
 
-    def future_stages(self, instance: dict, rng, decisions=None):
+    def future_stages(self, instance: dict, rng, decisions):
         """The items in stages, up to a random item (the horizon): one decision per item, so after
         ``e`` decisions item ``e`` is the next one read. ``max(16, horizon / 4)`` stage ends at
         random items before the horizon (at most ``horizon - 1``); the items after the first end

@@ -8,7 +8,7 @@ import numpy as np
 from tasks.common.decision import Replay
 from tasks.common.errors import HeuristicError
 from tasks.common.layout import TableLayout
-from tasks.common.reveal import unit_stages
+from tasks.common.reveal import unit_patches, unit_stages
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
@@ -134,11 +134,7 @@ class OJSPTask(Task):
         copy["machines"][hidden] = copy["machines"][drawn]
         copy["release"][hidden] = rng.integers(release[hidden], release.max() + 1)
         copy["due"][hidden] = copy["release"][hidden] + (np.asarray(instance["due"])[drawn] - release[drawn])
-        stages = []
-        for end, low, high in zip(ends, revealed[:-1], revealed[1:]):
-            shown = jobs[low:high]
-            stages.append((end, {key: (shown, np.asarray(instance[key])[shown]) for key in copy}))
-        return {**instance, **copy}, stages, int(times.size)
+        return {**instance, **copy}, unit_patches(instance, copy, jobs, ends, revealed), int(times.size)
 
     def evaluate(self, priority: Callable, instance: dict) -> float:
         return normalised_makespan(simulate(instance, priority), instance)

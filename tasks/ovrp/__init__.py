@@ -8,7 +8,7 @@ import numpy as np
 from tasks.common.decision import Replay
 from tasks.common.errors import HeuristicError
 from tasks.common.layout import TableLayout
-from tasks.common.reveal import unit_stages
+from tasks.common.reveal import unit_patches, unit_stages
 from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
@@ -121,16 +121,12 @@ class OVRPTask(Task):
         if plan is None:
             return None
         ends, revealed = plan
-        coords, demands = np.array(instance["coords"]), np.array(instance["demands"])
+        start = {**instance, "coords": np.array(instance["coords"]), "demands": np.array(instance["demands"])}
         hidden = order[revealed[0]:]
         drawn = rng.choice(hidden, size=hidden.size)
-        start = {**instance, "coords": coords.copy(), "demands": demands.copy()}
-        start["coords"][hidden], start["demands"][hidden] = coords[drawn], demands[drawn]
-        stages = []
-        for end, low, high in zip(ends, revealed[:-1], revealed[1:]):
-            shown = order[low:high]
-            stages.append((end, {"coords": (shown, coords[shown]), "demands": (shown, demands[shown])}))
-        return start, stages, int(steps.size)
+        for key in ("coords", "demands"):
+            start[key][hidden] = start[key][drawn]
+        return start, unit_patches(instance, ("coords", "demands"), order, ends, revealed), int(steps.size)
 
     def evaluate(self, priority: Callable, instance: dict) -> float:
         return route_length_ratio(instance, priority)

@@ -20,7 +20,8 @@ from tasks import get_task
 from .config import NOT_REPLAYED, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
 from .engine import SandboxLimits, make_executor
 from .errors import PluginWarning, UserError
-from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, hides_credentials, offline_stall, shown_url
+from .credentials import hides_credentials, shown_url
+from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
 from .llm import make_llm as make_backend
 from .llm.record import recording_path, run_directory_of
 from .methods import get_method

@@ -25,16 +25,14 @@ from llm4ad.base import LLM
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
 from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary
-from .openai_backend import (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url,
-                             hides_credentials, shown_url)
+from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash
 from .usage import DEFAULT_PRICES, Price, UsageLedger
 
 __all__ = [
     "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
-    "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url", "shown_url",
-    "hides_credentials",
+    "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning",
 ]

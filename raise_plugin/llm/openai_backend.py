@@ -21,10 +21,10 @@ import random
 import threading
 import time
 from typing import Any, Callable, Mapping
-from urllib.parse import urlsplit, urlunsplit
 
 from llm4ad.base import LLM
 
+from raise_plugin.credentials import shown_url
 from raise_plugin.settings import default, fallback
 
 from .errors import EndpointFailed, LLMAborted, LLMConfigError
@@ -32,8 +32,7 @@ from .openai_request import Outcome, WaitingNotice, one_line, send, to_messages
 from .operators import infer_operator
 from .usage import DEFAULT_PRICES, LENGTH, OK, Price, UsageLedger
 
-__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url", "price_for",
-           "shown_url", "hides_credentials"]
+__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url", "price_for"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -48,26 +47,6 @@ OPENAI_API_URL = "https://api.openai.com/v1"  # the endpoint when neither an arg
 def endpoint_url(base_url: str | None = None) -> str:
     """The endpoint an ``openai`` back-end calls: ``base_url``, else ``OPENAI_BASE_URL``, else the OpenAI API."""
     return base_url or os.environ.get(ENV_BASE_URL) or OPENAI_API_URL
-
-
-HIDDEN = "***"  # what stands for a base URL's credentials wherever the URL is shown or recorded
-
-
-def shown_url(url: str | None) -> str | None:
-    """``url`` as it may be shown or recorded: its credentials (``https://user:PASSWORD@host/v1``,
-    or a token as the user, ``https://TOKEN@host/v1``) replaced by ``***``; the same URL where it
-    holds none."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=f"{HIDDEN}@{parts.netloc.rpartition('@')[2]}"))
-
-
-def hides_credentials(url: str | None) -> bool:
-    """Whether ``url`` is one whose credentials ``shown_url`` hid."""
-    return bool(url) and urlsplit(url).netloc.rpartition("@")[0] == HIDDEN
 
 
 def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:

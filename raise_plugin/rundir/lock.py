@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..credentials import shown_command
 from ..errors import UserError
 
 __all__ = ["LOCK_NAME", "RunLock", "RunDirectoryBusy"]
@@ -79,7 +80,7 @@ class RunLock:
                 raise RunDirectoryBusy(f"{self.directory}: cannot lock {self.file.name} "
                                        f"({exc.strerror or exc})") from None
             record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                                 "command": " ".join([os.path.basename(sys.argv[0] or "python")] + sys.argv[1:]),
+                                 "command": shown_command([os.path.basename(sys.argv[0] or "python")] + sys.argv[1:]),
                                  "since": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n"
             os.ftruncate(fd, 0)
             os.pwrite(fd, record.encode(), 0)

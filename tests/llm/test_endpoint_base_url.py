@@ -4,6 +4,7 @@ given again or in the environment, is said in one line."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from llm_chat_server import ChatServer
@@ -105,7 +106,7 @@ def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes
                                                                                             capsys):
     """A base URL may carry credentials (``http://user:PASSWORD@host/v1``, or a token as the user):
     the run calls it as given, but config.json records it with ``***`` for them, and nothing the
-    run prints or writes holds them. Resume then needs the URL again: from OPENAI_BASE_URL when
+    run prints or writes holds them (the run lock's record of its holder's command included). Resume then needs the URL again: from OPENAI_BASE_URL when
     that is the same URL (without a word), or --base-url; without either it is a one-line error."""
     model = OfflineSampler(seed=0, task="ovrp")
     out = tmp_path / "run"
@@ -116,9 +117,11 @@ def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
         capsys.readouterr()
-        assert main(["run", *FLAGS, "--llm", "openai:m", "--base-url", url, "--max-llm-calls", "2",
-                     "--out", str(out)]) == 0
+        args = ["run", *FLAGS, "--llm", "openai:m", "--base-url", url, "--max-llm-calls", "2", "--out", str(out)]
+        monkeypatch.setattr(sys, "argv", ["raise-ahd", *args])  # the run lock records its holder's command
+        assert main(args) == 0
         assert len(server.requests) == 2
+        assert shown in (out / "lock").read_text() and secret not in (out / "lock").read_text()
         assert json.loads((out / "config.json").read_text())["base_url"] == shown
         printed = capsys.readouterr()
         assert secret not in printed.out + printed.err
@@ -133,7 +136,9 @@ def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes
         assert len(server.requests) == 3 and warnings_of(capsys.readouterr().err) == []
 
         monkeypatch.delenv("OPENAI_BASE_URL")
-        assert main(["resume", str(out), "--base-url", url, "--max-llm-calls", "4", "--no-progress"]) == 0
+        args = ["resume", str(out), f"--base-url={url}", "--max-llm-calls", "4", "--no-progress"]
+        monkeypatch.setattr(sys, "argv", ["raise-ahd", *args])
+        assert main(args) == 0
         printed = capsys.readouterr()
         assert len(server.requests) == 4 and warnings_of(printed.err) == [] and secret not in printed.out + printed.err
         assert json.loads((out / "config.json").read_text())["base_url"] == shown

@@ -1,0 +1,38 @@
+"""What may be shown or recorded of a URL or a command line that can carry credentials: a base URL
+with a password (``https://user:PASSWORD@host/v1``) or a token as its user is shown as
+``https://***@host/v1``, in ``config.json``, the run's lines and summary, and the run lock's
+command line alike."""
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["HIDDEN", "shown_url", "hides_credentials", "shown_command"]
+
+HIDDEN = "***"  # what stands for a URL's credentials wherever it is shown or recorded
+
+
+def shown_url(url: str | None) -> str | None:
+    """``url`` as it may be shown or recorded: its credentials (``https://user:PASSWORD@host/v1``,
+    or a token as the user, ``https://TOKEN@host/v1``) replaced by ``***``; the same URL where it
+    holds none."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=f"{HIDDEN}@{parts.netloc.rpartition('@')[2]}"))
+
+
+def hides_credentials(url: str | None) -> bool:
+    """Whether ``url`` is one whose credentials ``shown_url`` hid."""
+    return bool(url) and urlsplit(url).netloc.rpartition("@")[0] == HIDDEN
+
+
+def shown_command(args) -> str:
+    """A command line as it may be shown or recorded: every URL in it, alone or as a flag's
+    ``--flag=URL``, with its credentials hidden."""
+    shown = []
+    for arg in args:
+        flag, equals, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+        shown.append(flag + equals + shown_url(value) if "://" in value else arg)
+    return " ".join(shown)

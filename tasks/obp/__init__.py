@@ -10,7 +10,7 @@ from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
 from . import instances as _inst
-from .baselines import BASELINES
+from .baselines import BASELINES, CLASSICAL_RULES
 from .offline import LIBRARY
 from .simulator import bins_used, pack, waste_ratio
 from .template import task_description, template_program
@@ -26,6 +26,7 @@ class OBPTask(Task):
     template_program = template_program
     task_description = task_description
     baselines = dict(BASELINES)
+    classical_rules = dict(CLASSICAL_RULES)  # every classical rule: the tables' rows, the best-classical candidates
     offline_library = LIBRARY
     nominal_params = {"capacity": _inst.NOMINAL_CAPACITY}
     timeout_seconds = 120.0

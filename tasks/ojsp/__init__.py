@@ -13,7 +13,7 @@ from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
 from . import instances as _inst
-from .baselines import BASELINES
+from .baselines import BASELINES, CLASSICAL_RULES
 from .feasibility import check_schedule, schedule_problems
 from .offline import LIBRARY
 from .simulator import COLUMNS, normalised_makespan, simulate
@@ -35,6 +35,7 @@ class OJSPTask(Task):
     template_program = template_program
     task_description = task_description
     baselines = dict(BASELINES)
+    classical_rules = dict(CLASSICAL_RULES)  # every classical rule: the tables' rows, the best-classical candidates
     offline_library = LIBRARY
     nominal_params = {"M": _inst.NOMINAL_MACHINES}
     timeout_seconds = 60.0

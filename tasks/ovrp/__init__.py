@@ -13,7 +13,7 @@ from tasks.common.shift import ShiftDimension
 from tasks.common.task import Task
 
 from . import instances as _inst
-from .baselines import BASELINES
+from .baselines import BASELINES, CLASSICAL_RULES
 from .feasibility import violations
 from .offline import LIBRARY
 from .simulator import COLUMNS, FEATURES, RoutingResult, route_length_ratio, simulate
@@ -30,6 +30,7 @@ class OVRPTask(Task):
     template_program = template_program
     task_description = task_description
     baselines = dict(BASELINES)
+    classical_rules = dict(CLASSICAL_RULES)  # every classical rule: the tables' rows, the best-classical candidates
     offline_library = LIBRARY
     nominal_params = {"vehicles": _inst.NOMINAL_VEHICLES}
     timeout_seconds = 60.0

@@ -41,4 +41,22 @@ def cheapest_insertion(customer_features: np.ndarray, candidate_insertions: np.n
     return -candidate_insertions[:, 2]
 
 
+def regret2_insertion(customer_features: np.ndarray, candidate_insertions: np.ndarray) -> np.ndarray:
+    """Regret-2 insertion's placement: the customer's cheapest position in the route where it is
+    cheapest. Regret-2 (after Potvin and Rousseau) computes each route's best insertion cost
+    ``c1 <= c2 <= ...`` (rows share a route in column 0) and ranks the customers still to insert
+    by the regret ``c2 - c1``, inserting the one of largest regret at its best position. Online
+    one customer arrives at a time, so the regret has no customer to rank: the placement is
+    cheapest insertion's, row for row (the first row on ties)."""
+    routes, delta = candidate_insertions[:, 0], candidate_insertions[:, 2]
+    present, which = np.unique(routes, return_inverse=True)
+    best = np.full(present.size, np.inf)
+    np.minimum.at(best, which, delta)   # c1 of each route
+    chosen = int(np.argmin(best))       # the first route of least cost
+    return np.where(which == chosen, -delta, -np.inf)
+
+
+# the paper's rules: the task's ``baselines`` (the adversary's references, regret:baselines, GP's probe)
 BASELINES = {"NF-Insert": nf_insert, "SP-Insert": sp_insert, "UW-Insert": uw_insert}
+# every classical rule of the task, the paper's first: the rows of the tables, the "best classical" candidates
+CLASSICAL_RULES = {**BASELINES, "CheapestInsertion": cheapest_insertion, "Regret-2": regret2_insertion}

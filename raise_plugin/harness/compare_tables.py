@@ -1,5 +1,6 @@
 """Compare's tables: the task's own layouts, the per-distribution and ablation tables, and the paired
-tests of every method against the best baseline and its plain twin, each written as Markdown."""
+tests of every method against the best classical rule (chosen on the validation suite) and its plain twin,
+each written as Markdown."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,17 +9,21 @@ from raise_plugin.harness.paper_tables import (Table, build_table, family_column
                                                significance_markdown)
 from raise_plugin.harness.variants import METHOD_LABELS, Variant
 from tasks import get_task
+from tasks.common.classical import best_on_validation, classical_rules, suite_metrics
+from tasks.common.suite import Dataset
 
-__all__ = ["paper_tables", "ablation_rows", "write_tables"]
+__all__ = ["paper_tables", "ablation_rows", "write_tables", "rule_rows"]
 
 
 def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_rows: list[str],
-                 ablation_names: dict[str, str] | None = None, *, baselines=(), twins=None) -> dict[str, Table]:
+                 ablation_names: dict[str, str] | None = None, *, baselines=(), twins=None,
+                 reference: str | None = None) -> dict[str, Table]:
     """The task's own tables (``Task.table_layouts``) that apply to the datasets present, then
     the per-distribution and ablation tables every task gets; with ``baselines`` and ``twins``
-    (method -> plain twin) every cell is tested against both. Every table names the task's metric,
+    (method -> plain twin) every cell is tested against both (against ``reference``, the best classical
+    rule, where given, else the column's best baseline). Every table names the task's metric,
     its unit and direction (``Task.metric_label``) in the line under its title."""
-    tested = {"baselines": baselines, "twins": twins}
+    tested = {"baselines": baselines, "twins": twins, "reference": reference}
     task = get_task(task_name)
     metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
     tables: dict[str, Table] = {}
@@ -54,21 +59,42 @@ def write_tables(config, task, variants: list[Variant], rows: list[dict],
                  out: Path) -> tuple[dict[str, Table], list, list[Path]]:
     """The tables and paired tests of ``rows``, written to ``OUT/<table>.md`` and
     ``OUT/table_significance.md``: ``(tables, comparisons, files written)``."""
-    order = list(task.baselines) + [v.label for v in variants if v.kind != "ablation"]
+    chosen = best_on_validation(task)  # the best classical rule, from every rule of the task
+    baselines = list(dict.fromkeys([*task.baselines, *([chosen] if chosen else [])]))
+    if chosen is not None and chosen not in task.baselines:
+        rows = rows + rule_rows(task, chosen, rows)
+    order = baselines + [v.label for v in variants if v.kind != "ablation"]
     ablations, ablation_names = (ablation_rows(config.methods, config.epsilons[0], variants) if config.ablations
                                  else ([], {}))
-    baselines = list(task.baselines)
     twins = {v.label: METHOD_LABELS.get(v.method, v.method) for v in variants if v.kind != "plain"}
-    tables = paper_tables(task.name, rows, order, ablations, ablation_names, baselines=baselines, twins=twins)
+    tables = paper_tables(task.name, rows, order, ablations, ablation_names, baselines=baselines, twins=twins,
+                          reference=chosen)
     files = []
     for name, table in tables.items():
         path = out / f"{name}.md"
         path.write_text(table.markdown() + "\n")
         files.append(path)
-    comparisons = significance(rows, [v.label for v in variants], baselines, twins)
+    comparisons = significance(rows, [v.label for v in variants], baselines, twins, chosen=chosen)
     (out / "table_significance.md").write_text(significance_markdown(
-        comparisons, f"{task.name}: each method against the best baseline and its plain twin, whole test suite; "
+        comparisons, f"{task.name}: each method against the best classical rule ({chosen}, chosen on the validation "
+                     f"suite from every classical rule) and its plain twin, whole test suite; "
                      f"differences in {task.metric_label}")
         + "\n")
     files.append(out / "table_significance.md")
     return tables, comparisons, files
+
+
+def rule_rows(task, name: str, rows: list[dict]) -> list[dict]:
+    """Result rows of the classical rule ``name`` (in-process: the project's own code) on the test
+    instances ``rows`` hold, as compare's baselines' rows read."""
+    wanted = {(r["dataset"], str(r["instance"])) for r in rows}
+    rule, out = classical_rules(task)[name], []
+    for dataset in task.test_suite():
+        params = ";".join(f"{k}={v}" for k, v in dataset.params.items())
+        for i, instance in enumerate(dataset.instances):
+            if (dataset.name, str(i)) in wanted:
+                metric = suite_metrics(task, rule, [Dataset(dataset.family, dataset.params, [instance])])[0]
+                out.append({"method": name, "variant": f"baseline-{name}", "kind": "baseline", "seed": "0",
+                            "dataset": dataset.name, "family": dataset.family, "params": params, "instance": str(i),
+                            "metric": repr(float(metric)), "valid": str(bool(metric == metric)), "reason": ""})
+    return out

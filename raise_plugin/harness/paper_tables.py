@@ -208,12 +208,12 @@ def _seed_stats(sums: dict, method: str, n_columns: int, average: bool) -> tuple
 
 def build_table(rows: Iterable[dict], columns: list[Column], *, title: str, methods: list[str] | None = None,
                 average: bool = True, rename: Mapping[str, str] | None = None, baselines: Iterable[str] = (),
-                twins: Mapping[str, str] | None = None) -> Table:
+                twins: Mapping[str, str] | None = None, reference: str | None = None) -> Table:
     """Aggregate per-instance ``rows`` (dicts with method, seed, family, params, metric, valid);
     ``rename`` gives display names for some methods (e.g. the plain run as "w/o Robust Search").
 
     With ``baselines`` (names) and ``twins`` (method -> its plain twin), every other method's
-    cell is tested against the column's best baseline and against its twin.
+    cell is tested against ``reference`` (else the column's best baseline) and against its twin.
     """
     rows = [dict(r, _params=parse_params(r.get("params", {}))) for r in rows]
     members = [[j for j, col in enumerate(columns) if col.keep(r)] for r in rows]
@@ -243,7 +243,7 @@ def build_table(rows: Iterable[dict], columns: list[Column], *, title: str, meth
         if average:
             slices.append([r for r, js in zip(rows, members) if js])
         for j, part in enumerate(slices):
-            best = _lowest({b: stats[b][0][j] for b in baselines})
+            best = reference if reference in baselines else _lowest({b: stats[b][0][j] for b in baselines})
             for i, m in enumerate(methods):
                 if m in baselines or m not in seen_methods:
                     continue
@@ -282,24 +282,25 @@ def _lowest(values: Mapping[str, float]) -> str | None:
     return min(finite, key=finite.get) if finite else None
 
 
-def best_baseline(rows: Iterable[dict], baselines: Iterable[str]) -> str | None:
-    """The baseline with the lowest mean metric over its valid results (the strongest comparator)."""
+def best_baseline(rows: Iterable[dict], baselines: Iterable[str], chosen: str | None = None) -> str | None:
+    """``chosen`` (the best classical rule, selected on the validation suite) where it has results, else
+    the baseline with the lowest mean metric over its valid results (the strongest comparator)."""
     totals = defaultdict(list)
     names = set(baselines)
     for r in rows:
-        if r["method"] in names and row_is_valid(r):
+        if r["method"] in names | {chosen} and row_is_valid(r):
             totals[r["method"]].append(float(r["metric"]))
-    return _lowest({b: float(np.mean(v)) for b, v in totals.items()})
+    return chosen if chosen in totals else _lowest({b: float(np.mean(v)) for b, v in totals.items() if b in names})
 
 
 def significance(rows: Iterable[dict], methods: Iterable[str], baselines: Iterable[str],
-                 twins: Mapping[str, str] | None = None) -> list[Comparison]:
-    """Every non-baseline method against the best baseline (over the whole suite) and against its
+                 twins: Mapping[str, str] | None = None, chosen: str | None = None) -> list[Comparison]:
+    """Every non-baseline method against ``chosen``, else the best baseline (over the whole suite), and against its
     plain twin, paired over (seed, instance)."""
     rows = list(rows)
     baselines = list(baselines)
     present = {r["method"] for r in rows}
-    best = best_baseline(rows, baselines)
+    best = best_baseline(rows, baselines, chosen)
     out = []
     for m in methods:
         if m in baselines or m not in present:

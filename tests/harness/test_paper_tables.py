@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from raise_plugin.harness.paper_tables import (build_table, family_columns, param_columns, significance,
+from raise_plugin.harness.paper_tables import (best_baseline, build_table, family_columns, param_columns, significance,
                                                significance_markdown, significance_summary, size_columns)
 
 
@@ -120,3 +120,15 @@ def test_the_sentence_names_the_slices_the_table_marks_when_the_whole_suite_is_n
     assert sentence.startswith("A vs Base (best baseline), whole test suite: not significant")
     assert sentence.endswith("significant on Uniform (better), Normal (worse).")
     assert "†+" in table.cell(1, 0) and "†−" in table.cell(1, 1)
+
+
+def test_the_rule_chosen_on_validation_is_the_reference_even_where_another_does_better_on_test():
+    rows = seeded("Base", [0], 0.0, noise=0) + seeded("Chosen", [0], 0.3, noise=0) + seeded("Robust", range(5), 0.1)
+    assert best_baseline(rows, ["Base", "Chosen"]) == "Base"
+    assert best_baseline(rows, ["Base", "Chosen"], chosen="Chosen") == "Chosen"
+    assert best_baseline(rows, ["Base", "Chosen"], chosen="Absent") == "Base"  # no results: the lowest
+    t = build_table(rows, family_columns(["uniform"]), title="t", average=False, baselines=["Base", "Chosen"],
+                    reference="Chosen")
+    assert t.tests[(t.methods.index("Robust"), 0, "baseline")].reference == "Chosen"
+    compared = significance(rows, ["Robust"], ["Base", "Chosen"], chosen="Chosen")
+    assert [c.reference for c in compared] == ["Chosen"]

@@ -48,12 +48,10 @@ def expected_next_queue(candidate_operations: np.ndarray) -> np.ndarray:
     heuristic first sees it when that operation is offered), so it is taken as one of the other
     machines with candidates in this call, uniformly: the mean of their queued work (the sum of
     their candidates' durations)."""
-    machines = candidate_operations[:, 0]
-    durations = candidate_operations[:, 1]
-    present, which = np.unique(machines, return_inverse=True)
-    queued = np.bincount(which, weights=durations, minlength=present.size)
-    others = present.size - 1
-    mean_other = (queued.sum() - queued[which]) / others if others else np.zeros(len(machines))
+    machines = candidate_operations[:, 0].astype(np.int64)
+    queued = np.bincount(machines, weights=candidate_operations[:, 1])
+    others = np.count_nonzero(np.bincount(machines)) - 1
+    mean_other = (queued.sum() - queued[machines]) / others if others else np.zeros(len(machines))
     return np.where(candidate_operations[:, 5] > 1, mean_other, 0.0)
 
 

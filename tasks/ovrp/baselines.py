@@ -49,11 +49,9 @@ def regret2_insertion(customer_features: np.ndarray, candidate_insertions: np.nd
     one customer arrives at a time, so the regret has no customer to rank: the placement is
     cheapest insertion's, row for row (the first row on ties)."""
     routes, delta = candidate_insertions[:, 0], candidate_insertions[:, 2]
-    present, which = np.unique(routes, return_inverse=True)
-    best = np.full(present.size, np.inf)
-    np.minimum.at(best, which, delta)   # c1 of each route
-    chosen = int(np.argmin(best))       # the first route of least cost
-    return np.where(which == chosen, -delta, -np.inf)
+    # rows come by route, so the route of least c1 (the first on ties) holds the first row of least delta
+    chosen = routes[int(np.argmin(delta))]
+    return np.where(routes == chosen, -delta, -np.inf)
 
 
 # the paper's rules: the task's ``baselines`` (the adversary's references, regret:baselines, GP's probe)

@@ -2,10 +2,13 @@
 and paired tests of every method against the best baseline and its plain twin."""
 from __future__ import annotations
 
+import sys
+
 from raise_plugin.commands.flags import add_flags
-from raise_plugin.harness.compare import run_compare
+from raise_plugin.harness.compare import FIGURE_FORMATS, failure_line, run_compare
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.paper_tables import significance_summary
+from raise_plugin.harness.reuse import REUSE
 
 
 # Named settings of whole studies; any flag given beside --preset overrides its value.
@@ -38,6 +41,13 @@ def add_compare_arguments(p, **defaults) -> None:
                         "defaults at the paper's 1000 samples) or paper-obp (the paper's setting at 1000 "
                         "samples); flags given beside it override it")
     add_flags(p, SETTINGS, defaults={"out": CompareConfig.out, **defaults})
+    study = p.add_argument_group("what an earlier compare in --out is worth, and the figures' files")
+    study.add_argument("--reuse", choices=tuple(REUSE), default="matching",
+                       help="what of an earlier compare in --out is reused: " + "; ".join(
+                           f"{k}: {v}" for k, v in REUSE.items()) + " (default matching)")
+    study.add_argument("--figure-format", default="png,pdf", metavar="FORMATS",
+                       help=f"the figures' files, comma-separated from {', '.join(FIGURE_FORMATS)} "
+                            "(default png,pdf: PNG for the report, PDF for a paper)")
 
 
 def register(sub) -> None:
@@ -72,7 +82,8 @@ def config_from(args) -> CompareConfig:
 
 def run(args) -> int:
     config = config_from(args)
-    result = run_compare(config, progress=args.progress)
+    result = run_compare(config, progress=args.progress, reuse=getattr(args, "reuse", "matching"),
+                         figure_formats=getattr(args, "figure_format", "png,pdf"))
     for name, table in result.tables.items():
         print()
         print(table.markdown())
@@ -83,4 +94,8 @@ def run(args) -> int:
                                          slices=per_slice.marked() if per_slice else None):
             print(f"- {line.replace('**', '')}")
     print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")
+    if result.failures:
+        print(f"{sys.argv[0].rsplit('/', 1)[-1] or 'raise-ahd'}: {failure_line(result.failures, len(result.jobs))}",
+              file=sys.stderr)
+        return 1
     return 0

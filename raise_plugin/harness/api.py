@@ -24,7 +24,8 @@ PROFILE_OBJECTIVES = {"metric": {}, "regret:baselines": {"objective": "regret", 
 
 
 def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"), quiet: bool = False,
-            progress: bool = default("progress"), **fields) -> CompareResult:
+            progress: bool = default("progress"), reuse: str = "matching", figure_formats=("png",),
+            **fields) -> CompareResult:
     """Train every method plain and with RAISE, evaluate them and the baselines on the test suite,
     and write the tables, figures and report to ``out`` (``CompareConfig``'s fields as keywords).
 
@@ -33,7 +34,9 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     (``result.tables[name].markdown()``), the paired tests (``result.comparisons``; any other
     pair with ``result.paired("eoh-raise-eps0.002", "eoh-plain")``), the variants by key
     (``result.variant("eoh", robust=True, epsilon=0.002)``), the figures' paths
-    (``result.figures``) and the report's (``result.report``).
+    (``result.figures``) and the report's (``result.report``). ``reuse`` says what of an earlier
+    compare in ``out`` is kept (matching, never, any: ``harness.reuse.REUSE``), ``figure_formats``
+    the figures' files (png, pdf, svg).
     """
     if isinstance(seeds, int):
         seeds = tuple(range(seeds))
@@ -41,7 +44,8 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
         fields["methods"] = tuple(m.strip() for m in fields["methods"].split(",") if m.strip())
     if "epsilons" in fields and isinstance(fields["epsilons"], (int, float)):
         fields["epsilons"] = (float(fields["epsilons"]),)
-    return run_compare(CompareConfig(task=task, seeds=tuple(seeds), **fields), quiet=quiet, progress=progress)
+    return run_compare(CompareConfig(task=task, seeds=tuple(seeds), **fields), quiet=quiet, progress=progress,
+                       reuse=reuse, figure_formats=figure_formats)
 
 
 def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPSILONS,

@@ -31,14 +31,17 @@ from raise_plugin.harness.compare_jobs import EvalJob, TrainJob, run_finished
 from raise_plugin.harness.compare_report import compare_report
 from raise_plugin.harness.compare_result import CompareResult
 from raise_plugin.harness.compare_tables import write_tables
-from raise_plugin.harness.figures import plot_adversarial_distributions, plot_convergence
+from raise_plugin.harness.figures import finish_figure, plot_adversarial_distributions, plot_convergence
 from raise_plugin.harness.final_programs import final_program
+from raise_plugin.harness.provenance import code_version, result_meta, recorded_code_version, write_result_meta
 from raise_plugin.harness.job_place import place_jobs
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
+from raise_plugin.harness.reuse import plan_reuse
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
 from raise_plugin.llm import SamplerStallWarning, offline_stall
+from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
@@ -50,16 +53,26 @@ def _say(message: str, quiet: bool) -> None:
         print(message, flush=True)
 
 
-def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = True) -> CompareResult:
-    """Train, evaluate, and write tables, figures and the report (see the module docstring)."""
+def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = True, reuse: str = "matching",
+                figure_formats: tuple = ("png",)) -> CompareResult:
+    """Train, evaluate, and write tables, figures and the report (see the module docstring).
+
+    ``reuse`` says what of an earlier compare in ``config.out`` is kept (``reuse.REUSE``:
+    ``matching``, ``never``, ``any``); ``figure_formats`` the files of every figure (png, pdf,
+    svg). A job that fails costs only its own cells: the tables, figures and report are written
+    from what finished, and ``CompareResult.failures`` lists the failed jobs."""
     task = get_task(config.task)
+    check_methods(config.methods, task)
+    figure_formats = check_figure_formats(figure_formats)
     out = Path(config.out).resolve()
     variants = plan_variants(config.methods, config.epsilons, config.ablations)
-    reused = _earlier_work(config, task, variants, out)
+    plan = plan_reuse(config, task, variants, out, reuse)
+    reused = plan.line(config.out)
     if reused:
         _say(reused, quiet)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").write_text(json.dumps(asdict(config), indent=1))
+    (out / "compare.json").write_text(json.dumps({**asdict(config), "reuse": reuse,
+                                                  "code_version": code_version()}, indent=1))
     idle = idle_adversary(config.budget, config.pop_size, config.tau)
     if idle and any(v.robust for v in variants):
         warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
@@ -69,33 +82,17 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress)
-    _refuse_failures(records)
+    failures = [r for r in records if r.status == "failed"]
+    finished = {k: p for k, p in run_dirs.items() if run_finished(p)}
     rows = collect_rows(out, task.baselines, [result_name(v.key, s, config.select_on) for v, s in cells])
     tables, comparisons, table_files = write_tables(config, task, variants, rows, out)
-    figures = _write_figures(task, variants, config.seeds[0], run_dirs, out)
-    (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, run_dirs, comparisons))
+    figures = _write_figures(task, variants, config.seeds, finished, out, figure_formats)
+    (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, finished, comparisons,
+                                                  failures=failures, plan=plan))
     files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / "report.md"]
-    return CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines))
-
-
-def _earlier_work(config: CompareConfig, task, variants: list[Variant], out: Path) -> str | None:
-    """One line on what an earlier compare left in ``out`` that this one reuses (finished
-    training runs, interrupted ones it resumes, suite evaluations), and how to start afresh;
-    ``None`` when there is nothing."""
-    cells = [(v, s) for v in variants for s in config.seeds]
-    runs = [out / "runs" / f"{v.key}-seed{s}" for v, s in cells]
-    finished = sum(run_finished(r) for r in runs)
-    interrupted = sum((r / "config.json").exists() for r in runs) - finished
-    results = [f"baseline-{name}" for name in task.baselines] + [result_name(v.key, s, config.select_on)
-                                                                  for v, s in cells]
-    evaluated = sum((out / "results" / f"{name}.csv").exists() for name in results)
-    if not (finished or interrupted or evaluated):
-        return None
-    kept = [f"{finished} of {len(runs)} training runs finished", f"{evaluated} of {len(results)} suite evaluations"]
-    if interrupted:
-        kept.append(f"{interrupted} interrupted run{'s' if interrupted > 1 else ''} to resume")
-    return (f"{config.out} holds an earlier compare; reusing {', '.join(kept)} (to start afresh, delete "
-            f"{config.out} or give another --out)")
+    result = CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines),
+                           failures)
+    return result
 
 
 def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[Variant], run_dirs: dict,
@@ -144,6 +141,9 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
             follow = evaluation_of(*by_name[job.name])
             return [follow] if follow is not None else []
         write_rows(out / "results" / f"{job.name}.csv", outcome.rows)
+        run = out / "runs" / job.name.removesuffix(f"-{config.select_on}-selected")
+        evaluated = job.name if job.name.startswith("baseline-") else f"{run.name} ({recorded_code_version(run)})"
+        write_result_meta(out / "results" / f"{job.name}.csv", result_meta(config.suite_instances, evaluated))
         return []
 
     if not (training or evaluations):
@@ -153,22 +153,63 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
                     planned=2 * len(training) + len(evaluations))
 
 
-def _refuse_failures(records: list[JobRecord]) -> None:
-    """A one-line ``UserError`` naming the first failed jobs, if any failed."""
-    failed = [r for r in records if r.status == "failed"]
-    if failed:
-        names = "; ".join(f"{r.kind} {r.label}: {r.error}" for r in failed[:3]) + ("; ..." if len(failed) > 3 else "")
-        raise UserError(f"{len(failed)} of {len(records)} compare jobs failed ({names}); the finished ones are kept: "
-                        f"run the same command again to retry the rest")
+def failure_line(failures: list[JobRecord], total: int) -> str:
+    """One line on the failed jobs: how many, the first reasons, and whether running the same
+    command again can help (it cannot for a failure the settings or the task cause)."""
+    names = "; ".join(f"{r.kind} {r.label}: {r.error}" for r in failures[:3]) + ("; ..." if len(failures) > 3 else "")
+    retry = [r for r in failures if r.retry_helps]
+    if not retry:
+        advice = "running the same command again cannot help these"
+    elif len(retry) == len(failures):
+        advice = "run the same command again to retry them"
+    else:
+        advice = (f"run the same command again to retry {len(retry)} of them ("
+                  f"{', '.join(r.label for r in retry[:3])}); a retry cannot help the others")
+    return (f"{len(failures)} of {total} compare jobs failed ({names}); the tables and report hold what finished; "
+            f"{advice}")
 
 
-def _write_figures(task, variants: list[Variant], seed: int, run_dirs: dict, out: Path) -> list[Path]:
-    """The convergence and adversarial-distribution figures of the first seed's runs (plain runs
-    too: their validation trace shows where a search starts to overfit)."""
-    robust_runs = {f"{v.label}, seed {seed}": RunLog.load(run_dirs[(v.key, seed)])
-                   for v in variants if v.kind in ("plain", "robust")}
-    if not robust_runs:
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
+
+def check_figure_formats(formats) -> tuple:
+    """``formats`` (a tuple, or ``"png,pdf"``) checked: a ``UserError`` names one not in ``FIGURE_FORMATS``."""
+    formats = tuple(f.strip().lower() for f in (formats.split(",") if isinstance(formats, str) else formats) if f)
+    for f in formats:
+        if f not in FIGURE_FORMATS:
+            raise UserError(f"figure_format: {f!r} is not one of {', '.join(FIGURE_FORMATS)}")
+    return formats or ("png",)
+
+
+def check_methods(methods, task) -> None:
+    """Refuse, before any job starts, a method that cannot run on ``task`` (GP needs a template
+    whose function takes one value per candidate: ``gp_probe``)."""
+    if "gp" in methods:
+        try:
+            probe_signature(task)
+        except UserError as exc:
+            raise UserError(f"methods: gp cannot run on {task.name}: {str(exc).removeprefix('gp: ')}; GP evolves "
+                            "a function of numbers and arrays with one value (or one row) per candidate "
+                            "(docs/tasks.md, 'What GP needs'); no job was started") from None
+
+
+def _write_figures(task, variants: list[Variant], seeds, run_dirs: dict, out: Path, formats=("png",)) -> list[Path]:
+    """The convergence and adversarial-distribution figures of the finished runs (``run_dirs``), each in
+    every format of ``formats``: convergence over every seed, all variants in one figure (plain runs too:
+    their validation trace shows where a search starts to overfit); adversarial distributions of the
+    first seed's RAISE runs."""
+    drawn = [v for v in variants if v.kind in ("plain", "robust")]
+    runs = {v.label: [RunLog.load(run_dirs[(v.key, s)]) for s in seeds if (v.key, s) in run_dirs] for v in drawn}
+    runs = {label: logs for label, logs in runs.items() if logs}
+    if not runs:
         return []
-    plot_convergence(robust_runs, out / "convergence.png")
-    plot_adversarial_distributions(robust_runs, out / "adversarial_distributions.png", task=task)
-    return [out / "convergence.png", out / "adversarial_distributions.png"]
+    files = []
+    convergence = plot_convergence(runs, task=task)
+    first = {f"{v.label}, seed {seeds[0]}": RunLog.load(run_dirs[(v.key, seeds[0])]) for v in drawn
+             if v.robust and (v.key, seeds[0]) in run_dirs}
+    adversarial = plot_adversarial_distributions(first, task=task) if first else None
+    for stem, fig in (("convergence", convergence), ("adversarial_distributions", adversarial)):
+        for fmt in formats if fig is not None else ():
+            finish_figure(fig, out / f"{stem}.{fmt}")
+            files.append(out / f"{stem}.{fmt}")
+    return files

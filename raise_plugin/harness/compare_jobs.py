@@ -20,6 +20,7 @@ from pathlib import Path
 from raise_plugin import runner
 from raise_plugin.config import IdleAdversaryWarning, RunConfig
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.harness.provenance import record_code_version
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
 from raise_plugin.llm import SamplerStallWarning
 from tasks import get_task
@@ -146,6 +147,7 @@ def train_run(path: Path, run: dict, evaluation: str | None) -> TrainOutcome:
         status = "finished before"
     elif (path / "config.json").exists():
         status = "resumed"
+        record_code_version(path)
         # the recorded evaluation executor may name another machine's share of cores; results do not depend on it
         runner.resume_run(path, **({"executor": evaluation} if evaluation else {})).run()
     else:
@@ -154,6 +156,7 @@ def train_run(path: Path, run: dict, evaluation: str | None) -> TrainOutcome:
             warnings.simplefilter("ignore", IdleAdversaryWarning)
             warnings.simplefilter("ignore", SamplerStallWarning)
             method = runner.start_run(RunConfig(**{**run, "out": str(path), "executor": evaluation}))
+        record_code_version(path)  # beside the config.json the run wrote: what a re-run checks before reusing it
         method.run()
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     best = (data.get("best") or {}).get("robust_score")

@@ -27,11 +27,13 @@ class CompareResult:
     jobs: list = field(default_factory=list)  # job_queue.JobRecord of every job this call ran (none: all were done)
     variants: list[Variant] = field(default_factory=list)  # the trained configurations, in plan order
     baselines: list[str] = field(default_factory=list)     # the task's baselines, evaluated beside them
+    failures: list = field(default_factory=list)  # job_queue.JobRecord of every job that failed (its cells left out)
 
     @property
     def figures(self) -> list[Path]:
-        """The figures written (convergence.png, adversarial_distributions.png)."""
-        return [f for f in self.files if f.suffix == ".png"]
+        """The figures written (convergence.png, adversarial_distributions.png, and each in the other
+        formats asked for)."""
+        return [f for f in self.files if f.suffix in (".png", ".pdf", ".svg")]
 
     @property
     def report(self) -> Path:

@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from raise_plugin.errors import UserError
 from raise_plugin.harness.job_place import JobPlace
 
 __all__ = ["JobRecord", "run_jobs"]
@@ -28,6 +29,7 @@ class JobRecord:
     host: str = ""
     error: str = ""
     outcome: object = field(default=None, repr=False)
+    retry_helps: bool = True  # False for a failure the job's settings or task cause (a ``UserError``)
 
 
 def run_jobs(place: JobPlace, jobs: Iterable, then: Callable[[object, object], list] | None = None,
@@ -63,7 +65,8 @@ def run_jobs(place: JobPlace, jobs: Iterable, then: Callable[[object, object], l
                     outcome = future.result()
                 except Exception as exc:  # noqa: BLE001 - one job's failure does not stop the others
                     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    records.append(JobRecord(job.name, job.kind, job.label, "failed", seconds, error=message))
+                    records.append(JobRecord(job.name, job.kind, job.label, "failed", seconds, error=message,
+                                             retry_helps=not isinstance(exc, UserError)))
                     say(f"[{number:>{width()}}/{total}] FAILED   {job.kind} {job.label} after {seconds:.1f} s: "
                         f"{message}")
                     continue

@@ -29,11 +29,9 @@ def read_rows(path: Path) -> list[dict]:
 
 def collect_rows(out: Path, baselines: Iterable[str], cells: Iterable[str]) -> list[dict]:
     """Every baseline's rows, then those of every evaluated cell (``results/<name>.csv``), in that
-    order; written to ``OUT/results.csv`` too."""
+    order, leaving out what was not evaluated (a failed job); written to ``OUT/results.csv`` too."""
     rows: list[dict] = []
-    for name in baselines:
-        rows += read_rows(out / "results" / f"baseline-{name}.csv")
-    for name in cells:
+    for name in [f"baseline-{b}" for b in baselines] + list(cells):
         path = out / "results" / f"{name}.csv"
         if path.exists():
             rows += read_rows(path)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import csv
+import json
 
 import pytest
 
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import run_compare
 from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.provenance import expected_run_config, record_code_version
 from raise_plugin.harness.variants import plan_variants
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -150,17 +152,23 @@ def test_a_fresh_compare_says_nothing_of_reuse_and_an_interrupted_one_says_what_
     with pytest.raises(Planned):
         run_compare(tiny(tmp_path / "fresh", ablations=False), quiet=False)
     assert "earlier compare" not in capsys.readouterr().out
-    interrupted = tmp_path / "again" / "runs" / "eoh-plain-seed1"
+    config = tiny(tmp_path / "again", ablations=False)
+    interrupted = tmp_path / "again" / "runs" / "eoh-plain-seed1"  # as a run of this compare leaves it
     interrupted.mkdir(parents=True)
-    (interrupted / "config.json").write_text("{}")
+    (interrupted / "config.json").write_text(json.dumps(expected_run_config(config.run_fields("eoh", False, None, 1))))
+    record_code_version(interrupted)
     (tmp_path / "again" / "results").mkdir()
-    (tmp_path / "again" / "results" / "baseline-SP-Insert.csv").write_text("")
+    (tmp_path / "again" / "results" / "baseline-SP-Insert.csv").write_text("")  # no record of its code: redone
     with pytest.raises(Planned):
-        run_compare(tiny(tmp_path / "again", ablations=False), quiet=False)
-    assert capsys.readouterr().out.splitlines()[0] == (
-        f"{tmp_path / 'again'} holds an earlier compare; reusing 0 of 4 training runs finished, 1 of 7 suite "
-        f"evaluations, 1 interrupted run to resume (to start afresh, delete {tmp_path / 'again'} or give another "
-        f"--out)")
+        run_compare(config, quiet=False)
+    again = tmp_path / "again"
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith(f"{again} holds an earlier compare; reusing 0 of 4 training runs finished, 0 of 7 suite "
+                           "evaluations, 1 interrupted run to resume; 1 earlier run or result did not match "
+                           "(evaluated by code that recorded no version) and is done again, the earlier ones moved "
+                           f"to {again}/superseded/")
+    assert line.endswith(f"(to start afresh, delete {again} or give another --out)")
+    assert list((again / "superseded").glob("*/results/baseline-SP-Insert.csv"))
 
 
 def test_variants_follow_the_paper():
@@ -236,3 +244,64 @@ def test_a_preset_fills_in_only_the_flags_left_out():
     paper = parser.parse_args(["--preset", "paper-obp"])
     paper.given = {"preset"}
     assert config_from(paper).budget == 1000 and config_from(paper).epsilons == (0.002,)
+
+
+def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared, tmp_path, monkeypatch):
+    import shutil
+
+    from raise_plugin.harness import reuse
+    from raise_plugin.harness.reuse import plan_reuse
+    from tasks import get_task
+
+    task, variants = get_task("ovrp"), plan_variants(("eoh",), (0.002,), True)
+    out = tmp_path / "cmp"
+    shutil.copytree(compared.out, out)
+    plan = plan_reuse(tiny(out), task, variants, out)  # the same settings and code: everything kept
+    assert (plan.finished, plan.evaluated, plan.moved) == (18, 21, [])
+    # another budget: every run is trained again, never reused under this compare's heading
+    plan = plan_reuse(tiny(out, budget=6), task, variants, out)
+    assert plan.finished == 0 and len(plan.moved) == 18 and plan.evaluated == 3  # the baselines' results hold
+    assert "settings differ: budget 8 (here 6)" in plan.line(str(out))
+    assert not list((out / "runs").iterdir()) and len(list(plan.superseded.glob("runs/*"))) == 18
+    shutil.rmtree(out)
+    shutil.copytree(compared.out, out)
+    monkeypatch.setattr(reuse, "code_version", lambda: "9.9.9+src.000000000000")  # the code changed since
+    plan = plan_reuse(tiny(out), task, variants, out)
+    assert plan.finished == 0 and "trained by code version 0.1.0+src." in plan.line(str(out))
+    shutil.rmtree(out)
+    shutil.copytree(compared.out, out)
+    accepted = plan_reuse(tiny(out), task, variants, out, "any")  # said, and kept
+    assert accepted.finished == 18 and len(accepted.other_code) == 18 + 21
+    assert "18 runs and 21 results of another code version accepted (--reuse any)" in accepted.line(str(out))
+
+
+def test_the_report_lists_each_runs_settings_and_code_version(compared):
+    from raise_plugin.harness.provenance import code_version, recorded_code_version
+
+    report = compared.report.read_text()
+    assert report.splitlines()[0] == "# RAISE compare on ovrp: eoh, budget 8"
+    assert f"This compare's code version: `{code_version()}`" in report
+    assert "| variant | seed | budget | population | tau | eps | LLM | code version |" in report
+    assert f"| RAISE-EoH (eps=0.002) | 1 | 8 | 4 | 1 | 0.002 | offline | {code_version()} |" in report
+    assert recorded_code_version(compared.out / "runs" / "eoh-plain-seed0") == code_version()
+
+
+def test_gp_is_refused_before_any_job_on_a_task_it_cannot_evolve(tmp_path):
+    from pathlib import Path
+
+    source = (Path(__file__).parents[2] / "examples" / "load_balance.py").read_text()
+    for old, new in (('def least_loaded(job, loads):', 'def least_loaded(job, state):\n    loads = state["loads"]'),
+                     ('def fullest_that_fits(job, loads):', 'def fullest_that_fits(job, state):\n    loads = state["loads"]'),
+                     ('def priority(job: int, loads: np.ndarray) -> np.ndarray:',
+                      'def priority(job: int, state: dict) -> np.ndarray:\n    loads = state["loads"]'),
+                     ('decide(priority, job, loads.copy(), len(loads))',
+                      'decide(priority, job, {"loads": loads.copy()}, len(loads))')):
+        assert old in source
+        source = source.replace(old, new)
+    (tmp_path / "lb_dict.py").write_text(source)
+    config = tiny(tmp_path / "out", task=f"{tmp_path / 'lb_dict.py'}:LoadBalance", methods=("eoh", "gp"),
+                  ablations=False)
+    with pytest.raises(UserError, match="methods: gp cannot run on load_balance: no argument of priority has one "
+                                        "value per candidate; GP evolves .* no job was started"):
+        run_compare(config, quiet=True)
+    assert not (tmp_path / "out" / "runs").exists()

@@ -18,6 +18,7 @@ from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import run_compare
 from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.provenance import record_code_version
 from raise_plugin.harness.job_place import default_jobs
 from raise_plugin.harness.compare_jobs import TrainJob, run_finished
 from raise_plugin.harness.run_shipping import client_token, pack_run, unpack_run
@@ -88,7 +89,9 @@ def test_an_interrupted_compare_reruns_only_its_unfinished_job(here, tmp_path):
     recorded = json.loads((out / "runs" / name / "config.json").read_text())
     shutil.rmtree(out / "runs" / name)
     (out / "results" / f"{name}.csv").unlink()
-    start_run(RunConfig.from_dict({**recorded, "out": str(out / "runs" / name)}), callbacks=[StopAfter(5)]).run()
+    stopped = start_run(RunConfig.from_dict({**recorded, "out": str(out / "runs" / name)}), callbacks=[StopAfter(5)])
+    record_code_version(out / "runs" / name)  # as compare's training job records it
+    stopped.run()
     assert not run_finished(out / "runs" / name)
     before = {p.name: p.read_bytes() for p in (out / "results").iterdir()}
 
@@ -100,18 +103,32 @@ def test_an_interrupted_compare_reruns_only_its_unfinished_job(here, tmp_path):
     assert (out / "results" / f"{name}.csv").exists()
 
 
-def test_a_failed_job_is_reported_in_one_line_and_the_others_finish(tmp_path):
+def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help(tmp_path, monkeypatch):
+    import raise_plugin.runner as runner
+    from raise_plugin.harness.compare import failure_line
+
     config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0, 1),
                            out=str(tmp_path), suite_instances=1, nominal=1, jobs=1)
-    broken = tmp_path / "runs" / "eoh-plain-seed1"
-    broken.mkdir(parents=True)
-    (broken / "config.json").write_text("{not json")
-    with pytest.raises(UserError, match=r"1 of 6 compare jobs failed \(train EoH, seed 1: ") as info:
-        run_compare(config, quiet=True)
-    assert "\n" not in str(info.value)
+    start = runner.start_run
+
+    def fail_seed_1(run_config, **kw):
+        if run_config.seed == 1:
+            raise UserError("no argument of priority has one value per candidate")
+        return start(run_config, **kw)
+
+    monkeypatch.setattr(runner, "start_run", fail_seed_1)
+    result = run_compare(config, quiet=True)  # no exception: what finished is a result
+    assert [(r.kind, r.label) for r in result.failures] == [("train", "EoH, seed 1")]
     assert run_finished(tmp_path / "runs" / "eoh-plain-seed0")
-    assert (tmp_path / "results" / "eoh-plain-seed0.csv").exists()
-    assert (tmp_path / "results" / "baseline-SP-Insert.csv").exists()
+    table = result.tables["table_all_distributions"]
+    assert "EoH" in table.methods and (table.seeds[table.methods.index("EoH")] == 1).all()
+    report = (tmp_path / "report.md").read_text()
+    assert "## Failed jobs" in report and "| train EoH, seed 1 | no argument of priority has one value per " \
+                                          "candidate | cannot help (the settings or the task cause it) |" in report
+    line = failure_line(result.failures, len(result.jobs))
+    assert "\n" not in line and line.startswith("1 of 6 compare jobs failed (train EoH, seed 1: no argument")
+    assert line.endswith("running the same command again cannot help these") and "retry them" not in line
+    assert (tmp_path / "convergence.png").exists() and (tmp_path / "table_all_distributions.md").exists()
 
 
 def test_a_worker_that_does_not_see_out_ships_the_run_directory_back(tmp_path, monkeypatch):

@@ -1,0 +1,131 @@
+"""What shaped a compare's run or result: its settings and the code's version, recorded beside it
+and compared before a re-run reuses it.
+
+The code version is the package's version and a hash of the plugin's and the tasks' sources
+(``raise_plugin/`` and ``tasks/``, every ``*.py`` and ``*.c``, sorted by path), computed once per
+process. A training run's is written to ``RUN/code_version.json`` when it starts (its settings
+are in the ``config.json`` the run writes itself); a suite evaluation's results file
+``results/<name>.csv`` gets ``results/<name>.json`` with the code version, the suite size and
+what it evaluated.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+import raise_plugin
+import tasks
+from raise_plugin.config import RunConfig
+from raise_plugin.credentials import shown_url
+from raise_plugin.llm.openai_backend import endpoint_url
+
+__all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
+           "run_differences", "result_meta", "write_result_meta", "read_result_meta", "IGNORED_FIELDS"]
+
+CODE_FILE = "code_version.json"
+# where and how fast a run ran, never what it found: results do not depend on them (tested in the engine)
+IGNORED_FIELDS = ("out", "executor", "workers", "record")
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """``"<package version>+src.<12 hex digits>"``: the package's version and a SHA-256 of the
+    sources of ``raise_plugin/`` and ``tasks/`` (each file's path and bytes, sorted by path)."""
+    digest = hashlib.sha256()
+    for package in (raise_plugin, tasks):
+        root = Path(package.__file__).resolve().parent
+        files = sorted(p for pattern in ("*.py", "*.c") for p in root.rglob(pattern) if "__pycache__" not in p.parts)
+        for path in files:
+            digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+            digest.update(b"\0")
+    return f"{raise_plugin.__version__}+src.{digest.hexdigest()[:12]}"
+
+
+def record_code_version(run_dir: Path) -> None:
+    """``RUN/code_version.json``: the code that started the run and, when another code version
+    continued it, each one that did."""
+    path = Path(run_dir) / CODE_FILE
+    now = code_version()
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    if not data.get("code_version"):
+        data = {"code_version": now, "resumed_by": []}
+    elif now != data["code_version"] and now not in data.get("resumed_by", []):
+        data.setdefault("resumed_by", []).append(now)
+    else:
+        return
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def recorded_code_version(run_dir: Path) -> str | None:
+    """The code version that trained the run (``None``: recorded by none, older code); a run continued
+    by other code versions reads ``"A, resumed by B"``."""
+    try:
+        data = json.loads((Path(run_dir) / CODE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    version = data.get("code_version")
+    later = [v for v in data.get("resumed_by", []) if v != version]
+    return f"{version}, resumed by {', '.join(later)}" if version and later else version
+
+
+def expected_run_config(run_fields: tuple) -> dict:
+    """The ``config.json`` a run of ``run_fields`` (``CompareConfig.run_fields``) writes, as the run
+    itself would resolve it (its defaults, its endpoint), but the fields in ``IGNORED_FIELDS``."""
+    data = RunConfig(**dict(run_fields)).to_dict()
+    if str(data.get("llm", "")).startswith("openai") and not data.get("base_url"):
+        data["base_url"] = endpoint_url()
+    if data.get("base_url"):
+        data["base_url"] = shown_url(data["base_url"])
+    return {k: v for k, v in data.items() if k not in IGNORED_FIELDS}
+
+
+def run_differences(run_dir: Path, expected: dict) -> list[str]:
+    """The settings where the run recorded in ``run_dir`` differs from ``expected``
+    (``expected_run_config``), each as ``"budget 40 (here 30)"``; ``["no config.json"]`` when it
+    recorded none."""
+    try:
+        recorded = json.loads((Path(run_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return ["no config.json"]
+    if not set(expected) & set(recorded):
+        return ["its config.json records none of them"]
+    out = []
+    for key, value in expected.items():
+        if key in recorded and _same(recorded[key], value):
+            continue
+        shown = recorded.get(key, "not recorded")
+        out.append(f"{key} {shown} (here {value})")
+    return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return float(a) == float(b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def result_meta(suite_instances: int | None, evaluated: str) -> dict:
+    """What shaped a suite evaluation: the code, the suite's size and what it evaluated (a baseline's
+    name, or the run directory's name with its own code version)."""
+    return {"code_version": code_version(), "suite_instances": suite_instances, "evaluated": evaluated}
+
+
+def write_result_meta(csv_path: Path, meta: dict) -> None:
+    Path(csv_path).with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def read_result_meta(csv_path: Path) -> dict | None:
+    try:
+        return json.loads(Path(csv_path).with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return None

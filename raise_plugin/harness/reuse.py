@@ -1,0 +1,146 @@
+"""What a compare reuses of the work an earlier compare left in its folder: only runs and results
+whose every setting and code version match (``--reuse matching``), none (``never``), or those of
+another code version too (``any``, said in the report). What does not match is moved aside to
+``OUT/superseded/<time>/`` (never deleted) and done again.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from raise_plugin.errors import UserError
+from raise_plugin.harness.compare_jobs import run_finished
+from raise_plugin.harness.provenance import (code_version, expected_run_config, read_result_meta,
+                                             recorded_code_version, run_differences)
+from raise_plugin.harness.variants import result_name
+
+__all__ = ["REUSE", "ReusePlan", "plan_reuse"]
+
+REUSE = {
+    "matching": "reuse a finished run or result only when every setting and the code version match; "
+                "train or evaluate again what differs (the earlier one is moved to OUT/superseded)",
+    "never": "train and evaluate everything again (all earlier work is moved to OUT/superseded)",
+    "any": "as matching, but accept runs and results of another code version too (the report lists them)",
+}
+
+
+@dataclass
+class ReusePlan:
+    """What an earlier compare's folder holds and what of it this compare keeps."""
+
+    runs: int = 0                     # training runs planned
+    finished: int = 0                 # finished runs kept
+    interrupted: int = 0              # unfinished runs kept, to resume
+    results: int = 0                  # suite evaluations planned
+    evaluated: int = 0                # results kept
+    moved: list[str] = field(default_factory=list)     # what was moved aside, each "name: why"
+    other_code: list[str] = field(default_factory=list)  # kept under --reuse any: "name (code version)"
+    superseded: Path | None = None
+
+    def line(self, out_name: str) -> str | None:
+        """The one line said before any job starts; ``None`` when the folder held nothing."""
+        if not (self.finished or self.interrupted or self.evaluated or self.moved):
+            return None
+        kept = [f"{self.finished} of {self.runs} training runs finished",
+                f"{self.evaluated} of {self.results} suite evaluations"]
+        if self.interrupted:
+            kept.append(f"{self.interrupted} interrupted run{'s' if self.interrupted > 1 else ''} to resume")
+        text = f"{out_name} holds an earlier compare; reusing {', '.join(kept)}"
+        if self.moved:
+            reasons = sorted({why for _, why in (m.split(": ", 1) for m in self.moved)})
+            text += (f"; {len(self.moved)} earlier run{'s' if len(self.moved) > 1 else ''} or result"
+                     f"{'s' if len(self.moved) > 1 else ''} did not match ({'; '.join(reasons[:3])}"
+                     f"{'; ...' if len(reasons) > 3 else ''}) and {'are' if len(self.moved) > 1 else 'is'} done "
+                     f"again, the earlier ones moved to {self.superseded}")
+        if self.other_code:
+            runs = sum(not o.startswith("results/") for o in self.other_code)
+            results = len(self.other_code) - runs
+            text += f"; {runs} runs and {results} results of another code version accepted (--reuse any)"
+        return text + f" (to start afresh, delete {out_name} or give another --out)"
+
+
+def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> ReusePlan:
+    """Check every run directory and results file an earlier compare left in ``out`` against this
+    compare's settings and code version; move aside what is not to be reused (see ``REUSE``)."""
+    if reuse not in REUSE:
+        raise UserError(f"reuse: {reuse!r} is not one of {', '.join(REUSE)}")
+    now = code_version()
+    stamp = Path(out) / "superseded" / time.strftime("%Y%m%d-%H%M%S")
+    plan = ReusePlan(superseded=stamp)
+    cells = [(v, s) for v in variants for s in config.seeds]
+    plan.runs = len(cells)
+    dropped_runs = set()
+    for v, s in cells:
+        name = f"{v.key}-seed{s}"
+        path = out / "runs" / name
+        if not (path / "config.json").exists():
+            if path.exists() and any(path.iterdir()) and reuse == "never":
+                _move(path, stamp / "runs" / name)
+            continue
+        why = _run_mismatch(path, config.run_fields(v.method, v.robust, v.epsilon, s, v.switches), now, reuse)
+        if why:
+            _move(path, stamp / "runs" / name)
+            plan.moved.append(f"{name}: {why}")
+            dropped_runs.add(result_name(v.key, s, config.select_on))
+            continue
+        if recorded_code_version(path) != now:
+            plan.other_code.append(f"{name} ({recorded_code_version(path) or 'code version not recorded'})")
+        if run_finished(path):
+            plan.finished += 1
+        else:
+            plan.interrupted += 1
+    names = [f"baseline-{b}" for b in task.baselines] + [result_name(v.key, s, config.select_on) for v, s in cells]
+    plan.results = len(names)
+    for name in names:
+        csv = out / "results" / f"{name}.csv"
+        if not csv.exists():
+            continue
+        why = "its run is trained again" if name in dropped_runs else _result_mismatch(csv, config, now, reuse)
+        if why:
+            for part in (csv, csv.with_suffix(".json")):
+                if part.exists():
+                    _move(part, stamp / "results" / part.name)
+            if name not in dropped_runs:
+                plan.moved.append(f"{name}: {why}")
+            continue
+        meta = read_result_meta(csv) or {}
+        if meta.get("code_version") != now:
+            plan.other_code.append(f"results/{name}.csv ({meta.get('code_version')})")
+        plan.evaluated += 1
+    return plan
+
+
+def _run_mismatch(path: Path, run_fields: tuple, now: str, reuse: str) -> str | None:
+    """Why the run in ``path`` is not to be reused, or ``None``."""
+    if reuse == "never":
+        return "--reuse never"
+    differences = run_differences(path, expected_run_config(run_fields))
+    if differences:
+        return "settings differ: " + ", ".join(differences[:3]) + (", ..." if len(differences) > 3 else "")
+    recorded = recorded_code_version(path)
+    if recorded != now and reuse != "any":
+        return (f"trained by code version {recorded} (this one is {now})" if recorded else
+                f"trained by code that recorded no version (this one is {now})")
+    return None
+
+
+def _result_mismatch(csv: Path, config, now: str, reuse: str) -> str | None:
+    if reuse == "never":
+        return "--reuse never"
+    meta = read_result_meta(csv)
+    if meta is None:
+        return "evaluated by code that recorded no version"
+    if meta.get("suite_instances") != config.suite_instances:
+        shown = lambda n: "all" if n is None else n  # noqa: E731
+        return (f"suite instances per dataset {shown(meta.get('suite_instances'))} "
+                f"(here {shown(config.suite_instances)})")
+    if meta.get("code_version") != now and reuse != "any":
+        return f"evaluated by code version {meta.get('code_version')} (this one is {now})"
+    return None
+
+
+def _move(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(source), str(target))

@@ -138,6 +138,10 @@ def run(args) -> int:
           f"metric: {task.metric_label}")
     print(render_table(["family", "sizes"] + names, body))
     report_invalid(rows, names)
+    unchecked = sum(r.unchecked for r in rows)
+    if unchecked:
+        print(f"look-ahead check: {unchecked} jobs unchecked (no process could be started for their check; "
+              f"their scores stand unverified)")
     for line in compiled:
         print(f"compiled path: {line}")
     if args.out:

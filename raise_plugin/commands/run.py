@@ -1,6 +1,7 @@
 """``raise-ahd run``: one (robust) method run on a task, recorded in a run directory."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import math
 import signal
@@ -13,7 +14,7 @@ from raise_plugin.errors import UserError
 from raise_plugin.llm.record import run_directory_of
 from raise_plugin.llm.usage import REPLAY
 from raise_plugin.robust.progress import ProgressBar
-from raise_plugin.rundir.files import RunDirectoryDamaged
+from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
 from raise_plugin.rundir.reader import load_config
 from raise_plugin.runner import CompiledPathReport, replay_line, start_run
 from raise_plugin.commands.flags import add_flags
@@ -208,7 +209,30 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
     if failure is not None:
         print(f"raise-ahd: error: the run stopped: {failure}", file=sys.stderr)
         return RUN_FAILED
-    return 128 + received[0] if received else 0  # the shell's status for a process a signal ended
+    if received:
+        return 128 + received[0]  # the shell's status for a process a signal ended
+    nothing = nothing_evaluated(summary, run_dir)
+    if nothing is not None:
+        print(f"raise-ahd: error: {nothing}", file=sys.stderr)
+        return RUN_FAILED
+    return 0
+
+
+def nothing_evaluated(summary: dict, run_dir) -> str | None:
+    """Why a run that sampled programs has no valid one (the most common reason its samples
+    failed, with how many), or ``None`` when it has one."""
+    if summary.get("best") or not summary.get("samples"):
+        return None
+    try:
+        errors = [row.get("error") or "" for row in read_jsonl(Path(run_dir) / "samples.jsonl")]
+    except OSError:
+        errors = []
+    reasons = collections.Counter(e for e in errors if e)
+    if not reasons:
+        return f"none of its {summary['samples']} programs was valid"
+    reason, count = reasons.most_common(1)[0]
+    return (f"none of its {summary['samples']} programs evaluated; {count} failed with: {reason} "
+            f"(its limits: docs/engine.md)")
 
 
 def _final_selection(method, run_dir, summary: dict) -> dict | None:

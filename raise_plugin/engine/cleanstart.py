@@ -22,6 +22,7 @@ from multiprocessing import connection, context, forkserver, popen_forkserver, r
 
 from .limits import allowed_environment
 from .live_workers import kill_live_workers
+from .pools import ONE_THREAD
 
 __all__ = ["clean_context", "clean_environment"]
 
@@ -71,7 +72,7 @@ class _CleanForkServer(forkserver.ForkServer):
                                f"from multiprocessing.forkserver import main; "
                                f"main({listener.fileno()}, {alive_r}, {self._preload_modules!r})")
                     args = [spawn.get_executable()] + util._args_from_interpreter_flags() + ["-c", command]
-                    self._process = subprocess.Popen(args, env=clean_environment(), close_fds=True,
+                    self._process = subprocess.Popen(args, env={**clean_environment(), **ONE_THREAD}, close_fds=True,
                                                      pass_fds=(listener.fileno(), alive_r),
                                                      stdin=subprocess.DEVNULL)
                 except BaseException:

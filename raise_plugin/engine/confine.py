@@ -26,7 +26,7 @@ try:
 except ImportError:  # no user database on this platform
     pwd = None
 
-__all__ = ["confine", "layer", "landlock_abi", "unprivileged_ids", "c_library"]
+__all__ = ["confine", "layer", "landlock_abi", "unprivileged_ids", "c_library", "weakened"]
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_NO_NEW_PRIVS = 38
@@ -47,6 +47,10 @@ _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 _READ = _EXECUTE | _READ_FILE | _READ_DIR
 # /proc entries a worker may read besides its own: nothing there names another process
 _PROC_READABLE = ("cpuinfo", "meminfo", "stat", "sys", "self", "thread-self")
+# entries of / never read (but for the code's own places beneath them): other processes, other
+# workers' directories, and the users' homes (keys and tokens live there; a worker that could not
+# become 'nobody' is user 0, which could read root's)
+_UNREAD = ("proc", "tmp", "root", "home")
 
 
 @functools.lru_cache(maxsize=1)
@@ -108,9 +112,29 @@ def _others_can_read(path: str) -> bool:
 def _code_readable_by_others() -> bool:
     """Whether the code a worker may still import (the plugin, the tasks, numpy, the
     standard library) stays readable once the worker is no longer root."""
+    return _unreadable_code() is None
+
+
+def _unreadable_code() -> str | None:
+    """The first place of the code a worker may still import that other users cannot read."""
     places = [os.path.dirname(m.__file__) for m in (sys.modules["raise_plugin"], tasks, numpy)]
     places.append(sysconfig.get_paths()["stdlib"])
-    return all(_others_can_read(p) for p in places)
+    return next((p for p in places if not _others_can_read(p)), None)
+
+
+def weakened() -> str | None:
+    """One line, where the engine runs as root but its workers cannot become ``nobody`` (the
+    code they import is where that user cannot read it, as under ``/root/.pyenv``): they keep user
+    0 without any capability, so a program can read root's own files; and the fix. ``None``
+    where the workers run as an unprivileged user."""
+    if not sys.platform.startswith("linux") or unprivileged_ids() is None:
+        return None
+    place = _unreadable_code()
+    if place is None:
+        return None
+    return (f"programs run as user 0 without capabilities, not as 'nobody', since {place} is not readable by "
+            f"other users: they can read files only root may read (outside the homes, which Landlock keeps from them). Install Python and the plugin where every user can "
+            f"read them (or make their folders readable: chmod o+rX), or run as an unprivileged user")
 
 
 @functools.lru_cache(maxsize=1)
@@ -213,7 +237,7 @@ def _landlock(workdir: str, abi: int) -> bool:
                 os.close(fd)
 
         for entry in _root_entries():
-            if entry not in ("proc", "tmp"):  # other processes, other workers' directories
+            if entry not in _UNREAD:
                 allow("/" + entry, _READ)
         for place in _code_places():  # a checkout or a task file under /tmp stays importable
             allow(place, _READ)

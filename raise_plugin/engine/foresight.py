@@ -15,12 +15,26 @@ import numpy as np
 from .protocol import DONE, STAGE, STOPPED, Malformed
 from .stages import apply_patch
 
-__all__ = ["looks_ahead", "same_inputs"]
+__all__ = ["looks_ahead", "same_inputs", "check_budget", "UNCHECKED"]
+
+UNCHECKED = "unchecked"  # the check could not run for a reason outside the program (no process to run it in)
+_RAN_OUT = "ran out of time"
 
 
-def looks_ahead(judge, task, job, instances: list, decided: list, deadline: float | None) -> str | None:
+def check_budget(timeout: float | None) -> float | None:
+    """The check's own time limit, from the job's: the copy runs no more of the program than the
+    job's instance did, so twice the job's limit and a second for its process's start leave it
+    the room the job had, on a machine twice as busy (a check that ran out of the job's own limit
+    called an honest program near its limit a look-ahead)."""
+    return None if timeout is None else 2.0 * float(timeout) + 1.0
+
+
+def looks_ahead(judge, task, job, instances: list, decided: list, deadline: float | None):
     """With probability ``judge.limits.foresight``, one instance of the job checked for look-ahead
-    (see the module). Why the program fails the check, or ``None``."""
+    (see the module), by ``deadline`` (``check_budget``): ``None`` where it passed or was not
+    drawn, ``UNCHECKED`` where no process could be started for it, else ``(kind, reason)``: a
+    look-ahead or a copy that behaved otherwise (``foresight``), a check past its own limit
+    (``timeout``)."""
     if not decided or judge.limits.foresight <= 0:
         return None
     # drawn from the operating system's entropy here, in the worker, when the job is done: nothing
@@ -43,14 +57,18 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
         return None
     try:
         process = judge.processes.start()
-    except OSError:  # no process to check in (the machine's limit): no verdict, the run itself was valid
-        return None
+    except (OSError, RuntimeError):  # the machine's limits (the program can reach no other process's):
+        return UNCHECKED              # counted and shown as unchecked, never silently valid
     try:
         differ, why = _copy_decides(judge, task, job, process, start, stages, same, decisions, deadline)
     finally:
         process.close()
+    if why is _RAN_OUT:
+        return "timeout", f"its look-ahead check ran past its own limit ({check_budget(job.timeout):g} s)"
+    if process.left_folder:
+        return "tampered", "its process left a folder that could not be removed"
     if why is not None:
-        return _otherwise(why)
+        return "foresight", _otherwise(why)
     if differ is None:
         return None
     # the quick digests may have missed a difference of the arguments: count exactly before judging
@@ -59,8 +77,8 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
             return None
     elif differ >= same_inputs(task, instance, start, decisions[: differ + 1], exact=True, stages=stages):
         return None
-    return (f"the program looks ahead: its decision {differ} changed when only the part of the "
-            f"instance still to come changed (checked on instance {index})")
+    return "foresight", (f"the program looks ahead: its decision {differ} changed when only the part of the "
+                         f"instance still to come changed (checked on instance {index})")
 
 
 def _staging(task, instance, rng, decisions):
@@ -107,7 +125,7 @@ def _copy_decides(judge, task, job, process, start, stages, same: int, decisions
         if record is None:
             return None, process.died()
     except TimeoutError:
-        return None, f"it did not answer within {job.timeout:g} s"
+        return None, _RAN_OUT
     except Malformed as exc:
         return None, f"it sent a malformed answer ({exc})"
     except OSError as exc:  # a broken pipe: the process is gone

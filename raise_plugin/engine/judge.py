@@ -23,7 +23,7 @@ from tasks import get_task, reference_of
 from tasks.common.decision import Replay
 from tasks.common.errors import HeuristicError, printable
 
-from .foresight import looks_ahead
+from .foresight import UNCHECKED, check_budget, looks_ahead
 from .jobs import SourcePriority
 from .limits import SandboxLimits
 from .protocol import DONE, HEURISTIC, KINDS, MEMORY, Malformed, Record
@@ -148,15 +148,22 @@ class Judge:
                                      f"({exc.strerror or exc})"), time.perf_counter() - start)
         if not self.limits.jit or (first is not None and first[0] in FailureKind.REPEATING):
             self.processes.drop(process)
+        if process.left_folder:
+            return EvalResult.failed(count, FailureKind.TAMPERED, "its process left a folder that could not be removed",
+                                     time.perf_counter() - start)
+        unchecked = 0
         if first is None:
-            looked = looks_ahead(self, task, job, instances, [r for r in originals], deadline_of(job.timeout))
-            if looked is not None:
-                return EvalResult.failed(count, FailureKind.FORESIGHT, looked, time.perf_counter() - start)
+            looked = looks_ahead(self, task, job, instances, originals, deadline_of(check_budget(job.timeout)))
+            if looked == UNCHECKED:
+                unchecked = 1
+            elif looked is not None:
+                return EvalResult.failed(count, looked[0], looked[1], time.perf_counter() - start)
         seconds = time.perf_counter() - start
         asked = [c for c in compiled if c is not None]
         is_compiled = None if not self.limits.jit else (bool(asked) and all(asked))
         if first is None:
-            return EvalResult(tuple(metrics), tuple(reasons), seconds, compiled=is_compiled, fallback=note)
+            return EvalResult(tuple(metrics), tuple(reasons), seconds, compiled=is_compiled, fallback=note,
+                              unchecked=unchecked)
         return EvalResult(tuple(metrics), tuple(reasons), seconds, first[0], first[1], compiled=is_compiled,
                           fallback=note)
 

@@ -48,7 +48,8 @@ class SandboxLimits:
     ``timeout``: wall-clock seconds per job (one program on its share of instances);
     on expiry the worker's whole process group is killed and the worker replaced.
     ``memory_mb``: address space a program process may add to its size at start
-    (RLIMIT_AS = that size + this budget); the worker, which runs the engine's own calls
+    (RLIMIT_DATA = its private writable memory + this budget, ``oslimits.cap_memory``: what
+    libraries reserve without writing is not counted); the worker, which runs the engine's own calls
     such as inner searches, has the same budget of its own. ``max_processes``: RLIMIT_NPROC for the
     worker; 0 forbids new processes and threads (ignored by the kernel for root, where
     the audit hook and the stray-process check still apply). ``file_mb``: largest file
@@ -75,6 +76,9 @@ class SandboxLimits:
     its instances checked for look-ahead (``foresight``: the program runs again, in a fresh
     process, on a copy whose part still to come is replaced and revealed in stages, or after one
     random point for a task without stages, and must decide as before up to it).
+    ``threads``: whether a program's process may start threads (off: its first thread fails, for
+    every user; RLIMIT_NPROC does not hold root, and numeric libraries run pools of one thread in
+    the sandbox, the parallelism being across processes).
     """
 
     timeout: float | None = 60.0
@@ -90,6 +94,7 @@ class SandboxLimits:
     jit: bool = default("jit")
     jit_after: float = default("jit_after")
     foresight: float = 0.25
+    threads: bool = False
 
     def __post_init__(self):
         if self.timeout is not None and not self.timeout > 0:

@@ -7,10 +7,14 @@ import concurrent.futures as cf
 import os
 import queue
 import threading
+import warnings
 import weakref
 from typing import Callable
 
+from raise_plugin.errors import PluginWarning
+
 from .compiled_tally import CompiledTally
+from .confine import weakened
 from .jobs import InstanceSet, Job
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
@@ -59,6 +63,18 @@ def _done(value=None, exc: BaseException | None = None) -> cf.Future:
     return fut
 
 
+_said: list[bool] = []
+
+
+def _say_if_weakened(limits: SandboxLimits) -> None:
+    """Once per process: a sandbox weaker than it should be is said, with the fix (``confine.weakened``)."""
+    if limits.confine and not _said:
+        _said.append(True)
+        line = weakened()
+        if line is not None:
+            warnings.warn(line, PluginWarning, stacklevel=3)
+
+
 class ProcessExecutor:
     """A pool of ``workers`` sandboxed worker processes (default: one per core).
 
@@ -75,6 +91,7 @@ class ProcessExecutor:
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers!r}")
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
+        _say_if_weakened(self.limits)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._slots = [SandboxWorker(self.limits) for _ in range(self.workers)]
         self._closed = False

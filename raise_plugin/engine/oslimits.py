@@ -12,8 +12,8 @@ try:
 except ImportError:  # not on this platform: no resource limits
     resource = None
 
-__all__ = ["PR_SET_PDEATHSIG", "PR_SET_CHILD_SUBREAPER", "prctl", "address_space_bytes", "cap_memory", "set_limit",
-           "close_other_descriptors"]
+__all__ = ["PR_SET_PDEATHSIG", "PR_SET_CHILD_SUBREAPER", "prctl", "address_space_bytes", "data_bytes", "cap_memory",
+           "set_limit", "close_other_descriptors"]
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -28,22 +28,52 @@ def prctl(option: int, value: int) -> None:
         pass
 
 
-def address_space_bytes() -> int | None:
+def _status_bytes(field: str) -> int | None:
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmSize:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None
     return None
 
 
+def address_space_bytes() -> int | None:
+    """This process's address space (VmSize): what it maps, reserved or used."""
+    return _status_bytes("VmSize")
+
+
+def data_bytes() -> int | None:
+    """This process's private writable memory (VmData: its heap, arrays, anonymous mappings)."""
+    return _status_bytes("VmData")
+
+
+def reservable_bytes() -> int:
+    """Address space a process may reserve beyond its budget before the backstop holds it: what
+    glibc's malloc arenas can reserve on this machine at the most (eight per core, 64 MiB each),
+    and at least 16 GiB for what else libraries map without writing it."""
+    return max(16 << 30, 8 * (64 << 20) * (os.cpu_count() or 1))
+
+
 def cap_memory(memory_mb: float | None) -> None:
-    """Let this process grow by at most ``memory_mb`` MiB of address space from its size now
-    (RLIMIT_AS); past it an allocation fails with ``MemoryError``, not the machine."""
-    if memory_mb is not None:
-        set_limit("RLIMIT_AS", (address_space_bytes() or 0) + int(memory_mb) * 1024 * 1024)
+    """Let this process allocate at most ``memory_mb`` MiB more than it holds now; past it an
+    allocation fails with ``MemoryError``, not the machine.
+
+    The cap is on what the process writes, not on what it reserves: RLIMIT_DATA (private writable
+    memory, the heap and every array included) = its data now + the budget. Address space reserved
+    and never written (malloc's arenas, 64 MiB each, eight per core for the threads that allocate;
+    thread pools' stacks) is not counted, so it cannot fail an honest program on a machine with many
+    cores, as RLIMIT_AS = size + budget did. RLIMIT_AS stays as a backstop at the size now plus the
+    budget plus ``reservable_bytes()`` (memory shared without a file, which RLIMIT_DATA does not
+    count, is refused to a program's process by seccomp)."""
+    if memory_mb is None:
+        return
+    budget = int(memory_mb) * 1024 * 1024
+    data = data_bytes()
+    if data is not None:
+        set_limit("RLIMIT_DATA", data + budget)
+    set_limit("RLIMIT_AS", (address_space_bytes() or 0) + budget + reservable_bytes())
 
 
 def set_limit(which: str, value: int) -> None:

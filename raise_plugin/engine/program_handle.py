@@ -3,9 +3,9 @@ it ended, from its wait status."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 
+from .cleanup import remove_tree
 from .protocol import Record, receive_answer, send_request
 
 __all__ = ["ProgramProcess", "describe_status"]
@@ -32,6 +32,7 @@ class ProgramProcess:
         self._spawner = spawner
         self.closed = False
         self.status: int | None = None
+        self.left_folder = False  # its folder could not be removed: the program's doing
 
     def send(self, message, deadline: float | None = None) -> None:
         send_request(self.requests, message, deadline)
@@ -43,7 +44,7 @@ class ProgramProcess:
 
     def close(self) -> None:
         """Kill the process (it may be busy, or not reading; its spawner reaps it), close the
-        pipes, remove its directory."""
+        pipes, remove its directory (without recursion: the program made it as it liked)."""
         if self.closed:
             return
         self.closed = True
@@ -54,7 +55,7 @@ class ProgramProcess:
                 os.close(fd)
             except OSError:
                 pass
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.left_folder = not remove_tree(self.workdir)
 
     def died(self) -> str:
         """How the process ended, once it is gone (it is reaped first)."""

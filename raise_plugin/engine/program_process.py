@@ -50,7 +50,9 @@ def confine_program(workdir: str, limits: SandboxLimits) -> list[str]:
     applied = []
     if limits.confine:
         applied += layer(workdir)  # a Landlock layer of its own: its directory only, not its siblings'
-        applied += install(threads=True)  # no process, socket, ptrace or signal to another process
+        # no process, thread, socket, IPC object, ptrace, signal or limit reaching another process,
+        # and no change to a file's metadata: seccomp, whatever user the process runs as
+        applied += install(threads=limits.threads)
     if limits.max_processes is not None:
         set_limit("RLIMIT_NPROC", int(limits.max_processes))
     if limits.audit:

@@ -37,7 +37,9 @@ class EvalResult:
     run at all, because the program already failed in a way that repeats (``reason`` then
     starts with ``"skipped: "`` and names that failure). ``compiled``: on the compiled path
     (``engine.compiled``), whether the heuristic ran compiled (``None``: not asked, or not
-    reached); ``fallback``: why it ran in Python instead.
+    reached); ``fallback``: why it ran in Python instead. ``unchecked``: how many of its jobs drawn
+    for a look-ahead check could not have it (no process could be started for it: a reason
+    outside the program), counted and shown, never silently valid.
     """
 
     metrics: tuple[float, ...]
@@ -49,6 +51,7 @@ class EvalResult:
     skipped: bool = False
     compiled: bool | None = field(default=None, compare=False)
     fallback: str = field(default="", compare=False)
+    unchecked: int = field(default=0, compare=False)
 
     @property
     def valid(self) -> bool:
@@ -66,7 +69,8 @@ class EvalResult:
 
     def with_seconds(self, seconds: float, worker: int | None = None) -> "EvalResult":
         return EvalResult(self.metrics, self.reasons, seconds, self.kind, self.reason,
-                          self.worker if worker is None else worker, self.skipped, self.compiled, self.fallback)
+                          self.worker if worker is None else worker, self.skipped, self.compiled, self.fallback,
+                          self.unchecked)
 
     @classmethod
     def combine(cls, parts: list["EvalResult"], seconds: float) -> "EvalResult":
@@ -77,9 +81,11 @@ class EvalResult:
         asked = [p for p in parts if p.compiled is not None]
         compiled = all(p.compiled for p in asked) if asked else None
         fallback = next((p.fallback for p in asked if not p.compiled), "")
+        unchecked = sum(p.unchecked for p in parts)
         if first is None:
-            return cls(metrics, reasons, seconds, compiled=compiled, fallback=fallback)
-        return cls(metrics, reasons, seconds, first.kind, first.reason, compiled=compiled, fallback=fallback)
+            return cls(metrics, reasons, seconds, compiled=compiled, fallback=fallback, unchecked=unchecked)
+        return cls(metrics, reasons, seconds, first.kind, first.reason, compiled=compiled, fallback=fallback,
+                   unchecked=unchecked)
 
     def __repr__(self) -> str:
         state = "valid" if self.valid else f"invalid[{self.kind}]: {self.reason}"

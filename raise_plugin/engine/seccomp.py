@@ -1,5 +1,9 @@
-"""A seccomp filter for a worker (Linux, x86_64 and aarch64): no new processes, programs, sockets,
-namespaces or kernel tinkering, and signals only to itself; threads stay allowed unless asked otherwise."""
+"""A seccomp filter for a program's process (Linux, x86_64 and aarch64): no new processes,
+programs, sockets, namespaces or kernel tinkering; no object that outlives it or that another
+process can reach (System V and POSIX IPC, shared anonymous memory); no change to a file's mode,
+owner, times or extended attributes by any route (a path, a descriptor, ``dir_fd``), since
+Landlock does not cover those; signals, resource limits and scheduling only for itself; and, unless
+asked otherwise, no thread."""
 from __future__ import annotations
 
 import ctypes
@@ -24,6 +28,7 @@ _INSN = struct.Struct("=HBBI")  # struct sock_filter: code, jt, jf, k
 # struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args[6] (u64 each)
 _NR, _ARCH = 0, 4
 _ARG0_LOW, _ARG0_HIGH = 16, 20  # little-endian
+_ARG3_LOW = 16 + 3 * 8
 
 _KILL_PROCESS = 0x80000000
 _ERRNO = 0x00050000
@@ -48,9 +53,23 @@ _REFUSED = (
     "keyctl", "add_key", "request_key",
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot",
     "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "personality", "mknod", "mknodat",
+    # channels that outlive a process or join two: System V and POSIX IPC, memory files
+    "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr", "memfd_create",
+    # a file's metadata, which Landlock does not cover, whatever names the file
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+    "utime", "utimes", "utimensat", "futimesat",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", "setxattrat",
+    "removexattrat",
+    # other processes: their priority, memory and handles
+    "setpriority", "ioprio_set", "kcmp", "process_madvise", "process_mrelease", "migrate_pages", "move_pages",
+    "name_to_handle_at", "fanotify_init",
 )
-# each takes the target (pid, thread group or thread) as its first argument
+# each takes the target (pid, thread group or thread) as its first argument: only this process
 _SIGNALS = ("kill", "tgkill", "tkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+# each takes a pid as its first argument, 0 meaning the caller: only this process
+_OWN = ("prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr")
+_MAP_SHARED, _MAP_ANONYMOUS = 0x01, 0x20  # mmap's flags, the same on both
 
 _X86_64 = {
     "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone": 56, "clone3": 435,
@@ -70,6 +89,18 @@ _X86_64 = {
     "personality": 135, "mknod": 133, "mknodat": 259,
     "kill": 62, "tgkill": 234, "tkill": 200, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
     "seccomp": 317,
+    "shmget": 29, "shmat": 30, "shmctl": 31, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
+    "semget": 64, "semop": 65, "semtimedop": 220, "semctl": 66,
+    "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244,
+    "mq_getsetattr": 245, "memfd_create": 319,
+    "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93, "lchown": 94,
+    "fchownat": 260, "utime": 132, "utimes": 235, "utimensat": 280, "futimesat": 261,
+    "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
+    "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466,
+    "setpriority": 141, "ioprio_set": 251, "kcmp": 312, "process_madvise": 440, "process_mrelease": 448,
+    "migrate_pages": 256, "move_pages": 279, "name_to_handle_at": 303, "fanotify_init": 300,
+    "prlimit64": 302, "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142,
+    "sched_setattr": 314, "mmap": 9,
 }
 _AARCH64 = {  # the generic table: no fork, vfork or mknod
     "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
@@ -89,6 +120,17 @@ _AARCH64 = {  # the generic table: no fork, vfork or mknod
     "personality": 92, "mknodat": 33,
     "kill": 129, "tgkill": 131, "tkill": 130, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
     "seccomp": 277,
+    "shmget": 194, "shmat": 196, "shmctl": 195, "msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187,
+    "semget": 190, "semop": 193, "semtimedop": 192, "semctl": 191,
+    "mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183, "mq_notify": 184,
+    "mq_getsetattr": 185, "memfd_create": 279,
+    "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchown": 55, "fchownat": 54, "utimensat": 88,
+    "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16,
+    "setxattrat": 463, "removexattrat": 466,
+    "setpriority": 140, "ioprio_set": 30, "kcmp": 272, "process_madvise": 440, "process_mrelease": 448,
+    "migrate_pages": 238, "move_pages": 239, "name_to_handle_at": 264, "fanotify_init": 262,
+    "prlimit64": 261, "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118,
+    "sched_setattr": 274, "mmap": 222,
 }
 # machine -> (AUDIT_ARCH_*, syscall numbers)
 _ARCHES = {"x86_64": (0xC000003E, _X86_64), "aarch64": (0xC00000B7, _AARCH64)}
@@ -138,7 +180,19 @@ def _program(machine: str, pid: int, threads: bool) -> list[tuple[int, int, int,
     op(_JEQ, numbers["clone"], "clone" if threads else "eperm")
     for name in _SIGNALS:
         op(_JEQ, numbers[name], "signal")
+    for name in _OWN:
+        op(_JEQ, numbers[name], "own")
+    op(_JEQ, numbers["mmap"], "mmap")
     op(_RET, _ALLOW)
+    labels["mmap"] = len(insns)  # memory shared with no file: another way to hold memory past the caps
+    op(_LD_W_ABS, _ARG3_LOW)
+    op(_JSET, _MAP_ANONYMOUS, None, "allow")
+    op(_JSET, _MAP_SHARED, "eperm", "allow")
+    labels["own"] = len(insns)  # the target must be this process or 0 (the caller)
+    op(_LD_W_ABS, _ARG0_HIGH)
+    op(_JEQ, 0, None, "eperm")
+    op(_LD_W_ABS, _ARG0_LOW)
+    op(_JEQ, 0, "allow", "signal_low")
     if threads:  # clone: only a thread of this process, in its namespaces
         labels["clone"] = len(insns)
         op(_LD_W_ABS, _ARG0_LOW)
@@ -148,6 +202,7 @@ def _program(machine: str, pid: int, threads: bool) -> list[tuple[int, int, int,
     op(_LD_W_ABS, _ARG0_HIGH)
     op(_JEQ, 0, None, "eperm")
     op(_LD_W_ABS, _ARG0_LOW)
+    labels["signal_low"] = len(insns)
     op(_JEQ, pid & 0xFFFFFFFF, "allow", "eperm")
     labels["allow"] = len(insns)
     op(_RET, _ALLOW)

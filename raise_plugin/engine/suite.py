@@ -53,6 +53,7 @@ class Row:
     valid: bool
     reason: str = ""
     kind: str = "ok"
+    unchecked: bool = False  # drawn for a look-ahead check that could not run (``EvalResult.unchecked``)
 
     @property
     def skipped(self) -> bool:
@@ -100,7 +101,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                 futures[fut] = (h_index, i)
         for fut in cf.as_completed(futures):
             result = fut.result()
-            results[futures[fut]] = (result.metrics[0], result.reasons[0], result.kind)
+            results[futures[fut]] = (result.metrics[0], result.reasons[0], result.kind, bool(result.unchecked))
             bar.update()
         if limits.jit and compiled_report is not None and engine.compiled is not None:
             compiled_report(engine.compiled.line())
@@ -111,7 +112,8 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
         for d in datasets:
             params = ";".join(f"{k}={v}" for k, v in d.params.items())
             for i in range(len(d.instances)):
-                metric, reason, kind = results[(h_index, flat)]
-                rows.append(Row(h.name, task_name, d.name, d.family, params, i, metric, not reason, reason, kind))
+                metric, reason, kind, unchecked = results[(h_index, flat)]
+                rows.append(Row(h.name, task_name, d.name, d.family, params, i, metric, not reason, reason, kind,
+                                unchecked))
                 flat += 1
     return rows

@@ -12,6 +12,8 @@ import sys
 import tempfile
 from typing import Any
 
+from tasks.common.errors import printable
+
 from .carried import take_over
 from .compiled import warm_compiler
 from .confine import confine
@@ -19,6 +21,8 @@ from .jobs import Job, freeze_instances
 from .judge import Judge
 from .limits import SandboxLimits, keep_environment
 from .oslimits import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, cap_memory, prctl
+from .pools import one_thread_per_pool
+from .results import EvalResult, FailureKind
 from .role import set_judge
 from .sinks import install_sinks, sinks
 
@@ -46,6 +50,7 @@ def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
     keep_environment(os.environ)
+    one_thread_per_pool()  # before the spawner is forked: no program process inherits a pool of many
     os.environ["TMPDIR"] = workdir
     tempfile.tempdir = workdir
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -103,7 +108,7 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
                 continue
             conn.send(("started",))
             sets.move_to_end(job.set_id)
-            reply: tuple[Any, ...] = ("result", judge.run_job(job, held[1]))
+            reply: tuple[Any, ...] = ("result", _judged(judge, job, held[1]))
         else:  # "call"
             _, fn, args, kwargs = message
             conn.send(("started",))
@@ -115,3 +120,13 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
             conn.send(reply + (False,))
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable return value
             conn.send(("raised", RuntimeError(f"the result could not be sent back: {exc}"), False))
+
+
+def _judged(judge: Judge, job: Job, instances: list) -> EvalResult:
+    """The job's result; a failure of the judge's own (its clean-up, its spawner) is that job's,
+    never the worker's, so that no other program loses its result."""
+    try:
+        return judge.run_job(job, instances)
+    except Exception as exc:  # noqa: BLE001 - said as this job's failure
+        return EvalResult.failed(len(job.indices), FailureKind.ERROR,
+                                 printable(f"the judge failed on this job: {type(exc).__name__}: {exc}"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections
 import multiprocessing as mp
 import os
-import shutil
 import signal
 import tempfile
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 from tasks import registered_here
 
 from .carried import carried_state
+from .cleanup import remove_tree
 from .jobs import Job
 from .limits import SandboxLimits
 from .live_workers import register_live_worker
@@ -110,7 +110,7 @@ def sweep_stale_workdirs() -> None:
             os.kill(int(pid), 0)
             continue  # its engine runs
         except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(str(path))
         except OSError:  # another user's engine (EPERM): alive, not ours to remove
             continue
 
@@ -188,7 +188,7 @@ class SandboxWorker:
             self.conn.close()
             self.conn = None
         if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_tree(self.workdir)
             self.workdir = None
         self.sets.clear()
 

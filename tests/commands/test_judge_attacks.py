@@ -96,6 +96,16 @@ def attack(name: str, **values: str) -> str:
     return text
 
 
+def disarmed(*names: str, **values: str) -> str:
+    """The attacks ``attacks/NAME.py``, in order, after the fragment that switches the audit hook
+    off (so that only the kernel stands in their way); each takes the placeholders it has."""
+    parts = [attack("audit_disarmed")]
+    for name in names:
+        text = (ATTACKS / f"{name}.py").read_text()
+        parts.append(attack(name, **{k: v for k, v in values.items() if f"__{k.upper()}__" in text}))
+    return "\n\n".join(parts)
+
+
 def _proc_entries():
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
@@ -149,7 +159,8 @@ def _files_under(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = None, task: str = "obp") -> Run:
+def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = None, task: str = "obp",
+             seconds: str = SECONDS_PER_INSTANCE) -> Run:
     """``raise-ahd evaluate`` of ``programs`` ((name, text), in order) on the task's (OBP's) nominal
     set with one worker, in a process of its own whose environment holds ``SECRETS``, in ``root/work`` with
     a temporary directory of its own (``tmp/`` in ``written``; made under the system's, whose path
@@ -170,7 +181,7 @@ def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = N
     env[RUN_VARIABLE] = run_id
     env["TMPDIR"] = str(tmp)
     command = [sys.executable, "-m", "raise_plugin.cli", "evaluate", *paths, "--task", task, "--suite", "nominal",
-               "--baselines", "none", "--workers", "1", "--timeout", SECONDS_PER_INSTANCE, "--no-progress",
+               "--baselines", "none", "--workers", "1", "--timeout", seconds, "--no-progress",
                "--out", str(out_csv)]
     process = subprocess.Popen(command, cwd=root / "work", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
@@ -205,11 +216,17 @@ def assert_no_secret(run: Run) -> None:
 def assert_clean(run: Run) -> None:
     """No secret printed or written, no process left, no file outside the run's own, exit 0 (the
     best fit file after the attacker is valid)."""
+    assert_clean_but_invalid_allowed(run)
+    assert run.code == 0, (run.code, run.out, run.err[-3000:])
+
+
+def assert_clean_but_invalid_allowed(run: Run) -> None:
+    """As ``assert_clean``, for a command whose programs may all be invalid (exit 1)."""
     assert_no_secret(run)
     assert not run.strays, f"processes left running: {run.strays}"
     assert not run.written, f"files written: {run.written}"
     assert "Traceback" not in run.err, run.err[-3000:]
-    assert run.code == 0, (run.code, run.out, run.err[-3000:])
+    assert run.code in (0, 1), (run.code, run.out, run.err[-3000:])
 
 
 def assert_honest(run: Run, name: str, expected: list[float]) -> None:
@@ -338,7 +355,7 @@ def _datagrams(server: socket.socket, seconds: float) -> list[bytes]:
 def test_raw_libc_calls_reach_no_listener_and_run_no_shell(tmp_path, udp_listener, best_fit_metrics):
     marker = tmp_path / "outside" / "shell-ran"
     port = udp_listener.getsockname()[1]
-    run = evaluate(tmp_path, [("libc_udp", attack("libc_udp", udp_port=str(port), marker_path=str(marker))),
+    run = evaluate(tmp_path, [("libc_udp", disarmed("libc_udp", udp_port=str(port), marker_path=str(marker))),
                               (AFTER, BEST_FIT)])
     received = _datagrams(udp_listener, 1.0)
     assert not received, f"the listener on 127.0.0.1:{port} received {received[:3]}"
@@ -516,3 +533,185 @@ def test_the_two_lookahead_files_differ_only_in_the_switch_and_the_switch_matter
         metrics.append(task.evaluate(namespace["priority"], inst))
     best = [task.evaluate(task.baselines["BestFit"], inst) for inst in instances]
     assert metrics != best
+
+
+# -- round two: channels to the check, sabotage, reach outside, leftovers ---------------------------
+
+def _key_prefix() -> int:
+    """A 16-bit prefix for the System V keys one attack uses (none of the machine's own)."""
+    return random.SystemRandom().randrange(0x1000, 0xFFFF)
+
+
+def _ipc_objects(prefix: int) -> list[tuple[str, int]]:
+    """System V objects whose key carries ``prefix``: (kind, id), from /proc/sysvipc."""
+    found = []
+    for kind in ("shm", "msg", "sem"):
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            key, ident = (int(v) for v in line.split()[:2])
+            if (key & 0xFFFFFFFF) >> 16 == prefix:
+                found.append((kind, ident))
+    return found
+
+
+def _remove_ipc(objects: list[tuple[str, int]]) -> None:
+    """Remove what an attack left (so that a failing test frees the memory it pinned)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, ident in objects:
+        {"shm": lambda i: libc.shmctl(i, 0, None), "msg": lambda i: libc.msgctl(i, 0, None),
+         "sem": lambda i: libc.semctl(i, 0, 0)}[kind](ident)
+
+
+def test_a_channel_from_the_run_to_its_check_is_refused(tmp_path, best_fit_metrics):
+    """A planner that keeps its decisions in a System V segment and answers them again in its
+    look-ahead check (a later process of the same program on the same instance) passed every
+    check; the kernel now refuses it the segment, so it plans in the check too and is caught as
+    the planner alone is; nothing of it is left in the kernel."""
+    prefix = _key_prefix()
+    planner = disarmed("future_planner", "channel_to_the_check", key_prefix=f"{prefix:04x}")
+    try:
+        run = evaluate(tmp_path, [("channel_to_the_check", planner), (AFTER, BEST_FIT)])
+    finally:
+        left = _ipc_objects(prefix)
+        _remove_ipc(left)
+    assert not left, f"System V objects left after the command: {left}"
+    assert sum(r is None for r in run.results("channel_to_the_check")) >= 3, run.out[-3000:]
+    assert "looks ahead" in run.out + run.err
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_stopping_the_check_from_starting_is_refused(tmp_path, best_fit_metrics):
+    """A planner that lowers its worker's descriptor and file-size limits and its spawner's
+    address space (``prlimit`` on another process) to keep its check from starting: the kernel
+    refuses every such call, the check runs and catches it, and the program after it in the same
+    worker scores as alone."""
+    planner = disarmed("future_planner", "sabotage_the_check")
+    run = evaluate(tmp_path, [("sabotage_the_check", planner), (AFTER, BEST_FIT)])
+    assert sum(r is None for r in run.results("sabotage_the_check")) >= 3, run.out[-3000:]
+    assert "unchecked" not in run.out
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+@pytest.fixture()
+def victims():
+    """Folders outside every sandbox, each with a 0600 file, owned by this user and by ``nobody``
+    (the workers run as one of them: so that only the sandbox, not the file's owner, stands
+    between a program and one of them)."""
+    from raise_plugin.engine.confine import unprivileged_ids
+    base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    made = []
+    for uid, gid in {(os.getuid(), os.getgid()), unprivileged_ids() or (os.getuid(), os.getgid())}:
+        folder = Path(tempfile.mkdtemp(prefix="raise-victim-", dir=base))
+        path = folder / "held.txt"
+        path.write_text("kept as it is\n")
+        os.chmod(path, 0o600)
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+        os.chmod(folder, 0o755)
+        for p in (folder, path):
+            os.chown(p, uid, gid)
+        made.append((folder, path))
+    yield made
+    for folder, _ in made:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _metadata(path: Path) -> tuple:
+    info = os.stat(path)
+    try:
+        attributes = sorted(os.listxattr(path))
+    except OSError:
+        attributes = []
+    return info.st_mode, int(info.st_mtime), int(info.st_atime), info.st_uid, info.st_gid, attributes
+
+
+def test_no_call_reaches_a_file_outside_its_folder(tmp_path, victims, best_fit_metrics):
+    """chmod, utime, chown and extended attributes, through a path, an ``O_PATH`` descriptor's
+    ``dir_fd`` or an open descriptor, on a file and a folder outside the program's own (one of
+    them owned by the user it runs as): each is refused, and the programs, whose decisions are
+    best fit's, score as best fit."""
+    before = [(_metadata(folder), _metadata(path)) for folder, path in victims]
+    programs = []
+    for k, (folder, path) in enumerate(victims):
+        programs += [(f"reach_outside_{k}", disarmed("reach_outside", outside_dir=str(folder), victim=path.name)),
+                     (f"{AFTER}_{k}", BEST_FIT)]
+    run = evaluate(tmp_path, programs)
+    assert [(_metadata(folder), _metadata(path)) for folder, path in victims] == before
+    for k in range(len(victims)):
+        assert_honest(run, f"reach_outside_{k}", best_fit_metrics)
+        assert_unchanged(run, best_fit_metrics, f"{AFTER}_{k}")
+    assert_clean(run)
+
+
+def test_nothing_a_program_makes_outlives_its_job(tmp_path, best_fit_metrics):
+    """System V segments (touched: memory pinned past the command), a message queue, a semaphore
+    set and a POSIX queue: all refused, none left; best fit after it scores as alone."""
+    prefix = _key_prefix()
+    try:
+        run = evaluate(tmp_path, [("objects_left_behind", disarmed("objects_left_behind", key_prefix=f"{prefix:04x}")),
+                                  (AFTER, BEST_FIT)])
+    finally:
+        left = _ipc_objects(prefix)
+        _remove_ipc(left)
+    assert not left, f"System V objects left after the command: {left}"
+    assert not Path(f"/dev/mqueue/raise-{prefix:04x}").exists()
+    assert_honest(run, "objects_left_behind", best_fit_metrics)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_a_folder_too_deep_to_remove_by_recursion_costs_nobody_a_result(tmp_path, best_fit_metrics):
+    """3000 nested directories and a read-only one in the program's own folder: its folder is
+    still removed (without recursion), the command writes every result, and nothing is left in the
+    temporary directory."""
+    run = evaluate(tmp_path, [("deep_tree", disarmed("deep_tree")), (AFTER, BEST_FIT)])
+    assert_honest(run, "deep_tree", best_fit_metrics)
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+def test_threads_are_bounded_for_every_user(tmp_path, best_fit_metrics):
+    """1500 threads started by a program's module code (root is not held by RLIMIT_NPROC): a
+    program's process starts no thread, so the module fails at its first, and best fit after it
+    scores as alone."""
+    run = evaluate(tmp_path, [("many_threads", disarmed("many_threads")), (AFTER, BEST_FIT)])
+    assert run.results("many_threads") == [None] * 5, run.out[-3000:]
+    assert "thread" in run.out, run.out[-3000:]
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+# shortest processing time that spends most of its time limit waiting, once per run of an instance
+# (a fresh module each time): an honest program near its limit
+SLOW_SPT = ("import time\n\nWAIT = __WAIT__\n_started = []\n\n\n"
+            "def priority(current_time, candidate_operations):\n"
+            "    if not _started:\n"
+            "        _started.append(time.perf_counter())\n"
+            "        while time.perf_counter() - _started[0] < WAIT:\n"
+            "            pass\n"
+            "    return -candidate_operations[:, 1].astype(float)\n")
+
+
+def test_an_honest_program_near_its_limit_on_a_busy_machine_is_not_called_a_look_ahead(tmp_path):
+    """Shortest processing time that waits 90 % of a 1-second limit on every instance, with two
+    busy processes beside the command: its look-ahead checks have a time budget of their own (a
+    check that ran out of the job's was called a look-ahead: "did not answer within 1 s"), so it
+    is never called one; an instance whose run exceeds the limit under the load is a timeout."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        root = tmp_path
+        runs = [evaluate(root / f"r{k}", [("slow_spt", SLOW_SPT.replace("__WAIT__", "0.9"))], task="ojsp",
+                         seconds="1") for k in range(2)]
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    for run in runs:
+        assert "look" not in run.out + run.err, run.out[-3000:]
+        assert "foresight" not in run.csv_text
+        assert_clean_but_invalid_allowed(run)

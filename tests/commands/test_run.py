@@ -43,8 +43,9 @@ def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys, monke
 
 def test_a_task_that_keeps_the_robust_best_makes_no_selection(tmp_path, scripted, capsys):
     out = tmp_path / "ovrp"
+    # the scripted programs are bin packing's: on routing none evaluates, which the run says (exit 3)
     assert main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "2", "--nominal", "1", "--out", str(out),
-                 "--no-progress", "--no-host-profiler", "--inner-population", "2", "--inner-generations", "1"]) == 0
+                 "--no-progress", "--no-host-profiler", "--inner-population", "2", "--inner-generations", "1"]) == 3
     printed = capsys.readouterr().out
     assert "final program   the best robust above" in printed and not (out / "selection.json").exists()
 
@@ -116,3 +117,15 @@ def test_a_recorded_run_replays_exactly(tmp_path, capsys):
     assert programs("a") == programs("b")
     a, b = (json.loads((tmp_path / r / "summary.json").read_text()) for r in ("a", "b"))
     assert a["best"] == b["best"] and a["instance_set"] == b["instance_set"]
+
+
+def test_a_run_that_can_evaluate_nothing_stops_loudly(tmp_path, capsys):
+    """Every program times out (a limit no evaluation can meet): the run exits 3 with the reason and
+    its count in one line, not 0 with "best none"."""
+    out = tmp_path / "nothing"
+    code = main(["run", "--task", "obp", "--no-robust", "--budget", "8", "--pop-size", "4", "--nominal", "1",
+                 "--timeout", "0.001", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    line = next(line for line in err.splitlines() if line.startswith("raise-ahd: error:"))
+    assert "programs evaluated" in line and "failed with: timed out after 0.001 s" in line, line

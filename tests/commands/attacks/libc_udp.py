@@ -1,42 +1,13 @@
-"""Raw libc: at its first call the heuristic empties the sets of event names the process's audit
-hook refuses (found through the garbage collector and the hook's closure), then, through ctypes,
+"""Raw libc (appended to ``audit_disarmed.py``): at its first call the heuristic switches off the
+process's audit hook, then, through ctypes,
 takes the addresses of libc's ``socket``, ``sendto`` and ``system`` and calls them through
 ``CFUNCTYPE`` prototypes: a UDP datagram to 127.0.0.1 (the port comes from the placeholder
 below) and a shell command that writes a marker file. Its decisions are best fit's."""
-import gc
 import sys
-import types
 
 PORT_TEXT = "__UDP_PORT__"
 PORT = int(PORT_TEXT) if PORT_TEXT.isdigit() else 9
 MARKER = "__MARKER_PATH__"
-EVENTS = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function", "ctypes.addressof", "os.system", "os.fork",
-          "os.exec", "os.posix_spawn", "subprocess.Popen", "os.remove", "os.rename", "os.mkdir", "os.chmod"}
-
-
-def disarm():
-    """Clear every set or dictionary of audit event names: the module's, the heap's, the hook's."""
-    holders = []
-    module = sys.modules.get("raise_plugin.engine.audit")
-    if module is not None:
-        holders.extend(vars(module).values())
-    for obj in gc.get_objects():
-        holders.append(obj)
-        if isinstance(obj, types.FunctionType) and obj.__closure__:
-            for cell in obj.__closure__:
-                try:
-                    holders.append(cell.cell_contents)
-                except ValueError:
-                    pass
-    for holder in holders:
-        if isinstance(holder, (set, dict)) and holder and len(holder) < 200:
-            try:
-                names = [k for k in holder if isinstance(k, str)]
-            except Exception:
-                continue
-            dotted = names and len(names) == len(holder) and all("." in name for name in names)
-            if dotted and EVENTS.intersection(names):
-                holder.clear()
 
 
 def libc_functions():
@@ -80,7 +51,7 @@ def priority(item, bins):
     global done
     if not done:
         done = True
-        for step in (disarm, "udp", "shell"):
+        for step in (disarm, "udp", "shell"):  # noqa: F821 - disarm: the fragment this is appended to
             try:
                 if step == "udp":
                     send_datagram(*libc_functions())

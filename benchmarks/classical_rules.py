@@ -3,7 +3,10 @@
 validation and the test suite, with the rule chosen on validation.
 
 Usage: python benchmarks/classical_rules.py cost [--repeats 5]
-       python benchmarks/classical_rules.py table [--tasks obp,ojsp,ovrp]
+       python benchmarks/classical_rules.py table [--tasks obp,ojsp,ovrp] [--per-dataset N]
+
+``--per-dataset N``: the first N instances of each dataset of every suite (compare's
+``--suite-instances``); the rule chosen on validation is always chosen on the whole validation suite.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from tasks import get_task  # noqa: E402
 from tasks.common.classical import classical_rules, suite_metrics, validation_means  # noqa: E402
+from tasks.common.suite import Dataset  # noqa: E402
 
 REFERENCE = {"obp": "BestFit", "ojsp": "SPT", "ovrp": "SP-Insert"}
 SUITES = ("nominal", "validation", "test")
@@ -44,13 +48,15 @@ def cost(repeats: int) -> None:
             print(f"| {rule} | {1000 * seconds:.2f} | {seconds / best[reference]:.1f}x |")
 
 
-def table(names: list[str]) -> None:
+def table(names: list[str], per_dataset: int | None) -> None:
     """Per task, every rule's mean metric on each suite; the rule chosen on validation marked."""
     for name in names:
         task = get_task(name)
         rules = classical_rules(task)
         chosen = validation_means(task)
-        means = {suite: {rule: float(np.mean(suite_metrics(task, priority, task.suite(suite))))
+        suites = {suite: [Dataset(d.family, d.params, d.instances[:per_dataset]) for d in task.suite(suite)]
+                  for suite in SUITES}
+        means = {suite: {rule: float(np.mean(suite_metrics(task, priority, suites[suite])))
                          for rule, priority in rules.items()} for suite in SUITES}
         best = min(chosen, key=chosen.get)
         print(f"\n{name}: {task.metric_label}, mean per suite; best on validation: {best}\n")
@@ -67,11 +73,12 @@ def main() -> None:
     parser.add_argument("what", choices=("cost", "table"))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tasks", default="obp,ojsp,ovrp")
+    parser.add_argument("--per-dataset", type=int, default=None)
     args = parser.parse_args()
     if args.what == "cost":
         cost(args.repeats)
     else:
-        table([t.strip() for t in args.tasks.split(",") if t.strip()])
+        table([t.strip() for t in args.tasks.split(",") if t.strip()], args.per_dataset)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,13 @@ tests of every method against the best classical rule (chosen on the validation 
 each written as Markdown."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, layout_table, significance,
                                                significance_markdown)
+from raise_plugin.harness.stats import holm_adjust
+from raise_plugin.harness.table_formats import significance_csv, significance_latex, table_csv, table_latex
 from raise_plugin.harness.variants import METHOD_LABELS, Variant
 from tasks import get_task
 from tasks.common.classical import best_on_validation, classical_rules, suite_metrics
@@ -37,10 +40,20 @@ def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_ro
     if ablation_rows:
         tables["table4_ablation"] = build_table(
             rows, family_columns(), **tested, methods=ablation_rows, rename=ablation_names,
-            title=f"Table 4: ablations, {metric} per distribution averaged over all sizes")
+            title=f"{task_name}: ablations, {metric} per distribution, averaged over all sizes")
     for table in tables.values():
         table.metric = task.metric_label
+        table.title = study_title(table.title)
     return tables
+
+
+def study_title(title: str) -> str:
+    """A task layout's title without the paper's table number (``"Table 3 (OJSP): ..."`` ->
+    ``"OJSP: ..."``): a study of its own is not the paper's Table 3."""
+    found = re.match(r"Table \d+\s*(?:\(([^)]*)\))?\s*:\s*", title)
+    if not found:
+        return title
+    return (f"{found.group(1)}: " if found.group(1) else "") + title[found.end():]
 
 
 def ablation_rows(methods, first_epsilon: float, variants: list[Variant]) -> tuple[list[str], dict[str, str]]:
@@ -69,18 +82,25 @@ def write_tables(config, task, variants: list[Variant], rows: list[dict],
     twins = {v.label: METHOD_LABELS.get(v.method, v.method) for v in variants if v.kind != "plain"}
     tables = paper_tables(task.name, rows, order, ablations, ablation_names, baselines=baselines, twins=twins,
                           reference=chosen)
+    study = ", ".join([", ".join(config.methods)] + [f"{what} {getattr(config, key)}" for key, what in (
+        ("budget", "budget"),) if hasattr(config, key)] + ([f"{len(config.seeds)} seeds"] if hasattr(config, "seeds")
+                                                          else []))
     files = []
     for name, table in tables.items():
-        path = out / f"{name}.md"
-        path.write_text(table.markdown() + "\n")
-        files.append(path)
-    comparisons = significance(rows, [v.label for v in variants], baselines, twins, chosen=chosen)
-    (out / "table_significance.md").write_text(significance_markdown(
-        comparisons, f"{task.name}: each method against the best classical rule ({chosen}, chosen on the validation "
-                     f"suite from every classical rule) and its plain twin, whole test suite; "
-                     f"differences in {task.metric_label}")
-        + "\n")
-    files.append(out / "table_significance.md")
+        table.title = f"{table.title} ({study})"
+        for suffix, text in ((".md", table.markdown() + "\n"), (".csv", table_csv(table)), (".tex", table_latex(table))):
+            (out / f"{name}{suffix}").write_text(text)
+            files.append(out / f"{name}{suffix}")
+    # one family: every row of the table, Holm-corrected together
+    comparisons = list(holm_adjust(dict(enumerate(significance(rows, [v.label for v in variants], baselines, twins,
+                                                                chosen=chosen)))).values())
+    title = (f"{task.name}: each method against the best classical rule ({chosen}, chosen on the validation "
+             f"suite from every classical rule) and its plain twin, whole test suite ({study}); "
+             f"differences in {task.metric_label}")
+    for suffix, text in ((".md", significance_markdown(comparisons, title) + "\n"),
+                         (".csv", significance_csv(comparisons)), (".tex", significance_latex(comparisons, title))):
+        (out / f"table_significance{suffix}").write_text(text)
+        files.append(out / f"table_significance{suffix}")
     return tables, comparisons, files
 
 

@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from raise_plugin.harness.stats import (ALPHA, LEVEL, Comparison, compare_paired, format_p, format_signed,
-                                        mean_half_width, row_is_valid)
+                                        holm_adjust, mean_half_width, row_is_valid)
 from tasks.common.families import FAMILIES
 
 __all__ = ["Column", "Table", "build_table", "layout_table", "family_columns", "size_columns", "param_columns",
@@ -170,10 +170,10 @@ class Table:
         notes = []
         most = int(self.seeds.max()) if self.seeds.size else 0
         if self.tests:
-            notes.append(f"† / ‡: differs significantly (p < {ALPHA:g}) from the column's best baseline / the "
-                         "method's plain twin, + better, − worse; unmarked: no significant difference. Paired "
-                         "over (seed, instance), Wilcoxon signed-rank and a bootstrap interval of the mean "
-                         "difference that must exclude 0 (see table_significance.md).")
+            notes.append(f"† / ‡: differs significantly (Holm-adjusted p < {ALPHA:g} over all {len(self.tests)} tests "
+                         "of this table) from the column's best baseline / the method's plain twin, + better, − worse; "
+                         "unmarked: no significant difference. Paired over (seed, instance), Wilcoxon signed-rank "
+                         "and a bootstrap interval of the mean difference that must exclude 0.")
             if most == 1:
                 notes.append("One seed: the interval resamples instances, not seeds, so no mark speaks to "
                              "seed-to-seed variation.")
@@ -252,6 +252,7 @@ def build_table(rows: Iterable[dict], columns: list[Column], *, title: str, meth
                 twin = (twins or {}).get(m)
                 if twin in seen_methods:
                     tests[(i, j, "twin")] = compare_paired(part, m, twin, "plain twin", by_seed=True)
+    tests = holm_adjust(tests)  # one family per table: every mark of the table, Holm-corrected together
     shown = [(rename or {}).get(m, m) for m in methods]
     return Table(title, shown, labels, mean, std, seeds, invalid, average, half, tests)
 
@@ -316,7 +317,7 @@ def significance(rows: Iterable[dict], methods: Iterable[str], baselines: Iterab
 def significance_markdown(comparisons: list[Comparison], title: str, digits: int = 3) -> str:
     """One row per comparison: mean difference, interval, p, pairs, verdict in words."""
     lines = [f"**{title}**", "",
-             "| Method | compared with | mean difference | 95 % bootstrap CI | Wilcoxon p | pairs | seeds | verdict |",
+             "| Method | compared with | mean difference | 95 % bootstrap CI | Wilcoxon p, Holm-adjusted | pairs | seeds | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
     for c in comparisons:
         pairs = f"{c.pairs}" + (f" ({c.dropped} dropped)" if c.dropped else "")
@@ -327,7 +328,7 @@ def significance_markdown(comparisons: list[Comparison], title: str, digits: int
     over_instances = any(c.over == "instances" for c in comparisons)
     lines += ["", "Difference = method − reference on the same instance (a baseline's value is repeated for "
               "every seed; the plain twin is matched by seed); lower is better, so negative means the method "
-              f"is better. Significant: two-sided Wilcoxon signed-rank p < {ALPHA:g} over the (seed, instance) "
+              f"is better. Significant: two-sided Wilcoxon signed-rank p < {ALPHA:g} (Holm-adjusted over the table's rows) over the (seed, instance) "
               f"pairs and the {LEVEL * 100:g} % percentile bootstrap interval of the mean difference, resampling "
               "seeds, excludes 0. Pairs with an invalid side are dropped and counted."]
     if over_instances:

@@ -12,14 +12,15 @@ so every table is reproducible.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 import numpy as np
 from scipy import stats as _scipy_stats
 
 __all__ = ["ALPHA", "LEVEL", "RESAMPLES", "BOOTSTRAP_SEED", "Paired", "Comparison", "pair_rows", "wilcoxon_p",
-           "bootstrap_ci", "compare_paired", "mean_half_width", "row_is_valid", "format_p", "format_signed"]
+           "bootstrap_ci", "compare_paired", "mean_half_width", "row_is_valid", "format_p", "format_signed", "holm",
+           "holm_adjust"]
 
 ALPHA = 0.05          # significance level of every test
 LEVEL = 0.95          # coverage of every interval
@@ -159,6 +160,7 @@ class Comparison:
     dropped: int
     over: str              # what the interval resamples: "seeds" or "instances"
     alpha: float = ALPHA
+    raw_p: float | None = None  # the test's own p when ``p`` is Holm-adjusted within a family (``holm_adjust``)
 
     @property
     def significant(self) -> bool:
@@ -237,3 +239,25 @@ def format_signed(x: float, digits: int = 3) -> str:
     while d < 12 and x != 0 and float(f"{x:.{d}f}") == 0:
         d += 1
     return f"{x:+.{d}f}".replace("-", "−")
+
+
+def holm(pvalues: Iterable[float]) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values, in their order: the i-th smallest of m
+    is multiplied by m - i (i from 0), each kept at least the one before it and at most 1. NaN (no
+    test) stays NaN and does not count in m. Rejecting where the adjusted p < alpha keeps the chance
+    of any false rejection in the family at most alpha."""
+    p = [float(x) for x in pvalues]
+    tested = sorted((x, i) for i, x in enumerate(p) if not math.isnan(x))
+    out, running = list(p), 0.0
+    for rank, (value, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * value))
+        out[i] = running
+    return out
+
+
+def holm_adjust(tests: dict) -> dict:
+    """``tests`` (any key -> ``Comparison``, one family) with every p Holm-adjusted (``holm``), the
+    test's own p kept in ``raw_p``."""
+    keys = list(tests)
+    adjusted = holm(tests[k].p for k in keys)
+    return {k: replace(tests[k], p=a, raw_p=tests[k].p) for k, a in zip(keys, adjusted)}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -81,10 +82,13 @@ def test_variants_are_addressed_by_key_and_labels_are_for_display(compared):
 def test_paired_chooses_the_pairing_from_the_reference(compared):
     twin = compared.paired("eoh-raise-eps0.002", "eoh-plain")  # trained: seed s against seed s
     listed = next(c for c in compared.comparisons if c.relation == "plain twin" and c.method == twin.method)
-    assert twin == listed and twin.relation == "plain twin" and twin.reference == "EoH"
+    # the listed tests are Holm-adjusted over the significance table's rows; the test's own p is kept
+    assert twin == replace(listed, p=listed.raw_p, raw_p=None) and twin.relation == "plain twin"
+    assert twin.reference == "EoH" and listed.p >= twin.p
     baseline = compared.paired(compared.variant("eoh"), "SP-Insert")  # a baseline: the same value every seed
     listed = next(c for c in compared.comparisons if c.method == "EoH" and c.relation == "best baseline")
-    assert (baseline.mean, baseline.p, baseline.low, baseline.high) == (listed.mean, listed.p, listed.low, listed.high)
+    assert (baseline.mean, baseline.p, baseline.low, baseline.high) == (listed.mean, listed.raw_p, listed.low,
+                                                                         listed.high)
     assert baseline.pairs + baseline.dropped == 2 * 15
     with pytest.raises(ValueError, match="by_seed=True"):
         compared.paired("eoh-raise-eps0.002", "eoh-plain", by_seed=False)
@@ -305,3 +309,20 @@ def test_gp_is_refused_before_any_job_on_a_task_it_cannot_evolve(tmp_path):
                                         "value per candidate; GP evolves .* no job was started"):
         run_compare(config, quiet=True)
     assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_every_table_is_markdown_csv_and_latex_titled_by_task_and_study_with_holm_marks(compared):
+    out = compared.out
+    for name in (*compared.tables, "table_significance"):
+        assert {out / f"{name}{s}" for s in (".md", ".csv", ".tex")} <= set(compared.files)
+        latex = (out / f"{name}.tex").read_text()
+        assert "\\toprule" in latex and "\\bottomrule" in latex and "Holm" in latex
+    for table in compared.tables.values():
+        assert not table.title.startswith("Table") and table.title.endswith("(eoh, budget 8, 2 seeds)")
+        assert "Holm-adjusted p < 0.05" in table.markdown()
+    assert compared.tables["table3_ovrp"].title.startswith("OVRP: route length")
+    t3 = compared.tables["table3_ovrp"]
+    raw = [t.raw_p for t in t3.tests.values()]
+    assert all(t.p >= t.raw_p for t in t3.tests.values()) and len(raw) == len(t3.tests)
+    rows = list(csv.DictReader((out / "table3_ovrp.csv").open()))
+    assert len(rows) == len(t3.methods) * len(t3.columns) and rows[0]["method"] == t3.methods[0]

@@ -89,7 +89,7 @@ def test_every_compare_table_names_its_metric_unit_and_direction_and_what_its_pl
     variants = plan_variants(config.methods, config.epsilons)
     tables, _, files = write_tables(config, task, variants, rows_for(task_name), tmp_path)
     assert task.metric_unit and task.metric_label == f"{task.metric_name} ({task.metric_unit}), lower is better"
-    for path in files:
+    for path in (f for f in files if f.suffix == ".md"):  # the .csv and .tex beside them hold the same cells
         text = path.read_text()
         caption = text.split("\n\n")[1] if path.name != "table_significance.md" else text.splitlines()[0]
         assert task.metric_label in caption, (path.name, caption)
@@ -168,8 +168,8 @@ def test_a_plain_run_is_never_labelled_robust(tmp_path, capsys):
     report = compare_report(config, task, variants, {}, [], {("eoh-plain", 0): plain,
                                                               ("eoh-raise-eps0.002", 0): robust})
     runs = report.split("## Runs")[1]
-    assert "best robust" not in runs and "| EoH | 0 | 8 | 2 | 0 | nominal set | -1.2500 |" in runs
-    assert "| RAISE-EoH (eps=0.002) | 0 | 8 | 2 | 2 | nominal + adversarial | -1.2500 |" in runs
+    assert "best robust" not in runs and "| 8 | 2 | 0 | nominal set | -1.2500 |" in runs
+    assert "| 8 | 2 | 2 | nominal + adversarial | -1.2500 |" in runs
     assert f"Metric: {task.metric_label}." in report
 
     selection = {"program_id": "abc", "robust_best": "abc", "candidates": [

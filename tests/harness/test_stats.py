@@ -91,3 +91,14 @@ def test_edge_cases():
     assert mean_half_width([1.0, 1.0, 1.0]) == 0.0
     empty = Comparison("A", "B", "", math.nan, math.nan, math.nan, math.nan, 0, 0, 0, "seeds")
     assert empty.verdict == "no valid pairs" and not empty.significant
+
+
+def test_holm_adjusts_a_family_of_p_values_as_worked_by_hand():
+    from raise_plugin.harness.stats import holm
+
+    # sorted 0.01, 0.02, 0.03, 0.04 of m = 4: x4 = 0.04, x3 = 0.06, x2 = 0.06 (kept monotone), x1 = 0.06
+    assert holm([0.03, 0.01, 0.04, 0.02]) == pytest.approx([0.06, 0.04, 0.06, 0.06])
+    # 0.001 x 3 = 0.003; 0.2 x 2 = 0.4; 0.5 x 1 = 0.5; NaN is no test and does not count in m
+    assert holm([0.5, float("nan"), 0.001, 0.2])[::2] == pytest.approx([0.5, 0.003])
+    assert holm([0.5, 0.001, 0.2])[2] == pytest.approx(0.4)
+    assert holm([0.6, 0.7]) == [1.0, 1.0]  # capped at 1

@@ -47,10 +47,15 @@ _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1  # ABI 6
 _READ = _EXECUTE | _READ_FILE | _READ_DIR
 # /proc entries a worker may read besides its own: nothing there names another process
 _PROC_READABLE = ("cpuinfo", "meminfo", "stat", "sys", "self", "thread-self")
-# entries of / never read (but for the code's own places beneath them): other processes, other
-# workers' directories, and the users' homes (keys and tokens live there; a worker that could not
-# become 'nobody' is user 0, which could read root's)
-_UNREAD = ("proc", "tmp", "root", "home")
+# what a worker and its programs read besides the code's own places: the system's programs and
+# libraries (a library loaded late, the time zones), nothing else. Not the homes (keys and tokens
+# live there), not /etc (root's secrets; a worker that could not become 'nobody' is user 0), not
+# the folders where runs and data are kept (/work, /srv, /var, a checkout's runs/): a program that
+# reads a run's directory reads its instances, its seeds, its results
+_READABLE_ROOTS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin", "usr", "sys")
+_READABLE_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/zero")
+# a module or package of a checkout's top folder, which imports read
+_IMPORTABLE = (".py", ".so", ".pyd", ".pth")
 
 
 @functools.lru_cache(maxsize=1)
@@ -138,16 +143,21 @@ def weakened() -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _code_places() -> tuple[str, ...]:
-    """Where the worker's code lives (``sys.path``, the plugin's and the tasks' root, the files of
-    tasks given by reference), less any place that holds the temporary directory (other
-    workers' directories are there)."""
+def _code_places() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Where the worker's code lives, found once while everything can be read: ``(read, listed)``.
+    Read whole: the interpreter's and the installed packages' folders (``sys.path`` entries under
+    the interpreter's prefixes or named ``site-packages``), the folders of tasks given by reference.
+    A checkout on ``sys.path`` (an editable install, a script's folder) is only listed, and its
+    packages and modules read: its runs, data and results stay unread. Less any place that holds
+    the temporary directory (other workers' directories are there)."""
     temp = os.path.realpath(tempfile.gettempdir())
-    places = [p or os.getcwd() for p in sys.path]
+    libraries = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    read, listed = [], []
+    checkouts = [p or os.getcwd() for p in sys.path]
     for name in ("raise_plugin", "tasks"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
-            places.append(os.path.dirname(os.path.dirname(module.__file__)))
+            checkouts.append(os.path.dirname(os.path.dirname(module.__file__)))
     try:
         sources = json.loads(os.environ.get("RAISE_PLUGIN_TASK_SOURCES", "{}"))
     except ValueError:
@@ -156,15 +166,37 @@ def _code_places() -> tuple[str, ...]:
         for reference in (value if isinstance(value, list) else [value]):
             path = str(reference).rpartition(":")[0]
             if path.endswith(".py"):
-                places.append(os.path.dirname(os.path.abspath(path)))
-    found = []
-    for place in places:
+                read.append(os.path.dirname(os.path.abspath(path)))
+    for place in checkouts:
         full = os.path.realpath(place)
-        if not os.path.isdir(full) or temp == full or temp.startswith(full.rstrip("/") + "/"):
-            continue
-        if full not in found:
-            found.append(full)
-    return tuple(found)
+        if any(full == root or full.startswith(root.rstrip("/") + "/") for root in libraries) or \
+                os.path.basename(full) in ("site-packages", "dist-packages"):
+            read.append(full)
+        elif os.path.isdir(full):
+            listed.append(full)
+            read += [entry.path for entry in os.scandir(full) if _importable(entry)]
+
+    def usable(places):
+        found = []
+        for place in places:
+            full = os.path.realpath(place)
+            if os.path.exists(full) and temp != full and not temp.startswith(full.rstrip("/") + "/") \
+                    and full not in found:
+                found.append(full)
+        return tuple(found)
+
+    return usable(read), usable(listed)
+
+
+def _importable(entry: os.DirEntry) -> bool:
+    """Whether ``entry`` of a checkout's top folder is a module or a package an import reads."""
+    try:
+        if entry.is_dir():
+            return os.path.exists(os.path.join(entry.path, "__init__.py")) or entry.name.endswith((".egg-info",
+                                                                                                  ".dist-info"))
+        return entry.name.endswith(_IMPORTABLE)
+    except OSError:
+        return False
 
 
 def _drop_privileges(workdir: str) -> bool:
@@ -237,10 +269,15 @@ def _landlock(workdir: str, abi: int) -> bool:
                 os.close(fd)
 
         for entry in _root_entries():
-            if entry not in _UNREAD:
+            if entry in _READABLE_ROOTS:
                 allow("/" + entry, _READ)
-        for place in _code_places():  # a checkout or a task file under /tmp stays importable
+        for path in _READABLE_FILES:
+            allow(path, _READ_FILE)
+        read, listed = _code_places()
+        for place in read:  # a checkout's packages, or a task file under /tmp, stay importable
             allow(place, _READ)
+        for place in listed:
+            allow(place, _READ_DIR)
         for entry in _PROC_READABLE:
             allow("/proc/" + entry, _READ)
         allow("/dev/null", _READ_FILE | _WRITE_FILE)

@@ -715,3 +715,30 @@ def test_an_honest_program_near_its_limit_on_a_busy_machine_is_not_called_a_look
         assert "look" not in run.out + run.err, run.out[-3000:]
         assert "foresight" not in run.csv_text
         assert_clean_but_invalid_allowed(run)
+
+
+def test_no_program_reads_where_runs_and_data_are_kept(tmp_path, best_fit_metrics):
+    """A run directory's file inside the checkout (where ``--out runs/a`` puts it: its instances,
+    its seeds, its results), a data folder outside every home, and ``/etc/shadow``, all readable by
+    the user the workers run as: each read is refused (the program, whose decisions are best fit's,
+    scores as best fit), while the checkout's own packages stay importable."""
+    import raise_plugin
+    checkout = Path(raise_plugin.__file__).resolve().parents[1]
+    record = checkout / f".reading-probe-{uuid.uuid4().hex[:8]}" / "config.json"
+    elsewhere = Path(tempfile.mkdtemp(prefix="raise-data-", dir="/var/tmp")) / "instances.json"
+    try:
+        for path in (record, elsewhere):
+            path.parent.mkdir(exist_ok=True)
+            path.write_text('{"instance_seed": 12345}\n')
+            os.chmod(path.parent, 0o755)
+            os.chmod(path, 0o644)
+        run = evaluate(tmp_path, [("read_outside", attack("read_outside", in_checkout=str(record),
+                                                          elsewhere=str(elsewhere))), (AFTER, BEST_FIT)])
+    finally:
+        for path in (record, elsewhere):
+            shutil.rmtree(path.parent, ignore_errors=True)
+    assert "instance_seed" not in run.out + run.err + run.csv_text, run.out[-2000:]
+    assert_honest(run, "read_outside", best_fit_metrics)
+    assert run.results("read_outside") == best_fit_metrics, run.out[-2000:]
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)

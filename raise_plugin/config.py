@@ -1,6 +1,7 @@
 """``RunConfig``: the settings of one run, validated on creation, from a TOML file and/or CLI flags."""
 from __future__ import annotations
 
+import hashlib
 import math
 import tomllib
 from dataclasses import asdict, dataclass, fields
@@ -23,7 +24,7 @@ from .rundir.reader import load_config
 from .settings import SETTINGS, SettingError, default, flatten_tables, section_of
 
 __all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "robust_defaults", "final_selection",
-           "PAPER_DEFAULTS", "NOT_REPLAYED", "recorded_settings"]
+           "PAPER_DEFAULTS", "NOT_REPLAYED", "recorded_settings", "SANDBOX_LIMITS"]
 
 
 class ConfigError(UserError):
@@ -53,6 +54,9 @@ def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = default
             + (f" or lower tau to {generations}" if generations else ""))
 
 
+# the sandbox's limits a run, an evaluation and a compare set (``SandboxLimits`` fields of the same names)
+SANDBOX_LIMITS = ("memory_mb", "file_mb", "output_mb")
+
 # settings a replay of a run directory does not take from the recorded run (``RunConfig.replaying``)
 NOT_REPLAYED = ("llm", "out", "record", "base_url")
 
@@ -79,6 +83,8 @@ def recorded_settings(config: dict) -> dict:
     for name, value in PAPER_DEFAULTS.items():
         if data.get(name) is None:
             data[name] = value
+    if "instance_seed" not in data:  # recorded before instances had a seed of their own: the public set
+        data["instance_seed"] = "public"
     return data
 
 
@@ -126,11 +132,15 @@ class RunConfig:
     llm: str = default("llm")
     base_url: str | None = default("base_url")
     seed: int = default("seed")
+    instance_seed: str = default("instance_seed")
     out: str | None = default("out")
     num_samplers: int = default("num_samplers")
     num_evaluators: int = default("num_evaluators")
     nominal: int | None = default("nominal")
     timeout: float | None = default("timeout")
+    memory_mb: int = default("memory_mb")
+    file_mb: int = default("file_mb")
+    output_mb: float = default("output_mb")
     projection: str | None = default("projection")
     encoding: str | None = default("encoding")
     constraint: str | None = default("constraint")
@@ -182,6 +192,9 @@ class RunConfig:
             bad("method", f"must be one of {', '.join(sorted(METHODS))}")
         if self.task not in list_tasks():
             bad("task", f"must be one of {', '.join(list_tasks())}")
+        if self.instance_seed not in ("drawn", "public") and not (self.instance_seed.isdigit()
+                                                                   and len(self.instance_seed) <= 19):
+            bad("instance_seed", "must be 'drawn', 'public' or a non-negative integer")
         self._check_references()
         self._check_epsilon()
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
@@ -245,7 +258,8 @@ class RunConfig:
     @classmethod
     def from_toml(cls, path: str | Path, **overrides) -> "RunConfig":
         """Settings from a TOML file (top level, or in tables named after the tree's sections:
-        ``[budget]``, ``[adversary]``, ``[adversary.inner_search]``, ``[llm]``, ``[engine]``), then
+        ``[budget]``, ``[adversary]``, ``[adversary.inner_search]``, ``[llm]``, ``[engine]``,
+        ``[engine.sandbox]``), then
         ``overrides`` (not ``None``)."""
         data = cls.settings_in_toml(path)
         data.update({k: v for k, v in overrides.items() if v is not None})
@@ -300,9 +314,32 @@ class RunConfig:
         """Where the run's programs are evaluated: ``executor``, or ``process:workers``."""
         return self.executor if self.workers is None else f"process:{self.workers}"
 
+    def sandbox_limits(self) -> dict[str, Any]:
+        """The sandbox's limits this run sets apart from the engine's own (``SandboxLimits``):
+        memory, file size and output per evaluation, and the compiled path; the time per instance
+        goes with the evaluation (``timeout``)."""
+        limits = {name: getattr(self, name) for name in SANDBOX_LIMITS if getattr(self, name) != default(name)}
+        return {**limits, **({"jit": True, "jit_after": self.jit_after} if self.jit else {})}
+
     def idle_adversary(self) -> str | None:
         """Why this run's adversary can never run (``idle_adversary``), or ``None``."""
         return idle_adversary(self.budget, self.pop_size, self.tau, self.tau_unit) if self.robust else None
+
+    @property
+    def nominal_seed(self) -> int | None:
+        """The seed of the nominal instances (``None``: the task's public set); a run resolves
+        ``drawn`` to a number before it starts (``runner.start_run``)."""
+        return None if self.instance_seed in ("public", "drawn") else int(self.instance_seed)
+
+    @property
+    def adversary_seed(self) -> int:
+        """The seed of the adversary's searches and draws: the run's own ``seed`` with the public
+        instances (as before the instances had a seed of their own), else mixed with
+        ``nominal_seed``, so that no program can compute the instances a refresh adds."""
+        if self.nominal_seed is None:
+            return self.seed
+        mixed = hashlib.sha256(f"{self.seed}:{self.nominal_seed}".encode()).digest()
+        return int.from_bytes(mixed[:4], "little")
 
     def adversary(self):
         """The run's ``AdversaryConfig`` (what the adversarial callback is built from)."""

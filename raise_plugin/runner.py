@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import os
+import secrets
 import time
 import warnings
 from pathlib import Path
@@ -19,6 +20,7 @@ from tasks import get_task
 
 from .config import NOT_REPLAYED, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
 from .engine import SandboxLimits, make_executor
+from .engine.selfcheck import check_limits
 from .errors import PluginWarning, UserError
 from .credentials import hides_credentials, shown_url
 from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
@@ -93,7 +95,10 @@ def make_llm(config: RunConfig):
 
 def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Callback], initial_samples: int = 0):
     task = get_task(config.task)
-    nominal = task.nominal_instances()
+    nominal = task.nominal_instances(seed=config.nominal_seed)
+    if config.nominal_seed is not None and not task.draws_nominal:
+        warnings.warn(f"task {task.name} has one nominal set, from fixed seeds (its make_nominal takes no seed): "
+                      f"a program can rebuild it from the task's generator", PluginWarning, stacklevel=3)
     if config.nominal is not None:
         nominal = nominal[:config.nominal]
     evaluation = task.evaluation(instances=nominal, aggregation=config.aggregation, timeout_seconds=config.timeout)
@@ -101,7 +106,7 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
         llm = make_llm(config)
     all_callbacks: list[Callback] = []
     if config.robust:
-        all_callbacks.append(AdversarialInstanceCallback.from_config(config.adversary(), seed=config.seed))
+        all_callbacks.append(AdversarialInstanceCallback.from_config(config.adversary(), seed=config.adversary_seed))
     if config.max_cost_usd is not None or config.max_llm_calls is not None:
         all_callbacks.append(LLMBudget(config.max_cost_usd, config.max_llm_calls))
     if config.validation_trace:
@@ -109,9 +114,13 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
         all_callbacks.append(ValidationTrace(every=every))
     all_callbacks.extend(callbacks)
     executor = config.evaluation_executor()
-    if config.jit:  # the compiled path is a property of the workers: the run starts and owns them
-        executor = make_executor(executor, SandboxLimits(jit=True, jit_after=config.jit_after))
-        all_callbacks.append(CompiledPathReport(executor, run_dir.path))
+    limits = config.sandbox_limits()
+    if limits:  # the limits and the compiled path are properties of the workers: the run starts and owns them
+        executor = make_executor(executor, SandboxLimits(**limits))
+        all_callbacks.append((CompiledPathReport if config.jit else OwnedExecutor)(executor, run_dir.path))
+    per_instance = None if config.timeout is None else config.timeout / max(1, len(nominal))
+    check_limits(task, SandboxLimits(**(limits or {})), None if isinstance(executor, (str, int, type(None)))
+                 else executor, timeout=per_instance)  # before a sample: limits that fail the task's baseline
     profiler = None
     if config.host_profiler:
         profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name,
@@ -124,17 +133,15 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
                       early_reject=config.early_reject)
 
 
-class CompiledPathReport(Callback):
-    """With ``--jit``: at the end of the run, how many programs ran compiled and how many stayed
-    on Python (``compiled.json`` in the run directory, ``line`` for the summary); then stops
-    the run's workers."""
+class OwnedExecutor(Callback):
+    """The workers a run started itself (its sandbox's limits are not the engine's own): stopped
+    when the run ends, or fails."""
 
     checkpointed = False
 
     def __init__(self, executor, directory: Path):
         self.executor = executor
         self.directory = Path(directory)
-        self.line = ""
 
     def on_run_end(self, method, snapshot) -> None:
         self._close()
@@ -143,12 +150,25 @@ class CompiledPathReport(Callback):
         self._close()
 
     def _close(self) -> None:
+        if hasattr(self.executor, "shutdown"):
+            self.executor.shutdown()
+
+
+class CompiledPathReport(OwnedExecutor):
+    """With ``--jit``: at the end of the run, how many programs ran compiled and how many stayed
+    on Python (``compiled.json`` in the run directory, ``line`` for the summary); then stops
+    the run's workers."""
+
+    def __init__(self, executor, directory: Path):
+        super().__init__(executor, directory)
+        self.line = ""
+
+    def _close(self) -> None:
         tally = getattr(self.executor, "compiled", None)
         if tally is not None:
             self.line = tally.line()
             (self.directory / "compiled.json").write_text(json.dumps(tally.as_dict(), indent=1) + "\n")
-        if hasattr(self.executor, "shutdown"):
-            self.executor.shutdown()
+        super()._close()
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
@@ -162,6 +182,8 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         changes = {"out": str(out)} if config.out != str(out) else {}  # the run directory chosen here
         if config.llm.startswith("openai") and not config.base_url:  # the endpoint, as resume will see it
             changes["base_url"] = endpoint_url()
+        if config.instance_seed == "drawn":  # the operating system's entropy: no program can compute it
+            changes["instance_seed"] = str(secrets.randbits(62))
         if changes:
             config = dataclasses.replace(config, **changes)
         write_json_atomic(out / "config.json", _recorded(config))  # first: from here on, resume continues

@@ -10,8 +10,9 @@ The tree reads as a run is built::
         inner search  inner_population, inner_generations, inner_draws, projection, encoding,
                       constraint, length
       llm        llm, base_url, record, prices, max_tokens, llm_timeout, num_samplers
-      engine     executor, workers, num_evaluators, timeout, jit, jit_after, early_reject, host_profiler,
+      engine     executor, workers, num_evaluators, jit, jit_after, early_reject, host_profiler,
                  validation_trace
+        sandbox    timeout, memory_mb, file_mb, output_mb (the limits of each evaluation)
     harness    methods, epsilons, ablations, seeds, ... (compare, profile, rerank, evaluate, select)
 
 A setting's name is the same everywhere: the Python keyword and config field
@@ -141,6 +142,10 @@ TREE = Section("run", "run", (
     _s("method", "eoh", "str", "outer method (`raise-ahd methods` lists them)", metavar="METHOD"),
     _s("robust", True, "bool", "with RAISE's adversarial inner loop, or without it (a plain run)"),
     _s("seed", 0, "int", "seed of selection, inner search and offline sampler", low=0),
+    _s("instance_seed", "drawn", "str", "seed of the nominal instances a run trains on and of its adversary's "
+       "draws: 'drawn' (from the operating system at the start, recorded in config.json, which no program can "
+       "read: none can rebuild its instances), 'public' (the task's fixed seeds: the paper's set, which a "
+       "program can rebuild from the task's generator) or an integer", metavar="SEED"),
     _s("out", None, "str", "output directory", metavar="DIR",
        shown="runs/TASK-METHOD-KIND-seedS-TIME for a run, COMMAND-out for the others"),
     Section("budget", "budget", (
@@ -213,8 +218,6 @@ TREE = Section("run", "run", (
            shown="one per core; a compare job's share"),
         _s("num_evaluators", 1, "int", "evaluation threads of the host (the sandboxed engine uses its workers "
            "whatever this says)", unit="threads", low=1),
-        _s("timeout", None, "float", "seconds allowed per evaluation of one instance", unit="seconds", low=0,
-           above=True, metavar="SECONDS", shown="the task's"),
         _s("jit", False, "bool", "run each program compiled (numba: pip install 'raise-plugin[jit]') where its "
            "decisions on the task's probe instances equal its Python function's"),
         _s("jit_after", 0.5, "float", "with --jit: compile a program once its evaluations in a worker took this "
@@ -224,6 +227,16 @@ TREE = Section("run", "run", (
         _s("host_profiler", True, "bool", "also write the host's EoHProfiler logs to RUN_DIR/host"),
         _s("validation_trace", True, "bool", "trace the best program's validation metric in "
            "RUN_DIR/validation.jsonl every tau generations"),
+        Section("sandbox", "sandbox (what one evaluation of a program may use)", (
+            _s("timeout", None, "float", "seconds allowed per evaluation of one instance", unit="seconds", low=0,
+               above=True, metavar="SECONDS", shown="the task's"),
+            _s("memory_mb", 2048, "int", "memory a program's process may add to its size at start, and the "
+               "worker's own budget (RLIMIT_DATA; docs/engine.md)", unit="MB", low=16, metavar="MB"),
+            _s("file_mb", 16, "int", "largest file a program may write (RLIMIT_FSIZE)", unit="MB", low=0,
+               metavar="MB"),
+            _s("output_mb", 10, "float", "what a program may print per evaluation; past it the evaluation is "
+               "invalid", unit="MB", low=0, metavar="MB"),
+        )),
     )),
 ))
 

@@ -17,8 +17,9 @@ from raise_plugin.commands.flags import add_flags
 from raise_plugin.settings import HARNESS, SETTINGS, TREE, Setting, SettingError, flatten_tables
 
 ROOT = Path(__file__).resolve().parents[1]
-# options of a command that are not settings: what to read, a named study, a price entry
-NOT_SETTINGS = {"--help", "--config", "--preset", "--price"}
+# options of a command that are not settings: what to read, a named study, a price entry, what of an
+# earlier compare is kept and the figures' files
+NOT_SETTINGS = {"--help", "--config", "--preset", "--price", "--reuse", "--figure-format"}
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
@@ -36,7 +37,7 @@ def test_the_tree_holds_each_name_once_in_the_sections_the_run_is_built_from():
     assert len(names) == len(set(names)) == len(SETTINGS)
     sections = {path for path, _ in TREE.walk()}
     assert {("run",), ("run", "budget"), ("run", "adversary"), ("run", "adversary", "inner_search"), ("run", "llm"),
-            ("run", "engine")} == sections
+            ("run", "engine"), ("run", "engine", "sandbox")} == sections
 
 
 def test_every_flag_of_every_command_is_a_setting_of_the_tree_with_its_default_in_the_help():
@@ -107,13 +108,42 @@ def test_no_default_of_a_setting_is_written_outside_the_tree():
             elif isinstance(node, ast.ClassDef):
                 pairs += [(item.target.id, item.value) for item in node.body if isinstance(item, ast.AnnAssign)
                           and isinstance(item.target, ast.Name) and item.value is not None
-                          and node.name != "TrainOutcome"]  # what a job did, not a setting
+                          and node.name != "TrainOutcome"  # what a job did, not a setting
+                          and node.name != "SandboxLimits"]  # the engine's own: held equal to the tree's below
             for name, value in pairs:
                 name = ALIASES.get(name, name)
                 if (name in SETTINGS and name not in OTHER_MEANINGS and isinstance(value, ast.Constant)
                         and value.value is not None):
                     written.append(f"{path.relative_to(ROOT)}:{value.lineno} {name} = {value.value!r}")
     assert not written, "defaults written beside the tree:\n" + "\n".join(written)
+
+
+def test_the_sandbox_s_limits_are_settings_whose_defaults_are_the_engine_s():
+    from raise_plugin.engine import SandboxLimits
+
+    sandbox = {s.name for path, s in TREE.walk() if path[-1] == "sandbox"}
+    assert sandbox == {"timeout", "memory_mb", "file_mb", "output_mb"}
+    engine = {f.name: f.default for f in dataclasses.fields(SandboxLimits)}
+    for name in sandbox - {"timeout"}:  # the time per instance is the task's unless given
+        assert SETTINGS[name].default == engine[name], name
+    for command in ("run", "evaluate", "compare"):
+        options = dict(_long_options(_parsers()[command]))
+        assert {"--memory-mb", "--file-mb", "--output-mb", "--timeout"} <= set(options), command
+        assert "(default 2048 MB)" in options["--memory-mb"].help
+
+
+def test_evaluate_runs_every_program_under_the_sandbox_s_limits_it_is_given(monkeypatch, capsys):
+    from raise_plugin.commands import evaluate
+
+    seen = []
+    monkeypatch.setattr(evaluate, "evaluate_suite", lambda *a, limits=None, **k: seen.append(limits) or [])
+    cli.main(["evaluate", "--task", "obp", "--baselines", "BestFit", "--memory-mb", "256", "--file-mb", "1",
+              "--output-mb", "0.25", "--no-progress"])
+    assert [(l.memory_mb, l.file_mb, l.output_mb) for l in seen] == [(256, 1, 0.25)]
+    capsys.readouterr()
+    assert cli.main(["evaluate", "--task", "obp", "--baselines", "BestFit", "--memory-mb", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == ["raise-ahd: error: --memory-mb: must be >= 16 MB, got 8"], err
 
 
 def test_a_bad_value_is_named_by_its_setting_in_every_config():
@@ -129,6 +159,10 @@ def test_a_bad_value_is_named_by_its_setting_in_every_config():
         AdversaryConfig(switches={"draws": 2})  # the old keyword is refused, not passed on
     with pytest.raises(Exception, match="^inner_population: must be >= 2"):
         CompareConfig(inner_population=1)
+    with pytest.raises(ConfigError, match=r"^config field 'memory_mb': must be >= 16 MB, got 8$"):
+        RunConfig(memory_mb=8)
+    with pytest.raises(Exception, match="^'output_mb': must be >= 0 MB"):
+        CompareConfig(output_mb=-1)
     with pytest.raises(SettingError, match="^budget: must be an integer, got 1.5"):
         SETTINGS["budget"].check(1.5)
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import sys
 
 from raise_plugin.commands.flags import add_flags
+from raise_plugin.commands.run import add_price_flag, parse_prices
+from raise_plugin.config import RunConfig
+from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import FIGURE_FORMATS, failure_line, run_compare
-from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.compare_config import RUN_CONTROLS, STUDY_CAPS, CompareConfig
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.reuse import REUSE
 
@@ -28,10 +31,14 @@ PRESETS = {
 }
 
 
-# compare's settings, each a flag named after its setting in the tree (raise_plugin.settings)
+# compare's settings, each a flag named after its setting in the tree (raise_plugin.settings): the study's
+# own, then the run's controls as run has them (caps over the whole study, the endpoint, the sandbox's limits)
 SETTINGS = ("task", "methods", "epsilons", "ablations", "seeds", "budget", "pop_size", "tau", "aggregation",
             "adversary_objective", "nominal", "inner_population", "inner_generations", "inner_draws", "projection",
-            "llm", "suite_instances", "select_on", "jobs", "executor", "workers", "ship_runs", "out", "progress")
+            "llm", "suite_instances", "select_on", "jobs", "executor", "workers", "ship_runs", "out",
+            *STUDY_CAPS, *(name for name in RUN_CONTROLS if name != "prices"), "progress")
+# the fields of CompareConfig each flag fills as it is (seeds is a count: seeds 0..N-1)
+FIELDS = tuple(name for name in SETTINGS if name not in ("seeds", "progress"))
 
 
 def add_compare_arguments(p, **defaults) -> None:
@@ -40,7 +47,16 @@ def add_compare_arguments(p, **defaults) -> None:
                    help="a named study: obp-validated (the README's 300-sample OBP table), obp-1000 (OBP's "
                         "defaults at the paper's 1000 samples) or paper-obp (the paper's setting at 1000 "
                         "samples); flags given beside it override it")
-    add_flags(p, SETTINGS, defaults={"out": CompareConfig.out, **defaults})
+    p.add_argument("--config", metavar="FILE", help="TOML file of settings (flat or in tables named after the "
+                                                     "sections; flags override it, it overrides --preset)")
+    groups: dict = {}
+    add_flags(p, SETTINGS, defaults={"out": CompareConfig.out, **defaults}, groups=groups,
+              helps={"max_cost_usd": "stop the study cleanly once its runs' LLM cost, summed, reaches this: no "
+                                     "run starts past it and a run under way is given what is left",
+                     "max_llm_calls": "the endpoint receives at most N requests over all runs of the study, "
+                                      "retries included: no run starts past it, a run under way is given what "
+                                      "is left"})
+    add_price_flag(groups)
     study = p.add_argument_group("what an earlier compare in --out is worth, and the figures' files")
     study.add_argument("--reuse", choices=tuple(REUSE), default="matching",
                        help="what of an earlier compare in --out is reused: " + "; ".join(
@@ -68,16 +84,34 @@ def _apply_preset(args) -> None:
             setattr(args, key, value)
 
 
+def _apply_config_file(args) -> None:
+    """The ``--config`` file's values for every flag the user left unset; a key compare does not
+    take is a one-line error naming it."""
+    path = getattr(args, "config", None)
+    if not path:
+        return
+    try:
+        data = RunConfig.settings_in_toml(path)
+    except UnicodeDecodeError:
+        raise UserError(f"config file {path}: not UTF-8 text") from None
+    given = getattr(args, "given", set())
+    taken = set(SETTINGS) | {"prices"}
+    for key, value in data.items():
+        if key not in taken:
+            raise UserError(f"config file {path}: compare does not take {key!r} (it takes: "
+                            f"{', '.join(sorted(taken))})")
+        if key not in given and f"no_{key}" not in given:
+            setattr(args, key, tuple(value) if isinstance(value, list) else value)
+    args.given = set(given) | set(data)  # the preset fills only what neither the flags nor the file gave
+
+
 def config_from(args) -> CompareConfig:
+    _apply_config_file(args)
     _apply_preset(args)
-    return CompareConfig(task=args.task, methods=tuple(args.methods), epsilons=args.epsilons, ablations=args.ablations,
-                         budget=args.budget, pop_size=args.pop_size, seeds=tuple(range(args.seeds)), llm=args.llm,
-                         out=args.out, tau=args.tau, inner_population=args.inner_population,
-                         inner_generations=args.inner_generations, nominal=args.nominal,
-                         suite_instances=args.suite_instances, workers=args.workers, executor=args.executor,
-                         jobs=args.jobs, ship_runs=args.ship_runs, aggregation=args.aggregation,
-                         adversary_objective=args.adversary_objective, inner_draws=args.inner_draws,
-                         projection=args.projection, select_on=args.select_on)
+    prices = parse_prices(getattr(args, "price_items", None))
+    fields = {name: getattr(args, name) for name in FIELDS}
+    return CompareConfig(**fields, seeds=tuple(range(args.seeds)),
+                         prices={**(getattr(args, "prices", None) or {}), **(prices or {})} or None)
 
 
 def run(args) -> int:

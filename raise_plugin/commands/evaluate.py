@@ -8,19 +8,21 @@ from pathlib import Path
 
 from raise_plugin.engine import SandboxLimits
 from raise_plugin.engine.executor_spec import parse_executor_spec
+from raise_plugin.engine.selfcheck import check_limits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, check_program
-from raise_plugin.commands.flags import add_flags
+from raise_plugin.commands.flags import add_flags, check_flags
+from raise_plugin.config import SANDBOX_LIMITS
 from tasks import get_task, list_tasks
 
 
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="evaluate heuristic files on a task's nominal set or test suite")
     p.add_argument("heuristics", nargs="*", metavar="HEURISTIC.py", help="Python files defining the priority function")
-    add_flags(p, ("task", "suite", "baselines", "out", "workers", "executor", "timeout", "jit", "jit_after",
-                  "progress"), required=("task",),
+    add_flags(p, ("task", "suite", "baselines", "out", "workers", "executor", "timeout", *SANDBOX_LIMITS, "jit",
+                  "jit_after", "progress"), required=("task",),
               helps={"out": "write every (heuristic, instance) result to this CSV file",
                      "suite": "instances to use: the nominal set, the validation suite (for choices) or the test "
                               "suite (for the final report)",
@@ -110,13 +112,16 @@ def run(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UserError("--workers must be at least 1")
     check_timeout(args.timeout)
+    check_flags(args, SANDBOX_LIMITS)
     check_executor(args.executor)
     check_output(args.out)
     compiled = []
     try:  # a file evaluated on its own has every job checked for look-ahead
-        limits = SandboxLimits(foresight=1.0, jit=bool(args.jit), jit_after=args.jit_after)
+        limits = SandboxLimits(foresight=1.0, jit=bool(args.jit), jit_after=args.jit_after,
+                               **{name: getattr(args, name) for name in SANDBOX_LIMITS})
     except ValueError as exc:
         raise UserError(f"--jit-after: {exc}") from None
+    check_limits(task, limits, timeout=args.timeout)  # limits that fail the task's own baseline: one line
     rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
                           progress=args.progress, executor=args.executor, limits=limits,
                           compiled_report=compiled.append)

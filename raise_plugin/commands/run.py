@@ -38,11 +38,16 @@ def register(sub) -> None:
     p.add_argument("--config", metavar="FILE", help="TOML file of settings (flags override it)")
     groups: dict = {}
     add_flags(p, [name for name in FLAGS if name != "prices"], unset=True, groups=groups)  # a table: --price
+    add_price_flag(groups)
+    add_flags(p, ("progress",))
+    p.set_defaults(func=run)
+
+
+def add_price_flag(groups: dict) -> None:
+    """``--price MODEL=IN,OUT`` (repeatable), in the LLM group: the ``prices`` setting is a table."""
     groups["llm"].add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
                                help="add a model to the price table: dollars per million input and output tokens "
                                     "(repeatable; the [prices] table of a TOML config likewise)")
-    add_flags(p, ("progress",))
-    p.set_defaults(func=run)
 
 
 def parse_prices(items) -> dict | None:

@@ -14,7 +14,7 @@ checkpoints, and re-uses evaluated results.
       results.csv                 every (method, seed, dataset, instance) result
       table*.md                   the paper's tables; table_significance.md, the paired tests
       convergence.png, adversarial_distributions.png
-      report.md
+      report.md, report.html      the report, and the same as one page with its figures embedded
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from raise_plugin.harness.compare_result import CompareResult
 from raise_plugin.harness.compare_tables import write_tables
 from raise_plugin.harness.figures import finish_figure, plot_adversarial_distributions, plot_convergence
 from raise_plugin.harness.final_programs import final_program
+from raise_plugin.harness.html_report import write_compare_page
 from raise_plugin.harness.provenance import code_version, result_meta, recorded_code_version, write_result_meta
 from raise_plugin.harness.job_place import place_jobs
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
@@ -89,7 +90,8 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     figures = _write_figures(task, variants, config.seeds, finished, out, figure_formats)
     (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, finished, comparisons,
                                                   failures=failures, plan=plan))
-    files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / "report.md"]
+    files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / "report.md",
+             write_compare_page(out)]
     result = CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines),
                            failures)
     return result
@@ -107,6 +109,7 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
 
     token = client_token(out)
     common = {"evaluation": evaluation, "workers": workers}
+    sandbox = config.evaluation_limits()
     progress = progress and place.kind == "here" and not quiet
 
     def evaluation_of(v: Variant, s: int) -> EvalJob | None:
@@ -119,7 +122,7 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
             _say(f"  {v.label}, seed {s}: no valid program, left out of the tables", quiet)
             return None
         return EvalJob(name, f"{v.label}, seed {s}", config.task, Heuristic(v.label, code=code),
-                       config.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common)
+                       config.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common, **sandbox)
 
     by_name = {f"{v.key}-seed{s}": (v, s) for v, s in cells}
     training = [TrainJob(f"{v.key}-seed{s}", f"{v.label}, seed {s}",
@@ -129,7 +132,7 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     trained = {job.name for job in training}
     evaluations = [EvalJob(f"baseline-{name}", name, config.task, Heuristic(name, baseline=name),
                            config.suite_instances, (name, f"baseline-{name}", "baseline", 0), progress=progress,
-                           **common)
+                           **common, **sandbox)
                    for name in task.baselines if not (out / "results" / f"baseline-{name}.csv").exists()]
     evaluations += [job for v, s in cells if f"{v.key}-seed{s}" not in trained
                     for job in [evaluation_of(v, s)] if job is not None]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from raise_plugin import runner
 from raise_plugin.config import IdleAdversaryWarning, RunConfig
+from raise_plugin.engine import SandboxLimits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.provenance import record_code_version
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
@@ -101,6 +102,8 @@ class EvalJob:
     evaluation: str | None = None
     workers: int | None = None
     progress: bool = False
+    timeout: float | None = None  # seconds per instance (None: the task's)
+    limits: tuple = ()           # (field, value) pairs of the sandbox's limits (SandboxLimits), as the runs had
 
     kind = "evaluate"
 
@@ -108,7 +111,8 @@ class EvalJob:
         started = time.time()
         suite = suite_datasets(self.task, self.suite_instances)
         spec = _evaluation_spec(self.evaluation, self.workers)
-        found = evaluate_suite(self.task, [self.heuristic], suite, executor=spec, progress=self.progress)
+        found = evaluate_suite(self.task, [self.heuristic], suite, executor=spec, progress=self.progress,
+                               timeout=self.timeout, limits=SandboxLimits(**dict(self.limits)) if self.limits else None)
         method, variant, kind, seed = self.fields
         rows = [{"method": method, "variant": variant, "kind": kind, "seed": seed, "dataset": r.dataset,
                  "family": r.family, "params": r.params, "instance": r.instance, "metric": r.metric,

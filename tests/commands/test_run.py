@@ -46,7 +46,9 @@ def test_a_task_that_keeps_the_robust_best_makes_no_selection(tmp_path, scripted
     # the scripted programs are bin packing's: on routing none evaluates, which the run says (exit 3)
     assert main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "2", "--nominal", "1", "--out", str(out),
                  "--no-progress", "--no-host-profiler", "--inner-population", "2", "--inner-generations", "1"]) == 3
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert "none of its 4 programs evaluated; 4 failed with: priority raised NameError" in captured.err
     assert "final program   the best robust above" in printed and not (out / "selection.json").exists()
 
 
@@ -77,6 +79,9 @@ def test_a_toml_config_with_flags_overriding_it(tmp_path):
     (["--projection", "cube"], "projection"),
     (["--length", "long"], "length"),
     (["--pop-size", "1"], "pop_size"),
+    (["--memory-mb", "8"], "memory_mb"),
+    (["--file-mb", "-1"], "file_mb"),
+    (["--output-mb", "-0.5"], "output_mb"),
 ])
 def test_bad_values_give_one_line_errors_naming_the_field(argv, field, capsys, tmp_path):
     assert main(["run", "--out", str(tmp_path / "x"), *argv]) == 2
@@ -119,13 +124,38 @@ def test_a_recorded_run_replays_exactly(tmp_path, capsys):
     assert a["best"] == b["best"] and a["instance_set"] == b["instance_set"]
 
 
-def test_a_run_that_can_evaluate_nothing_stops_loudly(tmp_path, capsys):
-    """Every program times out (a limit no evaluation can meet): the run exits 3 with the reason and
-    its count in one line, not 0 with "best none"."""
+def test_limits_that_fail_the_tasks_own_baseline_stop_the_run_before_it_samples(tmp_path, capsys):
+    """A time limit no evaluation can meet: the self-check evaluates best fit on one nominal
+    instance under the run's limits and stops the run in one line naming the limit and its flag,
+    before any sample (exit 2), not exit 0 with "best none"."""
     out = tmp_path / "nothing"
     code = main(["run", "--task", "obp", "--no-robust", "--budget", "8", "--pop-size", "4", "--nominal", "1",
                  "--timeout", "0.001", "--out", str(out), "--no-progress"])
     err = capsys.readouterr().err
-    assert code == 3, err
+    assert code == 2, err
     line = next(line for line in err.splitlines() if line.startswith("raise-ahd: error:"))
-    assert "programs evaluated" in line and "failed with: timed out after 0.001 s" in line, line
+    assert "time limit" in line and "BestFit" in line and "--timeout" in line, line
+    assert not (out / "samples.jsonl").exists() or not (out / "samples.jsonl").read_text().strip()
+
+
+def test_the_sandbox_s_limits_given_to_run_are_the_limits_its_workers_start_with(tmp_path, scripted, monkeypatch):
+    started = []
+
+    def make_executor(spec, limits=None):
+        started.append(limits)
+        return real(spec, limits)
+
+    real = runner.make_executor
+    monkeypatch.setattr(runner, "make_executor", make_executor)
+    out = tmp_path / "limited"
+    assert main(["run", "--task", "obp", "--no-robust", "--budget", "4", "--pop-size", "2", "--nominal", "1",
+                 "--executor", "serial", "--memory-mb", "512", "--file-mb", "2", "--output-mb", "0.5",
+                 "--out", str(out), "--no-progress", "--no-host-profiler", "--no-validation-trace"]) == 0
+    assert [(l.memory_mb, l.file_mb, l.output_mb) for l in started] == [(512, 2, 0.5)]
+    recorded = json.loads((out / "config.json").read_text())
+    assert (recorded["memory_mb"], recorded["file_mb"], recorded["output_mb"]) == (512, 2, 0.5)
+    # in a TOML file, the sandbox's limits are a table of the engine's
+    path = tmp_path / "run.toml"
+    path.write_text("[engine.sandbox]\nmemory_mb = 1024\ntimeout = 5.0\n")
+    assert (RunConfig.from_toml(path).memory_mb, RunConfig.from_toml(path).timeout) == (1024, 5.0)
+    assert RunConfig().sandbox_limits() == {}  # the engine's own limits: the run starts no workers of its own

@@ -326,3 +326,31 @@ def test_every_table_is_markdown_csv_and_latex_titled_by_task_and_study_with_hol
     assert all(t.p >= t.raw_p for t in t3.tests.values()) and len(raw) == len(t3.tests)
     rows = list(csv.DictReader((out / "table3_ovrp.csv").open()))
     assert len(rows) == len(t3.methods) * len(t3.columns) and rows[0]["method"] == t3.methods[0]
+
+
+def test_compare_takes_the_run_s_controls_from_flags_or_a_config_file_and_hands_them_to_every_job(tmp_path):
+    import argparse
+
+    from raise_plugin.commands.compare import add_compare_arguments, config_from
+    from raise_plugin.errors import UserError
+
+    parser = argparse.ArgumentParser()
+    add_compare_arguments(parser)
+    path = tmp_path / "study.toml"
+    path.write_text('task = "ovrp"\nbudget = 40\n[engine.sandbox]\nmemory_mb = 512\ntimeout = 4.0\n'
+                    '[llm]\nllm_timeout = 30.0\n[prices]\nsome-model = [1.0, 2.0]\n')
+    args = parser.parse_args(["--config", str(path), "--budget", "30", "--output-mb", "1", "--max-llm-calls", "200",
+                              "--max-tokens", "500", "--price", "other=0.5,1"])
+    args.given = {"config", "budget", "output_mb", "max_llm_calls", "max_tokens", "price"}
+    config = config_from(args)
+    assert (config.task, config.budget, config.max_llm_calls) == ("ovrp", 30, 200)  # a flag wins over the file
+    run = dict(config.run_fields("eoh", True, 0.002, 0))
+    assert (run["memory_mb"], run["output_mb"], run["timeout"], run["llm_timeout"], run["max_tokens"]) == (
+        512, 1, 4.0, 30.0, 500)
+    assert run["prices"] == {"some-model": [1.0, 2.0], "other": [0.5, 1.0]}
+    assert "max_llm_calls" not in run  # a cap of the whole study: each run is given what is left when it starts
+    assert config.evaluation_limits() == {"timeout": 4.0, "limits": (("memory_mb", 512), ("output_mb", 1))}
+    path.write_text("seed = 3\n")
+    args = parser.parse_args(["--config", str(path)])
+    with pytest.raises(UserError, match="compare does not take 'seed'"):
+        config_from(args)

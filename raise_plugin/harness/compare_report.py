@@ -1,4 +1,5 @@
-"""Compare's ``report.md``: the settings, what is significant, the tables, the figures and the runs."""
+"""Compare's ``report.md``: the settings, what is significant, the tables, the figures, the runs and
+what their LLM calls cost; ``report.html`` is the same text as one page (``html_report``)."""
 from __future__ import annotations
 
 import json
@@ -6,40 +7,35 @@ import json
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.provenance import code_version, recorded_code_version
 
-__all__ = ["compare_report"]
+__all__ = ["compare_report", "failure_section"]
+
+OFFLINE_NOTE = ("No LLM was used: programs came from the offline program sampler, an LLM-free search that "
+                "rewrites parent programs. Results show the harness, not what an LLM would reach.")
+RUNS_HEADER = ["variant", "seed", "budget", "population", "tau", "eps", "LLM", "code version", "samples",
+               "generations", "refreshes", "trained on", "best score", "run"]
+COST_HEADER = ["variant", "seed", "LLM (model)", "requests", "failed requests", "input tokens", "output tokens",
+               "cost (USD)"]
+FAILURE_HEADER = ["job", "reason", "a retry"]
+
+
+def report_title(config, task) -> str:
+    return f"RAISE compare on {task.name}: {', '.join(config.methods)}, budget {config.budget}"
 
 
 def compare_report(config, task, variants, tables, figures, run_dirs, comparisons=(), *, failures=(),
                    plan=None) -> str:
-    """``report.md``: the settings, failed jobs, what is significant, the tables, the figures and one line
-    per finished run with the settings and code version it was trained with."""
-    lines = [f"# RAISE compare on {task.name}: {', '.join(config.methods)}, budget {config.budget}", "",
-             f"Methods {', '.join(config.methods)}; eps {', '.join(f'{e:g}' for e in config.epsilons)}; "
-             f"budget {config.budget} samples, population {config.pop_size}, tau {config.tau}, "
-             f"P_in {config.inner_population}, G_in {config.inner_generations}; seeds {list(config.seeds)}; "
-             f"LLM `{config.llm}`.", "",
-             f"Metric: {task.metric_label}.", "",
-             "Each run's final program: " + ("its best program on the set it trained on (a plain run's nominal "
-                                             "set; a RAISE run's nominal set grown by adversarial instances, so "
-                                             "its robust best)."
-                                             if config.select_on == "robust" else
-                                             "the member of its last population with the best metric on the "
-                                             "validation suite (one instance per validation dataset; plain and "
-                                             "robust runs alike; `selection.json` in each run directory)."), ""]
+    """``report.md``: the settings, failed jobs, what is significant, the tables, the figures, one line
+    per finished run with the settings and code version it was trained with, and its LLM usage."""
+    lines = [f"# {report_title(config, task)}", ""]
+    for paragraph in settings_paragraphs(config, task):
+        lines += [paragraph, ""]
     if config.llm == "offline":
-        lines += ["> No LLM was used: programs came from the offline program sampler, an LLM-free search "
-                  "that rewrites parent programs. Results show the harness, not what an LLM would reach.", ""]
+        lines += [f"> {OFFLINE_NOTE}", ""]
     if failures:
         lines += failure_section(failures)
     if comparisons:
-        lines += ["## What is significant", "",
-                  f"Differences are method − reference in {task.metric_label}, so negative means the method "
-                  "is better.", ""]
-        per_slice = tables.get("table_all_distributions")
-        lines += [f"- {s}" for s in significance_summary(comparisons, len(config.seeds),
-                                                            slices=per_slice.marked() if per_slice else None)]
-        lines += ["", "([table_significance.md](table_significance.md): mean differences, 95 % bootstrap "
-                  "intervals, Wilcoxon p and pairs; how they are computed: docs/harness.md)", ""]
+        intro, sentences, outro = significance_parts(config, task, tables, comparisons)
+        lines += ["## What is significant", "", intro, ""] + [f"- {s}" for s in sentences] + ["", outro, ""]
     lines += ["## Tables", ""]
     for name, table in tables.items():
         lines += [table.markdown(), "", f"([{name}.md]({name}.md))", ""]
@@ -47,15 +43,64 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
         lines += ["## Figures", ""]
         for f in figures:
             lines += [f"![{f.stem}]({f.name})", ""]
-    lines += ["## Runs", "", f"This compare's code version: `{code_version()}` (the package's version and a hash "
-              "of the plugin's and the tasks' sources). Each run's settings below are read from its own "
-              "`config.json`, its code version from its `code_version.json`.", "",
-              "| variant | seed | budget | population | tau | eps | LLM | code version | samples | generations | "
-              "refreshes | trained on | best score | run |",
+    lines += ["## Runs", "", runs_intro(), "", _markdown_row(RUNS_HEADER),
               "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|---:|---|"]
+    lines += [_markdown_row(row) for row in run_rows(variants, run_dirs)]
+    for note in runs_notes(plan, task):
+        lines += ["", note]
+    costs = cost_rows(variants, run_dirs)
+    if costs:
+        lines += ["", "## LLM usage", "", "What each run's LLM calls cost, from the ledger its summary records.", "",
+                  _markdown_row(COST_HEADER), "|---|---|---|---:|---:|---:|---:|---:|"]
+        lines += [_markdown_row(row) for row in costs]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_row(cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def settings_paragraphs(config, task) -> list[str]:
+    """The study's settings, its metric and how each run's final program was chosen."""
+    return [f"Methods {', '.join(config.methods)}; eps {', '.join(f'{e:g}' for e in config.epsilons)}; "
+            f"budget {config.budget} samples, population {config.pop_size}, tau {config.tau}, "
+            f"P_in {config.inner_population}, G_in {config.inner_generations}; seeds {list(config.seeds)}; "
+            f"LLM `{config.llm}`.",
+            f"Metric: {task.metric_label}.",
+            "Each run's final program: " + ("its best program on the set it trained on (a plain run's nominal "
+                                            "set; a RAISE run's nominal set grown by adversarial instances, so "
+                                            "its robust best)."
+                                            if config.select_on == "robust" else
+                                            "the member of its last population with the best metric on the "
+                                            "validation suite (one instance per validation dataset; plain and "
+                                            "robust runs alike; `selection.json` in each run directory).")]
+
+
+def significance_parts(config, task, tables, comparisons) -> tuple[str, list[str], str]:
+    """What is significant: the line before the sentences, the sentences, and the line after them."""
+    per_slice = tables.get("table_all_distributions")
+    sentences = significance_summary(comparisons, len(config.seeds), slices=per_slice.marked() if per_slice else None)
+    return (f"Differences are method − reference in {task.metric_label}, so negative means the method is better.",
+            sentences,
+            "([table_significance.md](table_significance.md): mean differences, 95 % bootstrap intervals, Wilcoxon "
+            "p and pairs; how they are computed: docs/harness.md)")
+
+
+def runs_intro() -> str:
+    return (f"This compare's code version: `{code_version()}` (the package's version and a hash of the plugin's "
+            "and the tasks' sources). Each run's settings below are read from its own `config.json`, its code "
+            "version from its `code_version.json`.")
+
+
+def _read(path) -> tuple[dict, dict]:
+    return json.loads((path / "summary.json").read_text()), json.loads((path / "config.json").read_text())
+
+
+def run_rows(variants, run_dirs) -> list[list[str]]:
+    """One row per finished run (``RUNS_HEADER``), its cells in the harness's Markdown."""
+    rows = []
     for (key, seed), path in run_dirs.items():
-        summary = json.loads((path / "summary.json").read_text())
-        recorded = json.loads((path / "config.json").read_text())
+        summary, recorded = _read(path)
         variant = next(v for v in variants if v.key == key)
         trained_on = "nominal + adversarial" if variant.robust else "nominal set"
         best = (summary.get("best") or {}).get("robust_score")
@@ -64,35 +109,65 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
         version = recorded_code_version(path) or "not recorded"
         if version != code_version():
             version = f"**{version}**"
-        lines.append(f"| {variant.label} | {seed} | {recorded.get('budget')} | {recorded.get('pop_size')} | "
-                     f"{recorded.get('tau')} | {'' if eps is None else f'{eps:g}'} | {llm} | {version} | "
-                     f"{summary.get('samples')} | {summary.get('generations')} | "
-                     f"{summary.get('refreshes')} | {trained_on} | {'' if best is None else f'{best:.4f}'} | "
-                     f"[{path.name}](runs/{path.name}) |")
+        rows.append([variant.label, seed, recorded.get("budget"), recorded.get("pop_size"), recorded.get("tau"),
+                     "" if eps is None else f"{eps:g}", llm, version, summary.get("samples"),
+                     summary.get("generations"), summary.get("refreshes"), trained_on,
+                     "" if best is None else f"{best:.4f}", f"[{path.name}](runs/{path.name})"])
+    return rows
+
+
+def cost_rows(variants, run_dirs) -> list[list[str]]:
+    """One row per finished run that recorded its LLM usage (``COST_HEADER``), then the total."""
+    rows, totals = [], [0, 0, 0, 0, 0.0]
+    for (key, seed), path in run_dirs.items():
+        usage = _read(path)[0].get("llm_usage")
+        if not usage:
+            continue
+        total = usage.get("total", {})
+        counts = [total.get("requests", total.get("calls", 0)), total.get("failures", 0),
+                  total.get("input_tokens", 0), total.get("output_tokens", 0), total.get("cost_usd", 0.0)]
+        totals = [a + (b or 0) for a, b in zip(totals, counts)]
+        label = next(v.label for v in variants if v.key == key)
+        cost = f"{counts[4]:.4f}" if usage.get("priced", True) else "unknown (no price for this model)"
+        rows.append([label, seed, f"{usage.get('backend', '?')} ({usage.get('model', '?')})", *counts[:4], cost])
+    if len(rows) > 1:
+        rows.append(["**all runs**", "", "", *(f"**{n}**" for n in totals[:4]), f"**{totals[4]:.4f}**"])
+    return rows
+
+
+def runs_notes(plan, task) -> list[str]:
+    """The paragraphs under the runs table: runs reused from another code version, runs done again, and
+    what a run's best score is."""
+    notes = []
     if plan is not None and plan.other_code:
-        lines += ["", f"**Reused from another code version** (`--reuse any`; a code version in bold above differs "
-                      f"from this compare's): {', '.join(plan.other_code)}."]
+        notes.append(f"**Reused from another code version** (`--reuse any`; a code version in bold above differs "
+                     f"from this compare's): {', '.join(plan.other_code)}.")
     if plan is not None and plan.moved:
-        lines += ["", f"Earlier runs and results in this folder that did not match were done again (the earlier "
-                      f"ones are in `{plan.superseded.name}` under `superseded/`): "
-                      + "; ".join(plan.moved) + "."]
-    lines += ["", "A run's best score is the host's score of its best program on the set it trained on: the "
-              "nominal set for a plain run, the nominal set grown by adversarial instances for a RAISE run (its "
-              "robust score). It is minus the metric aggregated over that set (minus the regret with a regret "
-              "aggregation), so higher is better: with the mean, a score of −1.2 is a mean metric of 1.2. The "
-              f"tables above show the metric itself on the test suite: {task.metric_label}.", "",
+        notes.append(f"Earlier runs and results in this folder that did not match were done again (the earlier "
+                     f"ones are in `{plan.superseded.name}` under `superseded/`): " + "; ".join(plan.moved) + ".")
+    notes += ["A run's best score is the host's score of its best program on the set it trained on: the nominal set "
+              "for a plain run, the nominal set grown by adversarial instances for a RAISE run (its robust score). "
+              "It is minus the metric aggregated over that set (minus the regret with a regret aggregation), so "
+              "higher is better: with the mean, a score of −1.2 is a mean metric of 1.2. The tables above show the "
+              f"metric itself on the test suite: {task.metric_label}.",
               "Every (method, seed, dataset, instance) result: [results.csv](results.csv)."]
-    return "\n".join(lines) + "\n"
+    return notes
+
+
+def failure_intro(failures) -> str:
+    return (f"{len(failures)} job{'s' if len(failures) > 1 else ''} failed; the tables, figures and tests below hold "
+            "what finished and leave these cells out.")
+
+
+def failure_rows(failures) -> list[list[str]]:
+    """The failed jobs (``FAILURE_HEADER``), each with its reason and whether a retry can help."""
+    return [[f"{r.kind} {r.label}", " ".join(str(r.error).split()),
+             "may help: run the same command again" if r.retry_helps else
+             "cannot help (the settings or the task cause it)"] for r in failures]
 
 
 def failure_section(failures) -> list[str]:
-    """The failed jobs, each with its reason and whether a retry can help; the tables leave their cells out."""
-    lines = ["## Failed jobs", "", f"{len(failures)} job{'s' if len(failures) > 1 else ''} failed; the tables, figures "
-             "and tests below hold what finished and leave these cells out.", "",
-             "| job | reason | a retry |", "|---|---|---|"]
-    for r in failures:
-        retry = ("may help: run the same command again" if r.retry_helps else
-                 "cannot help (the settings or the task cause it)")
-        reason = r.error.replace("|", "\\|")
-        lines.append(f"| {r.kind} {r.label} | {reason} | {retry} |")
+    """The failed jobs as Markdown; the tables leave their cells out."""
+    lines = ["## Failed jobs", "", failure_intro(failures), "", _markdown_row(FAILURE_HEADER), "|---|---|---|"]
+    lines += [_markdown_row([job, reason.replace("|", "\\|"), retry]) for job, reason, retry in failure_rows(failures)]
     return lines + [""]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from raise_plugin.config import ConfigError, RunConfig, final_selection
 from raise_plugin.errors import UserError
+from raise_plugin.harness.run_report import write_run_page
 from raise_plugin.llm.record import run_directory_of
 from raise_plugin.llm.usage import REPLAY
 from raise_plugin.robust.progress import ProgressBar
@@ -207,6 +208,7 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         bar.close()
     summary = method.summary(finished=method.stop_reason is None)
     print_summary(summary, run_dir, out=out, selection=_final_selection(method, run_dir, summary))
+    print(f"report          {write_run_page(run_dir, summary)}", file=out)  # one page: figures, costs, failures
     compiled = [cb.line for cb in method.callbacks if isinstance(cb, CompiledPathReport) and cb.line]
     if compiled:
         print(f"compiled path   {compiled[0]}", file=out)

@@ -88,12 +88,13 @@ def table(header: list[str], rows: list[list], *, numeric: set[int] = frozenset(
     return "\n".join(lines + ["</tbody>", "</table>"])
 
 
-def figure(path: Path, caption: str = "") -> str:
-    """``path`` (a PNG or SVG) embedded as a data: image, with ``caption`` (escaped) and its file name."""
+def figure(path: Path, caption: str = "", *, data: bytes | None = None) -> str:
+    """``path`` (a PNG or SVG; or ``data``, its bytes, when given) embedded as a data: image, with
+    ``caption`` (escaped) and its file name."""
     path = Path(path)
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    encoded = base64.b64encode(path.read_bytes() if data is None else data).decode("ascii")
     alt = escape(caption or path.stem)
-    return (f'<figure><img alt="{alt}" src="data:{_IMAGE_TYPES[path.suffix.lower()]};base64,{data}">'
+    return (f'<figure><img alt="{alt}" src="data:{_IMAGE_TYPES[path.suffix.lower()]};base64,{encoded}">'
             f"<figcaption>{escape(caption + ' ' if caption else '')}({escape(path.name)})</figcaption></figure>")
 
 

@@ -58,7 +58,7 @@ def run_page(run_dir, summary: dict | None = None) -> str:
 
 def _state(summary: dict) -> str:
     if summary.get("failure"):
-        return f"**The run stopped on a failure**: {summary['failure']}"
+        return "**The run stopped on a failure** (under Failures below)."
     if summary.get("stopped"):
         return f"**Stopped early**: {summary['stopped']} (`raise-ahd resume` continues it)"
     if summary.get("finished"):

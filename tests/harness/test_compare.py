@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -354,3 +355,20 @@ def test_compare_takes_the_run_s_controls_from_flags_or_a_config_file_and_hands_
     args = parser.parse_args(["--config", str(path)])
     with pytest.raises(UserError, match="compare does not take 'seed'"):
         config_from(args)
+
+
+@pytest.mark.slow  # two starts of a browser on the compare above
+def test_a_browser_shows_the_compare_page_with_its_tables_and_every_figure_embedded(compared, browser):
+    import numpy as np
+
+    page = compared.out / "report.html"
+    assert page in compared.files
+    source = page.read_text()
+    assert "<script" not in source and 'src="http' not in source and "<link" not in source  # nothing fetched
+    dom, shot = browser(page)
+    assert "<title>RAISE compare on ovrp: eoh, budget 8</title>" in dom and "What is significant" in dom
+    assert "<th>5-vehicle</th>" in dom and "RAISE-EoH (eps=0.002)" in dom and "<h2>LLM usage</h2>" in dom
+    sources = re.findall(r'<img\b[^>]*\bsrc="([^"]*)"', dom)
+    assert len(sources) == 2 and all(s.startswith("data:image/png;base64,") for s in sources)  # both figures
+    pixels = (np.asarray(shot)[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
+    assert shot.shape[1] == 1280 and len(np.unique(pixels, axis=0)) > 8  # not a blank page

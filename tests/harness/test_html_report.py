@@ -1,0 +1,105 @@
+"""The HTML pages: one self-contained file (no script, nothing fetched, figures embedded), every text
+escaped, the failures shown where something failed, and what a real browser renders of them."""
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from raise_plugin.harness.compare_report import compare_report
+from raise_plugin.harness.html_page import inline, markdown_html
+from raise_plugin.harness.html_report import compare_page
+from raise_plugin.harness.run_report import run_page, write_run_page
+from raise_plugin.harness.variants import plan_variants
+from tasks import get_task
+
+HOSTILE = '</pre><script>alert("x")</script><img src=x onerror=alert(1)> & | done'
+
+
+def hostile_run(folder):
+    """A small RAISE run directory whose program, reasons and LLM name hold markup."""
+    folder.mkdir()
+    config = {"task": "ovrp", "method": "eoh", "robust": True, "epsilon": 0.002, "seed": 0, "budget": 6,
+              "pop_size": 2, "llm": f"openai:{HOSTILE}"}
+    (folder / "config.json").write_text(json.dumps(config))
+    ids = [f"p{k}" for k in range(6)]
+    samples = [{"sample": k + 1, "program_id": pid, "program": HOSTILE, "function": HOSTILE, "generation": k // 2,
+                "score": -1.5 + 0.05 * k,
+                "error": None if k % 3 else f"{HOSTILE} (sample {k})"} for k, pid in enumerate(ids)]
+    (folder / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    populations = [{"generation": g, "samples": 2 * (g + 1), "instance_set": 0,
+                    "members": [{"program_id": ids[2 * g + 1], "score": -1.4 + 0.1 * g},
+                                {"program_id": ids[2 * g + 2] if g < 2 else ids[0], "score": -1.6 + 0.1 * g}]}
+                   for g in range(3)]
+    (folder / "population.jsonl").write_text("".join(json.dumps(p) + "\n" for p in populations))
+    summary = {"finished": False, "stopped": None, "failure": f"the endpoint failed: {HOSTILE}", "samples": 6,
+               "budget": 6, "generations": 3, "refreshes": 0, "evaluations": 30, "seconds": 1.5,
+               "best": {"program_id": "p5", "robust_score": -1.2, "algorithm": HOSTILE,
+                        "program": f"def priority(x):\n    return '{HOSTILE}'\n"},
+               "llm_usage": {"backend": "openai", "model": HOSTILE, "priced": True,
+                             "total": {"requests": 9, "calls": 6, "retries": 3, "failures": 3, "input_tokens": 1200,
+                                       "output_tokens": 800, "cost_usd": 0.0123},
+                             "failures_by_kind": {"timeout": 2, HOSTILE: 1}}}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_a_run_page_escapes_every_text_and_shows_its_failures_costs_and_convergence(tmp_path):
+    page = run_page(hostile_run(tmp_path / "run"))
+    assert "<script" not in page and "<img src=x" not in page and "onerror=alert(1)>" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert 'class="failures"' in page and "The run stopped" in page and "2 of 6 samples failed" in page
+    assert "<svg" in page and "Convergence of RAISE-EoH (eps=0.002) on ovrp" in page  # drawn without matplotlib
+    assert "0.0123" in page and "1200" in page and ">timeout<" in page
+    assert 'src="http' not in page and 'href="http' not in page and "<link" not in page  # nothing fetched
+
+
+def test_the_markdown_of_a_report_becomes_tags_only_after_escaping():
+    assert inline("**bold** <u>second</u> `code` [t.md](t.md)") == (
+        '<strong>bold</strong> <u>second</u> <code>code</code> <a href="t.md">t.md</a>')
+    assert inline("[x](javascript:alert(1))") == "[x](javascript:alert(1))"  # only relative files are linked
+    assert inline("<b>x</b> & y") == "&lt;b&gt;x&lt;/b&gt; &amp; y"
+    body = "\n".join(markdown_html("| a | b |\n|---|---:|\n| x \\| y | 1.5 |\n", "."))
+    assert "<td>x | y</td>" in body and '<td class="num">1.5</td>' in body
+
+
+def failed_compare_page(tmp_path):
+    """The page of a compare whose one training job failed with a reason full of markup."""
+    config = SimpleNamespace(methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, tau=1, inner_population=4,
+                             inner_generations=1, seeds=(0,), llm="offline", select_on="robust")
+    failed = SimpleNamespace(kind="train", label="EoH, seed 0", error=f"{HOSTILE}\nsecond line", retry_helps=False)
+    report = compare_report(config, get_task("ovrp"), plan_variants(("eoh",), (0.002,)), {}, [], {},
+                            failures=[failed])
+    (tmp_path / "report.md").write_text(report)
+    path = tmp_path / "report.html"
+    path.write_text(compare_page(report, tmp_path))
+    return path
+
+
+def test_a_compare_page_lists_its_failed_jobs_escaped(tmp_path):
+    page = failed_compare_page(tmp_path).read_text()
+    assert "<script" not in page and "&lt;script&gt;" in page
+    assert '<section class="failures">' in page and "<h2>Failed jobs</h2>" in page
+    assert "| done second line" in page  # the reason on one line, its | kept
+    assert "<title>RAISE compare on ovrp: eoh, budget 8</title>" in page
+
+
+def colours(shot: np.ndarray) -> int:
+    """How many distinct colours a screenshot holds (1: a blank page)."""
+    pixels = (np.asarray(shot)[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
+    return len(np.unique(pixels, axis=0))
+
+
+@pytest.mark.slow  # four starts of a browser: 6 to 25 s on 2 shared cores
+def test_a_browser_shows_the_run_page_and_the_failures(tmp_path, browser):
+    run = hostile_run(tmp_path / "run")
+    dom, shot = browser(write_run_page(run))
+    assert "RAISE run: RAISE-EoH (eps=0.002) on ovrp, seed 0" in dom and "<script" not in dom
+    assert "Failures" in dom and "2 of 6 samples failed" in dom and "cost (USD)" in dom
+    assert "Convergence of RAISE-EoH" in dom and '&lt;/pre&gt;&lt;script&gt;alert("x")' in dom
+    assert shot.shape[1] == 1280 and colours(shot) > 8  # not a blank page
+    dom, shot = browser(failed_compare_page(tmp_path))
+    assert "Failed jobs" in dom and "cannot help" in dom and "<script" not in dom and colours(shot) > 8
+    assert "<img" not in dom  # this compare drew no figure

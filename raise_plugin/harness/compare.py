@@ -13,8 +13,9 @@ checkpoints, and re-uses evaluated results.
       results/<variant>-seed<S>.csv, results/baseline-<name>.csv
       results.csv                 every (method, seed, dataset, instance) result
       table*.md                   the paper's tables; table_significance.md, the paired tests
+      llm_ledger.json             the LLM's requests, tokens and cost per run (finished or not) and in all
       convergence.png, adversarial_distributions.png
-      report.md, report.html      the report, and the same as one page with its figures embedded
+      report.md
 """
 from __future__ import annotations
 
@@ -33,13 +34,13 @@ from raise_plugin.harness.compare_result import CompareResult
 from raise_plugin.harness.compare_tables import write_tables
 from raise_plugin.harness.figures import finish_figure, plot_adversarial_distributions, plot_convergence
 from raise_plugin.harness.final_programs import final_program
-from raise_plugin.harness.html_report import write_compare_page
 from raise_plugin.harness.provenance import code_version, result_meta, recorded_code_version, write_result_meta
 from raise_plugin.harness.job_place import place_jobs
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
 from raise_plugin.harness.reuse import plan_reuse
 from raise_plugin.harness.run_shipping import client_token, unpack_run
+from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
 from raise_plugin.llm import SamplerStallWarning, offline_stall
 from raise_plugin.methods.gp_probe import probe_signature
@@ -88,10 +89,13 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     rows = collect_rows(out, task.baselines, [result_name(v.key, s, config.select_on) for v, s in cells])
     tables, comparisons, table_files = write_tables(config, task, variants, rows, out)
     figures = _write_figures(task, variants, config.seeds, finished, out, figure_formats)
+    ledger = study_ledger({f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells
+                           if run_dirs[(v.key, s)].exists()})
+    (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=1) + "\n")
     (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, finished, comparisons,
                                                   failures=failures, plan=plan))
-    files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / "report.md",
-             write_compare_page(out)]
+    files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / LEDGER_FILE,
+             out / "report.md"]
     result = CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines),
                            failures)
     return result
@@ -152,6 +156,10 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     if not (training or evaluations):
         place.close()
         return []
+    if config.max_cost_usd is not None or config.max_llm_calls is not None:  # caps over the whole study
+        place = CappedPlace(place, StudyBudget(config.max_cost_usd, config.max_llm_calls,
+                                               {f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells},
+                                               place.slots))
     return run_jobs(place, training + evaluations, then, say=lambda line: _say(line, quiet),
                     planned=2 * len(training) + len(evaluations))
 

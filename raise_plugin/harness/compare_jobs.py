@@ -23,6 +23,7 @@ from raise_plugin.engine import SandboxLimits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.provenance import record_code_version
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
+from raise_plugin.harness.study_budget import run_spent
 from raise_plugin.llm import SamplerStallWarning
 from tasks import get_task
 from tasks.common.suite import Dataset
@@ -45,6 +46,7 @@ class TrainOutcome:
     host: str = ""
     archive: bytes | None = None  # the run directory as a tar.gz, when the worker does not share the disk
     robust: bool = True         # RAISE (its best is scored on the grown set) or plain (on the nominal set)
+    llm_spent: dict | None = None  # what the run sent to its endpoint in all (study_budget.run_spent)
 
     def summary(self) -> str:
         best = "none" if self.best_score is None else f"{self.best_score:.4f}"
@@ -77,13 +79,15 @@ class TrainJob:
     ship: bool | None = None     # ship the run directory back; None: when the worker does not see OUT
     evaluation: str | None = None  # executor spec the run evaluates programs with
     workers: int | None = None   # else: process:workers (None: the engine's default; a Dask worker's threads)
+    caps: tuple = ()             # (field, value) pairs: the LLM caps this run is given of the study's
 
     kind = "train"
 
     def execute(self) -> TrainOutcome:
         ship = self.ship if self.ship is not None else not sees_client_disk(self.out, self.token)
         root = scratch_folder(self.token) if ship else Path(self.out) / "runs"
-        outcome = train_run(root / self.name, dict(self.run), _evaluation_spec(self.evaluation, self.workers))
+        outcome = train_run(root / self.name, dict(self.run), _evaluation_spec(self.evaluation, self.workers),
+                            dict(self.caps))
         if ship:
             outcome.archive = pack_run(root / self.name)
         return outcome
@@ -143,26 +147,28 @@ def run_finished(path: Path) -> bool:
         return False
 
 
-def train_run(path: Path, run: dict, evaluation: str | None) -> TrainOutcome:
+def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None = None) -> TrainOutcome:
     """The run in ``path``, trained from ``run`` (RunConfig fields), resumed from its checkpoint
-    when it was interrupted, or left alone when it finished before."""
+    when it was interrupted, or left alone when it finished before; ``caps`` (``max_cost_usd``,
+    ``max_llm_calls``) are what it may spend in all, its earlier requests included."""
     started = time.time()
+    caps = caps or {}
     if run_finished(path):
         status = "finished before"
     elif (path / "config.json").exists():
         status = "resumed"
         record_code_version(path)
         # the recorded evaluation executor may name another machine's share of cores; results do not depend on it
-        runner.resume_run(path, **({"executor": evaluation} if evaluation else {})).run()
+        runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps).run()
     else:
         status = "trained"
         with warnings.catch_warnings():  # what the compare said once before it began, not again for each run
             warnings.simplefilter("ignore", IdleAdversaryWarning)
             warnings.simplefilter("ignore", SamplerStallWarning)
-            method = runner.start_run(RunConfig(**{**run, "out": str(path), "executor": evaluation}))
+            method = runner.start_run(RunConfig(**{**run, **caps, "out": str(path), "executor": evaluation}))
         record_code_version(path)  # beside the config.json the run wrote: what a re-run checks before reusing it
         method.run()
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     best = (data.get("best") or {}).get("robust_score")
     return TrainOutcome(path.name, status, time.time() - started, data.get("samples"), data.get("refreshes") or 0,
-                        best, socket.gethostname(), robust=bool(run.get("robust", True)))
+                        best, socket.gethostname(), robust=bool(run.get("robust", True)), llm_spent=run_spent(path))

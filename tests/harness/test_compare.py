@@ -357,6 +357,71 @@ def test_compare_takes_the_run_s_controls_from_flags_or_a_config_file_and_hands_
         config_from(args)
 
 
+def _spent(run_dir, requests, cost):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "llm_usage.json").write_text(json.dumps({"backend": "openai", "model": "m", "total": {
+        "requests": requests, "input_tokens": 10 * requests, "output_tokens": 5 * requests, "cost_usd": cost}}))
+
+
+def test_the_caps_of_a_compare_hold_for_the_sum_over_its_runs(tmp_path):
+    from raise_plugin.harness.job_place import JobFailed
+    from raise_plugin.harness.study_budget import StudyBudget, study_ledger
+
+    dirs = {name: tmp_path / name for name in ("a", "b", "c", "d")}
+    _spent(dirs["a"], 6, 0.6)  # finished before this compare
+    _spent(dirs["b"], 1, 0.1)  # interrupted: resumed with what it spent counted
+    budget = StudyBudget(1.0, None, dirs, slots=1)
+    assert budget.grant("b") == {"max_cost_usd": pytest.approx(0.1 + 0.3)}  # its own 0.1 and all that is left
+    budget.release("b", {"requests": 3, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.35})
+    assert budget.grant("c") == {"max_cost_usd": pytest.approx(0.05)}
+    budget.release("c", {"requests": 1, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.05})
+    with pytest.raises(JobFailed, match=r"not started: the study's --max-cost-usd is reached \(\$1.0000 of \$1"):
+        budget.grant("d")
+    # runs under way at once share what is left: together never more than the cap
+    calls = StudyBudget(None, 20, dirs, slots=2)  # 7 requests spent before: 13 left
+    first, second = calls.grant("c"), calls.grant("d")
+    assert (first, second) == ({"max_llm_calls": 6}, {"max_llm_calls": 7})
+    ledger = study_ledger(dirs)
+    assert ledger["total"] == {"requests": 7, "input_tokens": 70, "output_tokens": 35, "cost_usd": 0.7}
+    assert ledger["runs"]["c"]["requests"] == 0
+
+
+def test_a_training_job_is_given_its_caps_as_it_starts_or_fails_in_one_line(tmp_path):
+    import concurrent.futures as cf
+
+    from raise_plugin.harness.compare_jobs import TrainJob
+    from raise_plugin.harness.study_budget import CappedPlace, StudyBudget
+
+    class Place:
+        slots, kind = 1, "here"
+        submitted = []
+
+        def submit(self, job):
+            self.submitted.append(job)
+            future = cf.Future()
+            future.set_result(type("Outcome", (), {"llm_spent": {"requests": 4, "input_tokens": 0,
+                                                                   "output_tokens": 0, "cost_usd": 0.0}})())
+            return future
+
+    place = CappedPlace(Place(), StudyBudget(None, 4, {"x": tmp_path / "x", "y": tmp_path / "y"}, 1))
+    assert place.slots == 1 and place.kind == "here"
+    place.submit(TrainJob("x", "x", (), str(tmp_path), "t"))
+    assert Place.submitted[0].caps == (("max_llm_calls", 4),)
+    refused = place.submit(TrainJob("y", "y", (), str(tmp_path), "t"))
+    assert "the study's --max-llm-calls is reached (4 of 4 requests" in str(refused.exception())
+    assert len(Place.submitted) == 1
+
+
+def test_a_compare_writes_its_llm_ledger_over_every_run(compared):
+    ledger = json.loads((compared.out / "llm_ledger.json").read_text())
+    assert set(ledger["runs"]) == {p.name for p in (compared.out / "runs").iterdir() if p.is_dir()}
+    recorded = [json.loads((compared.out / "runs" / name / "summary.json").read_text()).get("llm_usage") or {}
+                for name in ledger["runs"]]
+    assert ledger["total"]["requests"] == sum((u.get("total") or {}).get("requests", 0) for u in recorded)
+    assert ledger["total"]["cost_usd"] == 0  # offline: the sampler's answers cost nothing
+    assert compared.out / "llm_ledger.json" in compared.files
+
+
 @pytest.mark.slow  # two starts of a browser on the compare above
 def test_a_browser_shows_the_compare_page_with_its_tables_and_every_figure_embedded(compared, browser):
     import numpy as np

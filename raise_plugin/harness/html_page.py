@@ -21,8 +21,10 @@ h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
 h3 { font-size: 1.0em; margin-top: 1.2em; }
 p.note { background: #fff4e5; border-left: 4px solid #D55E00; padding: 0.5em 0.8em; }
 section.failures { background: #fdecea; border-left: 4px solid #b00020; padding: 0.2em 0.9em 0.6em; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.88em; }
-th, td { border: 1px solid #d0d0d0; padding: 0.25em 0.55em; vertical-align: top; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.88em; display: block; max-width: 100%;
+        overflow-x: auto; }
+td a { overflow-wrap: anywhere; }
+th, td { border: 1px solid #d0d0d0; padding: 0.25em 0.45em; vertical-align: top; }
 th { background: #eef3f8; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr:nth-child(even) td { background: #fafafa; }

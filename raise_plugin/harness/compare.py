@@ -15,7 +15,7 @@ checkpoints, and re-uses evaluated results.
       table*.md                   the paper's tables; table_significance.md, the paired tests
       llm_ledger.json             the LLM's requests, tokens and cost per run (finished or not) and in all
       convergence.png, adversarial_distributions.png
-      report.md
+      report.md, report.html      the report, and the same as one page with its figures embedded
 """
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from raise_plugin.harness.compare_result import CompareResult
 from raise_plugin.harness.compare_tables import write_tables
 from raise_plugin.harness.figures import finish_figure, plot_adversarial_distributions, plot_convergence
 from raise_plugin.harness.final_programs import final_program
+from raise_plugin.harness.html_report import write_compare_page
 from raise_plugin.harness.provenance import code_version, result_meta, recorded_code_version, write_result_meta
 from raise_plugin.harness.job_place import place_jobs
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
@@ -95,7 +96,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, finished, comparisons,
                                                   failures=failures, plan=plan))
     files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / LEDGER_FILE,
-             out / "report.md"]
+             out / "report.md", write_compare_page(out)]
     result = CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines),
                            failures)
     return result

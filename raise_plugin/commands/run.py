@@ -207,7 +207,11 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
     finally:
         bar.close()
     summary = method.summary(finished=method.stop_reason is None)
-    print_summary(summary, run_dir, out=out, selection=_final_selection(method, run_dir, summary))
+    selection = _final_selection(method, run_dir, summary)
+    print_summary(summary, run_dir, out=out, selection=selection)
+    written = write_final_program(summary, run_dir, selection)
+    if written is not None:
+        print(f"best program    {written}", file=out)
     print(f"report          {write_run_page(run_dir, summary)}", file=out)  # one page: figures, costs, failures
     compiled = [cb.line for cb in method.callbacks if isinstance(cb, CompiledPathReport) and cb.line]
     if compiled:
@@ -240,6 +244,26 @@ def nothing_evaluated(summary: dict, run_dir) -> str | None:
     reason, count = reasons.most_common(1)[0]
     return (f"none of its {summary['samples']} programs evaluated; {count} failed with: {reason} "
             f"(its limits: docs/engine.md)")
+
+
+FINAL_PROGRAM = "best_program.py"
+
+
+def write_final_program(summary: dict, run_dir, selection: dict | None = None) -> Path | None:
+    """``RUN_DIR/best_program.py``: the program the summary's "final program" line names (the choice
+    on the validation suite where the task hands that on, else the robust best; a plain run's best on
+    the nominal set), with a first line saying which it is; ``None`` when the run has no valid program."""
+    best = summary.get("best") or {}
+    chosen = selection if selection is not None and selection.get("program") else best
+    code = chosen.get("program")
+    if not code:
+        return None
+    why = ("the last population's best on the validation suite" if chosen is selection else
+           "its best robust program" if _is_robust(run_dir) else "its best program on the nominal set")
+    path = Path(run_dir) / FINAL_PROGRAM
+    path.write_text(f"# {chosen.get('program_id')} of {run_dir}: {why} (raise-ahd select {run_dir} shows the "
+                    f"candidates)\n{code.rstrip()}\n")
+    return path
 
 
 def _final_selection(method, run_dir, summary: dict) -> dict | None:

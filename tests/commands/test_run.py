@@ -35,6 +35,11 @@ def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys, monke
     selection = json.loads((out / "selection.json").read_text())
     assert selection["samples"] == 12 and selection["robust_best"] == summary["best"]["program_id"]
     assert f"final program   {selection['program_id']}: the last population's best on the validation" in printed
+    # the final program, written where the summary says
+    assert f"best program    {out / 'best_program.py'}" in printed
+    written = (out / "best_program.py").read_text()
+    assert written.startswith(f"# {selection['program_id']} of {out}: the last population's best on the validation")
+    assert selection["program"].strip() in written
     assert main(["resume", str(out), "--budget", "16", "--no-progress"]) == 0
     assert json.loads((out / "summary.json").read_text())["samples"] == 16
     again = json.loads((out / "selection.json").read_text())  # chosen again among the resumed run's members
@@ -50,12 +55,17 @@ def test_a_task_that_keeps_the_robust_best_makes_no_selection(tmp_path, scripted
     printed = captured.out
     assert "none of its 4 programs evaluated; 4 failed with: priority raised NameError" in captured.err
     assert "final program   the best robust above" in printed and not (out / "selection.json").exists()
+    assert not (out / "best_program.py").exists() and "best program" not in printed  # no valid program: none written
 
 
 def test_no_robust_runs_the_same_method_without_the_inner_loop(tmp_path, scripted, capsys):
     out = tmp_path / "plain"
     assert main(["run", "--no-robust", "--budget", "8", "--pop-size", "4", "--nominal", "1", "--out", str(out),
                  "--no-progress", "--no-host-profiler"]) == 0
+    best = json.loads((out / "summary.json").read_text())["best"]
+    written = (out / "best_program.py").read_text()
+    assert written.startswith(f"# {best['program_id']} of {out}: its best program on the nominal set")
+    assert best["program"].strip() in written
     summary = json.loads((out / "summary.json").read_text())
     assert summary["refreshes"] == 0 and len(summary["instance_set"]) == 1
     assert not (out / "host").exists()

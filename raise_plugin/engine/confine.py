@@ -54,6 +54,8 @@ _PROC_READABLE = ("cpuinfo", "meminfo", "stat", "sys", "self", "thread-self")
 # reads a run's directory reads its instances, its seeds, its results
 _READABLE_ROOTS = ("bin", "lib", "lib32", "lib64", "libx32", "sbin", "usr", "sys")
 _READABLE_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/dev/urandom", "/dev/zero")
+# module files the engine had loaded by path (a test module, a script's helpers), read by the worker
+_FILES: list[str] = []
 # a module or package of a checkout's top folder, which imports read
 _IMPORTABLE = (".py", ".so", ".pyd", ".pth")
 
@@ -274,6 +276,8 @@ def _landlock(workdir: str, abi: int) -> bool:
         for path in _READABLE_FILES:
             allow(path, _READ_FILE)
         read, listed = _code_places()
+        for path in _FILES:
+            allow(path, _READ_FILE)
         for place in read:  # a checkout's packages, or a task file under /tmp, stay importable
             allow(place, _READ)
         for place in listed:
@@ -304,10 +308,13 @@ def layer(workdir: str) -> list[str]:
     return applied
 
 
-def confine(workdir: str) -> list[str]:
-    """Apply to this process what the kernel offers; the steps applied, in order."""
+def confine(workdir: str, files: tuple[str, ...] = ()) -> list[str]:
+    """Apply to this process what the kernel offers; the steps applied, in order. ``files``: module
+    files besides the code's places that stay readable (those the engine had loaded by path, which
+    the worker imports by their files: ``carried``)."""
     if not sys.platform.startswith("linux"):
         return []
+    _FILES[:] = [os.path.realpath(f) for f in files if os.path.isfile(f)]
     applied = []
     if _drop_privileges(workdir):
         applied.append("nobody")

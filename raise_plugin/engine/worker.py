@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import tempfile
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from tasks.common.errors import printable
@@ -64,7 +65,7 @@ def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str
         warm_compiler()  # once, here: every program process forked later has it loaded and started
     take_over(carried)
     if limits.confine:
-        confinement[:] = confine(workdir)
+        confinement[:] = confine(workdir, tuple((carried or {}).get("modules", {}).values()))
         prctl(PR_SET_PDEATHSIG, getattr(signal, "SIGKILL", 9))  # a change of user cleared it
 
 
@@ -81,10 +82,12 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
     sets: collections.OrderedDict[str, tuple[int, list]] = collections.OrderedDict()
     while True:
         try:
-            message = conn.recv()
-        except (EOFError, OSError):
+            raw = conn.recv_bytes()
+        except (EOFError, OSError):  # the engine is gone
             os._exit(0)
-        except BaseException as exc:  # noqa: BLE001 - e.g. a function this process cannot import
+        try:
+            message = ForkingPickler.loads(raw)  # the engine's own message (as ``conn.recv`` reads it)
+        except BaseException as exc:  # noqa: BLE001 - e.g. a function this process cannot import or read
             conn.send(("raised", RuntimeError(f"the worker could not read the call: {exc}"), False))
             continue
         kind = message[0]

@@ -192,9 +192,9 @@ class RunConfig:
             bad("method", f"must be one of {', '.join(sorted(METHODS))}")
         if self.task not in list_tasks():
             bad("task", f"must be one of {', '.join(list_tasks())}")
-        if self.instance_seed not in ("drawn", "public") and not (self.instance_seed.isdigit()
-                                                                   and len(self.instance_seed) <= 19):
-            bad("instance_seed", "must be 'drawn', 'public' or a non-negative integer")
+        if self.instance_seed not in ("private", "drawn", "public") and not (self.instance_seed.isdigit()
+                                                                              and len(self.instance_seed) <= 19):
+            bad("instance_seed", "must be 'private', 'drawn', 'public' or a non-negative integer")
         self._check_references()
         self._check_epsilon()
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
@@ -328,8 +328,8 @@ class RunConfig:
     @property
     def nominal_seed(self) -> int | None:
         """The seed of the nominal instances (``None``: the task's public set); a run resolves
-        ``drawn`` to a number before it starts (``runner.start_run``)."""
-        return None if self.instance_seed in ("public", "drawn") else int(self.instance_seed)
+        ``private`` and ``drawn`` to a number before it starts (``runner.start_run``)."""
+        return int(self.instance_seed) if self.instance_seed.isdigit() else None
 
     @property
     def adversary_seed(self) -> int:

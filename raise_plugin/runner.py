@@ -8,7 +8,6 @@ import io
 import json
 import logging
 import os
-import secrets
 import time
 import warnings
 from pathlib import Path
@@ -22,6 +21,7 @@ from .config import NOT_REPLAYED, IdleAdversaryWarning, RunConfig, recorded_sett
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
 from .errors import PluginWarning, UserError
+from .instance_seeds import resolve_instance_seed
 from .credentials import hides_credentials, shown_url
 from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
 from .llm import make_llm as make_backend
@@ -182,8 +182,9 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         changes = {"out": str(out)} if config.out != str(out) else {}  # the run directory chosen here
         if config.llm.startswith("openai") and not config.base_url:  # the endpoint, as resume will see it
             changes["base_url"] = endpoint_url()
-        if config.instance_seed == "drawn":  # the operating system's entropy: no program can compute it
-            changes["instance_seed"] = str(secrets.randbits(62))
+        resolved = resolve_instance_seed(config.instance_seed, config.task, config.seed)
+        if resolved != config.instance_seed:  # a seed no program can know, recorded (``instance_seeds``)
+            changes["instance_seed"] = resolved
         if changes:
             config = dataclasses.replace(config, **changes)
         write_json_atomic(out / "config.json", _recorded(config))  # first: from here on, resume continues

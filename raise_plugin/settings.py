@@ -142,10 +142,11 @@ TREE = Section("run", "run", (
     _s("method", "eoh", "str", "outer method (`raise-ahd methods` lists them)", metavar="METHOD"),
     _s("robust", True, "bool", "with RAISE's adversarial inner loop, or without it (a plain run)"),
     _s("seed", 0, "int", "seed of selection, inner search and offline sampler", low=0),
-    _s("instance_seed", "drawn", "str", "seed of the nominal instances a run trains on and of its adversary's "
-       "draws: 'drawn' (from the operating system at the start, recorded in config.json, which no program can "
-       "read: none can rebuild its instances), 'public' (the task's fixed seeds: the paper's set, which a "
-       "program can rebuild from the task's generator) or an integer", metavar="SEED"),
+    _s("instance_seed", "private", "str", "seed of the nominal instances a run trains on and of its adversary's "
+       "draws, recorded in config.json, which no program reads: 'private' (from the task, --seed and this "
+       "installation's private key: the same seed, the same run here), 'drawn' (new at every run), 'public' (the "
+       "task's fixed seeds, the paper's set, which a program can rebuild from the task's generator) or an integer",
+       metavar="SEED"),
     _s("out", None, "str", "output directory", metavar="DIR",
        shown="runs/TASK-METHOD-KIND-seedS-TIME for a run, COMMAND-out for the others"),
     Section("budget", "budget", (

@@ -59,8 +59,10 @@ def characterise(task: str, out: Path, jit: bool = False, budget: int = 60) -> d
     from raise_plugin.rundir.files import read_jsonl
     from raise_plugin.runner import start_run
 
-    # the paper's robust settings, pinned: the task's own defaults may change on purpose
+    # the paper's robust settings and the task's public nominal set, pinned: the task's own defaults
+    # may change on purpose, and a run's instances are otherwise drawn afresh (``instance_seed``)
     config = RunConfig(task=task, robust=True, budget=budget, pop_size=6, tau=2, seed=0, num_samplers=1,
+                       instance_seed="public",
                        epsilon=0.002, aggregation="mean", adversary_objective="metric", projection="paper",
                        nominal=2 if task == "obp" else None, out=str(out), validation_trace=False,
                        host_profiler=False,

@@ -19,6 +19,7 @@ import raise_plugin
 import tasks
 from raise_plugin.config import RunConfig
 from raise_plugin.credentials import shown_url
+from raise_plugin.instance_seeds import resolve_instance_seed
 from raise_plugin.llm.openai_backend import endpoint_url
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
@@ -26,7 +27,9 @@ __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_ve
 
 CODE_FILE = "code_version.json"
 # where and how fast a run ran, never what it found: results do not depend on them (tested in the engine)
-IGNORED_FIELDS = ("out", "executor", "workers", "record")
+# where and on how many workers a run ran, and the share of a study's caps it was given as it started
+# (a share of what was left then: a finished run is what it is, whatever its share)
+IGNORED_FIELDS = ("out", "executor", "workers", "record", "max_cost_usd", "max_llm_calls")
 
 
 @functools.lru_cache(maxsize=1)
@@ -80,6 +83,10 @@ def expected_run_config(run_fields: tuple) -> dict:
     """The ``config.json`` a run of ``run_fields`` (``CompareConfig.run_fields``) writes, as the run
     itself would resolve it (its defaults, its endpoint), but the fields in ``IGNORED_FIELDS``."""
     data = RunConfig(**dict(run_fields)).to_dict()
+    if data.get("instance_seed") == "drawn":  # a new seed at every run: any recorded one is this setting's
+        data.pop("instance_seed")
+    elif "instance_seed" in data:
+        data["instance_seed"] = resolve_instance_seed(data["instance_seed"], data["task"], data["seed"])
     if str(data.get("llm", "")).startswith("openai") and not data.get("base_url"):
         data["base_url"] = endpoint_url()
     if data.get("base_url"):

@@ -1,6 +1,7 @@
 """The task protocol: what every task (OBP, OJSP, OVRP) offers to the plugin."""
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from functools import cached_property
 from typing import Any, Callable
@@ -62,15 +63,29 @@ class Task(ABC):
     # -- instances -------------------------------------------------------------
     @abstractmethod
     def make_nominal(self) -> list[Instance]:
-        """Generate the nominal training set (fixed seeds); ``nominal_instances`` caches it."""
+        """Generate the nominal training set (fixed seeds); ``nominal_instances`` caches it. A task
+        that can draw it afresh takes a keyword ``seed`` (an int; ``None``: the fixed seeds)."""
 
     @cached_property
     def _nominal(self) -> list[Instance]:
         return list(self.make_nominal())
 
-    def nominal_instances(self) -> list[Instance]:
-        """The nominal training set (a new list of the same cached instances)."""
-        return list(self._nominal)
+    def nominal_instances(self, seed: int | None = None) -> list[Instance]:
+        """The nominal training set (a new list of the same cached instances); with ``seed``, one
+        drawn the same way from that seed instead of the public fixed seeds (what a run trains on,
+        so that no program can rebuild its instances from the task's generator), where the task
+        can draw one (``draws_nominal``); else the public one."""
+        if seed is None or not self.draws_nominal:
+            return list(self._nominal)
+        return list(self.make_nominal(seed=int(seed)))
+
+    @property
+    def draws_nominal(self) -> bool:
+        """Whether ``make_nominal`` takes a ``seed`` (a nominal set drawn from a run's own seed)."""
+        try:
+            return "seed" in inspect.signature(self.make_nominal).parameters
+        except (TypeError, ValueError):
+            return False
 
     @abstractmethod
     def test_suite(self) -> list[Dataset]:

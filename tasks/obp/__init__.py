@@ -7,6 +7,7 @@ import numpy as np
 
 from tasks.common.layout import TableLayout
 from tasks.common.shift import ShiftDimension
+from tasks.common.suite import seed_for
 from tasks.common.task import Task
 
 from . import instances as _inst
@@ -53,8 +54,8 @@ class OBPTask(Task):
                 TableLayout("table2_per_size", "Table 2: OBP waste ratio (%) per size, averaged over the five "
                                                "distributions", by="size", keys=("C", "n"), average=False))
 
-    def make_nominal(self) -> list[dict]:
-        return _inst.weibull_instances()
+    def make_nominal(self, seed: int | None = None) -> list[dict]:
+        return _inst.weibull_instances() if seed is None else _inst.weibull_instances(rng=seed_for("obp", "nominal", seed))
 
     def test_suite(self):
         return _inst.test_suite()

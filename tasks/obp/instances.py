@@ -25,14 +25,16 @@ def make_instance(items, capacity: int) -> dict:
 
 
 def weibull_instances(count: int = NOMINAL_COUNT, num_items: int = NOMINAL_ITEMS,
-                      capacity: int = NOMINAL_CAPACITY, seed: int = NOMINAL_SEED) -> list[dict]:
+                      capacity: int = NOMINAL_CAPACITY, seed: int = NOMINAL_SEED,
+                      rng: np.random.Generator | None = None) -> list[dict]:
     """Weibull(shape 3, scale 45) items, clipped to [1, C] and rounded.
 
     The same stream as the host's ``generate_weibull_dataset`` (legacy seed 2024, one
     draw of ``num_items`` per instance), from a local ``RandomState``, so the nominal
-    set equals the host's own training set for the same sizes.
+    set equals the host's own training set for the same sizes; or, given ``rng``, the same
+    distribution drawn from it (a run's own nominal set).
     """
-    rs = np.random.RandomState(seed)
+    rs = np.random.RandomState(seed) if rng is None else rng
     out = []
     for _ in range(count):
         sizes = np.round(np.clip(rs.weibull(3, num_items) * 45, 1, capacity)).astype(int)

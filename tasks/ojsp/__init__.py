@@ -50,8 +50,8 @@ class OJSPTask(Task):
                                            "distributions and job counts)", by="size", keys=("M",),
                             label="{}-machine", average=False),)
 
-    def make_nominal(self) -> list[dict]:
-        return _inst.nominal_instances()
+    def make_nominal(self, seed: int | None = None) -> list[dict]:
+        return _inst.nominal_instances(seed=seed)
 
     def test_suite(self):
         return _inst.test_suite()

@@ -96,10 +96,12 @@ def family_instance(family: str, num_jobs: int, num_machines: int, rng: np.rando
     return make_instance(durations, rng, M=num_machines, release_window=release_window)
 
 
-def nominal_instances(count: int = NOMINAL_COUNT, release_window: float = RELEASE_WINDOW) -> list[dict]:
-    """The nominal training set: Uniform durations, M = 10, J = 20, fixed seeds."""
-    return [family_instance(NOMINAL_FAMILY, NOMINAL_JOBS, NOMINAL_MACHINES,
-                            seed_for("ojsp", "nominal", i), release_window)
+def nominal_instances(count: int = NOMINAL_COUNT, release_window: float = RELEASE_WINDOW,
+                      seed: int | None = None) -> list[dict]:
+    """The nominal training set: Uniform durations, M = 10, J = 20, fixed seeds (or, given
+    ``seed``, drawn from it: a run's own nominal set)."""
+    key = ("ojsp", "nominal") if seed is None else ("ojsp", "nominal", seed)
+    return [family_instance(NOMINAL_FAMILY, NOMINAL_JOBS, NOMINAL_MACHINES, seed_for(*key, i), release_window)
             for i in range(count)]
 
 

@@ -45,8 +45,8 @@ class OVRPTask(Task):
                                            "over distributions)", by="size", keys=("V",), label="{}-vehicle",
                             average=False),)
 
-    def make_nominal(self) -> list[dict]:
-        return _inst.nominal_instances()
+    def make_nominal(self, seed: int | None = None) -> list[dict]:
+        return _inst.nominal_instances(seed=seed)
 
     def test_suite(self):
         return _inst.test_suite()

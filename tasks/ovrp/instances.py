@@ -75,15 +75,17 @@ def make_instance(demands, rng: np.random.Generator, vehicles: int = NOMINAL_VEH
     }
 
 
-def nominal_instances(count: int = NOMINAL_COUNT, vehicles: int = NOMINAL_VEHICLES) -> list[dict]:
-    """The nominal training set: demands uniform on the integers {1..10}, V = 10, fixed seeds.
+def nominal_instances(count: int = NOMINAL_COUNT, vehicles: int = NOMINAL_VEHICLES,
+                      seed: int | None = None) -> list[dict]:
+    """The nominal training set: demands uniform on the integers {1..10}, V = 10, fixed seeds (or,
+    given ``seed``, drawn from it: a run's own nominal set).
 
     Discrete-uniform demands put equal mass on each of the K = 10 cells, so the
     nominal histogram is flat in expectation.
     """
     out = []
     for i in range(count):
-        rng = seed_for("ovrp", "nominal", i)
+        rng = seed_for("ovrp", "nominal", i) if seed is None else seed_for("ovrp", "nominal", seed, i)
         demands = rng.integers(1, MAX_DEMAND + 1, size=NUM_CUSTOMERS)
         out.append(make_instance(demands, rng, vehicles))
     return out

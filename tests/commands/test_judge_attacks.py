@@ -742,3 +742,26 @@ def test_no_program_reads_where_runs_and_data_are_kept(tmp_path, best_fit_metric
     assert run.results("read_outside") == best_fit_metrics, run.out[-2000:]
     assert_unchanged(run, best_fit_metrics)
     assert_clean(run)
+
+
+def test_a_program_that_rebuilds_the_public_instances_learns_nothing_of_a_runs_own():
+    """A program that regenerates the task's public nominal set and matches the items it is handed
+    against it knows each instance's future there (it decides otherwise than best fit, and its
+    look-ahead checks cannot see it: it reads nothing); on the nominal set a run trains on, drawn
+    from a seed no program can read (``instance_seed``: private by default), it matches nothing and
+    is best fit, instance for instance."""
+    from raise_plugin.engine import Engine, SandboxLimits
+    from raise_plugin.instance_seeds import resolve_instance_seed
+    from tasks import get_task
+
+    task = get_task("obp")
+    public = task.nominal_instances()
+    private = task.nominal_instances(seed=int(resolve_instance_seed("private", "obp", 0)))
+    limits = SandboxLimits(timeout=120.0, foresight=1.0)
+    with Engine("obp", "process:2", limits=limits) as engine:
+        on_public = [f.result() for f in engine.submit_each(attack("rebuilt_instance"), public)]
+        on_private = [f.result() for f in engine.submit_each(attack("rebuilt_instance"), private)]
+    best_fit = task.baselines["BestFit"]
+    assert all(r.valid for r in on_public)  # the check cannot see a rebuilt future
+    assert [r.metrics[0] for r in on_public] != [task.evaluate(best_fit, s) for s in public]
+    assert [r.metrics[0] for r in on_private] == [task.evaluate(best_fit, s) for s in private]

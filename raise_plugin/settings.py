@@ -263,7 +263,8 @@ HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, selec
     _s("refreshes", 3, "int", "adversarial instances rerank adds", unit="instances", low=1),
     _s("top", 20, "int", "programs rerank re-ranks, best first", unit="programs", low=2),
     _s("suite", "test", "str", "the suite to evaluate on", choices=("nominal", "validation", "test")),
-    _s("baselines", "all", "str", "baselines evaluated beside: all, none or comma-separated names"),
+    _s("baselines", "all", "str", "baselines evaluated beside: all (the paper's), classical (every classical "
+       "rule of the task), none or comma-separated names"),
     _s("per_dataset", 1, "int", "validation instances per dataset (select)", unit="instances", low=1),
     _s("progress", True, "bool", "show progress bars"),
 ))

@@ -16,6 +16,7 @@ from raise_plugin.programs import ProgramError, check_program
 from raise_plugin.commands.flags import add_flags, check_flags
 from raise_plugin.config import SANDBOX_LIMITS
 from tasks import get_task, list_tasks
+from tasks.common.classical import classical_rules
 
 
 def register(sub) -> None:
@@ -39,12 +40,13 @@ def resolve_task(name: str):
 
 def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
     chosen = []
-    names = [b.strip() for b in baselines.split(",") if b.strip()] if baselines not in ("all", "none") else (
-        list(task.baselines) if baselines == "all" else [])
-    lookup = {b.lower(): b for b in task.baselines}
+    rules = classical_rules(task)  # the paper's baselines first, then the task's other classical rules
+    names = {"all": list(task.baselines), "classical": list(rules), "none": []}.get(
+        baselines, [b.strip() for b in baselines.split(",") if b.strip()])
+    lookup = {b.lower(): b for b in rules}
     for b in names:
         if b.lower() not in lookup:
-            raise UserError(f"unknown baseline {b!r} for {task.name}; choose from {', '.join(task.baselines)}")
+            raise UserError(f"unknown baseline {b!r} for {task.name}; choose from {', '.join(rules)}")
         chosen.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
     for f in files:
         path = Path(f)

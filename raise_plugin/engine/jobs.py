@@ -13,6 +13,7 @@ import numpy as np
 
 from raise_plugin.programs import ProgramError, check_program, compile_priority
 from tasks import get_task
+from tasks.common.classical import classical_rules
 
 from .failures import classify, one_line
 from .results import EvalResult, FailureKind
@@ -39,7 +40,7 @@ class ProgramSpec:
     def resolve(self, task) -> Callable:
         if self.baseline is not None:
             try:
-                return task.baselines[self.baseline]
+                return classical_rules(task)[self.baseline]  # the paper's baselines and the other classical rules
             except KeyError:
                 raise ProgramError(f"{task.name} has no baseline {self.baseline!r}") from None
         code_object, name = _compiled(self.code, self.function, self.label or "<program>")

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text ba
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
 from raise_plugin.programs import compile_priority
 from tasks import get_task
+from tasks.common.classical import classical_rules
 
 __all__ = ["Heuristic", "Row", "evaluate_suite"]
 
@@ -33,7 +34,7 @@ class Heuristic:
 
     def resolve(self, task) -> Callable:
         if self.baseline is not None:
-            return task.baselines[self.baseline]
+            return classical_rules(task)[self.baseline]
         return compile_priority(self.code, None, source=self.name)
 
     @property

@@ -125,3 +125,27 @@ def test_evaluate_refuses_a_negative_jit_after_in_one_line(tmp_path):
     code, out, err = run_cli("evaluate", str(f), "--task", "obp", "--suite", "nominal", "--jit", "--jit-after", "-1")
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [err.strip()] and "jit_after must be a number of seconds >= 0" in err
+
+
+def test_every_classical_rule_of_a_task_is_a_baseline_evaluate_can_name(tmp_path, capsys):
+    """``--baselines classical`` evaluates every classical rule of the task (the paper's and the
+    others), a name picks one (in any case), each scored through the sandbox exactly as in this
+    process; an unknown name lists them all."""
+    from tasks import get_task
+    from tasks.common.classical import classical_rules
+    task = get_task("ojsp")
+    out = tmp_path / "rows.csv"
+    assert main(["evaluate", "--task", "ojsp", "--suite", "nominal", "--baselines", "mopnr,MWKR", "--workers", "2",
+                 "--no-progress", "--out", str(out)]) == 0
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert {r["heuristic"] for r in rows} == {"MOPNR", "MWKR"}
+    rules = classical_rules(task)
+    for row in rows:
+        instance = task.nominal_instances()[int(row["instance"])]
+        assert float(row["metric"]) == task.evaluate(rules[row["heuristic"]], instance)
+    assert main(["evaluate", "--task", "ojsp", "--suite", "nominal", "--baselines", "classical", "--workers", "2",
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in rules), printed[-1500:]
+    assert main(["evaluate", "--task", "ojsp", "--baselines", "nosuch"]) == 2
+    assert "ATC" in capsys.readouterr().err

@@ -12,7 +12,7 @@ import signal
 import sys
 import warnings
 
-from .errors import PluginWarning, UserError
+from .errors import PluginWarning, SandboxNote, UserError
 
 COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank", "select")
 
@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):
     """The plugin's warnings as one line each; others as Python shows them."""
-    if issubclass(category, PluginWarning):
+    if issubclass(category, SandboxNote):
+        print(f"raise-ahd: note: {message}", file=sys.stderr)
+    elif issubclass(category, PluginWarning):
         print(f"raise-ahd: warning: {message}", file=sys.stderr)
     else:
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))

@@ -3,9 +3,15 @@
 ``UserError`` is defined with the tasks (the lowest layer), so a task's own errors are ones too."""
 from tasks.common.errors import UserError
 
-__all__ = ["UserError", "PluginWarning"]
+__all__ = ["UserError", "PluginWarning", "SandboxNote"]
 
 
 class PluginWarning(UserWarning):
     """Something a user should know before a run spends its budget (the command line shows it as
     one ``raise-ahd: warning:`` line)."""
+
+
+class SandboxNote(PluginWarning):
+    """What the sandbox cannot hold here (a user the machine does not let it become, a task whose
+    nominal set a program can rebuild), with the fix: said once, as one ``raise-ahd: note:`` line,
+    since nothing about the command itself is wrong."""

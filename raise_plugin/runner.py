@@ -20,7 +20,7 @@ from tasks import get_task
 from .config import NOT_REPLAYED, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
-from .errors import PluginWarning, UserError
+from .errors import PluginWarning, SandboxNote, UserError
 from .instance_seeds import resolve_instance_seed
 from .credentials import hides_credentials, shown_url
 from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
@@ -97,8 +97,8 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
     task = get_task(config.task)
     nominal = task.nominal_instances(seed=config.nominal_seed)
     if config.nominal_seed is not None and not task.draws_nominal:
-        warnings.warn(f"task {task.name} has one nominal set, from fixed seeds (its make_nominal takes no seed): "
-                      f"a program can rebuild it from the task's generator", PluginWarning, stacklevel=3)
+        warnings.warn(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
+                      f"task's generator; let its make_nominal take a seed (docs/tasks.md)", SandboxNote, stacklevel=3)
     if config.nominal is not None:
         nominal = nominal[:config.nominal]
     evaluation = task.evaluation(instances=nominal, aggregation=config.aggregation, timeout_seconds=config.timeout)
@@ -308,7 +308,8 @@ def replay_line(config: RunConfig) -> str | None:
         return None
     recorded = recorded_settings(load_config(run_dir))
     mine = config.to_dict()
-    usual = {**{n: default(n) for n in mine}, **robust_defaults(config.task)}
+    usual = {**{n: default(n) for n in mine}, **robust_defaults(config.task),  # the default seed, as it resolves
+             "instance_seed": resolve_instance_seed(default("instance_seed"), config.task, config.seed)}
     names = [n for n in mine if n not in NOT_REPLAYED and n in recorded]
     kept = [_words(n, mine[n]) for n in names if recorded[n] == mine[n]
             and (n in ("task", "method", "robust", "seed", "budget") or mine[n] != usual.get(n))]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from raise_plugin.commands.evaluate import check_output, check_timeout, report_invalid, resolve_task
 from raise_plugin.errors import UserError
-from raise_plugin.harness.rerank import load_run_programs, rerank
+from raise_plugin.harness.rerank import load_run_programs, rerank, run_nominal_seed
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
@@ -42,7 +42,7 @@ def run(args) -> int:
     out = rerank(task.name, programs, epsilon=args.epsilon, refreshes=args.refreshes, top=args.top,
                  aggregation=args.aggregation, seed=args.seed, inner_population=args.inner_population,
                  inner_generations=args.inner_generations, workers=args.workers, timeout=args.timeout,
-                 progress=args.progress)
+                 progress=args.progress, nominal_seed=run_nominal_seed(args.log_dir))
     if out["skipped"]:
         print(f"{out['skipped']} evaluations skipped: their programs had already failed in a way that repeats")
     chosen = out["programs"]

@@ -209,10 +209,17 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
     summary = method.summary(finished=method.stop_reason is None)
     selection = _final_selection(method, run_dir, summary)
     print_summary(summary, run_dir, out=out, selection=selection)
-    written = write_final_program(summary, run_dir, selection)
-    if written is not None:
-        print(f"best program    {written}", file=out)
-    print(f"report          {write_run_page(run_dir, summary)}", file=out)  # one page: figures, costs, failures
+    # what the run's own records already hold, written again for the reader: a full disk costs these, not the run
+    try:
+        written = write_final_program(summary, run_dir, selection)
+        if written is not None:
+            print(f"best program    {written}", file=out)
+    except OSError as exc:
+        print(f"best program    not written ({exc.strerror or exc})", file=out)
+    try:
+        print(f"report          {write_run_page(run_dir, summary)}", file=out)  # one page: figures, costs, failures
+    except OSError as exc:
+        print(f"report          not written ({exc.strerror or exc})", file=out)
     compiled = [cb.line for cb in method.callbacks if isinstance(cb, CompiledPathReport) and cb.line]
     if compiled:
         print(f"compiled path   {compiled[0]}", file=out)
@@ -230,9 +237,10 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
 
 
 def nothing_evaluated(summary: dict, run_dir) -> str | None:
-    """Why a run that sampled programs has no valid one (the most common reason its samples
-    failed, with how many), or ``None`` when it has one."""
-    if summary.get("best") or not summary.get("samples"):
+    """Why a run that sampled programs to its end has no valid one (the most common reason its
+    samples failed, with how many), or ``None`` when it has one, or was stopped before its end (a
+    cap, a signal: it had no chance to evaluate more)."""
+    if summary.get("best") or not summary.get("samples") or summary.get("stopped"):
         return None
     try:
         errors = [row.get("error") or "" for row in read_jsonl(Path(run_dir) / "samples.jsonl")]

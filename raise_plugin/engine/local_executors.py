@@ -11,7 +11,7 @@ import warnings
 import weakref
 from typing import Callable
 
-from raise_plugin.errors import PluginWarning
+from raise_plugin.errors import SandboxNote
 
 from .compiled_tally import CompiledTally
 from .confine import weakened
@@ -72,7 +72,7 @@ def _say_if_weakened(limits: SandboxLimits) -> None:
         _said.append(True)
         line = weakened()
         if line is not None:
-            warnings.warn(line, PluginWarning, stacklevel=3)
+            warnings.warn(line, SandboxNote, stacklevel=3)
 
 
 class ProcessExecutor:

@@ -107,12 +107,13 @@ def write_tables(config, task, variants: list[Variant], rows: list[dict],
 def rule_rows(task, name: str, rows: list[dict]) -> list[dict]:
     """Result rows of the classical rule ``name`` (in-process: the project's own code) on the test
     instances ``rows`` hold, as compare's baselines' rows read."""
-    wanted = {(r["dataset"], str(r["instance"])) for r in rows}
+    # a row names its dataset by family and sizes (the CSV's ``dataset`` column is both, joined)
+    wanted = {(r["family"], str(r["params"]), str(r["instance"])) for r in rows}
     rule, out = classical_rules(task)[name], []
     for dataset in task.test_suite():
         params = ";".join(f"{k}={v}" for k, v in dataset.params.items())
         for i, instance in enumerate(dataset.instances):
-            if (dataset.name, str(i)) in wanted:
+            if (dataset.family, params, str(i)) in wanted:
                 metric = suite_metrics(task, rule, [Dataset(dataset.family, dataset.params, [instance])])[0]
                 out.append({"method": name, "variant": f"baseline-{name}", "kind": "baseline", "seed": "0",
                             "dataset": dataset.name, "family": dataset.family, "params": params, "instance": str(i),

@@ -42,6 +42,18 @@ class RankedProgram:
     nominal_metric: float = math.nan
 
 
+def run_nominal_seed(path: str | Path) -> int | None:
+    """The seed of the nominal set the run in ``path`` trained on (its ``config.json``'s
+    ``instance_seed``); ``None``: the task's public set (a host log folder, an older run)."""
+    for folder in (Path(path), Path(path).parent):
+        try:
+            seed = json.loads((folder / "config.json").read_text()).get("instance_seed")
+        except (OSError, ValueError, AttributeError):
+            continue
+        return int(seed) if isinstance(seed, str) and seed.isdigit() else None
+    return None
+
+
 def load_run_programs(path: str | Path) -> list[RankedProgram]:
     """Distinct valid programs with their recorded scores, from either kind of run folder."""
     p = Path(path)
@@ -106,15 +118,19 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = fa
            refreshes: int = default("refreshes"), top: int = default("top"), aggregation: str = fallback("aggregation"),
            seed: int = default("seed"), inner_population: int = default("inner_population"),
            inner_generations: int = default("inner_generations"),
-           workers: int | None = None, progress: bool = True, timeout: float | None = None) -> dict:
+           workers: int | None = None, progress: bool = True, timeout: float | None = None,
+           nominal_seed: int | None = None) -> dict:
     """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances.
+
+    ``nominal_seed``: the seed of the run's own nominal set (``run_nominal_seed``; ``None``: the
+    task's public set), so that the programs are ranked on the set they were scored on.
 
     ``timeout``: seconds per instance (default: the task's limit of each instance); a
     search may take that times the instances it evaluates (``robustness_profile.search_timeout``)."""
     task = get_task(task_name)
     scorer = task.evaluation(aggregation=Aggregation.parse(aggregation))  # scores only: A, nominal count, references
     chosen = sorted(programs, key=lambda p: -p.original_score)[:top]
-    nominal = task.nominal_instances()
+    nominal = task.nominal_instances(seed=nominal_seed)
     instances = list(nominal)
     scorer.nominal_count = len(nominal)
     population, generations = inner_population, inner_generations

@@ -291,7 +291,7 @@ def test_the_report_lists_each_runs_settings_and_code_version(compared):
     assert recorded_code_version(compared.out / "runs" / "eoh-plain-seed0") == code_version()
 
 
-def test_gp_is_refused_before_any_job_on_a_task_it_cannot_evolve(tmp_path):
+def test_gp_is_refused_before_any_job_on_a_task_it_cannot_evolve(tmp_path, fresh_registry):
     from pathlib import Path
 
     source = (Path(__file__).parents[2] / "examples" / "load_balance.py").read_text()

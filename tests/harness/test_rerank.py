@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from raise_plugin.config import RunConfig
-from raise_plugin.harness.rerank import load_run_programs, rerank
+from raise_plugin.harness.rerank import load_run_programs, rerank, run_nominal_seed
 from raise_plugin.programs import ProgramError
 from raise_plugin.runner import start_run
 
@@ -32,7 +32,7 @@ def test_programs_from_both_kinds_of_folder(run_dir):
 def test_robust_scores_include_the_adversarial_instances(run_dir):
     programs = load_run_programs(run_dir)
     out = rerank("ojsp", programs, epsilon=0.005, refreshes=2, top=5, inner_population=4, inner_generations=1,
-                 workers=1, progress=False)
+                 workers=1, progress=False, nominal_seed=run_nominal_seed(run_dir))  # the run's own nominal set
     assert len(out["instances"]) == 5 + 2 and len(out["adversarial"]) == 2
     for p in out["programs"]:
         # on the nominal set alone the robust score would be -nominal_metric: the new instances move it

@@ -666,9 +666,10 @@ def test_nothing_a_program_makes_outlives_its_job(tmp_path, best_fit_metrics):
 
 
 def test_a_folder_too_deep_to_remove_by_recursion_costs_nobody_a_result(tmp_path, best_fit_metrics):
-    """3000 nested directories and a read-only one in the program's own folder: its folder is
-    still removed (without recursion), the command writes every result, and nothing is left in the
-    temporary directory."""
+    """1200 nested directories (past Python's recursion limit, where ``shutil.rmtree`` raised
+    ``RecursionError`` in the worker and then in the engine) and a read-only one in the program's
+    own folder: its folder is still removed (without recursion), the command writes every result,
+    and nothing is left in the temporary directory."""
     run = evaluate(tmp_path, [("deep_tree", disarmed("deep_tree")), (AFTER, BEST_FIT)])
     assert_honest(run, "deep_tree", best_fit_metrics)
     assert_unchanged(run, best_fit_metrics)
@@ -704,9 +705,7 @@ def test_an_honest_program_near_its_limit_on_a_busy_machine_is_not_called_a_look
     is never called one; an instance whose run exceeds the limit under the load is a timeout."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
-        root = tmp_path
-        runs = [evaluate(root / f"r{k}", [("slow_spt", SLOW_SPT.replace("__WAIT__", "0.9"))], task="ojsp",
-                         seconds="1") for k in range(2)]
+        runs = [evaluate(tmp_path, [("slow_spt", SLOW_SPT.replace("__WAIT__", "0.9"))], task="ojsp", seconds="1")]
     finally:
         for process in busy:
             process.kill()

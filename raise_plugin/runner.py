@@ -119,8 +119,8 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
         executor = make_executor(executor, SandboxLimits(**limits))
         all_callbacks.append((CompiledPathReport if config.jit else OwnedExecutor)(executor, run_dir.path))
     per_instance = None if config.timeout is None else config.timeout / max(1, len(nominal))
-    check_limits(task, SandboxLimits(**(limits or {})), None if isinstance(executor, (str, int, type(None)))
-                 else executor, timeout=per_instance)  # before a sample: limits that fail the task's baseline
+    # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of its own)
+    check_limits(task, SandboxLimits(**(limits or {})), executor, timeout=per_instance)
     profiler = None
     if config.host_profiler:
         profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name,

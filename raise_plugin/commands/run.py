@@ -11,7 +11,7 @@ from pathlib import Path
 
 from raise_plugin.config import ConfigError, RunConfig, final_selection
 from raise_plugin.errors import UserError
-from raise_plugin.harness.run_report import write_run_page
+from raise_plugin.harness.run_report import best_line, write_run_page
 from raise_plugin.llm.record import run_directory_of
 from raise_plugin.llm.usage import REPLAY
 from raise_plugin.robust.progress import ProgressBar
@@ -89,7 +89,8 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
     when the task hands on the choice made on its validation suite. A RAISE run's best is its
     robust best; a plain run's (``robust = false`` in its config) its best on the nominal set."""
     out = out or sys.stdout
-    robust = _is_robust(run_dir)
+    recorded = _recorded(run_dir)
+    robust = bool(recorded.get("robust", True))
     best = summary.get("best") or {}
     sets = summary.get("instance_set", [])
     adv = [e for e in sets if e["origin"] != "nominal"]
@@ -104,9 +105,8 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
     distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)
     print(f"instance set    {len(sets) - len(adv)} nominal + {len(adv)} adversarial"
           + (f" (distance to nominal: {distances})" if distances else ""), file=out)
-    label, where = ("best robust    ", "") if robust else ("best           ", "; its score on the nominal set")
-    print(f"{label} {score:.6g} ({best.get('program_id')}{where})" if isinstance(score, (int, float))
-          and math.isfinite(score) else f"{label} none", file=out)
+    label = "best robust    " if robust else "best           "
+    print(f"{label} {best_line(score, best.get('program_id'), recorded)}", file=out)
     c = summary.get("compute") or {}
     if c:
         print(f"evaluations     {c['total_evaluations']} instance evaluations: outer {c['outer_evaluations']}, "
@@ -145,13 +145,12 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
               f"the validation suite: raise-ahd select {run_dir}", file=out)
 
 
-def _is_robust(run_dir) -> bool:
-    """Whether the run in ``run_dir`` trained with RAISE's inner loop (as its config says; a config
-    that cannot be read counts as robust, the default)."""
+def _recorded(run_dir) -> dict:
+    """The run's recorded settings (empty when its config cannot be read: robust, the default)."""
     try:
-        return bool(load_config(Path(run_dir)).get("robust", True))
+        return load_config(Path(run_dir))
     except RunDirectoryDamaged:
-        return True
+        return {}
 
 
 def _usage_line(usage: dict) -> str:
@@ -267,7 +266,7 @@ def write_final_program(summary: dict, run_dir, selection: dict | None = None) -
     if not code:
         return None
     why = ("the last population's best on the validation suite" if chosen is selection else
-           "its best robust program" if _is_robust(run_dir) else "its best program on the nominal set")
+           "its best robust program" if _recorded(run_dir).get("robust", True) else "its best program on the nominal set")
     path = Path(run_dir) / FINAL_PROGRAM
     path.write_text(f"# {chosen.get('program_id')} of {run_dir}: {why} (raise-ahd select {run_dir} shows the "
                     f"candidates)\n{code.rstrip()}\n")

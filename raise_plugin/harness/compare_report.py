@@ -12,7 +12,7 @@ __all__ = ["compare_report", "failure_section"]
 OFFLINE_NOTE = ("No LLM was used: programs came from the offline program sampler, an LLM-free search that "
                 "rewrites parent programs. Results show the harness, not what an LLM would reach.")
 RUNS_HEADER = ["variant", "seed", "budget", "population", "tau", "eps", "LLM", "code version", "samples",
-               "generations", "refreshes", "trained on", "best score", "run"]
+               "generations", "refreshes", "trained on", "best on its set", "run"]
 COST_HEADER = ["variant", "seed", "LLM (model)", "requests", "failed requests", "input tokens", "output tokens",
                "cost (USD)"]
 FAILURE_HEADER = ["job", "reason", "a retry"]
@@ -112,7 +112,7 @@ def run_rows(variants, run_dirs) -> list[list[str]]:
         rows.append([variant.label, seed, recorded.get("budget"), recorded.get("pop_size"), recorded.get("tau"),
                      "" if eps is None else f"{eps:g}", llm, version, summary.get("samples"),
                      summary.get("generations"), summary.get("refreshes"), trained_on,
-                     "" if best is None else f"{best:.4f}", f"[{path.name}](runs/{path.name})"])
+                     "" if best is None else f"{-best:.4f}", f"[{path.name}](runs/{path.name})"])
     return rows
 
 
@@ -137,7 +137,7 @@ def cost_rows(variants, run_dirs) -> list[list[str]]:
 
 def runs_notes(plan, task) -> list[str]:
     """The paragraphs under the runs table: runs reused from another code version, runs done again, and
-    what a run's best score is."""
+    what a run's best on its set is."""
     notes = []
     if plan is not None and plan.other_code:
         notes.append(f"**Reused from another code version** (`--reuse any`; a code version in bold above differs "
@@ -145,11 +145,11 @@ def runs_notes(plan, task) -> list[str]:
     if plan is not None and plan.moved:
         notes.append(f"Earlier runs and results in this folder that did not match were done again (the earlier "
                      f"ones are in `{plan.superseded.name}` under `superseded/`): " + "; ".join(plan.moved) + ".")
-    notes += ["A run's best score is the host's score of its best program on the set it trained on: the nominal set "
-              "for a plain run, the nominal set grown by adversarial instances for a RAISE run (its robust score). "
-              "It is minus the metric aggregated over that set (minus the regret with a regret aggregation), so "
-              "higher is better: with the mean, a score of −1.2 is a mean metric of 1.2. The tables above show the "
-              f"metric itself on the test suite: {task.metric_label}.",
+    notes += ["A run's \"best on its set\" is its best program's metric aggregated (by the run's aggregation, the mean "
+              "by default) over the set it trained on: the nominal set for a plain run, the nominal set grown by "
+              "adversarial instances for a RAISE run (minus the host's score of that program; with a regret "
+              "aggregation, the regret against the baselines). Lower is better, as in the tables above, which show "
+              f"the metric itself on the test suite: {task.metric_label}.",
               "Every (method, seed, dataset, instance) result: [results.csv](results.csv)."]
     return notes
 

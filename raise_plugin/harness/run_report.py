@@ -15,9 +15,11 @@ from raise_plugin.harness.html_svg import line_chart
 from raise_plugin.harness.variants import METHOD_LABELS
 from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
 from raise_plugin.rundir.reader import RunLog
+from raise_plugin.errors import UserError
 from tasks import get_task
+from tasks.common.aggregation import Aggregation
 
-__all__ = ["run_page", "write_run_page", "REPORT_FILE"]
+__all__ = ["run_page", "write_run_page", "best_line", "REPORT_FILE"]
 
 REPORT_FILE = "report.html"
 REASONS_SHOWN = 10  # the most common reasons a sample failed; the rest are counted together
@@ -30,6 +32,24 @@ def write_run_page(run_dir, summary: dict | None = None) -> Path:
     path = Path(run_dir) / REPORT_FILE
     path.write_text(run_page(run_dir, summary))
     return path
+
+
+def best_line(score, program_id, recorded: dict) -> str:
+    """The best program's value as the tables print it: the task's metric aggregated over the set the
+    run trained on (name, unit, direction), then the host's score it is minus of, labelled."""
+    if not isinstance(score, (int, float)) or not math.isfinite(score):
+        return "none"
+    try:
+        task = get_task(recorded["task"])
+        metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
+    except (KeyError, ValueError, ImportError, UserError):  # a task no longer where it was recorded
+        metric = "metric"
+    try:
+        words = Aggregation.parse(recorded.get("aggregation") or "mean").describe(metric)
+    except ValueError:
+        words = metric
+    where = "the nominal set grown by adversarial instances" if recorded.get("robust", True) else "the nominal set"
+    return f"{-score:.6g}: {words} on {where}, lower is better ({program_id}; host score {score:.6g})"
 
 
 def run_page(run_dir, summary: dict | None = None) -> str:
@@ -48,7 +68,7 @@ def run_page(run_dir, summary: dict | None = None) -> str:
     failures = _failures(summary, samples)
     if failures:
         body.append(section("Failures", failures, css_class="failures"))
-    body.append(section("What it reached", [_summary_table(summary, robust)]))
+    body.append(section("What it reached", [_summary_table(summary, config, robust)]))
     body.append(section("Figures", _figures(run_dir, config, robust)))
     body.append(section("Best program", _best(summary, robust)))
     body.append(section("LLM usage and cost", _usage(summary.get("llm_usage"), summary.get("llm"))))
@@ -70,7 +90,7 @@ def _value(v) -> str:
     return json.dumps(v) if isinstance(v, (dict, list)) else "" if v is None else str(v)
 
 
-def _summary_table(summary: dict, robust: bool) -> str:
+def _summary_table(summary: dict, config: dict, robust: bool) -> str:
     best = summary.get("best") or {}
     score = best.get("robust_score")
     sets = summary.get("instance_set") or []
@@ -81,10 +101,7 @@ def _summary_table(summary: dict, robust: bool) -> str:
             ["generations", summary.get("generations")], ["refreshes", summary.get("refreshes")],
             ["instance set", f"{len(sets) - len(adversarial)} nominal + {len(adversarial)} adversarial"
              + (f" (distance to nominal: {distances})" if distances else "")],
-            ["best robust score" if robust else "best score on the nominal set",
-             "none" if not isinstance(score, (int, float)) or not math.isfinite(score) else
-             f"{score:.6g} (program {best.get('program_id')}; higher is better: minus the metric over the set it "
-             "trained on)"],
+            ["best robust" if robust else "best", best_line(score, best.get("program_id"), config)],
             ["instance evaluations", compute.get("total_evaluations", summary.get("evaluations"))],
             ["seconds", number(summary.get("seconds"))]]
     return table(["quantity", "value"], rows)

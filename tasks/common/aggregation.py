@@ -116,6 +116,22 @@ class Aggregation:
             return math.inf
         return float(np.sort(e)[:m].mean())
 
+    def describe(self, metric: str = "metric") -> str:
+        """What minus the aggregated score is, in words: ``"mean waste ratio (%)"``, ``"worst ..."``,
+        ``"... regret against BestFit"`` (``metric``: the task's name for its metric, with unit)."""
+        what = f"{metric} regret" if self.regret else metric
+        if self.kind == "mean":
+            text = f"mean {what}"
+        elif self.kind == "min":
+            text = f"worst {what}"
+        elif self.kind == "cvar":
+            text = f"mean {what} over the worst {100 * self.alpha:g} % of instances"
+        else:
+            text = f"{what}: nominal and adversarial means weighted {1 - self.weight:g} and {self.weight:g}"
+        if self.regret:
+            text += f" against {self.reference}" if self.reference else " against the best baseline per instance"
+        return text
+
     def __str__(self) -> str:
         text = self.kind
         if self.kind == "cvar":

@@ -153,9 +153,12 @@ def test_a_plain_run_is_never_labelled_robust(tmp_path, capsys):
     plain, robust = tmp_path / "eoh-plain-seed0", tmp_path / "eoh-raise-eps0.002-seed0"
     print_summary(write_run(plain, robust=False), plain)
     printed = capsys.readouterr().out
+    metric = "mean route length (ratio to Clarke-Wright's)"
     assert "robust" not in printed and "on the nominal set" in printed and "-1.25" in printed
+    assert f"best            1.25: {metric} on the nominal set, lower is better (abc; host score -1.25)" in printed
     print_summary(write_run(robust, robust=True), robust)
-    assert "best robust     -1.25" in capsys.readouterr().out
+    assert (f"best robust     1.25: {metric} on the nominal set grown by adversarial instances, lower is better "
+            "(abc; host score -1.25)") in capsys.readouterr().out
 
     outcome = TrainOutcome("eoh-plain-seed0", "trained", 1.0, 8, 0, -1.25, robust=False)
     assert "robust" not in outcome.summary() and "best score on the nominal set -1.2500" in outcome.summary()
@@ -168,8 +171,8 @@ def test_a_plain_run_is_never_labelled_robust(tmp_path, capsys):
     report = compare_report(config, task, variants, {}, [], {("eoh-plain", 0): plain,
                                                               ("eoh-raise-eps0.002", 0): robust})
     runs = report.split("## Runs")[1]
-    assert "best robust" not in runs and "| 8 | 2 | 0 | nominal set | -1.2500 |" in runs
-    assert "| 8 | 2 | 2 | nominal + adversarial | -1.2500 |" in runs
+    assert "best robust" not in runs and "| 8 | 2 | 0 | nominal set | 1.2500 |" in runs
+    assert "| 8 | 2 | 2 | nominal + adversarial | 1.2500 |" in runs
     assert f"Metric: {task.metric_label}." in report
 
     selection = {"program_id": "abc", "robust_best": "abc", "candidates": [

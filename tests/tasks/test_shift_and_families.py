@@ -204,3 +204,13 @@ def test_a_regret_against_one_named_rule_has_no_floor():
 def test_bad_aggregations(spec):
     with pytest.raises(ValueError, match="aggregation"):
         Aggregation.parse(spec)
+
+
+def test_an_aggregation_says_in_words_what_minus_its_score_is():
+    words = {spec: Aggregation.parse(spec).describe("waste ratio (%)") for spec in
+             ("mean", "min", "cvar:0.2", "balanced", "regret:min", "regret:bestfit:mean")}
+    assert words == {"mean": "mean waste ratio (%)", "min": "worst waste ratio (%)",
+                     "cvar:0.2": "mean waste ratio (%) over the worst 20 % of instances",
+                     "balanced": "waste ratio (%): nominal and adversarial means weighted 0.5 and 0.5",
+                     "regret:min": "worst waste ratio (%) regret against the best baseline per instance",
+                     "regret:bestfit:mean": "mean waste ratio (%) regret against bestfit"}

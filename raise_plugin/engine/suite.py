@@ -14,10 +14,9 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
-from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
-
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
 from raise_plugin.programs import compile_priority
+from raise_plugin.progress import open_progress
 from tasks import get_task
 from tasks.common.classical import classical_rules
 
@@ -66,7 +65,7 @@ class Row:
 
 
 def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *, workers: int | None = None,
-                   timeout: float | None = None, progress: bool = True, executor=None,
+                   timeout: float | None = None, progress: bool | str | None = True, executor=None,
                    limits: SandboxLimits | None = None, fail_fast: bool = True,
                    compiled_report: Callable[[str], None] | None = None) -> list[Row]:
     """Every heuristic on every instance of ``datasets``; rows in a deterministic order.
@@ -94,8 +93,8 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     limits = dataclasses.replace(base, timeout=timeout)
     results: dict[tuple[int, int], tuple[float, str, str]] = {}
     with Engine(task_name, executor, limits=limits) as engine:
-        bar = tqdm(total=len(heuristics) * len(instances), desc=f"evaluating on {task_name}", unit="inst",
-                   disable=not progress, leave=False)
+        bar = open_progress(len(heuristics) * len(instances), progress=progress, desc=f"evaluating on {task_name}",
+                            unit="inst", leave=False)
         futures = {}
         for h_index, h in enumerate(heuristics):
             for i, fut in enumerate(engine.submit_each(h.spec, instances, timeout=timeouts, fail_fast=fail_fast)):

@@ -13,7 +13,7 @@ from raise_plugin.harness.compare import CompareResult, run_compare
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.robustness_profile import Profile, robustness_profile, save_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
-from raise_plugin.robust.progress import show_progress_by_default
+from raise_plugin.progress import check_progress
 from raise_plugin.settings import SettingError, check_settings, default, fallback
 from tasks import get_task, list_tasks
 
@@ -24,7 +24,7 @@ PROFILE_OBJECTIVES = {"metric": {}, "regret:baselines": {"objective": "regret", 
 
 
 def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"), quiet: bool = False,
-            progress: bool = default("progress"), reuse: str = "matching", figure_formats=("png",),
+            progress: bool | str = default("progress"), reuse: str = "matching", figure_formats=("png",),
             **fields) -> CompareResult:
     """Train every method plain and with RAISE, evaluate them and the baselines on the test suite,
     and write the tables, figures and report to ``out`` (``CompareConfig``'s fields as keywords).
@@ -36,8 +36,11 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     (``result.variant("eoh", robust=True, epsilon=0.002)``), the figures' paths
     (``result.figures``) and the report's (``result.report``). ``reuse`` says what of an earlier
     compare in ``out`` is kept (matching, never, any: ``harness.reuse.REUSE``), ``figure_formats``
-    the figures' files (png, pdf, svg).
+    the figures' files (png, pdf, svg). ``progress``: ``True`` (a bar where a person watches,
+    plain lines in a log), ``False``, or a mode (``"bar"``, ``"lines"``, ``"off"``, ``"auto"``).
     """
+    if _progress(progress) == "off":
+        progress = False  # run_compare reads it as a truth value, and "off" is a true string
     if isinstance(seeds, int):
         seeds = tuple(range(seeds))
     if "methods" in fields and isinstance(fields["methods"], str):
@@ -53,7 +56,7 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
             inner_population: int = default("inner_population"), inner_generations: int = default("inner_generations"),
             projection: str = fallback("projection"), adversary_objective: str = fallback("adversary_objective"),
             workers: int | None = default("workers"), timeout: float | None = default("timeout"),
-            out: str | Path | None = None, progress: bool | None = None) -> Profile:
+            out: str | Path | None = None, progress: bool | str | None = None) -> Profile:
     """The worst metric the adversary finds within each radius of ``epsilons`` around the nominal
     distributions, for every heuristic: ``raise-ahd profile`` from Python. Returns the ``Profile``
     (its ``points``, ``nominal``, ``nominal_worst``, ``summary(h, eps)``, ``markdown()``); with
@@ -67,9 +70,12 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     ``inner_generations`` (G_in): the adversary's GA; ``adversary_objective``: ``"metric"``, or
     ``"regret:baselines"`` (the search maximises the regret against the task's baselines; the
     profile reports the metric); ``timeout``: seconds per instance (default: the task's);
-    ``progress``: a bar (default: when a terminal or notebook watches). Each keyword is the
+    ``progress``: ``True`` (a bar where a person watches, plain lines in a log), ``False``, a mode
+    (``"bar"``, ``"lines"``, ``"off"``, ``"auto"``) or ``None`` (the default: a bar when a terminal
+    or notebook watches, else nothing; ``RAISE_PROGRESS`` overrides). Each keyword is the
     setting of the same name (``raise_plugin.settings``); bad input is a one-line ``UserError``.
     """
+    _progress(progress)
     task = _task(task)
     chosen = _heuristics(task, heuristics)
     radii = _epsilons(task, epsilons)
@@ -86,13 +92,20 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
                         f"{' or '.join(PROFILE_OBJECTIVES)}, got {projection!r} and {adversary_objective!r}")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise UserError(f"out {out}: not a directory")
-    show = show_progress_by_default() if progress is None else bool(progress)
     result = robustness_profile(task.name, chosen, radii, seeds, inner_population=inner_population,
-                                inner_generations=inner_generations, workers=workers, progress=show, timeout=timeout,
-                                projection=projection, **PROFILE_OBJECTIVES[adversary_objective])
+                                inner_generations=inner_generations, workers=workers, progress=progress,
+                                timeout=timeout, projection=projection, **PROFILE_OBJECTIVES[adversary_objective])
     if out is not None:
         save_profile(result, out)
     return result
+
+
+def _progress(progress) -> str | None:
+    """The mode ``progress`` asks for (``check_progress``); a bad value is a ``UserError``."""
+    try:
+        return check_progress(progress)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _task(task):

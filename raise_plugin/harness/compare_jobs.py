@@ -105,7 +105,7 @@ class EvalJob:
     fields: tuple                # (method, variant, kind, seed) of every row
     evaluation: str | None = None
     workers: int | None = None
-    progress: bool = False
+    progress: bool | str = False
     timeout: float | None = None  # seconds per instance (None: the task's)
     limits: tuple = ()           # (field, value) pairs of the sandbox's limits (SandboxLimits), as the runs had
 

@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
 
 from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figures import finish_figure, new_figure
 from raise_plugin.harness.stats import LEVEL, mean_half_width
+from raise_plugin.progress import open_progress
 from raise_plugin.selection import selects_on
 from raise_plugin.settings import default
 from tasks import get_task
@@ -154,7 +154,7 @@ def _failed_point(heuristic: str, epsilon: float, seed: int, reason: str) -> Pro
 def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: list[float], seeds: list[int], *,
                        inner_population: int = default("inner_population"),
                        inner_generations: int = default("inner_generations"), workers: int | None = None,
-                       progress: bool = True, timeout: float | None = None, **switches) -> Profile:
+                       progress: bool | str | None = True, timeout: float | None = None, **switches) -> Profile:
     """Run the adversary for every (heuristic, eps, seed); deterministic under the seeds.
 
     The nominal means and the searches run in the engine's sandboxed workers; ``timeout``:
@@ -185,8 +185,8 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
             if fatal is not None:
                 broken[h.name] = f"on the nominal set: {fatal.reason}"
         jobs = [(h, e, s) for h in heuristics for e in epsilons for s in seeds]
-        bar = tqdm(total=len(jobs), desc=f"profiling on {task_name}", unit="search", disable=not progress,
-                   leave=False)
+        bar = open_progress(len(jobs), progress=progress, desc=f"profiling on {task_name}", unit="search",
+                            leave=False)
         futures: dict[cf.Future, int] = {}
         slots: list[ProfilePoint | None] = [None] * len(jobs)
         for j, (h, e, s) in enumerate(jobs):

@@ -1,9 +1,11 @@
-"""The run's progress bar (``tqdm.auto``: a widget in a notebook, text in a terminal), a callback."""
+"""The run's progress as a callback: a bar in a terminal or a notebook, plain lines in a log
+(``raise_plugin.progress`` chooses)."""
 from __future__ import annotations
 
-import sys
+import time
+from typing import Callable, TextIO
 
-from tqdm.auto import tqdm
+from raise_plugin.progress import EVERY, open_progress, progress_mode
 
 from .budget import llm_usage_total
 from .hooks import Callback
@@ -12,22 +14,24 @@ __all__ = ["ProgressBar", "show_progress_by_default"]
 
 
 def show_progress_by_default() -> bool:
-    """A run started from Python shows its bar in a terminal or a notebook, not in a pipe or a log."""
-    if "ipykernel" in sys.modules:
-        return True
-    stream = sys.stderr
-    return bool(getattr(stream, "isatty", None) and stream.isatty())
+    """A run started from Python shows its progress in a terminal or a notebook, not in a pipe or
+    a log, unless ``RAISE_PROGRESS`` says otherwise."""
+    return progress_mode(None) != "off"
 
 
 class ProgressBar(Callback):
-    """A bar over samples: generation, best robust score (minus the metric: higher is better),
-    instance-set size, and the LLM requests and cost when a ledger counts them."""
+    """Progress over samples: generation, best robust score (minus the metric: higher is better),
+    instance-set size, and the LLM requests and cost when a ledger counts them.
+
+    ``enabled``: ``True`` (a bar where a person watches, lines elsewhere), ``False``, or a mode of
+    ``raise_plugin.progress.MODES``; ``stream``, ``every`` and ``clock`` as ``open_progress``'s."""
 
     checkpointed = False
 
-    def __init__(self, total: int, initial: int = 0, enabled: bool = True):
-        self._bar = tqdm(total=total, initial=initial, unit="sample", disable=not enabled, file=sys.stderr,
-                         dynamic_ncols=True)
+    def __init__(self, total: int, initial: int = 0, enabled: bool | str | None = True, *,
+                 stream: TextIO | None = None, every: float = EVERY, clock: Callable[[], float] = time.monotonic):
+        self._bar = open_progress(total, progress=enabled, desc="run", unit="sample", initial=initial,
+                                  stream=stream, every=every, clock=clock)
 
     def _post(self, method, snapshot):
         best = snapshot.best

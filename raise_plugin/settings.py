@@ -266,7 +266,9 @@ HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, selec
     _s("baselines", "all", "str", "baselines evaluated beside: all (the paper's), classical (every classical "
        "rule of the task), none or comma-separated names"),
     _s("per_dataset", 1, "int", "validation instances per dataset (select)", unit="instances", low=1),
-    _s("progress", True, "bool", "show progress bars"),
+    _s("progress", True, "bool", "show progress: a bar on a terminal or in a notebook, a plain line every 30 s "
+       "in a log or a pipe (the environment variable RAISE_PROGRESS=bar, lines, off or auto chooses which; "
+       "docs/progress.md)"),
 ))
 
 SETTINGS: dict[str, Setting] = {}

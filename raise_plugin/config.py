@@ -83,6 +83,7 @@ def recorded_settings(config: dict) -> dict:
     for name, value in PAPER_DEFAULTS.items():
         if data.get(name) is None:
             data[name] = value
+    data.setdefault("allow_no_refresh", True)  # recorded before a run that could not refresh was refused: it ran
     if "instance_seed" not in data:  # recorded before instances had a seed of their own: the public set
         data["instance_seed"] = "public"
     return data
@@ -123,6 +124,7 @@ class RunConfig:
     robust: bool = default("robust")
     epsilon: float | None = default("epsilon")
     tau: int = default("tau")
+    allow_no_refresh: bool = default("allow_no_refresh")
     inner_population: int = default("inner_population")
     inner_generations: int = default("inner_generations")
     aggregation: str | None = default("aggregation")

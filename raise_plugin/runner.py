@@ -17,7 +17,7 @@ from llm4ad.method.eoh import EoHProfiler
 
 from tasks import get_task
 
-from .config import NOT_REPLAYED, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
+from .config import NOT_REPLAYED, ConfigError, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
 from .errors import PluginWarning, SandboxNote, UserError
@@ -174,6 +174,9 @@ class CompiledPathReport(OwnedExecutor):
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
     """A new run writing to ``config.out`` (refused when that directory already holds one); ``.run()`` runs it and
     returns its summary (the dict ``summary()`` gives and ``summary.json`` holds)."""
+    idle = config.idle_adversary()
+    if idle and not config.allow_no_refresh:  # a robust run that would train as a plain one: refused, with the fix
+        raise ConfigError(f"{idle} (or start it as it is with --allow-no-refresh)")
     out = Path(config.out or default_out(config))
     lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
     try:
@@ -193,8 +196,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     except BaseException:
         lock.release()
         raise
-    idle = config.idle_adversary()
-    if idle:  # said once the run is built (a run that cannot start says only why), before it samples
+    if idle:  # allowed: said once the run is built (a run that cannot start says only why), before it samples
         warnings.warn(idle, IdleAdversaryWarning, stacklevel=2)
     stall = offline_stall(config.task, config.llm if llm is None else llm, config.budget)
     if stall:

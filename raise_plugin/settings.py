@@ -167,6 +167,9 @@ TREE = Section("run", "run", (
         _s("tau", 5, "int", "refresh interval: a refresh every tau generations (or samples: --tau-unit)", low=1),
         _s("tau_unit", "generations", "str", "what tau counts: generations (pop-size samples each) or samples "
            "(the paper's 40 refreshes per 1000 samples: --tau 25 --tau-unit samples)", choices=TAU_UNITS),
+        _s("allow_no_refresh", False, "bool", "start a robust run even when its budget ends before its first "
+           "refresh (it then trains as a plain run would); without it such a run is refused, with the budget or "
+           "tau that fixes it"),
         _s("aggregation", None, "str", "A over the instance set: mean, min, cvar:ALPHA or balanced[:W], each "
            "optionally after regret: (against the best baseline per instance) or regret:NAME: (one baseline)",
            task_default=True, fallback="mean", metavar="RULE"),

@@ -148,7 +148,7 @@ class ValidationTrace(Callback):
         }
         self.points.append(point)
         self._last_generation = snap.generation
-        directory = getattr(getattr(method, "_recorder", None), "path", None)
+        directory = getattr(getattr(method, "recorder", None), "path", None)
         if directory is not None:
             trace = AppendLog(Path(directory) / TRACE_FILE)
             try:

@@ -43,7 +43,7 @@ def test_the_run_directory_records_the_resolved_settings(tmp_path):
     try:
         recorded = json.loads((tmp_path / "r" / "config.json").read_text())
     finally:
-        run._recorder.close()
+        run.recorder.close()
     assert recorded["epsilon"] == 0.01 and recorded["aggregation"] == "regret:bestfit:min"
     assert recorded["adversary_objective"] == "regret:bestfit" and recorded["projection"] == "sphere"
 
@@ -66,4 +66,4 @@ def test_a_run_recorded_before_task_defaults_resumes_with_the_papers_settings(tm
     try:
         assert json.loads((out / "config.json").read_text())["projection"] == "paper"
     finally:
-        resumed._recorder.close()
+        resumed.recorder.close()

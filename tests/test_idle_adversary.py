@@ -1,14 +1,17 @@
-"""A robust run whose budget allows no refresh says so before it starts: its adversary would
-never run, and the run would be a plain one under a robust name."""
+"""A robust run whose budget allows no refresh is refused before it starts, with the fix: its
+adversary would never run, and the run would be a plain one under a robust name. Asked for
+(``--allow-no-refresh``), it starts with a warning."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
 import pytest
 
 from raise_plugin.cli import main
-from raise_plugin.config import IdleAdversaryWarning, RunConfig, idle_adversary
+from raise_plugin.config import ConfigError, IdleAdversaryWarning, RunConfig, idle_adversary
+from raise_plugin.errors import UserError
 from raise_plugin.harness import compare
 from raise_plugin.harness.compare_config import CompareConfig
 
@@ -39,44 +42,59 @@ def test_a_plain_run_says_nothing():
     assert RunConfig(robust=False, budget=4, pop_size=4, tau=5).idle_adversary() is None
 
 
-@pytest.mark.parametrize("budget, refreshes", [(19, 0), (20, 1)])
-def test_the_warning_comes_exactly_when_the_run_makes_no_refresh(tmp_path, capsys, budget, refreshes):
+IDLE = ("budget 19 at pop_size 4 makes 4 host generations, fewer than tau 5: the adversary never runs and this "
+        "robust run is a plain one; raise budget to 20 or lower tau to 4")
+TINY = ["--task", "obp", "--pop-size", "4", "--tau", "5", "--nominal", "1", "--inner-population", "4",
+        "--inner-generations", "1", "--no-validation-trace", "--no-progress"]
+
+
+def test_a_robust_run_that_cannot_refresh_is_refused_before_anything_is_written(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["run", "--task", "obp", "--budget", str(budget), "--pop-size", "4", "--tau", "5", "--nominal", "1",
-                 "--inner-population", "4", "--inner-generations", "1", "--no-validation-trace",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert main(["run", *TINY, "--budget", "19", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == f"raise-ahd: error: {IDLE} (or start it as it is with --allow-no-refresh)"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("budget, refreshes", [(19, 0), (20, 1)])
+def test_asked_for_it_starts_with_a_warning_exactly_when_it_makes_no_refresh(tmp_path, capsys, budget, refreshes):
+    out = tmp_path / "run"
+    assert main(["run", *TINY, "--budget", str(budget), "--out", str(out), "--allow-no-refresh"]) == 0
     warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("raise-ahd: warning: ")]
     assert json.loads((out / "summary.json").read_text())["refreshes"] == refreshes
-    if refreshes:
-        assert not warned
-    else:
-        assert warned == ["raise-ahd: warning: budget 19 at pop_size 4 makes 4 host generations, fewer than tau 5: "
-                          "the adversary never runs and this robust run is a plain one; raise budget to 20 or lower "
-                          "tau to 4"]
+    assert warned == ([] if refreshes else [f"raise-ahd: warning: {IDLE}"])
 
 
-def test_python_hears_it_as_a_warning(tmp_path):
+def test_python_is_refused_in_one_error_and_hears_a_warning_when_it_asks(tmp_path):
     from raise_plugin.runner import start_run
 
+    config = RunConfig(task="obp", budget=4, pop_size=4, tau=5, nominal=1, out=str(tmp_path / "run"))
+    with pytest.raises(ConfigError, match="makes 1 host generations, fewer than tau 5.*--allow-no-refresh"):
+        start_run(config)
     with pytest.warns(IdleAdversaryWarning, match="makes 1 host generations, fewer than tau 5"):
-        run = start_run(RunConfig(task="obp", budget=4, pop_size=4, tau=5, nominal=1, out=str(tmp_path / "run")))
-    run._recorder.close()
+        run = start_run(dataclasses.replace(config, allow_no_refresh=True))
+    run.recorder.close()
 
 
-def test_a_compare_that_cannot_refresh_says_its_raise_rows_will_equal_the_plain_ones(tmp_path, monkeypatch):
+def test_a_compare_that_cannot_refresh_is_refused_before_anything_is_trained(tmp_path, monkeypatch):
     class Planned(Exception):
         pass
 
     def stop(*args, **kwargs):
         raise Planned
 
-    monkeypatch.setattr(compare, "_train_and_evaluate", stop)  # the warning comes before any training
-    config = CompareConfig(task="obp", methods=("eoh",), budget=16, pop_size=4, seeds=(0,), out=str(tmp_path))
+    monkeypatch.setattr(compare, "_train_and_evaluate", stop)
+    config = CompareConfig(task="obp", methods=("eoh",), budget=16, pop_size=4, seeds=(0,), out=str(tmp_path / "s"))
+    with pytest.raises(UserError, match="every RAISE row would equal its plain twin's.*--allow-no-refresh"):
+        compare.run_compare(config, quiet=True)
+    assert not (tmp_path / "s").exists()
     with pytest.warns(IdleAdversaryWarning, match="every RAISE row will equal its plain twin's"), \
             pytest.raises(Planned):
-        compare.run_compare(config, quiet=True)
+        compare.run_compare(dataclasses.replace(config, allow_no_refresh=True), quiet=True)
+    plain = dataclasses.replace(config, epsilons=(), out=str(tmp_path / "plain"))  # no RAISE row: nothing to refuse
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdleAdversaryWarning)
+        with pytest.raises(Planned):
+            compare.run_compare(plain, quiet=True)
         with pytest.raises(Planned):
             compare.run_compare(CompareConfig(task="obp", methods=("eoh",), budget=20, pop_size=4, seeds=(0,),
                                               out=str(tmp_path / "enough")), quiet=True)

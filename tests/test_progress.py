@@ -155,6 +155,6 @@ def test_a_runs_callback_in_lines_mode_prints_its_generation_and_best():
     written = lines(log)
     assert "\r" not in log.getvalue()
     assert written[0] == "run: 0/6 sample (0%)"
-    assert written[1].startswith("run: 1/6 sample (16%)") and written[1].endswith("| gen 0 best -1.55 set 5")
-    assert written[-1].startswith("run: 6/6 sample (100%)") and written[-1].endswith("| gen 3 best -1.55 set 5")
+    assert written[1].startswith("run: 1/6 sample (16%)") and written[1].endswith("| gen 0 best 1.55 set 5")
+    assert written[-1].startswith("run: 6/6 sample (100%)") and written[-1].endswith("| gen 3 best 1.55 set 5")
     assert len(written) == 8  # the first line, one per sample 40 s apart, the last

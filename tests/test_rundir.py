@@ -184,7 +184,7 @@ def _finished_template(tmp_path_factory):
     path = tmp_path_factory.mktemp("finished") / "run"
     method = start_run(config(path, budget=8, host_profiler=False), llm=ScriptedLLM(0))
     method.run()
-    method._recorder.close()  # this process lets go of the directory
+    method.recorder.close()  # this process lets go of the directory
     return path
 
 
@@ -330,7 +330,7 @@ def test_lines_out_of_order_are_read_in_sample_order_and_resume_continues_after_
 def test_an_emptied_index_of_a_run_with_only_nominal_instances_is_rebuilt(tmp_path):
     method = start_run(config(tmp_path / "run", budget=4, tau=50, host_profiler=False), llm=ScriptedLLM(0))
     method.run()
-    method._recorder.close()
+    method.recorder.close()
     (tmp_path / "run" / "instances" / "index.jsonl").write_text("")
     resumed = resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=6)
     resumed.run()

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import math
 import signal
 import sys
 import threading
@@ -11,7 +10,8 @@ from pathlib import Path
 
 from raise_plugin.config import ConfigError, RunConfig, final_selection
 from raise_plugin.errors import UserError
-from raise_plugin.harness.run_report import best_line, write_run_page
+from raise_plugin.harness.run_metric import best_line
+from raise_plugin.harness.run_report import write_run_page
 from raise_plugin.llm.record import run_directory_of
 from raise_plugin.llm.usage import REPLAY
 from raise_plugin.robust.progress import ProgressBar
@@ -289,4 +289,4 @@ def run(args) -> int:
     replaying = replay_line(config)
     if replaying:
         print(replaying, flush=True)
-    return execute(method, method._recorder.path, progress=args.progress)
+    return execute(method, method.recorder.path, progress=args.progress)

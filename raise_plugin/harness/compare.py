@@ -69,6 +69,10 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     figure_formats = check_figure_formats(figure_formats)
     out = Path(config.out).resolve()
     variants = plan_variants(config.methods, config.epsilons, config.ablations)
+    idle = idle_adversary(config.budget, config.pop_size, config.tau) if any(v.robust for v in variants) else None
+    if idle and not config.allow_no_refresh:  # refused before anything is trained or moved
+        raise UserError(f"{idle}, so every RAISE row would equal its plain twin's (or run it as it is with "
+                        "--allow-no-refresh)")
     plan = plan_reuse(config, task, variants, out, reuse)
     reused = plan.line(config.out)
     if reused:
@@ -76,8 +80,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps({**asdict(config), "reuse": reuse,
                                                   "code_version": code_version()}, indent=1))
-    idle = idle_adversary(config.budget, config.pop_size, config.tau)
-    if idle and any(v.robust for v in variants):
+    if idle:  # allowed
         warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in config.seeds]
     stall = offline_stall(config.task, config.llm, config.budget, len(cells))
@@ -115,7 +118,7 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     token = client_token(out)
     common = {"evaluation": evaluation, "workers": workers}
     sandbox = config.evaluation_limits()
-    progress = progress and place.kind == "here" and not quiet
+    progress = progress if place.kind == "here" and not quiet else False  # a mode (raise_plugin.progress) kept
 
     def evaluation_of(v: Variant, s: int) -> EvalJob | None:
         """The suite evaluation of a finished run's best program (None: done before, or no valid program)."""

@@ -18,7 +18,7 @@ __all__ = ["CompareConfig", "RUN_CONTROLS", "STUDY_CAPS"]
 
 # what every run of a compare is given as it is: the sandbox's limits and the endpoint's controls
 RUN_CONTROLS = ("timeout", "memory_mb", "file_mb", "output_mb", "base_url", "max_tokens", "llm_timeout",
-                "max_failed_requests", "prices", "instance_seed")
+                "max_failed_requests", "prices", "instance_seed", "allow_no_refresh")
 # caps over the whole study: each run is given what is left of them when it starts (harness.study_budget)
 STUDY_CAPS = ("max_cost_usd", "max_llm_calls")
 
@@ -63,6 +63,7 @@ class CompareConfig:
     llm_timeout: float | None = default("llm_timeout")
     max_failed_requests: int = default("max_failed_requests")
     prices: dict | None = default("prices")
+    allow_no_refresh: bool = default("allow_no_refresh")  # RAISE runs that end before their first refresh
     instance_seed: str = default("instance_seed")  # each run's nominal set: private to the task and its seed
     max_cost_usd: float | None = default("max_cost_usd")  # over the whole study: the sum of its runs
     max_llm_calls: int | None = default("max_llm_calls")  # likewise

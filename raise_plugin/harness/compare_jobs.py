@@ -22,6 +22,7 @@ from raise_plugin.config import IdleAdversaryWarning, RunConfig
 from raise_plugin.engine import SandboxLimits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.provenance import record_code_version
+from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
 from raise_plugin.harness.study_budget import run_spent
 from raise_plugin.llm import SamplerStallWarning
@@ -47,12 +48,12 @@ class TrainOutcome:
     archive: bytes | None = None  # the run directory as a tar.gz, when the worker does not share the disk
     robust: bool = True         # RAISE (its best is scored on the grown set) or plain (on the nominal set)
     llm_spent: dict | None = None  # what the run sent to its endpoint in all (study_budget.run_spent)
+    recorded: dict | None = None  # the run's config.json: what its best is, in the task's metric (run_report.best_line)
 
     def summary(self) -> str:
-        best = "none" if self.best_score is None else f"{self.best_score:.4f}"
-        score = "best robust score" if self.robust else "best score on the nominal set"
-        return (f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, {score} {best} "
-                "(the host's score: higher is better)")
+        label = "best robust" if self.robust else "best"
+        best = best_line(self.best_score, None, {"robust": self.robust, **(self.recorded or {})})
+        return f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, {label} {best}"
 
 
 @dataclass
@@ -171,4 +172,5 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     best = (data.get("best") or {}).get("robust_score")
     return TrainOutcome(path.name, status, time.time() - started, data.get("samples"), data.get("refreshes") or 0,
-                        best, socket.gethostname(), robust=bool(run.get("robust", True)), llm_spent=run_spent(path))
+                        best, socket.gethostname(), robust=bool(run.get("robust", True)), llm_spent=run_spent(path),
+                        recorded={k: run.get(k) for k in ("task", "aggregation")})

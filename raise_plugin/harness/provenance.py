@@ -27,8 +27,9 @@ __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_ve
 
 CODE_FILE = "code_version.json"
 # where and how fast a run ran, never what it found: results do not depend on them (tested in the engine);
-# and the share of a study's caps it was given as it started (a finished run is what it is, whatever its share)
-IGNORED_FIELDS = ("out", "executor", "workers", "record", "max_cost_usd", "max_llm_calls")
+# and the share of a study's caps it was given as it started (a finished run is what it is, whatever its share);
+# and whether it was let start when it could not refresh (what it ran is in its other settings)
+IGNORED_FIELDS = ("out", "executor", "workers", "record", "max_cost_usd", "max_llm_calls", "allow_no_refresh")
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import collections
 import json
-import math
 from pathlib import Path
 
 from raise_plugin.harness.figure_style import metric_axis_label
 from raise_plugin.harness.figures import adversarial_centres, convergence_series
 from raise_plugin.harness.html_page import escape, inline, page, preformatted, section, table, number
 from raise_plugin.harness.html_svg import line_chart
+from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.variants import METHOD_LABELS
 from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
 from raise_plugin.rundir.reader import RunLog
-from raise_plugin.errors import UserError
 from tasks import get_task
-from tasks.common.aggregation import Aggregation
 
-__all__ = ["run_page", "write_run_page", "best_line", "REPORT_FILE"]
+__all__ = ["run_page", "write_run_page", "REPORT_FILE"]
 
 REPORT_FILE = "report.html"
 REASONS_SHOWN = 10  # the most common reasons a sample failed; the rest are counted together
@@ -32,24 +30,6 @@ def write_run_page(run_dir, summary: dict | None = None) -> Path:
     path = Path(run_dir) / REPORT_FILE
     path.write_text(run_page(run_dir, summary))
     return path
-
-
-def best_line(score, program_id, recorded: dict) -> str:
-    """The best program's value as the tables print it: the task's metric aggregated over the set the
-    run trained on (name, unit, direction), then the host's score it is minus of, labelled."""
-    if not isinstance(score, (int, float)) or not math.isfinite(score):
-        return "none"
-    try:
-        task = get_task(recorded["task"])
-        metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
-    except (KeyError, ValueError, ImportError, UserError):  # a task no longer where it was recorded
-        metric = "metric"
-    try:
-        words = Aggregation.parse(recorded.get("aggregation") or "mean").describe(metric)
-    except ValueError:
-        words = metric
-    where = "the nominal set grown by adversarial instances" if recorded.get("robust", True) else "the nominal set"
-    return f"{-score:.6g}: {words} on {where}, lower is better ({program_id}; host score {score:.6g})"
 
 
 def run_page(run_dir, summary: dict | None = None) -> str:

@@ -17,9 +17,11 @@ from ..durable import write_failure
 from ..settings import default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
+from .host_lines import holding_back_host_advice
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
 from .llm_guard import LLMGuard
-from .progress import ProgressBar, show_progress_by_default
+from ..progress import progress_mode
+from .progress import ProgressBar
 from .recording import RunRecorder
 from .scores import ProgramRecord, ScoreBook, program_id_of
 from .tags import retag, tags
@@ -139,6 +141,12 @@ class RobustCore:
         if self._early_reject and self._admission_supported() is None:
             self._evaluator.admission = self._admission  # (it asks the aggregation for a bound each time)
 
+    @property
+    def recorder(self):
+        """The run directory's writer (``rundir.RunDirectory``: its ``path``, ``close()``), or ``None``
+        for a run that records nothing."""
+        return self._recorder
+
     # -- early rejection ------------------------------------------------------
     @property
     def early_rejection(self) -> str:
@@ -242,10 +250,9 @@ class RobustCore:
     def run(self) -> dict:
         """Sample until the budget (or a stop), then return the run's summary: ``summary()`` as the
         run ended (``finished`` true unless it was stopped early), what ``summary.json`` holds."""
-        show = show_progress_by_default() if self._progress is None else bool(self._progress)
-        if show and not any(isinstance(cb, ProgressBar) for cb in self.callbacks):
+        if progress_mode(self._progress) != "off" and not any(isinstance(cb, ProgressBar) for cb in self.callbacks):
             self.callbacks.insert(len(self.callbacks) - 1 if self._recorder is not None else len(self.callbacks),
-                                  ProgressBar(self._max_sample_nums, initial=self.samples))
+                                  ProgressBar(self._max_sample_nums, initial=self.samples, enabled=self._progress))
         self._fire("on_run_start", self.snapshot())
         catch_up, self._catch_up = self._catch_up, []
         if catch_up:
@@ -255,7 +262,9 @@ class RobustCore:
             self._gate.dispatch()
         try:
             try:
-                super().run()  # the host's loops return nothing
+                with holding_back_host_advice() as held:
+                    super().run()  # the host's loops return nothing
+                self._ended_after_init(held)
             except BaseException as exc:
                 self._fire("on_exception", self.snapshot(), exc)
                 raise
@@ -275,6 +284,14 @@ class RobustCore:
         if self.stop_reason is None:
             self.stop_reason = str(reason)
             log.warning("stopping: %s", reason)
+
+    def _ended_after_init(self, held: list[str]) -> None:
+        """The host ended the search after its initial population (``held``: its advice, held back): a
+        failure of the run when some programs were valid (none valid: the run's summary says why)."""
+        valid = len(getattr(self, "_population", ()) or ())
+        if held and valid and self.failure is None:
+            self.failure = (f"the search ended after its initial population: {valid} of its {self.samples} initial "
+                            f"programs were valid, fewer than the {getattr(self, '_selection_num', 2)} its operators need")
 
     def fail(self, reason: str) -> None:
         """End the run because it cannot go on (the LLM endpoint failed): as ``request_stop``,

@@ -20,7 +20,7 @@ def show_progress_by_default() -> bool:
 
 
 class ProgressBar(Callback):
-    """Progress over samples: generation, best robust score (minus the metric: higher is better),
+    """Progress over samples: generation, the best program's metric over the set it trained on (lower is better),
     instance-set size, and the LLM requests and cost when a ledger counts them.
 
     ``enabled``: ``True`` (a bar where a person watches, lines elsewhere), ``False``, or a mode of
@@ -35,7 +35,7 @@ class ProgressBar(Callback):
 
     def _post(self, method, snapshot):
         best = snapshot.best
-        text = f"gen {snapshot.generation} best {best.score:.4g} set {snapshot.instance_set_size}" if best else \
+        text = f"gen {snapshot.generation} best {-best.score:.4g} set {snapshot.instance_set_size}" if best else \
             f"gen {snapshot.generation} set {snapshot.instance_set_size}"
         used = llm_usage_total(method)
         if used["requests"]:

@@ -50,9 +50,11 @@ def test_a_task_that_keeps_the_robust_best_makes_no_selection(tmp_path, scripted
     out = tmp_path / "ovrp"
     # the scripted programs are bin packing's: on routing none evaluates, which the run says (exit 3)
     assert main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "2", "--nominal", "1", "--out", str(out),
-                 "--no-progress", "--no-host-profiler", "--inner-population", "2", "--inner-generations", "1"]) == 3
+                 "--no-progress", "--no-host-profiler", "--inner-population", "2", "--inner-generations", "1",
+                 "--tau", "1"]) == 3
     captured = capsys.readouterr()
     printed = captured.out
+    assert "initial_sample_nums_max" not in printed + captured.err  # the host's advice: not a setting of a run
     assert "none of its 4 programs evaluated; 4 failed with: priority raised NameError" in captured.err
     assert "final program   the best robust above" in printed and not (out / "selection.json").exists()
     assert not (out / "best_program.py").exists() and "best program" not in printed  # no valid program: none written
@@ -169,3 +171,22 @@ def test_the_sandbox_s_limits_given_to_run_are_the_limits_its_workers_start_with
     path.write_text("[engine.sandbox]\nmemory_mb = 1024\ntimeout = 5.0\n")
     assert (RunConfig.from_toml(path).memory_mb, RunConfig.from_toml(path).timeout) == (1024, 5.0)
     assert RunConfig().sandbox_limits() == {}  # the engine's own limits: the run starts no workers of its own
+
+
+def test_a_search_that_ends_after_its_initial_population_says_why_and_fails(tmp_path, monkeypatch, capsys):
+    class OneValid(ScriptedLLM):  # one valid program, then only programs of the wrong shape
+        def draw_sample(self, prompt, *args, **kwargs) -> str:
+            answer = super().draw_sample(prompt, *args, **kwargs)
+            return answer if self.calls == 1 else answer.split("def priority")[0] + \
+                "def priority(item, bins):\n    return bins[:1]\n```"
+
+    monkeypatch.setattr(runner, "make_llm", lambda config: OneValid(config.seed, fail_every=0))
+    out = tmp_path / "run"
+    assert main(["run", "--task", "obp", "--budget", "20", "--pop-size", "2", "--tau", "1", "--nominal", "1",
+                 "--inner-population", "2", "--inner-generations", "1", "--out", str(out), "--no-progress",
+                 "--no-host-profiler"]) == 3
+    captured = capsys.readouterr()
+    assert "initial_sample_nums_max" not in captured.out + captured.err
+    assert ("raise-ahd: error: the run stopped: the search ended after its initial population: 1 of its 4 initial "
+            "programs were valid, fewer than the 2 its operators need") in captured.err
+    assert json.loads((out / "summary.json").read_text())["samples"] == 4

@@ -185,7 +185,7 @@ def test_a_robust_runs_programs_find_no_key_held_by_its_llm_client(tmp_path, mon
         hunt = HUNT.format(engine=os.getpid())
         assert method._evaluator.evaluate_program(hunt) is not None, method._book.record(hunt).error
     finally:
-        method._recorder.close()
+        method.recorder.close()
     assert KEY not in "".join(p.read_text(errors="replace") for p in (tmp_path / "run").rglob("*") if p.is_file())
 
 

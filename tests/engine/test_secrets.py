@@ -54,7 +54,7 @@ def test_a_robust_runs_evaluator_hides_secrets_from_programs(secrets, tmp_path):
         assert evaluator._runner.engine is not None  # the default: the sandboxed engine
         assert evaluator.evaluate_program(PROBE) is not None, method._book.record(PROBE).error
     finally:
-        method._recorder.close()
+        method.recorder.close()
 
 
 def test_the_probe_does_see_secrets_outside_the_sandbox(secrets, task, small_instances):

@@ -161,8 +161,11 @@ def test_a_plain_run_is_never_labelled_robust(tmp_path, capsys):
             "(abc; host score -1.25)") in capsys.readouterr().out
 
     outcome = TrainOutcome("eoh-plain-seed0", "trained", 1.0, 8, 0, -1.25, robust=False)
-    assert "robust" not in outcome.summary() and "best score on the nominal set -1.2500" in outcome.summary()
-    assert "best robust score -1.2500" in TrainOutcome("r", "trained", 1.0, 8, 2, -1.25).summary()
+    assert "robust" not in outcome.summary() and outcome.summary().endswith(
+        "best 1.25: mean metric on the nominal set, lower is better (host score -1.25)")
+    named = TrainOutcome("r", "trained", 1.0, 8, 2, -1.25, recorded={"task": "ovrp", "aggregation": "min"})
+    assert named.summary().endswith("best robust 1.25: worst route length (ratio to Clarke-Wright's) on the nominal "
+                                    "set grown by adversarial instances, lower is better (host score -1.25)")
 
     task = get_task("ovrp")
     variants = plan_variants(("eoh",), (0.002,))

@@ -87,9 +87,9 @@ def test_an_unset_base_url_is_the_environment_s_else_the_openai_api_and_only_ope
         tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     config = RunConfig(task="ovrp", llm="openai:m", robust=False, budget=2, pop_size=2, out=str(tmp_path / "a"))
-    start_run(config)._recorder.lock.release()
+    start_run(config).recorder.lock.release()
     assert json.loads((tmp_path / "a" / "config.json").read_text())["base_url"] == OPENAI_API_URL
-    start_run(RunConfig(task="ovrp", robust=False, out=str(tmp_path / "b")))._recorder.lock.release()
+    start_run(RunConfig(task="ovrp", robust=False, out=str(tmp_path / "b"))).recorder.lock.release()
     assert json.loads((tmp_path / "b" / "config.json").read_text())["base_url"] is None
 
 

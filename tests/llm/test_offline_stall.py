@@ -87,13 +87,13 @@ def test_python_hears_it_from_start_run(fixed_task, tmp_path, monkeypatch):
 
     with pytest.warns(SamplerStallWarning, match="all 12 samples of the run will be copies"):
         run = start_run(RunConfig(task=fixed_task, robust=False, budget=12, pop_size=4, out=str(tmp_path / "r")))
-    run._recorder.close()
+    run.recorder.close()
     monkeypatch.setenv("OPENAI_API_KEY", "a-key")  # an LLM back-end is built (it calls nothing here)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SamplerStallWarning)
         run = start_run(RunConfig(task=fixed_task, robust=False, budget=12, pop_size=4, llm="openai:m",
                                   out=str(tmp_path / "llm")))
-    run._recorder.close()
+    run.recorder.close()
 
 
 def test_a_compare_warns_before_it_trains(fixed_task, tmp_path, monkeypatch):

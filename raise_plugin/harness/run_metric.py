@@ -1,0 +1,30 @@
+"""A run's best program as every summary prints it: the task's metric aggregated over the set the
+run trained on, with its name, unit and direction; the host's score (minus that) only labelled."""
+from __future__ import annotations
+
+import math
+
+from raise_plugin.errors import UserError
+from tasks import get_task
+from tasks.common.aggregation import Aggregation
+
+__all__ = ["best_line"]
+
+
+def best_line(score, program_id, recorded: dict) -> str:
+    """The best program's value as the tables print it: the task's metric aggregated over the set the
+    run trained on (name, unit, direction), then the host's score it is minus of, labelled."""
+    if not isinstance(score, (int, float)) or not math.isfinite(score):
+        return "none"
+    try:
+        task = get_task(recorded["task"])
+        metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
+    except (KeyError, ValueError, ImportError, UserError):  # a task no longer where it was recorded
+        metric = "metric"
+    try:
+        words = Aggregation.parse(recorded.get("aggregation") or "mean").describe(metric)
+    except ValueError:
+        words = metric
+    where = "the nominal set grown by adversarial instances" if recorded.get("robust", True) else "the nominal set"
+    program = f"{program_id}; " if program_id else ""
+    return f"{-score:.6g}: {words} on {where}, lower is better ({program}host score {score:.6g})"

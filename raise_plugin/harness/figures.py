@@ -14,12 +14,13 @@ from pathlib import Path
 import numpy as np
 
 from raise_plugin.adversary import nearest
-from raise_plugin.harness.figure_style import SEQUENTIAL, legend_below, metric_axis_label, series_style
+from raise_plugin.harness.figure_style import (band_style, legend_below, metric_axis_label, sequential_colour,
+                                                series_style)
 from raise_plugin.validation import read_trace
 from tasks import get_task
 
 __all__ = ["COLUMNS", "DPI", "convergence_series", "plot_convergence", "adversarial_centres",
-           "plot_adversarial_distributions", "new_figure", "finish_figure", "grid_shape"]
+           "plot_adversarial_distributions", "shift_axis", "new_figure", "finish_figure", "grid_shape"]
 
 COLUMNS = 3  # panels per row: 3 keeps a saved figure under 2000 px wide
 DPI = 120
@@ -81,13 +82,15 @@ def _band(xs_per_seed: list, ys_per_seed: list) -> tuple[np.ndarray, np.ndarray,
 
 def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     """Every variant in one figure: ``runs`` maps a label to its runs (a ``RunLog`` or a list of them,
-    one per seed). Each curve is the mean over seeds with a band from the lowest to the highest seed.
+    one per seed). Each curve is the mean over seeds with a band from the lowest to the highest seed,
+    at the generations every seed reached.
 
     Left: the best program's metric on the validation suite per generation, where the runs traced it
     (comparable across variants: every variant is measured on the same suite), with the best
     baseline's there. Right: the best program's metric on the set each run trained on (a plain run's
     nominal set; a RAISE run's nominal set grown by adversarial instances, so its robust metric).
-    Plain runs solid, RAISE runs dashed; one colour per method. Returns the ``Figure``.
+    Each variant its own colour and marker; plain runs solid with filled markers, RAISE runs dashed
+    with open ones (``figure_style.series_style``). Returns the ``Figure``.
     """
     from matplotlib.ticker import MaxNLocator
     if not runs:
@@ -96,12 +99,11 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     task = _task_of({f"{k}{i}": log for k, logs in runs.items() for i, log in enumerate(logs)}, task)
     series = {label: [convergence_series(log) for log in logs] for label, logs in runs.items()}
     traced = any(s["validation"] for per_seed in series.values() for s in per_seed)
-    fig = new_figure(11.0 if traced else 6.4, 4.6)
+    fig = new_figure(11.0 if traced else 6.4, 4.8)
     axes = [fig.add_subplot(1, 2 if traced else 1, k + 1) for k in range(2 if traced else 1)]
     seeds = sorted({len(v) for v in series.values()})
-    methods = list(dict.fromkeys(_method_of(label) for label in series))
-    for label, per_seed in series.items():
-        style = series_style(methods.index(_method_of(label)), dashed=label.startswith("RAISE"))
+    for index, (label, per_seed) in enumerate(series.items()):
+        style = series_style(index, robust=label.startswith("RAISE"))
         panels = [("trace_generation", "validation", axes[0])] if traced else []
         panels.append(("generation", "best", axes[-1]))
         for x_key, y_key, ax in panels:
@@ -111,11 +113,11 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
                 continue
             ax.plot(x, mean, label=label, **style)
             if n > 1:
-                ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
+                ax.fill_between(x, low, high, **band_style(style))
     if traced:
         baseline = next((s["baseline"] for per_seed in series.values() for s in per_seed if s["baseline"]), None)
         if baseline:
-            axes[0].axhline(baseline["metric"], color="gray", ls=":", lw=1.2,
+            axes[0].axhline(baseline["metric"], color="dimgray", ls=":", lw=1.4,
                             label=f"{baseline['name']} (best baseline on the validation suite)")
         axes[0].set_title("best program on the validation suite", fontsize=10)
     axes[-1].set_title("best program on the set it trained on\n(plain: nominal set; RAISE: nominal + adversarial)",
@@ -125,17 +127,18 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(metric_axis_label(task), fontsize=9)
         ax.grid(alpha=0.3)
-    n = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]} to {seeds[-1]}"
-    band = ("mean over seeds, band from the lowest to the highest seed" if max(seeds) > 1 else "one seed")
-    fig.suptitle(f"Convergence on {task.name}: {n} seed{'s' if max(seeds) > 1 else ''} per variant ({band})",
-                 fontsize=11)
+    fig.suptitle(f"Convergence on {task.name}, {_seed_caption(seeds)}", fontsize=11)
     legend_below(fig, axes)
     return finish_figure(fig, path)
 
 
-def _method_of(label: str) -> str:
-    """``"RAISE-EoH (eps=0.002)"`` -> ``"EoH"``: plain and RAISE runs of one method share a colour."""
-    return label.removeprefix("RAISE-").split(" (")[0].split(", seed")[0].split(" w/")[0]
+def _seed_caption(seeds: list[int]) -> str:
+    """What a curve and its band are, in words that match ``_band``: the mean and the range over seeds."""
+    count = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]} to {seeds[-1]}"
+    if seeds[-1] == 1:
+        return "1 seed per variant\nline: that seed's value (one seed, so no band)"
+    where = "generations every seed reached" + ("; no band for a variant of 1 seed" if seeds[0] == 1 else "")
+    return f"{count} seeds per variant\nline: mean over seeds; band: lowest to highest seed ({where})"
 
 
 def adversarial_centres(task, log) -> tuple[np.ndarray, list[tuple[int, np.ndarray, int, float]]]:
@@ -168,20 +171,23 @@ def _task_of(runs: dict, task):
 
 
 LEGEND_ENTRIES = 5  # beyond this many distributions in a panel, a colour bar says the generation
+NO_BREAK = "\N{NO-BREAK SPACE}"
+SHIFT_TICKS = 6  # at most this many ticks on the shift axis: a 200-wide range stays legible in a narrow panel
 
 
 def plot_adversarial_distributions(runs: dict, path: str | Path | None = None, *, task=None):
     """Every adversarial distribution a run (label -> RunLog) found beside its nearest nominal
     histogram, the centre of the eps-ball it was projected onto (not the mean of the nominal
     histograms, from which even a distribution at eps 0.002 can lie far). Per run, two panels
-    one above the other: the last distribution found and its centre; each distribution minus its
-    centre, cell by cell of the task's shift dimension (coloured by generation), with its distance
-    d to the centre. Runs that found none (plain runs) get no panels; the title names them.
+    one above the other and a legend below them: the last distribution found and its centre; each
+    distribution minus its centre, cell by cell of the task's shift dimension (coloured by
+    generation, the latest darkest), with its distance d to the centre. The shift axis is in the
+    dimension's own units (item sizes, durations, ...), ticked at whole values. Runs that found
+    none (plain runs) get no panels; the title names them.
 
     ``task``: a task or its name (default: the one the runs recorded). Returns the ``Figure``
     (saved to ``path`` when given).
     """
-    from matplotlib.ticker import MaxNLocator
     if not runs:
         raise ValueError("plot_adversarial_distributions: no runs to draw")
     task = _task_of(runs, task)
@@ -189,71 +195,83 @@ def plot_adversarial_distributions(runs: dict, path: str | Path | None = None, *
     shown = {label: found for label, found in drawn.items() if found[1]}
     left_out = [label for label in runs if label not in shown]
     blocks, cols = grid_shape(len(shown) or 1)
-    fig = new_figure(5.6 * cols, 3.3 * 2 * blocks + 0.4 if shown else 4.6)
-    x, axis = _shift_axis(task, next(iter(runs.values())))
+    fig = new_figure(5.6 * cols, (3.0 * 2 + 1.2) * blocks + 0.6 if shown else 4.6)
+    edges, axis = shift_axis(task, next(iter(runs.values())))
     if not shown:  # nothing found anywhere: the nominal histograms, so the one panel is not empty
         ax = fig.add_subplot(1, 1, 1)
-        nominal = next(iter(drawn.values()))[0]
-        ax.bar(x, nominal.mean(axis=0), width=x[1] - x[0] if len(x) > 1 else 1.0, color="lightgray",
-               label="nominal histograms, mean")
-        ax.set_xlabel(axis)
+        ax.stairs(next(iter(drawn.values()))[0].mean(axis=0), edges, fill=True, color="lightgray",
+                  label="nominal histograms, mean")
+        _label_shift_axis(ax, edges, axis)
         ax.set_ylabel("probability")
-        ax.legend(fontsize=8)
-    for k, (label, (nominal, found)) in enumerate(shown.items()):
-        block, column = divmod(k, cols)
-        top = fig.add_subplot(2 * blocks, cols, 2 * block * cols + column + 1)
-        bottom = fig.add_subplot(2 * blocks, cols, (2 * block + 1) * cols + column + 1, sharex=top)
-        _draw_run(fig, top, bottom, nominal, found, x)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the data
+    blocks_of = fig.subfigures(blocks, cols, squeeze=False).flat if shown else ()
+    for block, (label, (nominal, found)) in zip(blocks_of, shown.items()):
+        top, bottom = block.subplots(2, 1, sharex=True)
+        _draw_run(block, top, bottom, nominal, found, edges)
         top.set_title(label, fontsize=10)
-        bottom.set_xlabel(axis)
-        bottom.xaxis.set_major_locator(MaxNLocator(integer=True))  # the shift dimension's values are integers
-    title = textwrap.fill(f"Distributions of {task.shift.name} the adversary found on {task.name}, each against "
-                          "its nearest nominal histogram", width=int(13 * 5.6 * cols))
-    if left_out:
-        title += "\n" + textwrap.fill("Not shown (they found none: plain runs, or no refresh yet): "
-                                      + ", ".join(left_out), width=int(13 * 5.6 * cols))
-    fig.suptitle(title, fontsize=10)
+        _label_shift_axis(bottom, edges, axis)
+    width = int(13 * 5.6 * cols)  # characters a line of the title holds
+    title = [textwrap.fill(f"Adversarial distributions of {task.shift.name} on {task.name}, each against its "
+                           "nearest nominal histogram (the centre of its eps-ball)", width)]
+    if left_out:  # a label is not broken across lines: its spaces do not break while the line is wrapped
+        title.append(textwrap.fill("Not shown, as they found none (plain runs, or no refresh yet): "
+                                   + "; ".join(label.replace(" ", NO_BREAK) for label in left_out), width))
+    fig.suptitle("\n".join(title).replace(NO_BREAK, " "), fontsize=10)
     return finish_figure(fig, path)
 
 
-def _shift_axis(task, log) -> tuple[np.ndarray, str]:
-    """The centre of every cell of the task's shift dimension in its own units, and the axis label;
-    the cell index when no nominal instance says the dimension's range."""
+def shift_axis(task, log=None) -> tuple[np.ndarray, str]:
+    """The edges of the K cells of the task's shift dimension in its own units, and the axis label: a
+    whole value v spans v - 0.5 to v + 0.5, so the cells share low - 0.5 to high + 0.5 equally, as
+    ``ShiftDimension.cell_of`` bins. The range is read from a nominal instance of the run, else of the
+    task; the axis counts cells only when neither can be read."""
     shift = task.shift
-    try:
-        first = next(i for i, r in log.instances.items() if r.get("origin") == "nominal")
-        high = int(task.shift_values(log.instance(first))[1])
-    except Exception:  # noqa: BLE001 - a run without a readable instance: cells it is
-        return np.arange(shift.cells), f"{shift.name} (cell index, {shift.cells} cells)"
-    width = (high - shift.low + 1) / shift.cells
-    return shift.low - 0.5 + width * (np.arange(shift.cells) + 0.5), f"{shift.name} ({shift.low} to {high})"
+    for instance in (lambda: _first_nominal(log), lambda: task.nominal_instances()[0]):
+        try:
+            high = int(task.shift_values(instance())[1])
+        except Exception:  # noqa: BLE001 - a run or task without a readable instance: try the next source
+            continue
+        edges = shift.low - 0.5 + (high - shift.low + 1) / shift.cells * np.arange(shift.cells + 1)
+        return edges, f"{shift.name} ({shift.low} to {high})"
+    return np.arange(shift.cells + 1) - 0.5, f"{shift.name} (cell of {shift.cells}; its range unknown)"
 
 
-def _draw_run(fig, top, bottom, nominal: np.ndarray, found: list, x: np.ndarray) -> None:
-    """One run's two panels: the last distribution against its centre; every one minus its centre."""
-    from matplotlib import colormaps
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import Normalize
-    viridis = colormaps[SEQUENTIAL]
-    cmap = lambda v: viridis(0.85 * v)  # noqa: E731 - viridis without its faint yellow end, which does not print
+def _first_nominal(log):
+    """The run's first nominal instance."""
+    return log.instance(next(i for i, r in log.instances.items() if r.get("origin") == "nominal"))
+
+
+def _label_shift_axis(ax, edges: np.ndarray, axis: str) -> None:
+    """The shift dimension's name and range below ``ax``, which spans its cells, ticks at a few whole
+    values of it."""
+    from matplotlib.ticker import MaxNLocator
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_xlabel(axis)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=SHIFT_TICKS, integer=True, steps=[1, 2, 2.5, 5, 10]))
+
+
+def _draw_run(block, top, bottom, nominal: np.ndarray, found: list, edges: np.ndarray) -> None:
+    """One run's two panels and its legend below them: the last distribution against its centre; every
+    one minus its centre."""
     generations = [gen for gen, *_ in found]
-    norm = Normalize(min(generations), max(max(generations), min(generations) + 1))
+    first, last = min(generations), max(generations)
+    colour = lambda gen: sequential_colour((last - gen) / max(last - first, 1))  # noqa: E731 - the latest darkest
     legend = len(found) <= LEGEND_ENTRIES
-    for gen, p, centre_index, d in found:
-        bottom.step(x, p - nominal[centre_index], where="mid", color=cmap(norm(gen)), lw=1.0,
-                    label=f"generation {gen}: d = {d:.3g} to nominal {centre_index + 1}" if legend else None)
     gen, p, centre_index, d = found[-1]
-    top.bar(x, nominal[centre_index], width=x[1] - x[0] if len(x) > 1 else 1.0, color="lightgray",
-            label=f"nearest nominal (no. {centre_index + 1}), the ball's centre")
-    top.step(x, p, where="mid", color=cmap(norm(gen)), lw=1.2, label=f"found at generation {gen}, d = {d:.3g}")
+    top.stairs(nominal[centre_index], edges, fill=True, color="lightgray",
+               label=f"nearest nominal histogram (no. {centre_index + 1}), the ball's centre")
+    top.stairs(p, edges, color=colour(gen), lw=1.4, label=f"found at generation {gen}, d = {d:.3g}")
     top.set_ylabel("probability")
-    top.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.08), ncols=1, frameon=False)  # above the data
     bottom.axhline(0.0, color="gray", lw=0.8)
-    bottom.set_ylabel("found − nearest nominal")
-    if legend:
-        bottom.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    else:
-        from matplotlib.colors import ListedColormap
-        bar = fig.colorbar(ScalarMappable(norm, ListedColormap([cmap(v) for v in np.linspace(0, 1, 64)])),
-                           ax=[top, bottom])  # both panels keep one width
+    for gen, p, centre_index, d in found:
+        bottom.stairs(p - nominal[centre_index], edges, baseline=None, color=colour(gen), lw=1.1,
+                      label=f"generation {gen}: d = {d:.3g} to nominal {centre_index + 1}" if legend else None)
+    bottom.set_ylabel("found − nearest nominal\n(probability)")
+    handles, labels = (a + b for a, b in zip(top.get_legend_handles_labels(), bottom.get_legend_handles_labels()))
+    block.legend(handles, labels, loc="outside lower center", fontsize=7, frameon=False)
+    if not legend:
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import ListedColormap, Normalize
+        ramp = ListedColormap([colour(first + v * (last - first)) for v in np.linspace(0, 1, 64)])
+        bar = block.colorbar(ScalarMappable(Normalize(first, max(last, first + 1)), ramp), ax=[top, bottom])
         bar.set_label(f"generation ({len(found)} found, d ≤ {max(f[3] for f in found):.3g})", fontsize=8)

@@ -1,6 +1,8 @@
 """The figures: the adversarial-distribution figure measures each distribution from its eps-ball's
-centre, the nearest nominal histogram, not from the mean of the nominal histograms; every figure
-function returns its Figure (saving it when given a path); six variants stay readable in a grid."""
+centre, the nearest nominal histogram, not from the mean of the nominal histograms, on an axis in the
+shift dimension's units; every figure function returns its Figure (saving it when given a path); six
+variants stay readable in a grid; each convergence series has its own colour, line and marker, and no
+legend covers the data."""
 from __future__ import annotations
 
 import copy
@@ -8,11 +10,15 @@ import struct
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_rgb
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import StepPatch
 
 from raise_plugin.adversary import distance
 from raise_plugin.cli import main
-from raise_plugin.harness.figures import adversarial_centres, plot_adversarial_distributions, plot_convergence
+from raise_plugin.harness.figures import (SHIFT_TICKS, adversarial_centres, convergence_series, finish_figure,
+                                          plot_adversarial_distributions, plot_convergence)
 from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
@@ -34,7 +40,7 @@ def runs(tmp_path_factory):
     common = ["--task", "knapsack", "--pop-size", "4", "--no-validation-trace", "--no-progress"]
     assert main(["run", *common, "--robust", "--budget", "8", "--tau", "1", "--epsilon", "0.002",
                  "--out", str(root / "robust")]) == 0
-    assert main(["run", *common, "--budget", "8", "--out", str(root / "plain")]) == 0
+    assert main(["run", *common, "--no-robust", "--budget", "8", "--out", str(root / "plain")]) == 0
     return RunLog.load(root / "robust"), RunLog.load(root / "plain")
 
 
@@ -56,6 +62,23 @@ def drawn(ax) -> bool:
     return bool(ax.lines or ax.patches or ax.collections)
 
 
+def steps(ax) -> list[StepPatch]:
+    """The distributions drawn in ``ax``, one step curve over the shift dimension's cells each."""
+    return [p for p in ax.patches if isinstance(p, StepPatch)]
+
+
+def legends(fig) -> list:
+    """Every legend of the figure: its own, its sub-figures' and its panels'."""
+    figures = [fig, *fig.subfigs]
+    return [lg for f in figures for lg in f.legends] + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+
+
+def rendered(fig):
+    """``fig`` drawn by Agg, and the renderer that laid it out (so extents are where the pixels are)."""
+    FigureCanvasAgg(fig).draw()
+    return fig.canvas.get_renderer()
+
+
 def test_each_adversarial_distribution_is_shown_at_its_distance_from_the_nearest_nominal(runs, tmp_path):
     task, log = get_task("knapsack"), runs[0]
     nominal, found = adversarial_centres(task, log)
@@ -67,8 +90,8 @@ def test_each_adversarial_distribution_is_shown_at_its_distance_from_the_nearest
     assert all(distance(p, nominal.mean(axis=0)) > d for _, p, _, d in found)
     fig = plot_adversarial_distributions({"run": log}, tmp_path / "f.png", task=task)
     top, bottom = panels(fig)
-    assert len(bottom.lines) == len(found) + 1  # one step per distribution, and the zero line
-    assert np.allclose(bottom.lines[0].get_ydata(), found[0][1] - nominal[found[0][2]])
+    assert len(steps(bottom)) == len(found) and len(bottom.lines) == 1  # a step per distribution; the zero line
+    assert np.allclose(steps(bottom)[0].get_data().values, found[0][1] - nominal[found[0][2]])
     assert png_size(tmp_path / "f.png")[0] > 0
 
 
@@ -88,11 +111,9 @@ def test_convergence_overlays_every_variant_as_its_mean_over_seeds_with_a_band(r
     fig = plot_convergence({"EoH": [plain, plain], "RAISE-EoH (eps=0.002)": [robust, robust]}, tmp_path / "c.png")
     (ax,) = panels(fig)  # no validation trace: the metric on the training set alone
     assert [line.get_label() for line in ax.lines] == ["EoH", "RAISE-EoH (eps=0.002)"]
-    assert [line.get_linestyle() for line in ax.lines] == ["-", "--"]  # plain solid, RAISE dashed
-    assert ax.lines[0].get_color() == ax.lines[1].get_color()  # one colour per method
     assert len(ax.collections) == 2  # a band per variant
     assert ax.get_ylabel() == get_task("knapsack").metric_label  # the metric's name, unit and direction
-    assert "2 seeds per variant (mean over seeds, band from the lowest to the highest seed)" in fig.get_suptitle()
+    assert "2 seeds per variant\nline: mean over seeds; band: lowest to highest seed" in fig.get_suptitle()
     assert ax.get_legend() is None and fig.legends  # the legend is outside the data
     width, height = png_size(tmp_path / "c.png")
     assert width <= 2400 and height < width
@@ -107,7 +128,7 @@ def test_plain_runs_get_no_empty_panels_and_the_title_says_they_were_left_out(ru
     assert len(shown) == 3 * 2 and all(drawn(ax) for ax in shown)  # the three robust runs, two panels each
     assert {ax.get_title() for ax in shown} - {""} == {k for k in variants if k.startswith("RAISE")}
     title = fig.get_suptitle()
-    assert "Not shown (they found none" in title and all(name in title for name in ("EoH, seed 0", "ReEvo, seed 0", "MoH, seed 0"))
+    assert "Not shown, as they found none" in title and all(name in title for name in ("EoH, seed 0", "ReEvo, seed 0", "MoH, seed 0"))
 
 
 def test_axes_name_the_quantity_of_the_tasks_shift_dimension(runs):
@@ -126,3 +147,65 @@ def test_runs_of_two_tasks_need_the_task_named_and_no_runs_is_refused(runs):
         plot_adversarial_distributions({"robust": runs[0], "other": other})
     with pytest.raises(ValueError, match="no runs"):
         plot_convergence({})
+
+
+def test_a_plain_run_and_its_raise_twin_differ_in_colour_line_and_marker_and_their_bands_in_colour(runs):
+    robust, plain = runs
+    fig = plot_convergence({"EoH": [plain, plain], "RAISE-EoH (eps=0.002)": [robust, robust],
+                            "ReEvo": [plain, plain], "RAISE-ReEvo (eps=0.002)": [robust, robust]})
+    (ax,) = panels(fig)
+    colours = [line.get_color() for line in ax.lines]
+    assert len(set(colours)) == 4 and len({line.get_marker() for line in ax.lines}) == 4
+    assert [line.get_linestyle() for line in ax.lines] == ["-", "--", "-", "--"]  # plain solid, RAISE dashed
+    assert ax.lines[0].get_markerfacecolor() != ax.lines[1].get_markerfacecolor()  # filled against open
+    for line, band in zip(ax.lines, ax.collections):
+        face, edge = band.get_facecolor()[0], band.get_edgecolor()[0]
+        assert face[3] <= 0.15 and edge[3] > face[3]  # a light band with a visible edge
+        assert np.allclose(edge[:3], to_rgb(line.get_color()))
+
+
+def test_the_line_is_the_mean_over_seeds_and_the_band_their_lowest_and_highest(runs):
+    seeds = [convergence_series(log) for log in runs]
+    common = sorted(set(seeds[0]["generation"]) & set(seeds[1]["generation"]))
+    values = np.array([[dict(zip(s["generation"], s["best"]))[g] for g in common] for s in seeds])
+    fig = plot_convergence({"two runs": list(runs)}, task="knapsack")
+    (ax,) = panels(fig)
+    assert np.allclose(ax.lines[0].get_xdata(), common) and np.allclose(ax.lines[0].get_ydata(), values.mean(axis=0))
+    edge = ax.collections[0].get_paths()[0].vertices
+    for g, low, high in zip(common, values.min(axis=0), values.max(axis=0)):
+        assert np.allclose(sorted({y for x, y in edge if x == g}), sorted({low, high}))
+    assert "line: mean over seeds; band: lowest to highest seed" in fig.get_suptitle()
+
+
+def test_the_shift_axis_is_ticked_at_a_few_whole_values_of_the_shift_quantity(runs):
+    task = get_task("knapsack")
+    high = int(task.shift_values(runs[0].instance(next(iter(runs[0].instances))))[1])
+    for fig in (plot_adversarial_distributions({"robust": runs[0]}), plot_adversarial_distributions({"plain": runs[1]})):
+        ax = panels(fig)[-1]
+        rendered(fig)
+        assert ax.get_xlim() == (task.shift.low - 0.5, high + 0.5)  # the axis spans the cells, in item weights
+        low, top = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if low <= t <= top]
+        assert 3 <= len(ticks) <= SHIFT_TICKS + 1 and all(float(t).is_integer() for t in ticks)
+        labels = [t.get_text().replace("\N{MINUS SIGN}", "-") for t in ax.get_xticklabels() if t.get_text()]
+        assert labels and all(label.isdigit() for label in labels)
+
+
+def test_no_legend_covers_a_panel(runs, tmp_path):
+    robust, plain = runs
+    figures = [plot_convergence({"EoH": plain, "RAISE-EoH (eps=0.002)": robust}),
+               plot_adversarial_distributions({"robust": robust}), plot_adversarial_distributions({"plain": plain}),
+               plot_adversarial_distributions(six_variants(runs))]
+    for fig in figures:
+        renderer = rendered(fig)
+        assert legends(fig)
+        for legend in legends(fig):
+            box = legend.get_window_extent(renderer)
+            assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in panels(fig))
+
+
+def test_a_figure_is_written_as_png_and_as_pdf(runs, tmp_path):
+    fig = plot_convergence({"RAISE-EoH, seed 0": runs[0]})
+    finish_figure(fig, tmp_path / "c.png")
+    finish_figure(fig, tmp_path / "c.pdf")
+    assert png_size(tmp_path / "c.png")[0] > 0 and (tmp_path / "c.pdf").read_bytes()[:5] == b"%PDF-"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import math
+import re
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +23,8 @@ import numpy as np
 from raise_plugin.adversary import search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
-from raise_plugin.harness.figures import finish_figure, new_figure
+from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
+from raise_plugin.harness.figures import NO_BREAK, _label_shift_axis, finish_figure, new_figure, shift_axis
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.progress import open_progress
 from raise_plugin.selection import selects_on
@@ -225,42 +228,105 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
 
 
 def plot_profile(profile: Profile, path: str | Path | None = None):
-    """Worst metric found versus eps, one series per heuristic (at eps = 0 the worst nominal
-    instance, like with like); bars: the 95 % Student-t half-width over seeds, as in the table.
+    """Worst metric found versus eps, one series per heuristic: the mean over seeds with a band of its
+    95 % Student-t interval over seeds (the table's ±); at eps = 0 the nominal set's worst instance,
+    like with like. Each heuristic its own colour and marker (``figure_style.series_style``); the
+    y axis names the metric, its unit and direction, the x axis is ticked at the profiled radii; the
+    legend sits below the panel and the title says what line and band are.
 
     Returns the ``Figure`` (saved to ``path`` when given)."""
-    fig = new_figure(6.4, 4.2)
-    ax = fig.add_subplot(1, 1, 1)
-    for h in profile.heuristics():
-        xs = [0.0] + profile.epsilons
-        ys = [profile.nominal_worst.get(h, profile.nominal[h])] + [profile.summary(h, e)[0] for e in profile.epsilons]
-        err = [0.0] + [profile.half_width(h, e) for e in profile.epsilons]
-        ax.errorbar(xs, ys, yerr=[0.0 if math.isnan(x) else x for x in err], marker="o", capsize=3, label=h)
     task = get_task(profile.task)
-    ax.set_xlabel("eps (radius of the ball around the nominal distributions; 0: the nominal set)")
-    ax.set_ylabel(f"worst instance's {task.metric_name}" + (f" ({task.metric_unit})" if task.metric_unit else ""))
-    ax.set_title(f"Robustness profile on {profile.task}, lower is better\n(mean over {len(profile.seeds)} "
-                 f"seed{'s' if len(profile.seeds) != 1 else ''}; bars: {LEVEL * 100:g} % t half-width over seeds)",
-                 fontsize=10)
+    epsilons = sorted(profile.epsilons)
+    xs = np.array([0.0, *epsilons])
+    fig = new_figure(6.4, 5.0)
+    ax = fig.add_subplot(1, 1, 1)
+    for index, h in enumerate(profile.heuristics()):
+        style = series_style(index)
+        mean = np.array([profile.nominal_worst.get(h, profile.nominal[h])]
+                        + [profile.summary(h, e)[0] for e in epsilons])
+        half = np.array([0.0] + [profile.half_width(h, e) for e in epsilons])
+        ax.plot(xs, mean, label=h, **style)
+        if np.isfinite(half[1:]).any():
+            ax.fill_between(xs, mean - half, mean + half, where=np.isfinite(mean - half), **band_style(style))
+    ax.set_xticks(xs, [f"{e:g}" for e in xs])
+    ax.set_xlabel("eps, radius of the ball around the nominal histograms (0: the nominal set)")
+    metric, comma, direction = metric_axis_label(task).rpartition(", ")
+    ax.set_ylabel(_wrap_words(f"worst instance's {metric}{comma}", 40) + "\n" + direction, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend()
+    fig.suptitle(f"Worst {task.metric_name} the adversary finds within eps on {task.name}\n"
+                 + _wrap_words(_profile_caption(profile), 90, keep=r"[^;\s][^;]*"), fontsize=10)
+    legend_below(fig, [ax])
     return finish_figure(fig, path)
+
+
+def _profile_caption(profile: Profile) -> str:
+    """What a line and its band are, in the words of the table's caption."""
+    at_zero = (f"at eps 0: the worst of the {profile.nominal_count} nominal instances" if profile.nominal_count
+               else "at eps 0: the nominal set's worst instance")
+    if len(profile.seeds) == 1:
+        return f"line: adversary seed {profile.seeds[0]} (one seed, so no band); {at_zero}"
+    return (f"line: mean over {len(profile.seeds)} adversary seeds; band: its {LEVEL * 100:g} % Student-t "
+            f"interval over seeds; {at_zero}")
+
+
+def _wrap_words(text: str, width: int, keep: str = r"\(.*?\)") -> str:
+    """``text`` wrapped to ``width`` characters a line, never inside a match of the pattern ``keep``
+    (by default a unit in parentheses; the profile's caption keeps each clause between semicolons)."""
+    kept = re.sub(keep, lambda m: m.group().replace(" ", NO_BREAK), text)
+    return "\n".join(textwrap.wrap(kept, width, break_on_hyphens=False)).replace(NO_BREAK, " ")
 
 
 def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path | None = None):
-    """The worst distribution found at each eps against the mean nominal histogram, over the cells
-    of the task's shift dimension. Returns the ``Figure`` (saved to ``path`` when given)."""
-    fig = new_figure(7.2, 4.2)
-    ax = fig.add_subplot(1, 1, 1)
-    cells = np.arange(len(profile.nominal_histogram))
-    ax.bar(cells, profile.nominal_histogram, width=1.0, color="lightgray", label="nominal (mean)")
-    for e in profile.epsilons:
-        ax.step(cells, profile.worst_distribution(heuristic, e), where="mid", label=f"worst at eps={e:g}")
-    ax.set_xlabel(f"{profile.shift or 'shift dimension'} (cell of {len(cells)})")
-    ax.set_ylabel("probability")
-    ax.set_title(f"{heuristic}: worst distributions found on {profile.task}")
-    ax.legend(fontsize=8)
+    """Per eps one panel: the distribution of the worst instance found within eps (of the seed that
+    found the worst) against the mean of the nominal histograms, over the task's shift dimension in
+    its own units (item sizes, durations, ...; ``figures.shift_axis``), ticked at whole values. The
+    panels share both axes, the smallest eps on top; each names the metric found and the distance
+    d to the nearest nominal histogram; the legend sits below them.
+
+    Returns the ``Figure`` (saved to ``path`` when given)."""
+    task = get_task(profile.task)
+    edges, axis = _shift_edges(task, profile)
+    epsilons = sorted(profile.epsilons)
+    fig = new_figure(7.2, 1.5 * len(epsilons) + 1.8)
+    axes = fig.subplots(len(epsilons), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
+    metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
+    colour = series_style(0)["color"]
+    for ax, e in zip(axes, epsilons):
+        ax.stairs(profile.nominal_histogram, edges, fill=True, color="lightgray", label="nominal histograms, mean")
+        worst = _worst_point(profile, heuristic, e)
+        if worst is None:
+            ax.set_title(f"eps = {e:g}: no search found an instance", fontsize=9, loc="left")
+        else:
+            ax.stairs(worst.distribution, edges, color=colour, lw=1.3,
+                      label="distribution of the worst instance found within eps")
+            ax.set_title(f"eps = {e:g}: {metric} = {worst.metric:.3g} (seed {worst.seed}), d = {worst.distance:.3g}",
+                         fontsize=9, loc="left")
+        ax.grid(alpha=0.3)
+    fig.supylabel("probability", fontsize=9)
+    _label_shift_axis(axes[-1], edges, axis)
+    seeds = (f"the worst of {len(profile.seeds)} adversary seeds" if len(profile.seeds) > 1
+             else f"adversary seed {profile.seeds[0]}")
+    fig.suptitle(f"Distributions of {profile.shift or task.shift.name} under which {heuristic} did worst on "
+                 f"{task.name}, per eps\n{seeds} "
+                 "against the mean of the nominal histograms; d: distance to the nearest one", fontsize=10)
+    legend_below(fig, axes)
     return finish_figure(fig, path)
+
+
+def _worst_point(profile: Profile, heuristic: str, epsilon: float) -> ProfilePoint | None:
+    """The search at ``epsilon`` that found the worst instance, as ``Profile.worst_distribution`` picks it."""
+    found = [p for p in profile.points if p.heuristic == heuristic and p.epsilon == epsilon and p.distribution]
+    return max(found, key=lambda p: p.metric) if found else None
+
+
+def _shift_edges(task, profile: Profile) -> tuple[np.ndarray, str]:
+    """The cells' edges in the shift dimension's units and the axis label; cell indices when the
+    profile's histogram does not have the task's cells (a profile of another version of the task)."""
+    edges, axis = shift_axis(task)
+    cells = len(profile.nominal_histogram)
+    if len(edges) == cells + 1:
+        return edges, axis
+    return np.arange(cells + 1) - 0.5, f"{profile.shift or task.shift.name} (cell of {cells})"
 
 
 def save_profile(profile: Profile, out: str | Path) -> list[Path]:

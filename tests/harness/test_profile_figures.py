@@ -1,0 +1,136 @@
+"""The robustness profile's figures: the shift axis in the task's own units ticked at whole values,
+legends outside every panel, series in the harness's palette, the metric's name, unit and direction on
+the y axis, and the title saying what a line and its band are."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import to_hex
+from matplotlib.patches import StepPatch
+
+from raise_plugin.harness.figure_style import PALETTE
+from raise_plugin.harness.robustness_profile import Profile, ProfilePoint, plot_profile, plot_worst_distributions
+from tasks import get_task
+
+EPS = [0.002, 0.005, 0.01]
+HEURISTICS = ["BestFit", "FirstFit", "WorstFit"]
+
+
+def synthetic_profile(seeds=(0, 1, 2), task="obp", failed=()) -> Profile:
+    """A profile of ``task`` as a search would leave it, without searching: each (heuristic, eps,
+    seed) a random distribution over the task's cells; ``failed``: (heuristic, eps) whose searches all failed."""
+    cells = get_task(task).shift.cells
+    rng = np.random.default_rng(0)
+    nominal = rng.dirichlet(np.ones(cells))
+    points = []
+    for h in HEURISTICS:
+        for e in EPS:
+            for s in seeds:
+                if (h, e) in failed:
+                    points.append(ProfilePoint(h, e, s, math.nan, math.nan, [], "the search timed out"))
+                else:
+                    points.append(ProfilePoint(h, e, s, 2.0 + 100 * e + rng.random(), e * rng.random(),
+                                               rng.dirichlet(np.ones(cells)).tolist()))
+    return Profile(task, EPS, list(seeds), {h: 1.5 for h in HEURISTICS}, points, nominal.tolist(),
+                   {h: 1.7 for h in HEURISTICS}, 5, get_task(task).shift.name)
+
+
+def rendered(fig):
+    """``fig`` drawn by Agg, and the renderer that laid it out."""
+    FigureCanvasAgg(fig).draw()
+    return fig.canvas.get_renderer()
+
+
+def steps(ax) -> list[StepPatch]:
+    return [p for p in ax.patches if isinstance(p, StepPatch)]
+
+
+def test_the_shift_axis_is_ticked_at_whole_values_within_the_tasks_range():
+    task = get_task("obp")
+    high = int(task.shift_values(task.nominal_instances()[0])[1])
+    fig = plot_worst_distributions(synthetic_profile(), "BestFit")
+    rendered(fig)
+    ax = fig.axes[-1]
+    assert ax.get_xlabel() == f"item size ({task.shift.low} to {high})"
+    assert ax.get_xlim() == (task.shift.low - 0.5, high + 0.5)
+    low, top = ax.get_xlim()
+    ticks = [t for t in ax.get_xticks() if low <= t <= top]
+    assert len(ticks) >= 3 and all(float(t).is_integer() and task.shift.low <= t <= high for t in ticks)
+    labels = [t.get_text() for x, t in zip(ax.get_xticks(), ax.get_xticklabels()) if low <= x <= top]
+    assert labels and all(label.isdigit() and task.shift.low <= int(label) <= high for label in labels)
+
+
+def test_each_eps_has_its_panel_with_the_worst_seeds_distribution_over_the_cells():
+    profile = synthetic_profile()
+    fig = plot_worst_distributions(profile, "FirstFit")
+    assert len(fig.axes) == len(EPS)
+    for ax, e in zip(fig.axes, EPS):
+        nominal, worst = steps(ax)
+        assert len(worst.get_data().values) == get_task("obp").shift.cells
+        assert np.allclose(worst.get_data().values, profile.worst_distribution("FirstFit", e))
+        assert ax.get_title(loc="left").startswith(f"eps = {e:g}: waste ratio (%) = ")
+
+
+def test_a_failed_eps_gets_a_panel_that_says_so_and_a_gap_in_the_profile():
+    profile = synthetic_profile(failed=[("BestFit", 0.005)])
+    fig = plot_worst_distributions(profile, "BestFit")
+    assert fig.axes[1].get_title(loc="left") == "eps = 0.005: no search found an instance"
+    assert len(steps(fig.axes[1])) == 1  # the nominal histograms' mean only
+    line = plot_profile(profile).axes[0].lines[0]
+    assert math.isnan(line.get_ydata()[2]) and np.isfinite(line.get_ydata()[[0, 1, 3]]).all()
+
+
+@pytest.mark.parametrize("draw", [plot_profile, lambda p: plot_worst_distributions(p, "WorstFit")],
+                         ids=["profile", "worst distributions"])
+def test_legends_lie_outside_every_panel(draw):
+    fig = draw(synthetic_profile())
+    renderer = rendered(fig)
+    assert fig.legends and not any(ax.get_legend() for ax in fig.axes)
+    for legend in fig.legends:
+        box = legend.get_window_extent(renderer)
+        assert not any(box.overlaps(ax.get_tightbbox(renderer)) for ax in fig.axes)
+
+
+def test_each_heuristic_has_its_own_palette_colour_and_marker():
+    fig = plot_profile(synthetic_profile())
+    lines = fig.axes[0].lines
+    assert [line.get_label() for line in lines] == HEURISTICS
+    colours = [to_hex(line.get_color()).upper() for line in lines]
+    assert colours == list(PALETTE[:len(HEURISTICS)])
+    assert len({line.get_marker() for line in lines}) == len(HEURISTICS)
+    worst = plot_worst_distributions(synthetic_profile(), "BestFit")
+    assert {to_hex(steps(ax)[1].get_edgecolor()).upper() for ax in worst.axes} <= set(PALETTE)
+
+
+def test_the_x_axis_is_ticked_at_the_profiled_radii_from_the_nominal_set():
+    ax = plot_profile(synthetic_profile()).axes[0]
+    assert list(ax.get_xticks()) == [0.0, *EPS]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", *(f"{e:g}" for e in EPS)]
+    assert list(ax.lines[0].get_xdata()) == [0.0, *EPS]
+
+
+@pytest.mark.parametrize("task", ["obp", "ojsp"])
+def test_the_y_axis_names_the_metric_its_unit_and_lower_is_better(task):
+    t = get_task(task)
+    profile = synthetic_profile(task=task)
+    label = " ".join(plot_profile(profile).axes[0].get_ylabel().split())
+    assert label == f"worst instance's {t.metric_name} ({t.metric_unit}), lower is better"
+
+
+def test_the_title_says_what_line_and_band_are():
+    fig = plot_profile(synthetic_profile())
+    title = " ".join(fig.get_suptitle().split())
+    assert title.startswith("Worst waste ratio the adversary finds within eps on obp")
+    assert "line: mean over 3 adversary seeds; band: its 95 % Student-t interval over seeds" in title
+    assert "at eps 0: the worst of the 5 nominal instances" in title
+    assert sum(isinstance(c, PolyCollection) for c in fig.axes[0].collections) == len(HEURISTICS)
+
+
+def test_one_seed_draws_no_band_and_the_title_says_so():
+    fig = plot_profile(synthetic_profile(seeds=(4,)))
+    assert "line: adversary seed 4 (one seed, so no band)" in " ".join(fig.get_suptitle().split())
+    assert not fig.axes[0].collections

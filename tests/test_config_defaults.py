@@ -39,7 +39,7 @@ def test_a_given_setting_wins_and_is_still_checked():
 
 def test_the_run_directory_records_the_resolved_settings(tmp_path):
     run = start_run(RunConfig(task="obp", budget=4, pop_size=2, nominal=1, out=str(tmp_path / "r"),
-                              host_profiler=False, validation_trace=False))
+                              host_profiler=False, validation_trace=False, allow_no_refresh=True))
     try:
         recorded = json.loads((tmp_path / "r" / "config.json").read_text())
     finally:
@@ -56,7 +56,7 @@ def test_a_run_recorded_before_task_defaults_resumes_with_the_papers_settings(tm
     out = tmp_path / "r"
     run = start_run(RunConfig(task="obp", budget=2, pop_size=2, nominal=1, out=str(out), epsilon=0.002,
                               aggregation="mean", adversary_objective="metric", host_profiler=False,
-                              validation_trace=False))
+                              validation_trace=False, allow_no_refresh=True))
     run.run()
     recorded = json.loads((out / "config.json").read_text())
     assert recorded["projection"] == "sphere"

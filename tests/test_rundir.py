@@ -226,7 +226,7 @@ def test_a_process_holding_a_run_blocks_another_one_until_it_ends(tmp_path):
     holder = _hold_in_another_process(path)
     try:
         probe = subprocess.run([sys.executable, "-m", "raise_plugin.cli", "run", "--task", "obp", "--budget", "4",
-                                "--out", str(path), "--no-progress"], capture_output=True, text=True,
+                                "--allow-no-refresh", "--out", str(path), "--no-progress"], capture_output=True, text=True,
                                cwd=Path(__file__).parents[1], timeout=300)
         assert probe.returncode == 2 and "Traceback" not in probe.stderr
         assert len(probe.stderr.strip().splitlines()) == 1 and f"process {holder.pid}" in probe.stderr
@@ -328,7 +328,8 @@ def test_lines_out_of_order_are_read_in_sample_order_and_resume_continues_after_
 
 
 def test_an_emptied_index_of_a_run_with_only_nominal_instances_is_rebuilt(tmp_path):
-    method = start_run(config(tmp_path / "run", budget=4, tau=50, host_profiler=False), llm=ScriptedLLM(0))
+    method = start_run(config(tmp_path / "run", budget=4, tau=50, host_profiler=False, allow_no_refresh=True),
+                       llm=ScriptedLLM(0))
     method.run()
     method.recorder.close()
     (tmp_path / "run" / "instances" / "index.jsonl").write_text("")

@@ -15,14 +15,14 @@ SEQUENTIAL = "viridis"  # for generations: its lightness rises monotonically, so
 SEQUENTIAL_TOP = 0.75  # viridis beyond this is a light yellow-green that fades on paper
 
 
-def series_style(index: int, robust: bool = False) -> dict:
+def series_style(index: int, dashed: bool = False) -> dict:
     """Colour, marker and line style of the ``index``-th series: each index its own colour and marker;
-    a robust (RAISE) series dashed with open markers, a plain one solid with filled markers, so a
+    ``dashed`` (a RAISE series) dashed with open markers, otherwise (a plain one) solid with filled markers, so a
     series is told from another by its line and marker as well as its colour."""
     colour = PALETTE[index % len(PALETTE)]
     return {"color": colour, "marker": MARKERS[index % len(MARKERS)], "markersize": 5,
-            "markerfacecolor": "white" if robust else colour, "markeredgecolor": colour,
-            "linestyle": "--" if robust else "-", "linewidth": 1.6}
+            "markerfacecolor": "white" if dashed else colour, "markeredgecolor": colour,
+            "linestyle": "--" if dashed else "-", "linewidth": 1.6}
 
 
 def band_style(style: dict, alpha: float = 0.1) -> dict:

@@ -103,7 +103,7 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     axes = [fig.add_subplot(1, 2 if traced else 1, k + 1) for k in range(2 if traced else 1)]
     seeds = sorted({len(v) for v in series.values()})
     for index, (label, per_seed) in enumerate(series.items()):
-        style = series_style(index, robust=label.startswith("RAISE"))
+        style = series_style(index, dashed=label.startswith("RAISE"))
         panels = [("trace_generation", "validation", axes[0])] if traced else []
         panels.append(("generation", "best", axes[-1]))
         for x_key, y_key, ax in panels:

@@ -15,13 +15,13 @@ def grey(colour) -> float:
 
 
 def test_every_series_has_its_own_colour_and_marker():
-    styles = [series_style(k, robust=k % 2 == 1) for k in range(len(PALETTE))]
+    styles = [series_style(k, dashed=k % 2 == 1) for k in range(len(PALETTE))]
     assert len({s["color"] for s in styles}) == len(PALETTE) and len({s["marker"] for s in styles}) == len(PALETTE)
     assert "#F0E442" not in PALETTE  # Okabe-Ito's yellow does not print
 
 
 def test_a_raise_series_is_dashed_with_open_markers_and_a_plain_one_solid_and_filled():
-    plain, robust = series_style(0), series_style(0, robust=True)
+    plain, robust = series_style(0), series_style(0, dashed=True)
     assert (plain["linestyle"], robust["linestyle"]) == ("-", "--")
     assert plain["markerfacecolor"] == plain["color"] and robust["markerfacecolor"] == "white"
 
@@ -33,7 +33,7 @@ def test_a_plain_run_and_its_raise_twin_and_the_first_two_of_each_kind_differ_in
 
 
 def test_a_band_is_light_with_an_edge_of_its_lines_colour():
-    style = series_style(2, robust=True)
+    style = series_style(2, dashed=True)
     band = band_style(style)
     assert band["facecolor"][3] <= 0.15 < band["edgecolor"][3]
     assert band["facecolor"][:3] == to_rgb(style["color"]) and band["linestyle"] == "--"

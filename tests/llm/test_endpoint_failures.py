@@ -176,11 +176,12 @@ def test_a_cost_cap_needs_a_price(tmp_path, monkeypatch, capsys):
 def test_a_replay_that_misses_a_prompt_stops_with_one_line_naming_it(tmp_path, monkeypatch, capsys):
     recorded = tmp_path / "recorded"
     assert main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "4", "--nominal", "1", "--out",
-                 str(recorded), "--no-progress", "--no-validation-trace", "--no-host-profiler"]) == 0
+                 str(recorded), "--no-progress", "--no-validation-trace", "--no-host-profiler",
+                 "--allow-no-refresh"]) == 0
     start = time.monotonic()
     code = main(["run", "--task", "ovrp", "--budget", "6", "--pop-size", "4", "--nominal", "1", "--seed", "5",
                  "--llm", f"replay:{recorded / 'llm_calls.jsonl'}", "--out", str(tmp_path / "replayed"),
-                 "--no-progress", "--no-validation-trace", "--no-host-profiler"])
+                 "--no-progress", "--no-validation-trace", "--no-host-profiler", "--allow-no-refresh"])
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == ENDPOINT_FAILED and time.monotonic() - start < 60
     # the initial prompts have no parents, so the seed changes the first e1 prompt: the first miss

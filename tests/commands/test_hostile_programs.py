@@ -55,6 +55,15 @@ def listener():
     server.close()
 
 
+def _left_after(before: set, seconds: float = 10.0) -> set:
+    """The descendants not in ``before`` still alive after at most ``seconds``: a process the engine
+    killed may still be in its exit (a program that mapped 8 GB takes a moment to unmap it)."""
+    deadline = time.monotonic() + seconds
+    while (left := set(_children()) - before) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
 def _children() -> list[int]:
     """This process's descendants still alive (Linux; empty elsewhere)."""
     me, found, parents = os.getpid(), [], {}
@@ -98,13 +107,14 @@ def test_hostile_top_level_code_runs_only_in_the_sandbox(case, server, tmp_path,
     out, err = capsys.readouterr()
     assert code == 1, (out, err)
     assert "hostile: invalid on 5 instances" in out
-    assert "invalid on every instance" in err and len(err.strip().splitlines()) == 1
+    said = [line for line in err.strip().splitlines() if not line.startswith("raise-ahd: note:")]  # once a process
+    assert "invalid on every instance" in err and len(said) == 1
     assert KEY not in out + err
     assert not marker.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["hostile.py"]
     time.sleep(0.3)
     assert not received
     assert seconds < 60, seconds
-    assert not set(_children()) - before
+    assert not _left_after(before)
 
 
 def test_checking_a_file_early_does_not_run_it(tmp_path):

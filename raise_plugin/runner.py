@@ -2,18 +2,13 @@
 (or saying what a replay of one takes from it)."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
 import json
-import logging
 import os
 import time
 import warnings
 from pathlib import Path
 from typing import Iterable
-
-from llm4ad.method.eoh import EoHProfiler
 
 from tasks import get_task
 
@@ -31,6 +26,8 @@ from .robust import robust
 from .robust.adversarial import AdversarialInstanceCallback
 from .robust.budget import LLMBudget
 from .robust.hooks import Callback
+from .robust.host_profiler import HostProfiler
+from .robust.owned_executor import CompiledPathReport, OwnedExecutor
 from .robust.llm_guard import REQUESTS_FILE
 from .rundir.files import write_json_atomic
 from .rundir.lock import LOCK_NAME, RunLock
@@ -39,31 +36,11 @@ from .rundir.writer import RunDirectory
 from .settings import default
 from .validation import ValidationTrace
 
-__all__ = ["start_run", "resume_run", "default_out", "replay_line", "HostProfiler", "CompiledPathReport",
-           "EndpointWarning"]
+__all__ = ["start_run", "resume_run", "default_out", "replay_line", "EndpointWarning"]
 
 
 class EndpointWarning(PluginWarning):
     """A resumed run calls another endpoint than it would by default: which one, and why."""
-
-
-class HostProfiler(EoHProfiler):
-    """The host's ``EoHProfiler`` writing its usual logs, without printing every sample to stdout."""
-
-    def __init__(self, log_dir, **kwargs):
-        type(self)._cur_gen = 0  # a class attribute in the host: reset it per run
-        super().__init__(log_dir, create_random_path=False, log_style="simple", **kwargs)
-
-    def _create_log_path(self):
-        with contextlib.redirect_stdout(io.StringIO()):
-            super()._create_log_path()
-        root = logging.getLogger("root")
-        for handler in root.handlers[:]:
-            if type(handler) is logging.StreamHandler:
-                root.removeHandler(handler)
-
-    def _record_and_print_verbose(self, function, *, resume_mode=False):
-        super()._record_and_print_verbose(function, resume_mode=True)
 
 
 def default_out(config: RunConfig) -> str:
@@ -131,44 +108,6 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
                       num_evaluators=config.num_evaluators, callbacks=all_callbacks, seed=config.seed,
                       recorder=run_dir, executor=executor, generation_size=config.pop_size,
                       early_reject=config.early_reject)
-
-
-class OwnedExecutor(Callback):
-    """The workers a run started itself (its sandbox's limits are not the engine's own): stopped
-    when the run ends, or fails."""
-
-    checkpointed = False
-
-    def __init__(self, executor, directory: Path):
-        self.executor = executor
-        self.directory = Path(directory)
-
-    def on_run_end(self, method, snapshot) -> None:
-        self._close()
-
-    def on_exception(self, method, snapshot, exc) -> None:
-        self._close()
-
-    def _close(self) -> None:
-        if hasattr(self.executor, "shutdown"):
-            self.executor.shutdown()
-
-
-class CompiledPathReport(OwnedExecutor):
-    """With ``--jit``: at the end of the run, how many programs ran compiled and how many stayed
-    on Python (``compiled.json`` in the run directory, ``line`` for the summary); then stops
-    the run's workers."""
-
-    def __init__(self, executor, directory: Path):
-        super().__init__(executor, directory)
-        self.line = ""
-
-    def _close(self) -> None:
-        tally = getattr(self.executor, "compiled", None)
-        if tally is not None:
-            self.line = tally.line()
-            (self.directory / "compiled.json").write_text(json.dumps(tally.as_dict(), indent=1) + "\n")
-        super()._close()
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import time
 import warnings
 from pathlib import Path
@@ -15,12 +13,13 @@ from tasks import get_task
 from .config import NOT_REPLAYED, ConfigError, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
-from .errors import PluginWarning, SandboxNote, UserError
+from .errors import SandboxNote, UserError
 from .instance_seeds import resolve_instance_seed
-from .credentials import hides_credentials, shown_url
-from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
+from .llm import SamplerStallWarning, offline_stall
 from .llm import make_llm as make_backend
+from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint, started_base_url
 from .llm.record import recording_path, run_directory_of
+from .llm.usage import carry_usage
 from .methods import get_method
 from .robust import robust
 from .robust.adversarial import AdversarialInstanceCallback
@@ -36,11 +35,7 @@ from .rundir.writer import RunDirectory
 from .settings import default
 from .validation import ValidationTrace
 
-__all__ = ["start_run", "resume_run", "default_out", "replay_line", "EndpointWarning"]
-
-
-class EndpointWarning(PluginWarning):
-    """A resumed run calls another endpoint than it would by default: which one, and why."""
+__all__ = ["start_run", "resume_run", "default_out", "replay_line"]
 
 
 def default_out(config: RunConfig) -> str:
@@ -122,14 +117,15 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
         changes = {"out": str(out)} if config.out != str(out) else {}  # the run directory chosen here
-        if config.llm.startswith("openai") and not config.base_url:  # the endpoint, as resume will see it
-            changes["base_url"] = endpoint_url()
+        base_url = started_base_url(config.llm, config.base_url)  # the endpoint, as resume will see it
+        if base_url != config.base_url:
+            changes["base_url"] = base_url
         resolved = resolve_instance_seed(config.instance_seed, config.task, config.seed)
         if resolved != config.instance_seed:  # a seed no program can know, recorded (``instance_seeds``)
             changes["instance_seed"] = resolved
         if changes:
             config = dataclasses.replace(config, **changes)
-        write_json_atomic(out / "config.json", _recorded(config))  # first: from here on, resume continues
+        write_json_atomic(out / "config.json", recorded_settings_of(config.to_dict()))  # first: from here on, resume continues
         run_dir = RunDirectory(out, lock=lock)
         method = _build(config, run_dir, llm, callbacks)
     except BaseException:
@@ -169,18 +165,16 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         log = RunLog.load(path, on_repair=on_repair)
         data = recorded_settings(log.config)
         changes = {k: v for k, v in {"budget": budget, **overrides}.items() if v is not None}
-        endpoint_note = None
-        if str(data.get("llm", "")).startswith("openai"):
-            changes, endpoint_note = _resumed_endpoint(data.get("base_url"), changes)
+        changes, endpoint_note = resumed_endpoint(data, changes)
         data.update(changes)
         config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
         run_dir = RunDirectory(path, lock=lock)
         if changes:
-            run_dir.write_config(_recorded(config))
+            run_dir.write_config(recorded_settings_of(config.to_dict()))
         journalled = (Path(path) / REQUESTS_FILE).exists()
         method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
         if not journalled:
-            _carry_usage(method, Path(path) / "llm_usage.json")
+            carry_usage(method.llm, Path(path) / "llm_usage.json")
         method.restore(log)
     except BaseException:
         lock.release()
@@ -188,55 +182,6 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     if endpoint_note:
         warnings.warn(endpoint_note, EndpointWarning, stacklevel=2)
     return method
-
-
-def _recorded(config: RunConfig) -> dict:
-    """``config`` as ``config.json`` records it: the base URL's credentials replaced by ``***``
-    (resume takes them again from ``--base-url`` or ``OPENAI_BASE_URL``)."""
-    data = config.to_dict()
-    if data.get("base_url"):
-        data["base_url"] = shown_url(data["base_url"])
-    return data
-
-
-def _resumed_endpoint(recorded: str | None, changes: dict) -> tuple[dict, str | None]:
-    """The base URL a resumed ``openai`` run calls (in ``changes`` when it is not the recorded
-    one), and a line saying so when it is not simply the recorded one. A recorded URL whose
-    credentials were hidden takes them from ``OPENAI_BASE_URL`` when that is the same URL; else
-    the URL must be given again (``UserError``)."""
-    given, env = changes.get("base_url"), os.environ.get(ENV_BASE_URL)
-    if given is not None:
-        return changes, (None if recorded in (None, given, shown_url(given)) else
-                         f"base URL {shown_url(given)} (given here) is used, not {recorded} the run started "
-                         f"with; config.json now records {shown_url(given)}")
-    if recorded is None:  # a run directory written before the base URL was recorded
-        url = endpoint_url()
-        return {**changes, "base_url": url}, (f"the run's config.json records no base URL (written before it was "
-                                              f"kept): it continues against {shown_url(url)} (from "
-                                              f"{ENV_BASE_URL if env else 'the default, the OpenAI API'}), "
-                                              f"now recorded")
-    hidden = hides_credentials(recorded)
-    if env and shown_url(env).rstrip("/") == recorded.rstrip("/"):
-        return ({**changes, "base_url": env}, None) if hidden else (changes, None)
-    if hidden:
-        raise UserError(f"the run's config.json records its base URL without its credentials ({recorded}); give "
-                        f"the URL again with --base-url or {ENV_BASE_URL}")
-    if env:
-        return changes, (f"{ENV_BASE_URL} is {shown_url(env)}, but the run started against {recorded}: it "
-                         f"continues against the recorded one (--base-url {shown_url(env)} moves it)")
-    return changes, None
-
-
-def _carry_usage(method, path: Path) -> None:
-    """Add the usage recorded in ``llm_usage.json`` to the new back-end's ledger (cost caps count
-    it): run directories written before the request journal, which the ledger reads itself."""
-    usage = getattr(method.llm, "usage", None)
-    if usage is None or not hasattr(usage, "merge") or not path.exists():
-        return
-    try:
-        usage.merge(json.loads(path.read_text()))
-    except (ValueError, TypeError, KeyError):
-        pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)
 
 
 def replay_line(config: RunConfig) -> str | None:

@@ -22,7 +22,7 @@ from typing import Mapping
 from ..durable import AppendLog
 from .errors import EndpointFailed, LLMCapReached
 
-__all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY"]
+__all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY", "carry_usage"]
 
 REPLAY = "replay"   # the back-end name of a ledger that counts answers replayed from a recording
 OK = "ok"
@@ -359,6 +359,18 @@ class UsageLedger:
                 self._entry(name).add(OperatorUsage(**known))
             for kind, n in dict(data.get("failures_by_kind", {})).items():
                 self._kinds[kind] = self._kinds.get(kind, 0) + int(n)
+
+
+def carry_usage(llm, path: Path) -> None:
+    """Add the usage recorded in ``path`` (a run's ``llm_usage.json``) to ``llm``'s ledger, so cost
+    caps count it: run directories written before the request journal, which the ledger reads itself."""
+    usage = getattr(llm, "usage", None)
+    if usage is None or not hasattr(usage, "merge") or not Path(path).exists():
+        return
+    try:
+        usage.merge(json.loads(Path(path).read_text()))
+    except (ValueError, TypeError, KeyError):
+        pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)
 
 
 def _rounded(d: dict) -> dict:

@@ -17,14 +17,12 @@ from .adversary.projection import check_epsilon
 from .adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
 from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
 from .errors import PluginWarning, UserError
-from .llm.record import recording_path, run_directory_of
+from .llm.record import recording_path
 from .methods import METHODS
-from .rundir.files import RunDirectoryDamaged
-from .rundir.reader import load_config
 from .settings import SETTINGS, SettingError, default, flatten_tables, section_of
 
 __all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "robust_defaults", "final_selection",
-           "PAPER_DEFAULTS", "NOT_REPLAYED", "recorded_settings", "SANDBOX_LIMITS"]
+           "PAPER_DEFAULTS", "recorded_settings", "SANDBOX_LIMITS"]
 
 
 class ConfigError(UserError):
@@ -56,9 +54,6 @@ def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = default
 
 # the sandbox's limits a run, an evaluation and a compare set (``SandboxLimits`` fields of the same names)
 SANDBOX_LIMITS = ("memory_mb", "file_mb", "output_mb")
-
-# settings a replay of a run directory does not take from the recorded run (``RunConfig.replaying``)
-NOT_REPLAYED = ("llm", "out", "record", "base_url")
 
 # the settings a task may choose (``Task.robust_defaults``), and the paper's values of them
 PAPER_DEFAULTS = {name: setting.fallback for name, setting in SETTINGS.items()
@@ -115,8 +110,8 @@ class RunConfig:
     instances equal its Python function's.
     ``base_url`` (an ``openai`` back-end's endpoint) is resolved when the run starts and recorded
     in ``config.json``, so ``resume_run`` calls the endpoint the run started with (the API key is
-    never recorded); ``RunConfig.replaying(RUN_DIR, **overrides)`` takes a recorded run's
-    settings and replays its answers, reproducing it.
+    never recorded); ``raise_plugin.replay.replaying(RUN_DIR, **overrides)`` takes a recorded
+    run's settings and replays its answers, reproducing it.
     """
 
     task: str = default("task")
@@ -281,33 +276,6 @@ class RunConfig:
             return flatten_tables(data, str(p))
         except SettingError as exc:
             raise ConfigError(f"config file {p}: {exc}") from None
-
-    @classmethod
-    def replaying(cls, run_dir: str | Path, **overrides) -> "RunConfig":
-        """The run recorded in ``run_dir`` again, from that directory alone: its settings (its
-        ``config.json``) with ``overrides`` (not ``None``) over them, and its recorded answers
-        replayed (``llm`` is ``replay:`` and the directory's absolute path). With one sampler it
-        reproduces the run: the same prompts, samples and scores. Not taken from the recording:
-        ``out`` (the run's own directory; give a new one, else the default), ``record`` (the
-        recorded run's file is not appended to) and ``base_url`` (no endpoint is called)."""
-        source = Path(run_dir)
-        if "llm" in overrides and overrides["llm"] is not None:
-            raise ConfigError(f"replaying {source}: its llm is the replay of its answers, not {overrides['llm']!r}")
-        try:
-            recording_path(source)  # one line when it is neither a run directory nor holds a journal of answers
-        except UserError as exc:
-            raise ConfigError(str(exc)) from None
-        if run_directory_of(source) is None:
-            raise ConfigError(f"replaying {source}: not a run directory (a --record file replays with "
-                              f"llm='replay:{source}' and the recorded run's settings given again)")
-        try:
-            recorded = recorded_settings(load_config(source))
-        except RunDirectoryDamaged as exc:
-            raise ConfigError(f"replaying {source}: {exc}") from None
-        data = {k: v for k, v in recorded.items() if k not in NOT_REPLAYED}
-        data["llm"] = f"replay:{source.resolve()}"
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(data, source=str(source / "config.json"))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,5 +1,5 @@
-"""Building a recorded run from a ``RunConfig``, and rebuilding one from its run directory to resume it
-(or saying what a replay of one takes from it)."""
+"""Building a recorded run from a ``RunConfig`` and starting it, or rebuilding one from its run
+directory to resume it."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +10,7 @@ from typing import Iterable
 
 from tasks import get_task
 
-from .config import NOT_REPLAYED, ConfigError, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
+from .config import ConfigError, IdleAdversaryWarning, RunConfig, recorded_settings
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
 from .errors import SandboxNote, UserError
@@ -18,7 +18,6 @@ from .instance_seeds import resolve_instance_seed
 from .llm import SamplerStallWarning, offline_stall
 from .llm import make_llm as make_backend
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint, started_base_url
-from .llm.record import recording_path, run_directory_of
 from .llm.usage import carry_usage
 from .methods import get_method
 from .robust import robust
@@ -30,12 +29,11 @@ from .robust.owned_executor import CompiledPathReport, OwnedExecutor
 from .robust.llm_guard import REQUESTS_FILE
 from .rundir.files import write_json_atomic
 from .rundir.lock import LOCK_NAME, RunLock
-from .rundir.reader import RunLog, load_config
+from .rundir.reader import RunLog
 from .rundir.writer import RunDirectory
-from .settings import default
 from .validation import ValidationTrace
 
-__all__ = ["start_run", "resume_run", "default_out", "replay_line"]
+__all__ = ["start_run", "resume_run", "default_out"]
 
 
 def default_out(config: RunConfig) -> str:
@@ -182,38 +180,3 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     if endpoint_note:
         warnings.warn(endpoint_note, EndpointWarning, stacklevel=2)
     return method
-
-
-def replay_line(config: RunConfig) -> str | None:
-    """For a replay of a run directory (``llm="replay:RUN_DIR"``), one line: the recorded settings
-    it takes (task, method, robust or plain, seed, budget, and those not at their defaults), those
-    given here instead, and how many answers it replays; ``None`` for any other run."""
-    kind, _, source = config.llm.partition(":")
-    run_dir = run_directory_of(source) if kind == "replay" and source else None
-    if run_dir is None:
-        return None
-    recorded = recorded_settings(load_config(run_dir))
-    mine = config.to_dict()
-    usual = {**{n: default(n) for n in mine}, **robust_defaults(config.task),  # the default seed, as it resolves
-             "instance_seed": resolve_instance_seed(default("instance_seed"), config.task, config.seed)}
-    names = [n for n in mine if n not in NOT_REPLAYED and n in recorded]
-    kept = [_words(n, mine[n]) for n in names if recorded[n] == mine[n]
-            and (n in ("task", "method", "robust", "seed", "budget") or mine[n] != usual.get(n))]
-    given = [f"{_words(n, mine[n])} (recorded {_value(n, recorded[n])})" for n in names if recorded[n] != mine[n]]
-    with open(recording_path(run_dir), encoding="utf-8") as journal:
-        answers = sum(1 for line in journal if line.strip())
-    return (f"replaying {run_dir}: its settings ({', '.join(kept)}) and its {answers} recorded answers"
-            + (f"; given here: {', '.join(given)}" if given else ""))
-
-
-def _words(name: str, value) -> str:
-    """A setting and its value as the replay line says it: ``budget 12``, ``robust``, ``jit off``."""
-    return _value(name, value) if name == "robust" else f"{name.replace('_', ' ')} {_value(name, value)}"
-
-
-def _value(name: str, value) -> str:
-    if name == "robust":
-        return "robust" if value else "plain"
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    return f"{value:g}" if isinstance(value, float) else str(value)

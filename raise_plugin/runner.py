@@ -13,12 +13,12 @@ from tasks import get_task
 from .config import ConfigError, IdleAdversaryWarning, RunConfig, recorded_settings
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
-from .errors import SandboxNote, UserError
-from .instance_seeds import resolve_instance_seed
+from .errors import UserError
+from .instance_seeds import nominal_set, resolve_instance_seed
 from .llm import SamplerStallWarning, offline_stall
 from .llm import make_llm as make_backend
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint, started_base_url
-from .llm.usage import carry_usage
+from .llm.usage import carry_usage, hold_caps
 from .methods import get_method
 from .robust import robust
 from .robust.adversarial import AdversarialInstanceCallback
@@ -28,8 +28,8 @@ from .robust.host_profiler import HostProfiler
 from .robust.owned_executor import CompiledPathReport, OwnedExecutor
 from .robust.llm_guard import REQUESTS_FILE
 from .rundir.files import write_json_atomic
-from .rundir.lock import LOCK_NAME, RunLock
-from .rundir.reader import RunLog
+from .rundir.lock import RunLock
+from .rundir.reader import RunLog, check_holds_run
 from .rundir.writer import RunDirectory
 from .validation import ValidationTrace
 
@@ -51,26 +51,13 @@ def make_llm(config: RunConfig):
               **({"timeout": config.llm_timeout} if config.llm_timeout is not None else {})}
     options = {"offline": {"seed": config.seed, "task": config.task}, "openai": openai}.get(kind, {})
     llm = make_backend(config.llm, record=config.record, **options)
-    backend = getattr(llm, "inner", llm)
-    if config.max_cost_usd is not None and getattr(backend, "priced", True) is False:
-        raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
-                        f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")
-    usage = getattr(backend, "usage", None)
-    if usage is not None:  # the caps hold at every request, retries included (LLMBudget's docstring)
-        usage.max_requests = config.max_llm_calls
-        usage.max_cost_usd = config.max_cost_usd
-        usage.max_failed_requests = config.max_failed_requests
+    hold_caps(llm, config.max_llm_calls, config.max_cost_usd, config.max_failed_requests)
     return llm
 
 
 def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Callback], initial_samples: int = 0):
     task = get_task(config.task)
-    nominal = task.nominal_instances(seed=config.nominal_seed)
-    if config.nominal_seed is not None and not task.draws_nominal:
-        warnings.warn(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
-                      f"task's generator; let its make_nominal take a seed (docs/tasks.md)", SandboxNote, stacklevel=3)
-    if config.nominal is not None:
-        nominal = nominal[:config.nominal]
+    nominal = nominal_set(task, config.nominal_seed, config.nominal)
     evaluation = task.evaluation(instances=nominal, aggregation=config.aggregation, timeout_seconds=config.timeout)
     if llm is None:
         llm = make_llm(config)
@@ -150,14 +137,7 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     (the run's request journal), so caps count the whole run. An ``openai`` run calls the base
     URL it recorded; one given here that differs, or an ``OPENAI_BASE_URL`` that differs, is
     said in one ``EndpointWarning`` (which one is used, and why)."""
-    if not (Path(path) / "config.json").exists():
-        folder = Path(path)
-        if (folder / LOCK_NAME).exists() and all(f.is_dir() or f.name in (LOCK_NAME, "config.json.tmp")
-                                                 or f.stat().st_size == 0 for f in folder.rglob("*")):
-            raise UserError(f"{path} holds no run yet: it stopped before its configuration was written; start "
-                            f"it again with `raise-ahd run ... --out {path}`")
-        missing = "no config.json" if folder.is_dir() else "no such directory"
-        raise UserError(f"{path} is not a run directory ({missing})")
+    check_holds_run(path)
     lock = RunLock(path).acquire()
     try:
         log = RunLog.load(path, on_repair=on_repair)

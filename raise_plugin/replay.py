@@ -7,10 +7,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .config import ConfigError, RunConfig, recorded_settings, robust_defaults
+from .config import ConfigError, RunConfig
 from .errors import UserError
 from .instance_seeds import resolve_instance_seed
 from .llm.record import recording_path, run_directory_of
+from .resolve import recorded_settings, robust_defaults
 from .rundir.files import RunDirectoryDamaged
 from .rundir.reader import load_config
 from .settings import default

@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from raise_plugin.config import ConfigError, RunConfig, final_selection
+from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_report import write_run_page
@@ -19,6 +19,7 @@ from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
 from raise_plugin.rundir.reader import load_config
 from raise_plugin.replay import RecordedRun
+from raise_plugin.resolve import final_selection
 from raise_plugin.runner import start_run
 from raise_plugin.commands.flags import add_flags
 from raise_plugin.settings import TREE

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from raise_plugin.config import final_selection  # noqa: E402
+from raise_plugin.resolve import final_selection  # noqa: E402
 from raise_plugin.harness.final_programs import final_program  # noqa: E402
 from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: E402
 from raise_plugin.engine.suite import Heuristic, evaluate_suite  # noqa: E402

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from raise_plugin.adversary import default_draws, search  # noqa: E402
 from raise_plugin.adversary.objective import parse_objective  # noqa: E402
-from raise_plugin.config import robust_defaults  # noqa: E402
+from raise_plugin.resolve import robust_defaults  # noqa: E402
 from raise_plugin.engine import ProcessExecutor, SourcePriority  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.common.evaluation import named_baseline  # noqa: E402

@@ -13,7 +13,7 @@ Everything a user needs, from this one import (each name is loaded on first use)
   ``HostTask``, ``ShiftDimension``, ``HeuristicError``, ``decide`` (docs/tasks.md);
 - a robust method: ``robust``, ``AdversarialInstanceCallback``, ``get_method``, ``make_llm``;
   a recorded run: ``start_run(RunConfig(...)).run()`` (returns the run's summary),
-  ``resume_run(path)``, ``RunLog``;
+  ``resume_run(path)``, ``replaying(path)`` (its config again, its answers replayed), ``RunLog``;
 - the harness: ``compare`` (``CompareConfig`` fields as keywords), ``run_compare``,
   ``profile`` (the robustness profile), ``evaluate_suite``, ``Heuristic``; ``stats`` (paired
   tests), ``figures`` (convergence and adversarial distributions) and ``paper_tables`` as modules.
@@ -68,7 +68,7 @@ _EXPORTS = {
     "AdversarialInstanceCallback": ("raise_plugin.robust.adversarial", "AdversarialInstanceCallback"),
     "get_method": ("raise_plugin.methods", "get_method"), "make_llm": ("raise_plugin.llm", "make_llm"),
     "RunConfig": ("raise_plugin.config", "RunConfig"), "start_run": ("raise_plugin.runner", "start_run"),
-    "resume_run": ("raise_plugin.runner", "resume_run"),
+    "resume_run": ("raise_plugin.runner", "resume_run"), "replaying": ("raise_plugin.replay", "replaying"),
     "compare": ("raise_plugin.harness.api", "compare"), "CompareConfig": ("raise_plugin.harness.compare_config", "CompareConfig"),
     "profile": ("raise_plugin.harness.api", "profile"),
     "run_compare": ("raise_plugin.harness.compare", "run_compare"),

@@ -1,4 +1,6 @@
-"""``RunConfig``: the settings of one run, validated on creation, from a TOML file and/or CLI flags."""
+"""``RunConfig``: the settings of one run, from a TOML file and/or CLI flags, each value checked on
+creation for what it is; what a value names (a task, a method, a baseline, a replay source, an
+executor) is checked where the run uses it (``raise_plugin.resolve``)."""
 from __future__ import annotations
 
 import hashlib
@@ -8,23 +10,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from tasks import get_task, list_tasks
-from tasks.common.aggregation import Aggregation
-from tasks.common.evaluation import named_baseline
-
-from .adversary.objective import parse_objective
-from .adversary.projection import check_epsilon
-from .adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
-from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
 from .errors import PluginWarning, UserError
-from .llm.record import recording_path, run_directory_of
-from .methods import METHODS
-from .rundir.files import RunDirectoryDamaged
-from .rundir.reader import load_config
-from .settings import SETTINGS, SettingError, default, flatten_tables, section_of
+from .settings import SETTINGS, SettingError, default, fallback, flatten_tables
 
-__all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "robust_defaults", "final_selection",
-           "PAPER_DEFAULTS", "NOT_REPLAYED", "recorded_settings", "SANDBOX_LIMITS"]
+__all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "SANDBOX_LIMITS"]
 
 
 class ConfigError(UserError):
@@ -57,66 +46,27 @@ def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = default
 # the sandbox's limits a run, an evaluation and a compare set (``SandboxLimits`` fields of the same names)
 SANDBOX_LIMITS = ("memory_mb", "file_mb", "output_mb")
 
-# settings a replay of a run directory does not take from the recorded run (``RunConfig.replaying``)
-NOT_REPLAYED = ("llm", "out", "record", "base_url")
-
-# the settings a task may choose (``Task.robust_defaults``), and the paper's values of them
-PAPER_DEFAULTS = {name: setting.fallback for name, setting in SETTINGS.items()
-                  if setting.task_default and setting.fallback is not None and section_of(name)[0] == "run"}
-
-
-def robust_defaults(task_name: str) -> dict[str, Any]:
-    """The robust settings a run of ``task_name`` takes when they are not given: the task's
-    (``Task.robust_defaults``), then the paper's."""
-    try:
-        own = dict(getattr(get_task(task_name), "robust_defaults", {}) or {})
-    except (KeyError, TypeError, ValueError):  # an unknown task fails its own check below
-        own = {}
-    return {**PAPER_DEFAULTS, **own}
-
-
-def recorded_settings(config: dict) -> dict:
-    """A recorded config with its robust settings made explicit: one left unset was written
-    before tasks had their own defaults, when unset meant the paper's, so a resumed (or
-    replayed) run keeps the settings it started with whatever the task's defaults are now."""
-    data = dict(config)
-    for name, value in PAPER_DEFAULTS.items():
-        if data.get(name) is None:
-            data[name] = value
-    data.setdefault("allow_no_refresh", True)  # recorded before a run that could not refresh was refused: it ran
-    if "instance_seed" not in data:  # recorded before instances had a seed of their own: the public set
-        data["instance_seed"] = "public"
-    return data
-
-
-def final_selection(task_name: str) -> str:
-    """What a finished run of ``task_name`` hands on when nothing else is asked for:
-    ``"robust"`` (its robust best) or ``"validation"`` (``Task.final_selection``)."""
-    try:
-        return str(getattr(get_task(task_name), "final_selection", "robust"))
-    except (KeyError, TypeError, ValueError):
-        return "robust"
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """One run of a (robust) method on a task: the settings of the tree's ``run`` section
     (``raise_plugin.settings``; docs/settings.md lists each with its default, unit and meaning),
-    one field per setting, each checked on creation against its setting.
+    one field per setting, each checked on creation against its setting; what a value names is
+    checked when a run starts, before it writes anything (``raise_plugin.resolve.resolve``).
 
     ``robust=False`` runs the same wrapped method without the inner loop, so plain and robust
     runs differ only by the adversarial callback. ``epsilon``, ``aggregation``,
-    ``adversary_objective`` and ``projection`` left unset take the task's robust defaults
-    (``Task.robust_defaults``, chosen on its validation suite), else the paper's (eps 0.002,
-    mean, metric, paper); the resolved values are what the run directory's ``config.json``
-    records. ``max_llm_calls`` counts requests, retries included: the endpoint receives at most
-    that many. ``early_reject`` never changes a run's samples, populations or best
-    (docs/robust.md); ``jit`` compiles a program only where its decisions on the task's probe
-    instances equal its Python function's.
+    ``adversary_objective`` and ``projection`` left unset (``None``) take the task's robust
+    defaults (``Task.robust_defaults``, chosen on its validation suite), else the paper's (eps
+    0.002, mean, metric, paper), when the run starts (``resolve.with_task_defaults``); the
+    resolved values are what the run directory's ``config.json`` records. ``max_llm_calls``
+    counts requests, retries included: the endpoint receives at most that many.
+    ``early_reject`` never changes a run's samples, populations or best (docs/robust.md); ``jit``
+    compiles a program only where its decisions on the task's probe instances equal its Python
+    function's.
     ``base_url`` (an ``openai`` back-end's endpoint) is resolved when the run starts and recorded
     in ``config.json``, so ``resume_run`` calls the endpoint the run started with (the API key is
-    never recorded); ``RunConfig.replaying(RUN_DIR, **overrides)`` takes a recorded run's
-    settings and replays its answers, reproducing it.
+    never recorded); ``raise_plugin.replay.replaying(RUN_DIR, **overrides)`` takes a recorded
+    run's settings and replays its answers, reproducing it.
     """
 
     task: str = default("task")
@@ -167,10 +117,6 @@ class RunConfig:
     jit_after: float = default("jit_after")
 
     def __post_init__(self):
-        for name, value in robust_defaults(self.task).items():
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, value)
-
         def bad(name, why):
             raise ConfigError(f"config field {name!r}: {why}, got {getattr(self, name)!r}")
 
@@ -179,70 +125,23 @@ class RunConfig:
                 SETTINGS[f.name].check(getattr(self, f.name))
             except SettingError as exc:
                 raise ConfigError(f"config field {f.name!r}: {exc.reason}") from None
-        # the adversary's settings: checked by the one config the callback uses
-        try:
-            self.adversary()
-        except AdversaryConfigError as exc:
-            why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
-            raise ConfigError(f"config field {exc.name!r}: {why}") from None
         if self.prices is not None:
             for model, pair in self.prices.items():
                 if (not isinstance(pair, (list, tuple)) or len(pair) != 2
                         or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in pair)):
                     bad("prices", f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
-        if self.method not in METHODS:
-            bad("method", f"must be one of {', '.join(sorted(METHODS))}")
-        if self.task not in list_tasks():
-            bad("task", f"must be one of {', '.join(list_tasks())}")
         if self.instance_seed not in ("private", "drawn", "public") and not (self.instance_seed.isdigit()
                                                                               and len(self.instance_seed) <= 19):
             bad("instance_seed", "must be 'private', 'drawn', 'public' or a non-negative integer")
-        self._check_references()
-        self._check_epsilon()
         if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
             bad("llm", "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
-        if self.llm.startswith("replay:"):
-            if not self.llm.partition(":")[2]:
-                bad("llm", "replay needs a recording: replay:FILE or replay:RUN_DIR")
-            try:
-                recording_path(self.llm.partition(":")[2])
-            except UserError as exc:
-                raise ConfigError(f"config field 'llm': {exc}") from None
+        if self.llm.startswith("replay:") and not self.llm.partition(":")[2]:
+            bad("llm", "replay needs a recording: replay:FILE or replay:RUN_DIR")
         if self.base_url is not None:
             if not self.llm.startswith("openai"):
                 bad("base_url", f"only an openai back-end has an endpoint (llm is {self.llm!r})")
             if not self.base_url.startswith(("http://", "https://")):
                 bad("base_url", "must be an http:// or https:// URL")
-        if self.executor is not None:
-            try:
-                kind, count = parse_executor_spec(self.executor)
-            except ExecutorSpecError as exc:
-                bad("executor", str(exc))
-            if self.workers is not None and (kind != "process" or count is not None):
-                bad("workers", f"counts the local worker processes, and executor {self.executor!r} already says "
-                               f"where programs run: give --workers N or --executor process:N, not both")
-
-    def _check_epsilon(self) -> None:
-        """eps beyond the largest distance the task's distributions reach is never reached."""
-        if not self.robust or self.constraint == "none":
-            return
-        reach = check_epsilon(get_task(self.task), self.epsilon)
-        if reach is not None:
-            raise ConfigError(f"config field 'epsilon': {self.epsilon:g} is beyond the largest distance {self.task}'s "
-                              f"distributions can reach from its nominal histograms ({reach:.4g})")
-
-    def _check_references(self) -> None:
-        """A regret against one named baseline must name one of the task's baselines."""
-        task = get_task(self.task)
-        for name, field in (((Aggregation.parse(self.aggregation).reference if self.aggregation else None),
-                             "aggregation"),
-                            ((parse_objective(self.adversary_objective).name if self.adversary_objective else None),
-                             "adversary_objective")):
-            if name:
-                try:
-                    named_baseline(task, name)
-                except ValueError as exc:
-                    raise ConfigError(f"config field {field!r}: {exc}") from None
 
     # -- loading ---------------------------------------------------------------
     @classmethod
@@ -282,33 +181,6 @@ class RunConfig:
         except SettingError as exc:
             raise ConfigError(f"config file {p}: {exc}") from None
 
-    @classmethod
-    def replaying(cls, run_dir: str | Path, **overrides) -> "RunConfig":
-        """The run recorded in ``run_dir`` again, from that directory alone: its settings (its
-        ``config.json``) with ``overrides`` (not ``None``) over them, and its recorded answers
-        replayed (``llm`` is ``replay:`` and the directory's absolute path). With one sampler it
-        reproduces the run: the same prompts, samples and scores. Not taken from the recording:
-        ``out`` (the run's own directory; give a new one, else the default), ``record`` (the
-        recorded run's file is not appended to) and ``base_url`` (no endpoint is called)."""
-        source = Path(run_dir)
-        if "llm" in overrides and overrides["llm"] is not None:
-            raise ConfigError(f"replaying {source}: its llm is the replay of its answers, not {overrides['llm']!r}")
-        try:
-            recording_path(source)  # one line when it is neither a run directory nor holds a journal of answers
-        except UserError as exc:
-            raise ConfigError(str(exc)) from None
-        if run_directory_of(source) is None:
-            raise ConfigError(f"replaying {source}: not a run directory (a --record file replays with "
-                              f"llm='replay:{source}' and the recorded run's settings given again)")
-        try:
-            recorded = recorded_settings(load_config(source))
-        except RunDirectoryDamaged as exc:
-            raise ConfigError(f"replaying {source}: {exc}") from None
-        data = {k: v for k, v in recorded.items() if k not in NOT_REPLAYED}
-        data["llm"] = f"replay:{source.resolve()}"
-        data.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.from_dict(data, source=str(source / "config.json"))
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -343,14 +215,7 @@ class RunConfig:
         mixed = hashlib.sha256(f"{self.seed}:{self.nominal_seed}".encode()).digest()
         return int.from_bytes(mixed[:4], "little")
 
-    def adversary(self):
-        """The run's ``AdversaryConfig`` (what the adversarial callback is built from)."""
-        return AdversaryConfig(self.epsilon, self.tau, self.tau_unit, self.inner_population, self.inner_generations,
-                               self.aggregation, self.max_adversarial, self.adversary_objective, self.inner_draws,
-                               self.adversary_switches(), self.instances_per_refresh)
-
     def adversary_switches(self) -> dict[str, Any]:
         """The adversary's switches that differ from the search's defaults (the paper's)."""
-        defaults = {k: SearchConfig.__dataclass_fields__[k].default for k in ("projection", "encoding", "constraint",
-                                                                                 "length")}
-        return {k: getattr(self, k) for k in defaults if getattr(self, k) not in (None, defaults[k])}
+        return {k: getattr(self, k) for k in ("projection", "encoding", "constraint", "length")
+                if getattr(self, k) not in (None, fallback(k))}

@@ -18,9 +18,12 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import warnings
 from pathlib import Path
 
-__all__ = ["resolve_instance_seed", "key_path"]
+from .errors import SandboxNote
+
+__all__ = ["resolve_instance_seed", "key_path", "nominal_set"]
 
 
 def key_path() -> Path:
@@ -62,3 +65,14 @@ def resolve_instance_seed(value: str, task: str, seed: int) -> str:
     if value == "drawn":
         return str(secrets.randbits(62))
     return value
+
+
+def nominal_set(task, seed: int | None, count: int | None = None) -> list:
+    """The nominal instances a run trains on: ``task``'s drawn from ``seed`` (``None``: its public
+    set), the first ``count`` of them; a task that cannot draw a set of its own is said once
+    (a ``SandboxNote``: a program can rebuild the set it trains on)."""
+    nominal = task.nominal_instances(seed=seed)
+    if seed is not None and not task.draws_nominal:
+        warnings.warn(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
+                      f"task's generator; let its make_nominal take a seed (docs/tasks.md)", SandboxNote, stacklevel=4)
+    return nominal if count is None else nominal[:count]

@@ -1,69 +1,36 @@
-"""Building a recorded run from a ``RunConfig``, and rebuilding one from its run directory to resume it
-(or saying what a replay of one takes from it)."""
+"""Building a recorded run from a ``RunConfig`` and starting it, or rebuilding one from its run
+directory to resume it."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import io
-import json
-import logging
-import os
 import time
 import warnings
 from pathlib import Path
 from typing import Iterable
 
-from llm4ad.method.eoh import EoHProfiler
-
 from tasks import get_task
 
-from .config import NOT_REPLAYED, ConfigError, IdleAdversaryWarning, RunConfig, recorded_settings, robust_defaults
+from .config import ConfigError, IdleAdversaryWarning, RunConfig
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
-from .errors import PluginWarning, SandboxNote, UserError
-from .instance_seeds import resolve_instance_seed
-from .credentials import hides_credentials, shown_url
-from .llm import ENV_BASE_URL, SamplerStallWarning, endpoint_url, offline_stall
-from .llm import make_llm as make_backend
-from .llm.record import recording_path, run_directory_of
-from .methods import get_method
-from .robust import robust
-from .robust.adversarial import AdversarialInstanceCallback
+from .errors import UserError
+from .instance_seeds import nominal_set, resolve_instance_seed
+from .llm import SamplerStallWarning, offline_stall, make_llm as make_backend
+from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint, started_base_url
+from .llm.usage import carry_usage, hold_caps
+from .robust import AdversarialInstanceCallback, Callback, robust
 from .robust.budget import LLMBudget
-from .robust.hooks import Callback
+from .robust.host_profiler import HostProfiler
 from .robust.llm_guard import REQUESTS_FILE
+from .robust.owned_executor import CompiledPathReport, OwnedExecutor
+from .resolve import RunParts, recorded_settings, resolve
 from .rundir.files import write_json_atomic
-from .rundir.lock import LOCK_NAME, RunLock
-from .rundir.reader import RunLog, load_config
+from .rundir.lock import RunLock
+from .rundir.reader import RunLog, check_holds_run
 from .rundir.writer import RunDirectory
-from .settings import default
 from .validation import ValidationTrace
 
-__all__ = ["start_run", "resume_run", "default_out", "replay_line", "HostProfiler", "CompiledPathReport",
-           "EndpointWarning"]
-
-
-class EndpointWarning(PluginWarning):
-    """A resumed run calls another endpoint than it would by default: which one, and why."""
-
-
-class HostProfiler(EoHProfiler):
-    """The host's ``EoHProfiler`` writing its usual logs, without printing every sample to stdout."""
-
-    def __init__(self, log_dir, **kwargs):
-        type(self)._cur_gen = 0  # a class attribute in the host: reset it per run
-        super().__init__(log_dir, create_random_path=False, log_style="simple", **kwargs)
-
-    def _create_log_path(self):
-        with contextlib.redirect_stdout(io.StringIO()):
-            super()._create_log_path()
-        root = logging.getLogger("root")
-        for handler in root.handlers[:]:
-            if type(handler) is logging.StreamHandler:
-                root.removeHandler(handler)
-
-    def _record_and_print_verbose(self, function, *, resume_mode=False):
-        super()._record_and_print_verbose(function, resume_mode=True)
+__all__ = ["start_run", "resume_run", "default_out"]
 
 
 def default_out(config: RunConfig) -> str:
@@ -75,38 +42,23 @@ def default_out(config: RunConfig) -> str:
 def make_llm(config: RunConfig):
     """The LLM back-end named by ``config.llm`` (``offline`` is seeded by the run's seed)."""
     kind = config.llm.split(":", 1)[0]
-    openai = {"seed": config.seed, "max_tokens": config.max_tokens,
-              **({"base_url": config.base_url} if config.base_url else {}),
-              **({"prices": config.prices} if config.prices else {}),
-              **({"timeout": config.llm_timeout} if config.llm_timeout is not None else {})}
+    given = {"base_url": config.base_url, "prices": config.prices, "timeout": config.llm_timeout}
+    openai = {"seed": config.seed, "max_tokens": config.max_tokens, **{k: v for k, v in given.items() if v}}
     options = {"offline": {"seed": config.seed, "task": config.task}, "openai": openai}.get(kind, {})
     llm = make_backend(config.llm, record=config.record, **options)
-    backend = getattr(llm, "inner", llm)
-    if config.max_cost_usd is not None and getattr(backend, "priced", True) is False:
-        raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
-                        f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")
-    usage = getattr(backend, "usage", None)
-    if usage is not None:  # the caps hold at every request, retries included (LLMBudget's docstring)
-        usage.max_requests = config.max_llm_calls
-        usage.max_cost_usd = config.max_cost_usd
-        usage.max_failed_requests = config.max_failed_requests
+    hold_caps(llm, config.max_llm_calls, config.max_cost_usd, config.max_failed_requests)
     return llm
 
 
-def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Callback], initial_samples: int = 0):
-    task = get_task(config.task)
-    nominal = task.nominal_instances(seed=config.nominal_seed)
-    if config.nominal_seed is not None and not task.draws_nominal:
-        warnings.warn(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
-                      f"task's generator; let its make_nominal take a seed (docs/tasks.md)", SandboxNote, stacklevel=3)
-    if config.nominal is not None:
-        nominal = nominal[:config.nominal]
+def _build(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, callbacks: Iterable[Callback],
+           initial_samples: int = 0):
+    task = parts.task
+    nominal = nominal_set(task, config.nominal_seed, config.nominal)
     evaluation = task.evaluation(instances=nominal, aggregation=config.aggregation, timeout_seconds=config.timeout)
-    if llm is None:
-        llm = make_llm(config)
+    llm = make_llm(config) if llm is None else llm
     all_callbacks: list[Callback] = []
     if config.robust:
-        all_callbacks.append(AdversarialInstanceCallback.from_config(config.adversary(), seed=config.adversary_seed))
+        all_callbacks.append(AdversarialInstanceCallback.from_config(parts.adversary, seed=config.adversary_seed))
     if config.max_cost_usd is not None or config.max_llm_calls is not None:
         all_callbacks.append(LLMBudget(config.max_cost_usd, config.max_llm_calls))
     if config.validation_trace:
@@ -121,59 +73,20 @@ def _build(config: RunConfig, run_dir: RunDirectory, llm, callbacks: Iterable[Ca
     per_instance = None if config.timeout is None else config.timeout / max(1, len(nominal))
     # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of its own)
     check_limits(task, SandboxLimits(**(limits or {})), executor, timeout=per_instance)
-    profiler = None
-    if config.host_profiler:
-        profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name,
-                                method_name=config.method, initial_num_samples=initial_samples)
-    method_cls = robust(get_method(config.method))
-    return method_cls(llm=llm, evaluation=evaluation, profiler=profiler, max_sample_nums=config.budget,
-                      max_generations=None, pop_size=config.pop_size, num_samplers=config.num_samplers,
-                      num_evaluators=config.num_evaluators, callbacks=all_callbacks, seed=config.seed,
-                      recorder=run_dir, executor=executor, generation_size=config.pop_size,
-                      early_reject=config.early_reject)
-
-
-class OwnedExecutor(Callback):
-    """The workers a run started itself (its sandbox's limits are not the engine's own): stopped
-    when the run ends, or fails."""
-
-    checkpointed = False
-
-    def __init__(self, executor, directory: Path):
-        self.executor = executor
-        self.directory = Path(directory)
-
-    def on_run_end(self, method, snapshot) -> None:
-        self._close()
-
-    def on_exception(self, method, snapshot, exc) -> None:
-        self._close()
-
-    def _close(self) -> None:
-        if hasattr(self.executor, "shutdown"):
-            self.executor.shutdown()
-
-
-class CompiledPathReport(OwnedExecutor):
-    """With ``--jit``: at the end of the run, how many programs ran compiled and how many stayed
-    on Python (``compiled.json`` in the run directory, ``line`` for the summary); then stops
-    the run's workers."""
-
-    def __init__(self, executor, directory: Path):
-        super().__init__(executor, directory)
-        self.line = ""
-
-    def _close(self) -> None:
-        tally = getattr(self.executor, "compiled", None)
-        if tally is not None:
-            self.line = tally.line()
-            (self.directory / "compiled.json").write_text(json.dumps(tally.as_dict(), indent=1) + "\n")
-        super()._close()
+    profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name, method_name=config.method,
+                            initial_num_samples=initial_samples) if config.host_profiler else None
+    return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler, max_sample_nums=config.budget,
+                                max_generations=None, pop_size=config.pop_size, num_samplers=config.num_samplers,
+                                num_evaluators=config.num_evaluators, callbacks=all_callbacks, seed=config.seed,
+                                recorder=run_dir, executor=executor, generation_size=config.pop_size,
+                                early_reject=config.early_reject)
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
     """A new run writing to ``config.out`` (refused when that directory already holds one); ``.run()`` runs it and
-    returns its summary (the dict ``summary()`` gives and ``summary.json`` holds)."""
+    returns its summary (the dict ``summary()`` gives and ``summary.json`` holds). What the config names is
+    checked first (``resolve``): a bad name, as a bad value, writes nothing."""
+    config, parts = resolve(config)
     idle = config.idle_adversary()
     if idle and not config.allow_no_refresh:  # a robust run that would train as a plain one: refused, with the fix
         raise ConfigError(f"{idle} (or start it as it is with --allow-no-refresh)")
@@ -182,17 +95,12 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     try:
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
-        changes = {"out": str(out)} if config.out != str(out) else {}  # the run directory chosen here
-        if config.llm.startswith("openai") and not config.base_url:  # the endpoint, as resume will see it
-            changes["base_url"] = endpoint_url()
-        resolved = resolve_instance_seed(config.instance_seed, config.task, config.seed)
-        if resolved != config.instance_seed:  # a seed no program can know, recorded (``instance_seeds``)
-            changes["instance_seed"] = resolved
-        if changes:
-            config = dataclasses.replace(config, **changes)
-        write_json_atomic(out / "config.json", _recorded(config))  # first: from here on, resume continues
+        # recorded: the run directory, the endpoint resume will call and a seed no program can know
+        config = dataclasses.replace(config, out=str(out), base_url=started_base_url(config.llm, config.base_url),
+                                     instance_seed=resolve_instance_seed(config.instance_seed, config.task, config.seed))
+        write_json_atomic(out / "config.json", recorded_settings_of(config.to_dict()))  # first: resume goes on from here
         run_dir = RunDirectory(out, lock=lock)
-        method = _build(config, run_dir, llm, callbacks)
+        method = _build(config, parts, run_dir, llm, callbacks)
     except BaseException:
         lock.release()
         raise
@@ -209,39 +117,29 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     """The run recorded in ``path``, restored and ready to continue until its budget; ``.run()``
     continues it and returns its summary, as a new run's does.
 
-    Refused when another process writes ``path``; damaged records are repaired or rebuilt
-    first (``on_repair(message)`` hears of each), or refused in one line (``UserError``).
-    ``budget`` and ``overrides`` (``max_cost_usd``, ``max_llm_calls``, ``max_tokens``,
-    ``llm_timeout``, ``max_failed_requests``, ``base_url``; ``None`` leaves one as recorded) change
-    the recorded config before the run continues. The LLM usage recorded so far is carried over
-    (the run's request journal), so caps count the whole run. An ``openai`` run calls the base
-    URL it recorded; one given here that differs, or an ``OPENAI_BASE_URL`` that differs, is
-    said in one ``EndpointWarning`` (which one is used, and why)."""
-    if not (Path(path) / "config.json").exists():
-        folder = Path(path)
-        if (folder / LOCK_NAME).exists() and all(f.is_dir() or f.name in (LOCK_NAME, "config.json.tmp")
-                                                 or f.stat().st_size == 0 for f in folder.rglob("*")):
-            raise UserError(f"{path} holds no run yet: it stopped before its configuration was written; start "
-                            f"it again with `raise-ahd run ... --out {path}`")
-        missing = "no config.json" if folder.is_dir() else "no such directory"
-        raise UserError(f"{path} is not a run directory ({missing})")
+    Refused when another process writes ``path``; damaged records are repaired or rebuilt first
+    (``on_repair(message)`` hears of each), or refused in one line (``UserError``). ``budget`` and
+    ``overrides`` (``max_cost_usd``, ``max_llm_calls``, ``max_tokens``, ``llm_timeout``,
+    ``max_failed_requests``, ``base_url``; ``None`` leaves one as recorded) change the recorded config
+    before the run continues. The LLM usage recorded so far is carried over (the run's request
+    journal), so caps count the whole run. An ``openai`` run calls the base URL it recorded (else
+    one ``EndpointWarning`` says which it calls, and why: ``llm.endpoint.resumed_endpoint``)."""
+    check_holds_run(path)
     lock = RunLock(path).acquire()
     try:
         log = RunLog.load(path, on_repair=on_repair)
         data = recorded_settings(log.config)
         changes = {k: v for k, v in {"budget": budget, **overrides}.items() if v is not None}
-        endpoint_note = None
-        if str(data.get("llm", "")).startswith("openai"):
-            changes, endpoint_note = _resumed_endpoint(data.get("base_url"), changes)
+        changes, endpoint_note = resumed_endpoint(data, changes)
         data.update(changes)
-        config = RunConfig.from_dict(data, source=str(Path(path) / "config.json"))
+        config, parts = resolve(RunConfig.from_dict(data, source=str(Path(path) / "config.json")))
         run_dir = RunDirectory(path, lock=lock)
         if changes:
-            run_dir.write_config(_recorded(config))
+            run_dir.write_config(recorded_settings_of(config.to_dict()))
         journalled = (Path(path) / REQUESTS_FILE).exists()
-        method = _build(config, run_dir, llm, callbacks, initial_samples=len(log.samples))
+        method = _build(config, parts, run_dir, llm, callbacks, initial_samples=len(log.samples))
         if not journalled:
-            _carry_usage(method, Path(path) / "llm_usage.json")
+            carry_usage(method.llm, Path(path) / "llm_usage.json")
         method.restore(log)
     except BaseException:
         lock.release()
@@ -249,87 +147,3 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     if endpoint_note:
         warnings.warn(endpoint_note, EndpointWarning, stacklevel=2)
     return method
-
-
-def _recorded(config: RunConfig) -> dict:
-    """``config`` as ``config.json`` records it: the base URL's credentials replaced by ``***``
-    (resume takes them again from ``--base-url`` or ``OPENAI_BASE_URL``)."""
-    data = config.to_dict()
-    if data.get("base_url"):
-        data["base_url"] = shown_url(data["base_url"])
-    return data
-
-
-def _resumed_endpoint(recorded: str | None, changes: dict) -> tuple[dict, str | None]:
-    """The base URL a resumed ``openai`` run calls (in ``changes`` when it is not the recorded
-    one), and a line saying so when it is not simply the recorded one. A recorded URL whose
-    credentials were hidden takes them from ``OPENAI_BASE_URL`` when that is the same URL; else
-    the URL must be given again (``UserError``)."""
-    given, env = changes.get("base_url"), os.environ.get(ENV_BASE_URL)
-    if given is not None:
-        return changes, (None if recorded in (None, given, shown_url(given)) else
-                         f"base URL {shown_url(given)} (given here) is used, not {recorded} the run started "
-                         f"with; config.json now records {shown_url(given)}")
-    if recorded is None:  # a run directory written before the base URL was recorded
-        url = endpoint_url()
-        return {**changes, "base_url": url}, (f"the run's config.json records no base URL (written before it was "
-                                              f"kept): it continues against {shown_url(url)} (from "
-                                              f"{ENV_BASE_URL if env else 'the default, the OpenAI API'}), "
-                                              f"now recorded")
-    hidden = hides_credentials(recorded)
-    if env and shown_url(env).rstrip("/") == recorded.rstrip("/"):
-        return ({**changes, "base_url": env}, None) if hidden else (changes, None)
-    if hidden:
-        raise UserError(f"the run's config.json records its base URL without its credentials ({recorded}); give "
-                        f"the URL again with --base-url or {ENV_BASE_URL}")
-    if env:
-        return changes, (f"{ENV_BASE_URL} is {shown_url(env)}, but the run started against {recorded}: it "
-                         f"continues against the recorded one (--base-url {shown_url(env)} moves it)")
-    return changes, None
-
-
-def _carry_usage(method, path: Path) -> None:
-    """Add the usage recorded in ``llm_usage.json`` to the new back-end's ledger (cost caps count
-    it): run directories written before the request journal, which the ledger reads itself."""
-    usage = getattr(method.llm, "usage", None)
-    if usage is None or not hasattr(usage, "merge") or not path.exists():
-        return
-    try:
-        usage.merge(json.loads(path.read_text()))
-    except (ValueError, TypeError, KeyError):
-        pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)
-
-
-def replay_line(config: RunConfig) -> str | None:
-    """For a replay of a run directory (``llm="replay:RUN_DIR"``), one line: the recorded settings
-    it takes (task, method, robust or plain, seed, budget, and those not at their defaults), those
-    given here instead, and how many answers it replays; ``None`` for any other run."""
-    kind, _, source = config.llm.partition(":")
-    run_dir = run_directory_of(source) if kind == "replay" and source else None
-    if run_dir is None:
-        return None
-    recorded = recorded_settings(load_config(run_dir))
-    mine = config.to_dict()
-    usual = {**{n: default(n) for n in mine}, **robust_defaults(config.task),  # the default seed, as it resolves
-             "instance_seed": resolve_instance_seed(default("instance_seed"), config.task, config.seed)}
-    names = [n for n in mine if n not in NOT_REPLAYED and n in recorded]
-    kept = [_words(n, mine[n]) for n in names if recorded[n] == mine[n]
-            and (n in ("task", "method", "robust", "seed", "budget") or mine[n] != usual.get(n))]
-    given = [f"{_words(n, mine[n])} (recorded {_value(n, recorded[n])})" for n in names if recorded[n] != mine[n]]
-    with open(recording_path(run_dir), encoding="utf-8") as journal:
-        answers = sum(1 for line in journal if line.strip())
-    return (f"replaying {run_dir}: its settings ({', '.join(kept)}) and its {answers} recorded answers"
-            + (f"; given here: {', '.join(given)}" if given else ""))
-
-
-def _words(name: str, value) -> str:
-    """A setting and its value as the replay line says it: ``budget 12``, ``robust``, ``jit off``."""
-    return _value(name, value) if name == "robust" else f"{name.replace('_', ' ')} {_value(name, value)}"
-
-
-def _value(name: str, value) -> str:
-    if name == "robust":
-        return "robust" if value else "plain"
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,40 +1,56 @@
-"""Robust settings left unset come from the task (chosen on its validation suite), else the paper's."""
+"""Robust settings left unset come from the task (chosen on its validation suite), else the paper's,
+when the run starts; a name the task does not have fails there, before anything is written."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from raise_plugin.config import ConfigError, PAPER_DEFAULTS, RunConfig
+from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.resolve import PAPER_DEFAULTS, resolve, with_task_defaults
 from raise_plugin.runner import start_run
 
 
 def test_obp_takes_its_validated_defaults_and_the_others_the_papers():
-    obp = RunConfig(task="obp")
+    assert RunConfig(task="obp").epsilon is None  # unset until the run starts
+    obp = with_task_defaults(RunConfig(task="obp"))
     assert (obp.epsilon, obp.projection, obp.adversary_objective, obp.aggregation) == (
         0.01, "sphere", "regret:bestfit", "regret:bestfit:min")
     for task in ("ojsp", "ovrp", "knapsack", "cvrp"):
-        c = RunConfig(task=task)
+        c = with_task_defaults(RunConfig(task=task))
         assert (c.epsilon, c.aggregation, c.adversary_objective, c.projection) == tuple(
             PAPER_DEFAULTS[k] for k in ("epsilon", "aggregation", "adversary_objective", "projection"))
 
 
 def test_a_given_setting_wins_and_is_still_checked():
-    c = RunConfig(task="obp", epsilon=0.002, aggregation="mean")
+    c, _ = resolve(RunConfig(task="obp", epsilon=0.002, aggregation="mean"))
     assert (c.epsilon, c.aggregation, c.projection) == (0.002, "mean", "sphere")
     with pytest.raises(ConfigError, match="epsilon"):
         RunConfig(task="obp", epsilon=0.0)
-    assert RunConfig(task="ovrp", aggregation="regret:min").aggregation == "regret:min"
+    assert resolve(RunConfig(task="ovrp", aggregation="regret:min"))[0].aggregation == "regret:min"
     with pytest.raises(ConfigError, match=r"'aggregation'.*regret:\[NAME:\]min"):
-        RunConfig(task="obp", aggregation="regret:median")
+        resolve(RunConfig(task="obp", aggregation="regret:median"))
     # a regret against one named rule: the name must be one of the task's baselines
-    c = RunConfig(task="ovrp", aggregation="regret:sp-insert:min", adversary_objective="regret:SP-Insert")
-    assert c.adversary().aggregation_rule.reference == "sp-insert"
+    _, parts = resolve(RunConfig(task="ovrp", aggregation="regret:sp-insert:min", adversary_objective="regret:SP-Insert"))
+    assert parts.adversary.aggregation_rule.reference == "sp-insert"
     with pytest.raises(ConfigError, match=r"^config field 'adversary_objective': task 'ovrp' has no classical "
                                           r"baseline 'bestfit' \(it has: NF-Insert, SP-Insert, UW-Insert\)$"):
-        RunConfig(task="ovrp", adversary_objective="regret:bestfit")
+        resolve(RunConfig(task="ovrp", adversary_objective="regret:bestfit"))
     with pytest.raises(ConfigError, match="^config field 'aggregation': task 'obp' has no classical baseline"):
-        RunConfig(task="obp", aggregation="regret:worstfit:min")
+        resolve(RunConfig(task="obp", aggregation="regret:worstfit:min"))
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"method": "nosuch"}, "^config field 'method': must be one of eoh, .*, got 'nosuch'$"),
+    ({"task": "nosuch"}, "^config field 'task': must be one of .*, got 'nosuch'$"),
+    ({"epsilon": 5.0}, "^config field 'epsilon': 5 is beyond the largest distance obp's distributions can reach"),
+    ({"executor": "serial", "workers": 2}, "^config field 'workers': counts the local worker processes"),
+    ({"llm": "replay:nowhere"}, "^config field 'llm': replay:nowhere: no such recording")])
+def test_a_bad_name_fails_when_the_run_starts_before_anything_is_written(tmp_path, fields, message):
+    config = RunConfig(**{"task": "obp", "out": str(tmp_path / "r"), **fields})  # what each value is: fine
+    with pytest.raises(ConfigError, match=message):
+        start_run(config)
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_run_directory_records_the_resolved_settings(tmp_path):

@@ -13,6 +13,7 @@ import numpy as np
 from raise_plugin.settings import (CONSTRAINTS, ENCODINGS, LENGTHS, PER_REFRESH, PROJECTIONS, SETTINGS, TAU_UNITS,
                                    SettingError, default, fallback)
 from tasks.common.aggregation import Aggregation
+from tasks.common.evaluation import named_baseline
 
 from .objective import Objective, parse_objective
 
@@ -147,6 +148,17 @@ class AdversaryConfig:
     @property
     def aggregation_rule(self):
         return Aggregation.parse(self.aggregation)
+
+    def check_task(self, task) -> None:
+        """A baseline named by the objective or the aggregation must be ``task``'s
+        (``AdversaryConfigError`` naming the field and the task's baselines)."""
+        for name, baseline in (("adversary_objective", self.objective_rule.name),
+                               ("aggregation", self.aggregation_rule.reference)):
+            if baseline:
+                try:
+                    named_baseline(task, baseline)
+                except ValueError as exc:
+                    raise AdversaryConfigError(name, str(exc)) from None
 
     @property
     def objective_rule(self) -> Objective:

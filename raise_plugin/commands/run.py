@@ -8,16 +8,19 @@ import sys
 import threading
 from pathlib import Path
 
-from raise_plugin.config import ConfigError, RunConfig, final_selection
+from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_report import write_run_page
 from raise_plugin.llm.record import run_directory_of
 from raise_plugin.llm.usage import REPLAY
+from raise_plugin.robust.owned_executor import CompiledPathReport
 from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
 from raise_plugin.rundir.reader import load_config
-from raise_plugin.runner import CompiledPathReport, replay_line, start_run
+from raise_plugin.replay import RecordedRun
+from raise_plugin.resolve import final_selection
+from raise_plugin.runner import start_run
 from raise_plugin.commands.flags import add_flags
 from raise_plugin.settings import TREE
 from raise_plugin.validation import select_final
@@ -66,7 +69,9 @@ def parse_prices(items) -> dict | None:
     return prices
 
 
-def config_from_args(args) -> RunConfig:
+def config_from_args(args) -> tuple[RunConfig, RecordedRun | None]:
+    """The run's config from the flags over the ``--config`` file; with ``--llm replay:RUN_DIR``
+    the recorded run too, whose settings are the defaults of those not given."""
     args.prices = parse_prices(getattr(args, "price_items", None))
     flags = {name: getattr(args, name) for name in FLAGS if getattr(args, name, None) is not None}
     if flags.get("task") and is_task_reference(flags["task"]):
@@ -79,9 +84,9 @@ def config_from_args(args) -> RunConfig:
             raise UserError(f"config file {args.config}: not UTF-8 text") from None
     kind, _, recording = str(data.get("llm", "")).partition(":")
     if kind == "replay" and recording and run_directory_of(recording) is not None:
-        # a run again: its recorded settings are the defaults of those not given here
-        return RunConfig.replaying(recording, **{k: v for k, v in data.items() if k != "llm"})
-    return RunConfig.from_dict(data, source=source)
+        recorded = RecordedRun.read(recording)  # a run again: its settings the defaults of those not given here
+        return recorded.config(**{k: v for k, v in data.items() if k != "llm"}), recorded
+    return RunConfig.from_dict(data, source=source), None
 
 
 def print_summary(summary: dict, run_dir, out=None, selection: dict | None = None) -> None:
@@ -284,9 +289,8 @@ def _final_selection(method, run_dir, summary: dict) -> dict | None:
 
 
 def run(args) -> int:
-    config = config_from_args(args)
+    config, recorded = config_from_args(args)
     method = start_run(config)
-    replaying = replay_line(config)
-    if replaying:
-        print(replaying, flush=True)
+    if recorded is not None:
+        print(recorded.line(config), flush=True)
     return execute(method, method.recorder.path, progress=args.progress)

@@ -1,7 +1,7 @@
 """``raise-ahd tasks``: list the registered tasks, or describe one (by name, file or module)."""
 from __future__ import annotations
 
-from raise_plugin.config import final_selection, robust_defaults
+from raise_plugin.resolve import final_selection, robust_defaults
 from raise_plugin.errors import UserError
 from raise_plugin.commands.flags import add_flags
 from tasks import get_task, list_tasks

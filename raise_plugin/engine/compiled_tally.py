@@ -1,9 +1,12 @@
 """How many programs an executor's jobs ran compiled and how many were left on Python (the
-compiled path, ``compiled``), and the line that says so."""
+compiled path, ``compiled``), the line that says so, and its record in a run directory
+(``compiled.json``)."""
 from __future__ import annotations
 
 import collections
+import json
 import threading
+from pathlib import Path
 
 from .compiled import WAITING, program_key
 
@@ -72,6 +75,12 @@ class CompiledTally:
 
     def line(self) -> str:
         return tally_line(self.as_dict())
+
+    def write(self, directory: Path) -> str:
+        """The tally recorded in ``directory/compiled.json``; its line."""
+        tally = self.as_dict()
+        (Path(directory) / "compiled.json").write_text(json.dumps(tally, indent=1) + "\n")
+        return tally_line(tally)
 
 
 def tally_line(tally: dict) -> str:

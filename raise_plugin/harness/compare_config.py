@@ -5,11 +5,12 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from raise_plugin.config import SANDBOX_LIMITS, ConfigError, RunConfig, final_selection, robust_defaults
+from raise_plugin.config import SANDBOX_LIMITS, ConfigError, RunConfig
 from raise_plugin.engine.executor_spec import parse_executor_spec
 from raise_plugin.errors import UserError
 from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS
+from raise_plugin.resolve import final_selection, resolve, robust_defaults
 from raise_plugin.selection import check_selection_suite
 from raise_plugin.settings import SETTINGS, SettingError, check_settings, default
 from tasks import is_task_reference, list_tasks, task_reference
@@ -109,10 +110,10 @@ class CompareConfig:
                 SETTINGS["seed"].check(seed)
             except SettingError as exc:
                 raise UserError(f"seeds: {exc.reason}") from None
-        try:  # the first run as compare builds them: the run's own config checks what compare passes on
+        try:  # the first run as compare builds them: the run's own checks (values, then names) hold what it passes on
             robust = bool(self.epsilons)  # no radius: plain runs only
-            RunConfig(**dict(self.run_fields(self.methods[0], robust, self.epsilons[0] if robust else None,
-                                             self.seeds[0])))
+            resolve(RunConfig(**dict(self.run_fields(self.methods[0], robust, self.epsilons[0] if robust else None,
+                                                     self.seeds[0]))))
         except ConfigError as exc:
             raise UserError(str(exc).replace("config field ", "")) from None
         if self.executor is not None:

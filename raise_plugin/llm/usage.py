@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Mapping
 
 from ..durable import AppendLog
+from ..errors import UserError
 from .errors import EndpointFailed, LLMCapReached
 
-__all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY"]
+__all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY", "carry_usage",
+           "hold_caps"]
 
 REPLAY = "replay"   # the back-end name of a ledger that counts answers replayed from a recording
 OK = "ok"
@@ -359,6 +361,31 @@ class UsageLedger:
                 self._entry(name).add(OperatorUsage(**known))
             for kind, n in dict(data.get("failures_by_kind", {})).items():
                 self._kinds[kind] = self._kinds.get(kind, 0) + int(n)
+
+
+def hold_caps(llm, max_requests: int | None, max_cost_usd: float | None, max_failed_requests: int) -> None:
+    """The caps ``llm``'s ledger holds at every request, retries included (``LLMBudget``'s
+    docstring); a cost cap needs the model's price (a one-line ``UserError`` naming the flag)."""
+    backend = getattr(llm, "inner", llm)
+    if max_cost_usd is not None and getattr(backend, "priced", True) is False:
+        raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
+                        f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")
+    usage = getattr(backend, "usage", None)
+    if usage is not None:
+        usage.max_requests, usage.max_cost_usd, usage.max_failed_requests = (max_requests, max_cost_usd,
+                                                                             max_failed_requests)
+
+
+def carry_usage(llm, path: Path) -> None:
+    """Add the usage recorded in ``path`` (a run's ``llm_usage.json``) to ``llm``'s ledger, so cost
+    caps count it: run directories written before the request journal, which the ledger reads itself."""
+    usage = getattr(llm, "usage", None)
+    if usage is None or not hasattr(usage, "merge") or not Path(path).exists():
+        return
+    try:
+        usage.merge(json.loads(Path(path).read_text()))
+    except (ValueError, TypeError, KeyError):
+        pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)
 
 
 def _rounded(d: dict) -> dict:

@@ -13,12 +13,14 @@ the parts that hold the search state. The files, one idea each:
 
 - ``hooks.py``      the hook protocol (``Callback``) and the frozen views its hooks receive
 - ``adversarial.py`` ``AdversarialInstanceCallback``, RAISE's inner loop as a callback;
-  ``budget.py`` ``LLMBudget``, the LLM spend caps; ``progress.py`` the progress bar
+  ``budget.py`` ``LLMBudget``, the LLM spend caps; ``progress.py`` the progress bar;
+  ``owned_executor.py`` the workers a run started, stopped at its end (and the compiled path's tally)
 - ``instances.py``  the instance set (nominal first, then adversarial), versioned
 - ``scores.py``     the score book: per-program, per-instance metrics
 - ``evaluator.py``  the one evaluator (engine jobs, counted by purpose)
 - ``gate.py``       run events queued under one lock and fired outside it (the lock order)
-- ``core.py``       construction, adding an instance and re-scoring, run, events
+- ``core.py``       construction, adding an instance and re-scoring, run, events;
+  ``host_profiler.py`` the host's own profiler logs of a recorded run (``HostProfiler``)
 - ``view.py``       what callbacks read; ``accounting.py`` compute and summary;
   ``resume.py`` checkpoints and restore
 - ``shape.py``      what an adapter provides; ``population.py`` (EoH, ReEvo, PartEvo,

@@ -15,7 +15,7 @@ from tasks.common.evaluation import named_baseline
 from ..adversary.objective import Objective
 from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
 from ..adversary.search import AdversaryReferenceError, default_draws, search
-from ..adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
+from ..adversary.settings import AdversaryConfig, SearchConfig
 from ..settings import default, fallback
 from .hooks import Callback, ProgramView, RunSnapshot
 
@@ -138,12 +138,7 @@ class AdversarialInstanceCallback(Callback):
     def check_task(self, task) -> None:
         """A baseline named by the objective or the aggregation must be ``task``'s: the robust
         method calls this when it is made, so a wrong name fails before the first sample."""
-        for field, name in (("adversary_objective", self.objective.name), ("aggregation", self.aggregation.reference)):
-            if name:
-                try:
-                    named_baseline(task, name)
-                except ValueError as exc:
-                    raise AdversaryConfigError(field, str(exc)) from None
+        self.config.check_task(task)
 
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         # a callback used without the runner brings its aggregation to the evaluation

@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import UserError
 from .files import RunDirectoryDamaged, load_instance, read_json
+from .lock import LOCK_NAME
 from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
                      valid_score)
 
-__all__ = ["RunLog", "load_config"]
+__all__ = ["RunLog", "load_config", "check_holds_run"]
 
 _log = logging.getLogger("raise_plugin.rundir")
 
@@ -117,3 +119,17 @@ def load_config(p: Path) -> dict:
     if not isinstance(data, dict):
         raise RunDirectoryDamaged(f"{path} is damaged (a JSON {type(data).__name__}, not an object of fields)")
     return data
+
+
+def check_holds_run(path: str | os.PathLike) -> None:
+    """A one-line ``UserError`` when ``path`` holds no run to resume: no such directory, no
+    ``config.json``, or a run stopped before its configuration was written (its lock alone)."""
+    folder = Path(path)
+    if (folder / "config.json").exists():
+        return
+    if (folder / LOCK_NAME).exists() and all(f.is_dir() or f.name in (LOCK_NAME, "config.json.tmp")
+                                             or f.stat().st_size == 0 for f in folder.rglob("*")):
+        raise UserError(f"{path} holds no run yet: it stopped before its configuration was written; start "
+                        f"it again with `raise-ahd run ... --out {path}`")
+    missing = "no config.json" if folder.is_dir() else "no such directory"
+    raise UserError(f"{path} is not a run directory ({missing})")

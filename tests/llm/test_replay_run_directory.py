@@ -12,8 +12,9 @@ from raise_plugin.cli import main
 from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.llm import ReplayLLM, ReplayMissError, make_llm
 from raise_plugin.llm.errors import LLMCapReached
+from raise_plugin.replay import RecordedRun, replaying
 from raise_plugin.rundir.files import read_jsonl
-from raise_plugin.runner import replay_line, start_run
+from raise_plugin.runner import start_run
 
 # nothing here is a default: a replay that did not take them from the recording would differ
 FLAGS = ["--task", "ovrp", "--tau", "1", "--inner-population", "4", "--inner-generations", "2", "--budget", "12",
@@ -75,17 +76,18 @@ def test_a_flag_given_overrides_the_recorded_setting(recorded, tmp_path, capsys)
     assert samples(out) == samples(recorded)[:8]
 
 
-def test_python_replays_a_run_directory_with_run_config_replaying(recorded, tmp_path):
-    config = RunConfig.replaying(recorded, out=str(tmp_path / "py"))
+def test_python_replays_a_run_directory_with_replaying(recorded, tmp_path):
+    config = replaying(recorded, out=str(tmp_path / "py"))
     assert (config.task, config.budget, config.pop_size, config.nominal, config.seed) == ("ovrp", 12, 4, 1, 2)
     assert config.llm == f"replay:{recorded.resolve()}"
     assert start_run(config).run()["samples"] == 12
     assert samples(tmp_path / "py") == samples(recorded)
-    assert RunConfig.replaying(recorded, budget=6, seed=None).budget == 6  # None leaves the recorded value
-    line = replay_line(RunConfig.replaying(recorded, pop_size=3))
+    assert replaying(recorded, budget=6, seed=None).budget == 6  # None leaves the recorded value
+    run = RecordedRun.read(recorded)
+    line = run.line(run.config(pop_size=3))
     assert line.endswith("given here: pop size 3 (recorded 4)")
     with pytest.raises(ConfigError, match="its llm is the replay of its answers"):
-        RunConfig.replaying(recorded, llm="offline")
+        replaying(recorded, llm="offline")
 
 
 def test_replay_of_a_missing_or_non_run_directory_is_a_one_line_error(tmp_path, capsys):
@@ -102,7 +104,7 @@ def test_replay_of_a_missing_or_non_run_directory_is_a_one_line_error(tmp_path, 
         assert err.count("\n") == 1 and err.startswith("raise-ahd: error: ") and why in err, err
         assert not (tmp_path / f"out-{name}").exists()
     with pytest.raises(ConfigError, match="not a run directory"):
-        RunConfig.replaying(tmp_path / "folder")
+        replaying(tmp_path / "folder")
 
 
 def test_a_recorded_file_replay_that_misses_says_how_to_replay_the_run(recorded, tmp_path):

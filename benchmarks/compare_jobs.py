@@ -11,7 +11,7 @@ import shutil
 import time
 from pathlib import Path
 
-from raise_plugin.engine.local_executors import default_workers
+from raise_plugin.engine.executors import default_workers
 from raise_plugin.harness.compare import run_compare
 from raise_plugin.harness.compare_config import CompareConfig
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from raise_plugin.engine.compiled_tally import tally_line
+from raise_plugin.engine.compiled import tally_line
 
 
 def _cli_knows(flag: str) -> bool:

@@ -13,7 +13,7 @@ from tasks import Task, get_task, list_tasks
 from .adversary.projection import check_epsilon
 from .adversary.settings import AdversaryConfig, AdversaryConfigError
 from .config import ConfigError, RunConfig
-from .engine.executor_spec import ExecutorSpecError, parse_executor_spec
+from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
 from .llm.record import recording_path
 from .methods import METHODS, get_method

@@ -226,7 +226,7 @@ def test_sigterm_and_sigint_stop_a_run_cleanly_and_resume_continues_it_exactly(s
 
 
 def test_the_folders_of_workers_whose_engine_was_killed_are_swept_at_the_next_start(tmp_path, monkeypatch):
-    from raise_plugin.engine import worker_handle
+    from raise_plugin.engine.workers import handle as worker_handle
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

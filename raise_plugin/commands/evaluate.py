@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from raise_plugin.engine import SandboxLimits
-from raise_plugin.engine.executor_spec import parse_executor_spec
+from raise_plugin.engine.executors import parse_executor_spec
 from raise_plugin.engine.selfcheck import check_limits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.errors import UserError

@@ -9,11 +9,9 @@ import threading
 import time
 from typing import Any, Sequence
 
-from .executors import make_executor
-from .foreign_executors import run_job
+from .executors import SerialExecutor, executor_workers, make_executor, run_job
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .limits import SandboxLimits
-from .local_executors import SerialExecutor, executor_workers
 from .results import EvalResult, FailureKind
 
 __all__ = ["Engine", "as_program", "same_objects"]

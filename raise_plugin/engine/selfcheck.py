@@ -9,10 +9,10 @@ import dataclasses
 
 from raise_plugin.errors import UserError
 
+from .executors import ProcessExecutor
 from .fanout import Engine
 from .jobs import ProgramSpec
 from .limits import SandboxLimits
-from .local_executors import ProcessExecutor
 from .results import FailureKind
 
 __all__ = ["check_limits", "LimitsTooTight"]

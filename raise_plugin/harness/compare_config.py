@@ -6,7 +6,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from raise_plugin.config import SANDBOX_LIMITS, ConfigError, RunConfig
-from raise_plugin.engine.executor_spec import parse_executor_spec
+from raise_plugin.engine.executors import parse_executor_spec
 from raise_plugin.errors import UserError
 from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS

@@ -22,9 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from raise_plugin.engine.executor_spec import parse_executor_spec
-from raise_plugin.engine.foreign_executors import DaskExecutor, worker_width
-from raise_plugin.engine.local_executors import default_workers
+from raise_plugin.engine.executors import DaskExecutor, default_workers, parse_executor_spec, worker_width
 from raise_plugin.errors import UserError
 
 __all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs"]

@@ -51,7 +51,7 @@ def test_the_run_records_the_same_with_the_inner_search_on_the_workers_or_in_one
 def test_no_program_runs_in_the_run_process_during_a_parallel_refresh(monkeypatch):
     from raise_plugin.engine import SandboxLimits
     from raise_plugin.engine.jobs import SourcePriority
-    from raise_plugin.engine.worker_handle import start_method
+    from raise_plugin.engine.workers.handle import start_method
 
     if start_method(SandboxLimits()) != "server":
         pytest.skip("workers forked from this process would inherit the patch")
@@ -93,7 +93,7 @@ def test_on_a_dask_cluster_the_inner_search_runs_in_the_dask_workers_sandboxes(m
     from raise_plugin.adversary.sandboxed import sandbox_pool
     from raise_plugin.engine import DaskExecutor, SandboxedCalls, SandboxLimits
     from raise_plugin.engine.jobs import SourcePriority
-    from raise_plugin.engine.worker_handle import start_method
+    from raise_plugin.engine.workers.handle import start_method
 
     pytest.importorskip("distributed")
     serial = _recorded(*_short_run(inner_parallel=False, budget=8))

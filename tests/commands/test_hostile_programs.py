@@ -87,7 +87,7 @@ def _children() -> list[int]:
 def server():
     """The engine's clean fork server (and multiprocessing's resource tracker): started once,
     they are the engine's processes, not the program's."""
-    from raise_plugin.engine.cleanstart import _the_server
+    from raise_plugin.engine.workers.cleanstart import _the_server
     _the_server().ensure_running()
 
 

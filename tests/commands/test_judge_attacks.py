@@ -603,7 +603,7 @@ def victims():
     """Folders outside every sandbox, each with a 0600 file, owned by this user and by ``nobody``
     (the workers run as one of them: so that only the sandbox, not the file's owner, stands
     between a program and one of them)."""
-    from raise_plugin.engine.confine import unprivileged_ids
+    from raise_plugin.engine.sandbox.confine import unprivileged_ids
     base = "/dev/shm" if os.path.isdir("/dev/shm") else None
     made = []
     for uid, gid in {(os.getuid(), os.getgid()), unprivileged_ids() or (os.getuid(), os.getgid())}:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from raise_plugin.engine import Engine, ProcessExecutor, ProgramSpec, SandboxLimits
-from raise_plugin.engine.compiled import WAITING, Compiler, _decision, probe_instances
-from raise_plugin.engine.compiled_tally import CompiledTally
+from raise_plugin.engine.compiled.compiler import WAITING, Compiler, _decision, probe_instances
+from raise_plugin.engine.compiled.tally import CompiledTally
 from raise_plugin.engine.jobs import Job, execute_job
 
 from .conftest import BEST_FIT
@@ -103,7 +103,7 @@ def test_the_python_path_keeps_pythons_float_and_a_programs_own_float_is_kept(ta
     (np.array([[1.0, 8.0], [3.0, -4.0]]), 2.0), (np.array([True, False]), 0)])
 def test_numba_reads_max_and_min_with_initial_as_numpy_does(values, initial):
     import numba
-    from raise_plugin.engine.compiled import _numpy_reductions
+    from raise_plugin.engine.compiled.compiler import _numpy_reductions
 
     _numpy_reductions()
     for fn in (np.max, np.amax, np.min, np.amin):

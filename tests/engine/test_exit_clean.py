@@ -61,7 +61,7 @@ import time
 from multiprocessing import resource_tracker
 
 from raise_plugin.engine import ProcessExecutor
-from raise_plugin.engine.cleanstart import _stop_tracker
+from raise_plugin.engine.workers.cleanstart import _stop_tracker
 
 pool = ProcessExecutor(2)
 assert pool.submit(sum, [1, 2]).result() == 3
@@ -106,7 +106,7 @@ def test_a_killed_group_whose_only_process_awaits_reaping_counts_as_gone_and_a_r
     # an orphan adopted by an init that reaps slowly stays a zombie for a while: it still answers
     # killpg(pgid, 0) but runs nothing, and waiting a second for it after every worker kill cost
     # whole seconds per run
-    from raise_plugin.engine import worker_handle
+    from raise_plugin.engine.workers import handle as worker_handle
 
     zombie = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)

@@ -26,7 +26,7 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
 RESERVE_THEN_ALLOCATE = """
     import mmap, resource
     import numpy as np
-    from raise_plugin.engine.oslimits import address_space_bytes, cap_memory
+    from raise_plugin.engine.sandbox.oslimits import address_space_bytes, cap_memory
     {cap}
     # what 64 threads' malloc arenas reserve: 4 GiB of address space, never written
     reserved = mmap.mmap(-1, 4 << 30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)  # PROT_NONE

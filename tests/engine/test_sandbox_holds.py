@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from raise_plugin.engine import Engine, FailureKind, ProcessExecutor, SandboxLimits
-from raise_plugin.engine import cleanstart
-from raise_plugin.engine.confine import landlock_abi
+from raise_plugin.engine.workers import cleanstart
+from raise_plugin.engine.sandbox.confine import landlock_abi
 
 from .conftest import BEST_FIT, ROOMY
 

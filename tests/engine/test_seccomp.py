@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from raise_plugin.engine import seccomp
+from raise_plugin.engine.sandbox import seccomp
 
 needs_seccomp = pytest.mark.skipif(not seccomp.supported(), reason="no seccomp filter here")
 MACHINE = os.uname().machine if hasattr(os, "uname") else ""
@@ -363,7 +363,7 @@ def test_a_fresh_interpreter_runs_numpy_under_the_filter():
     """Installed before numpy is imported: BLAS starts its threads under the filter."""
     code = textwrap.dedent("""
         import os, sys
-        from raise_plugin.engine import seccomp
+        from raise_plugin.engine.sandbox import seccomp
         assert seccomp.install() == ["seccomp"]
         import numpy as np
         a = np.random.default_rng(0).standard_normal((300, 300))

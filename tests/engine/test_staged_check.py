@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.engine import Engine, ProcessExecutor, SandboxLimits
-from raise_plugin.engine.program_process import SEED
+from raise_plugin.engine.judge.program_process import SEED
 from tasks import get_task
 
 # shortest processing time for its first 60 decisions, longest after; noisy cheapest insertion,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raise_plugin.engine.foresight import _same_when_restarted, _staging, same_inputs
-from raise_plugin.engine.stages import apply_patch
+from raise_plugin.engine.judge.foresight import _same_when_restarted, _staging, same_inputs
+from raise_plugin.engine.judge.stages import apply_patch
 from tasks import get_task
 from tasks.common.decision import Recorder
 from tasks.common.reveal import unit_stages

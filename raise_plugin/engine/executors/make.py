@@ -12,10 +12,10 @@ wherever it lands.
 """
 from __future__ import annotations
 
-from .executor_spec import parse_executor_spec
-from .foreign_executors import DaskExecutor
-from .limits import SandboxLimits
-from .local_executors import ProcessExecutor, SerialExecutor
+from ..limits import SandboxLimits
+from .foreign import DaskExecutor
+from .local import ProcessExecutor, SerialExecutor
+from .spec import parse_executor_spec
 
 __all__ = ["make_executor"]
 

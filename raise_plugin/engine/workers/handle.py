@@ -13,12 +13,12 @@ from pathlib import Path
 
 from tasks import registered_here
 
+from ..jobs import Job
+from ..limits import SandboxLimits
+from ..results import EvalResult, FailureKind
+from ..sandbox import remove_tree
 from .carried import carried_state
-from .cleanup import remove_tree
-from .jobs import Job
-from .limits import SandboxLimits
-from .live_workers import register_live_worker
-from .results import EvalResult, FailureKind
+from .live import register_live_worker
 from .worker import worker_main
 
 try:

@@ -15,17 +15,16 @@ from typing import Any
 
 from tasks.common.errors import printable
 
+from ..compiled import warm_compiler
+from ..jobs import Job, freeze_instances
+from ..judge import Judge
+from ..limits import SandboxLimits, keep_environment
+from ..results import EvalResult, FailureKind
+from ..role import set_judge
+from ..sandbox import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, cap_memory, one_thread_per_pool, prctl
+from ..sandbox.confine import confine
+from ..sandbox.sinks import install_sinks, sinks
 from .carried import take_over
-from .compiled import warm_compiler
-from .confine import confine
-from .jobs import Job, freeze_instances
-from .judge import Judge
-from .limits import SandboxLimits, keep_environment
-from .oslimits import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, cap_memory, prctl
-from .pools import one_thread_per_pool
-from .results import EvalResult, FailureKind
-from .role import set_judge
-from .sinks import install_sinks, sinks
 
 __all__ = ["worker_main", "confinement"]
 

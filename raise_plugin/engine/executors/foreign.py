@@ -8,12 +8,12 @@ import concurrent.futures as cf
 import threading
 from typing import Any, Callable
 
-from .compiled_tally import CompiledTally
-from .executor_spec import ExecutorSpecError
-from .jobs import InstanceSet, Job
-from .limits import SandboxLimits
-from .local_executors import ProcessExecutor, default_workers, executor_workers
-from .results import EvalResult
+from ..compiled import CompiledTally
+from ..jobs import InstanceSet, Job
+from ..limits import SandboxLimits
+from ..results import EvalResult
+from .local import ProcessExecutor, default_workers, executor_workers
+from .spec import ExecutorSpecError
 
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
 

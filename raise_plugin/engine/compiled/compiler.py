@@ -40,7 +40,7 @@ from typing import Callable
 
 import numpy as np
 
-from .failures import root_cause
+from ..failures import root_cause
 
 __all__ = ["Compiler", "Verdict", "program_key", "probe_instances", "numba_available", "numba_spelling",
            "load_compiler", "warm_compiler", "PROBE_SEED", "WAITING"]

@@ -11,8 +11,8 @@ import signal
 import socket
 import struct
 
-from .limits import SandboxLimits
-from .oslimits import PR_SET_PDEATHSIG, close_other_descriptors, prctl
+from ..limits import SandboxLimits
+from ..sandbox import PR_SET_PDEATHSIG, close_other_descriptors, prctl
 from .program_handle import ProgramProcess
 from .program_process import program_main
 

@@ -8,7 +8,7 @@ import json
 import threading
 from pathlib import Path
 
-from .compiled import WAITING, program_key
+from .compiler import WAITING, program_key
 
 __all__ = ["CompiledTally", "tally_line"]
 

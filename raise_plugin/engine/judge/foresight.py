@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-from .protocol import DONE, STAGE, STOPPED, Malformed
+from .protocol import DONE, Malformed, STAGE, STOPPED
 from .stages import apply_patch
 
 __all__ = ["looks_ahead", "same_inputs", "check_budget", "UNCHECKED"]

@@ -20,9 +20,9 @@ import time
 import warnings
 from multiprocessing import connection, context, forkserver, popen_forkserver, resource_tracker, spawn, util
 
-from .limits import allowed_environment
-from .live_workers import kill_live_workers
-from .pools import ONE_THREAD
+from ..limits import allowed_environment
+from ..sandbox import ONE_THREAD
+from .live import kill_live_workers
 
 __all__ = ["clean_context", "clean_environment"]
 
@@ -71,7 +71,7 @@ class _CleanForkServer(forkserver.ForkServer):
                 try:
                     # a subreaper: what a killed worker's children leave is reaped by the server
                     command = (f"import sys; sys.path[:0] = {sys.path!r}; "
-                               f"from raise_plugin.engine.cleanstart import _become_subreaper; _become_subreaper(); "
+                               f"from raise_plugin.engine.workers.cleanstart import _become_subreaper; _become_subreaper(); "
                                f"from multiprocessing.forkserver import main; "
                                f"main({listener.fileno()}, {alive_r}, {self._preload_modules!r})")
                     args = [spawn.get_executable()] + util._args_from_interpreter_flags() + ["-c", command]

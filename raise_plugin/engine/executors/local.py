@@ -13,12 +13,12 @@ from typing import Callable
 
 from raise_plugin.errors import SandboxNote
 
-from .compiled_tally import CompiledTally
-from .confine import weakened
-from .jobs import InstanceSet, Job
-from .limits import SandboxLimits
-from .results import EvalResult, FailureKind
-from .worker_handle import SandboxWorker
+from ..compiled import CompiledTally
+from ..jobs import InstanceSet, Job
+from ..limits import SandboxLimits
+from ..results import EvalResult, FailureKind
+from ..sandbox import weakened
+from ..workers import SandboxWorker
 
 __all__ = ["ProcessExecutor", "SerialExecutor", "default_workers", "executor_workers"]
 

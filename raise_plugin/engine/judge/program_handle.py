@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from .cleanup import remove_tree
+from ..sandbox import remove_tree
 from .protocol import Record, receive_answer, send_request
 
 __all__ = ["ProgramProcess", "describe_status"]

@@ -18,17 +18,15 @@ from raise_plugin.programs import ProgramError
 from tasks import get_task
 from tasks.common.decision import DecisionLimit, Recorder
 
-from .audit import audit_hook
-from .compiled import Compiler, load_compiler
-from .confine import layer
-from .failures import classify, one_line
-from .limits import SandboxLimits
-from .oslimits import PR_SET_PDEATHSIG, cap_memory, close_other_descriptors, prctl, set_limit
+from ..compiled import Compiler, load_compiler
+from ..failures import classify, one_line
+from ..limits import SandboxLimits
+from ..results import FailureKind
+from ..role import set_judge
+from ..sandbox import (PR_SET_PDEATHSIG, audit_hook, cap_memory, close_other_descriptors, install_seccomp, layer, prctl,
+                       set_limit)
+from ..sandbox.sinks import sinks
 from .protocol import DONE, ERROR, HEURISTIC, MEMORY, PROGRAM, STOPPED, receive_request, send_answer
-from .results import FailureKind
-from .role import set_judge
-from .seccomp import install
-from .sinks import sinks
 from .stages import StagedPriority
 
 __all__ = ["program_main", "confine_program", "SEED"]
@@ -52,7 +50,7 @@ def confine_program(workdir: str, limits: SandboxLimits) -> list[str]:
         applied += layer(workdir)  # a Landlock layer of its own: its directory only, not its siblings'
         # no process, thread, socket, IPC object, ptrace, signal or limit reaching another process,
         # and no change to a file's metadata: seccomp, whatever user the process runs as
-        applied += install(threads=limits.threads)
+        applied += install_seccomp(threads=limits.threads)
     if limits.max_processes is not None:
         set_limit("RLIMIT_NPROC", int(limits.max_processes))
     if limits.audit:

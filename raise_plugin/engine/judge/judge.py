@@ -23,12 +23,12 @@ from tasks import get_task, reference_of
 from tasks.common.decision import Replay
 from tasks.common.errors import HeuristicError, printable
 
+from ..jobs import SourcePriority
+from ..limits import SandboxLimits
+from ..results import EvalResult, FailureKind
+from ..role import current_judge
 from .foresight import UNCHECKED, check_budget, looks_ahead
-from .jobs import SourcePriority
-from .limits import SandboxLimits
 from .protocol import DONE, HEURISTIC, KINDS, MEMORY, Malformed, Record
-from .results import EvalResult, FailureKind
-from .role import current_judge
 from .spawner import ProgramProcesses, reap_orphans
 
 __all__ = ["Judge", "evaluate_heuristic", "deadline_of"]

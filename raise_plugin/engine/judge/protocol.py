@@ -15,7 +15,7 @@ import numpy as np
 
 from tasks.common.errors import printable
 
-from .results import FailureKind
+from ..results import FailureKind
 
 __all__ = ["DONE", "STOPPED", "HEURISTIC", "PROGRAM", "MEMORY", "ERROR", "STAGE", "KINDS", "Record", "Malformed",
            "send_answer", "receive_request", "send_request", "receive_answer"]

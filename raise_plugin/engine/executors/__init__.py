@@ -1,0 +1,10 @@
+"""Executors, any object with ``submit(fn, *args) -> Future``: ours, a pool of sandboxed workers or
+one thing at a time (``local``); foreign ones, a ``concurrent.futures`` pool or a Dask cluster
+(``foreign``); the specs a user writes (``spec``) and the executor one names (``make``)."""
+from .foreign import DaskExecutor, SandboxedCalls, run_call, run_job, worker_width
+from .local import ProcessExecutor, SerialExecutor, default_workers, executor_workers
+from .make import make_executor
+from .spec import ExecutorSpecError, parse_executor_spec
+
+__all__ = ["DaskExecutor", "SandboxedCalls", "run_call", "run_job", "worker_width", "ProcessExecutor", "SerialExecutor",
+           "default_workers", "executor_workers", "make_executor", "ExecutorSpecError", "parse_executor_spec"]

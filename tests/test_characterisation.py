@@ -86,7 +86,7 @@ def characterise(task: str, out: Path, jit: bool = False, budget: int = 60) -> d
 _NO_NUMBA = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
                                reason="the compiled path needs numba (the jit extra)")
 # OBP's run on the compiled path compiles each of its programs in each worker (two minutes on two
-# cores); its compiled decisions are held against Python's per program in tests/engine/test_compiled.py
+# cores); its compiled decisions are held against Python's per program in tests/engine/compiled/test_compiled.py
 CASES = [(task, "python") for task in TASKS] + [pytest.param(task, "jit", marks=_NO_NUMBA) for task in ("ojsp", "ovrp")]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import process_group
+from ..conftest import process_group
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process groups from /proc")
 

@@ -376,7 +376,7 @@ def test_a_fresh_interpreter_runs_numpy_under_the_filter():
     """)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="4")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env,
-                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
 

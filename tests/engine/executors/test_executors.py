@@ -13,7 +13,7 @@ from raise_plugin.engine import (CallTimeout, Engine, FailureKind, ProcessExecut
                                  SourcePriority, evaluate_heuristic, make_executor)
 from tasks.common.errors import HeuristicError
 
-from .conftest import BEST_FIT, FIRST_FIT, ROOMY, SHORT
+from ..conftest import BEST_FIT, FIRST_FIT, ROOMY, SHORT
 
 PROGRAMS = [BEST_FIT, FIRST_FIT,
             "import numpy as np\n\ndef priority(item, bins):\n    return -np.abs(bins - item - 3) + 0.01 * bins\n",

@@ -12,7 +12,7 @@ from raise_plugin.engine.compiled.compiler import WAITING, Compiler, _decision, 
 from raise_plugin.engine.compiled.tally import CompiledTally
 from raise_plugin.engine.jobs import Job, execute_job
 
-from .conftest import BEST_FIT
+from ..conftest import BEST_FIT
 
 pytest.importorskip("numba")
 

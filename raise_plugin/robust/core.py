@@ -79,7 +79,7 @@ class RobustCore:
     _bound_callbacks: tuple = ()
 
     def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
-                 recorder=None, executor=None, generation_size: int = 10, progress: bool | None = None,
+                 recorder=None, executor=None, generation_size: int = 10, progress: bool | str | None = None,
                  early_reject: bool = default("early_reject"), **kwargs):
         host_init = super().__init__
         params = _bind_host_arguments(host_init, args, kwargs)

@@ -145,6 +145,12 @@ class AdversaryConfig:
         for name in ("projection", "encoding", "constraint", "length"):  # the search's own choices
             check(name, self.switches.get(name))
 
+    def search_options(self, draws: int) -> dict:
+        """The inner search's keywords (``search``'s ``options``, named as ``SearchConfig`` names them:
+        ``population``, ``generations``, ...) for ``draws`` instances per candidate distribution."""
+        return {"population": self.inner_population, "generations": self.inner_generations, "draws": draws,
+                "objective": self.objective_rule.kind, **self.switches}
+
     @property
     def aggregation_rule(self):
         return Aggregation.parse(self.aggregation)

@@ -97,22 +97,11 @@ class AdversarialInstanceCallback(Callback):
 
     def _configure(self, config: AdversaryConfig, seed: int, searcher: Callable | None, search_timeout: float | None,
                    inner_parallel: bool) -> None:
-        self.config = config
-        self.epsilon = config.epsilon
-        self.tau = config.tau
-        self.tau_unit = config.tau_unit
-        self.inner_population = config.inner_population
-        self.inner_generations = config.inner_generations
-        self.aggregation = config.aggregation_rule
-        self.max_adversarial = config.max_adversarial
+        self.config = config  # the callback's settings: read from it where used, never copied
         self.seed = int(seed)
-        self.objective = config.objective_rule
-        self.draws = config.inner_draws
-        self.per_refresh = config.instances_per_refresh
-        self.adversary_switches = dict(config.switches)
         if searcher is None:  # the real search: check its settings now, naming the field
-            SearchConfig(epsilon=self.epsilon, population=self.inner_population, generations=self.inner_generations,
-                         draws=self.draws or 1, **{k: v for k, v in self.adversary_switches.items() if k != "executor"})
+            options = config.search_options(config.inner_draws or 1)
+            SearchConfig(epsilon=config.epsilon, **{k: v for k, v in options.items() if k != "executor"})
         if search_timeout is not None and not (math.isfinite(search_timeout) and search_timeout >= 0):
             raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
         self._searcher = searcher
@@ -123,6 +112,19 @@ class AdversarialInstanceCallback(Callback):
         self.last_refresh_generation = 0
         self.last_refresh_samples = 0
         self.history: list[dict] = []
+
+    # the settings, as the config holds them (``AdversaryConfig``), under the names the callback has always had
+    epsilon = property(lambda self: self.config.epsilon, doc="eps: the radius of the ball around the nominal set")
+    tau = property(lambda self: self.config.tau, doc="the refresh interval")
+    tau_unit = property(lambda self: self.config.tau_unit, doc="what tau counts: generations or samples")
+    inner_population = property(lambda self: self.config.inner_population, doc="P_in")
+    inner_generations = property(lambda self: self.config.inner_generations, doc="G_in")
+    aggregation = property(lambda self: self.config.aggregation_rule, doc="A over the instance set (Aggregation)")
+    max_adversarial = property(lambda self: self.config.max_adversarial, doc="adversarial instances kept")
+    objective = property(lambda self: self.config.objective_rule, doc="what the inner search maximises (Objective)")
+    draws = property(lambda self: self.config.inner_draws, doc="R, or None: the task's")
+    per_refresh = property(lambda self: self.config.instances_per_refresh, doc="one or draws")
+    adversary_switches = property(lambda self: dict(self.config.switches), doc="the inner search's switches")
 
     @classmethod
     def from_config(cls, config: AdversaryConfig, seed: int = 0, **options) -> "AdversarialInstanceCallback":
@@ -165,9 +167,7 @@ class AdversarialInstanceCallback(Callback):
         code = method.program_text(best.program_id)
         references = self._references(method, snapshot, best)
         draws = self.draws or default_draws(method.task)
-        options = dict(nominal=method.nominal_instances(), seed=seed, population=self.inner_population,
-                       generations=self.inner_generations, draws=draws, objective=self.objective.kind,
-                       **self.adversary_switches)
+        options = dict(nominal=method.nominal_instances(), seed=seed, **self.config.search_options(draws))
         if self.per_refresh == "draws":
             options["all_draws"] = True
         searcher = search if self._searcher is None else self._searcher

@@ -7,7 +7,7 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.adversary.settings import AdversaryConfigError
+from raise_plugin.adversary.settings import AdversaryConfig, AdversaryConfigError
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback, RunSnapshot
 from raise_plugin.programs import compile_priority
@@ -306,3 +306,17 @@ def test_tau_in_samples_refreshes_at_the_first_generation_end_after_each_multipl
     # generations end every 4 samples; multiples of 10 are crossed at 12, 20, 32, 40
     assert [samples_at[g] for g in refreshed] == [12, 20, 32, 40]
     assert cb.state_dict()["last_refresh_samples"] == 40
+
+
+def test_the_callback_reads_its_settings_from_its_config_and_copies_none():
+    config = AdversaryConfig(epsilon=0.005, tau=3, aggregation="regret:min", adversary_objective="regret:baselines",
+                             inner_population=6, switches={"projection": "sphere"})
+    callback = AdversarialInstanceCallback.from_config(config, seed=4)
+    names = ("epsilon", "tau", "tau_unit", "inner_population", "inner_generations", "aggregation", "max_adversarial",
+             "objective", "draws", "per_refresh", "adversary_switches")
+    assert not set(names) & set(vars(callback))  # one place holds each setting: the config
+    assert (callback.epsilon, callback.tau, callback.inner_population) == (0.005, 3, 6)
+    assert str(callback.aggregation) == "regret:min" and callback.objective.kind == "regret"
+    assert callback.adversary_switches == {"projection": "sphere"}
+    assert config.search_options(2) == {"population": 6, "generations": config.inner_generations, "draws": 2,
+                                        "objective": "regret", "projection": "sphere"}

@@ -89,12 +89,13 @@ def config_from_args(args) -> tuple[RunConfig, RecordedRun | None]:
     return RunConfig.from_dict(data, source=source), None
 
 
-def print_summary(summary: dict, run_dir, out=None, selection: dict | None = None) -> None:
+def print_summary(summary: dict, run_dir, out=None, selection: dict | None = None,
+                  recorded: dict | None = None) -> None:
     """The run's summary; ``selection`` (``select_final``'s record) names the final program
     when the task hands on the choice made on its validation suite. A RAISE run's best is its
     robust best; a plain run's (``robust = false`` in its config) its best on the nominal set."""
     out = out or sys.stdout
-    recorded = _recorded(run_dir)
+    recorded = _recorded(run_dir) if recorded is None else recorded  # the run's config.json, read once by a caller
     robust = bool(recorded.get("robust", True))
     best = summary.get("best") or {}
     sets = summary.get("instance_set", [])
@@ -212,10 +213,11 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         bar.close()
     summary = method.summary(finished=method.stop_reason is None)
     selection = _final_selection(method, run_dir, summary)
-    print_summary(summary, run_dir, out=out, selection=selection)
+    recorded = _recorded(run_dir)
+    print_summary(summary, run_dir, out=out, selection=selection, recorded=recorded)
     # what the run's own records already hold, written again for the reader: a full disk costs these, not the run
     try:
-        written = write_final_program(summary, run_dir, selection)
+        written = write_final_program(summary, run_dir, selection, recorded)
         if written is not None:
             print(f"best program    {written}", file=out)
     except OSError as exc:
@@ -261,17 +263,18 @@ def nothing_evaluated(summary: dict, run_dir) -> str | None:
 FINAL_PROGRAM = "best_program.py"
 
 
-def write_final_program(summary: dict, run_dir, selection: dict | None = None) -> Path | None:
+def write_final_program(summary: dict, run_dir, selection: dict | None, recorded: dict) -> Path | None:
     """``RUN_DIR/best_program.py``: the program the summary's "final program" line names (the choice
     on the validation suite where the task hands that on, else the robust best; a plain run's best on
-    the nominal set), with a first line saying which it is; ``None`` when the run has no valid program."""
+    the nominal set), with a first line saying which it is; ``None`` when the run has no valid program.
+    ``recorded``: the run's config.json."""
     best = summary.get("best") or {}
     chosen = selection if selection is not None and selection.get("program") else best
     code = chosen.get("program")
     if not code:
         return None
     why = ("the last population's best on the validation suite" if chosen is selection else
-           "its best robust program" if _recorded(run_dir).get("robust", True) else "its best program on the nominal set")
+           "its best robust program" if recorded.get("robust", True) else "its best program on the nominal set")
     path = Path(run_dir) / FINAL_PROGRAM
     path.write_text(f"# {chosen.get('program_id')} of {run_dir}: {why} (raise-ahd select {run_dir} shows the "
                     f"candidates)\n{code.rstrip()}\n")

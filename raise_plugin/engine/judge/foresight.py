@@ -50,9 +50,10 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     start, stages, horizon = staged
     decisions = decisions[:horizon]  # none beyond can have the instance's arguments
     restarts = bool(stages) and not getattr(task, "stages_in_place", False)
-    # a copy revealed by restarts shares every argument by its construction: it is counted exactly
-    # below where a decision differs; one revealed in place is counted here, quickly, first
-    same = len(decisions) if restarts else same_inputs(task, instance, start, decisions, stages=stages)
+    # a staged copy shares every argument up to the horizon by its construction (each part is
+    # revealed before the first decision that knows it; ``Task.future_stages``): it is counted
+    # exactly below, only where a decision differs; a copy cut once is counted here, quickly, first
+    same = len(decisions) if stages else same_inputs(task, instance, start, decisions)
     if same == 0:
         return None
     try:

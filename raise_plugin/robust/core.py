@@ -14,10 +14,11 @@ from llm4ad.base import Function, TextFunctionProgramConverter
 from llm4ad.tools.profiler import ProfilerBase
 
 from ..durable import write_failure
-from ..settings import default
+from ..settings import SETTINGS, default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .host_lines import holding_back_host_advice
+from .in_flight import ProgramsInFlight
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
 from .llm_guard import LLMGuard
 from ..progress import progress_mode
@@ -80,7 +81,8 @@ class RobustCore:
 
     def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
                  recorder=None, executor=None, generation_size: int = 10, progress: bool | str | None = None,
-                 early_reject: bool = default("early_reject"), **kwargs):
+                 early_reject: bool = default("early_reject"),
+                 programs_in_flight: int = default("programs_in_flight"), **kwargs):
         host_init = super().__init__
         params = _bind_host_arguments(host_init, args, kwargs)
         evaluation = params.get("evaluation")
@@ -134,12 +136,39 @@ class RobustCore:
         # host's sampler threads each shut the pool down as they finish, which would drop the
         # samples other threads still have under way, so only the end of the run closes it
         self._evaluation_executor.shutdown(wait=False)
-        self._evaluation_executor = _RunPool(max_workers=int(getattr(self, "_num_evaluators", 1) or 1))
+        evaluators = int(getattr(self, "_num_evaluators", 1) or 1)
+        self._in_flight: ProgramsInFlight | None = None
+        if self._lanes_wanted(programs_in_flight):
+            self._in_flight = ProgramsInFlight(programs_in_flight, evaluators, self._book, self._evaluator)
+            self._evaluation_executor = self._in_flight
+        else:
+            self._evaluation_executor = _RunPool(max_workers=evaluators)
         self._install_shape()
         self._progress = progress
         self._early_reject = bool(early_reject)
         if self._early_reject and self._admission_supported() is None:
             self._evaluator.admission = self._admission  # (it asks the aggregation for a bound each time)
+
+    def _lanes_wanted(self, programs_in_flight) -> bool:
+        """Whether ``programs_in_flight`` asks for lanes (``in_flight.py``); a value the run cannot
+        take is a one-line error naming the setting."""
+        SETTINGS["programs_in_flight"].check(programs_in_flight)
+        if programs_in_flight == 1:
+            return False
+        refused = self.lanes_refused(type(self))
+        if refused:
+            raise ValueError(f"programs_in_flight: {type(self).__name__} cannot have {programs_in_flight} programs "
+                             f"in flight: {refused}")
+        samplers = int(getattr(self, "_num_samplers", 1) or 1)
+        if samplers != 1:
+            raise ValueError(f"programs_in_flight: {programs_in_flight} programs in flight sample in as many "
+                             f"lanes of their own; num_samplers must then be 1, got {samplers}")
+        return True
+
+    @property
+    def programs_in_flight(self) -> int:
+        """Programs evaluated at once (``programs_in_flight``): 1, or the number of lanes."""
+        return 1 if self._in_flight is None else self._in_flight.lanes.count
 
     @property
     def recorder(self):

@@ -1,7 +1,6 @@
 """The wrapper's core: the instance set, the score book, the evaluator and the run's events."""
 from __future__ import annotations
 
-import concurrent.futures
 import inspect
 import logging
 import math
@@ -14,11 +13,11 @@ from llm4ad.base import Function, TextFunctionProgramConverter
 from llm4ad.tools.profiler import ProfilerBase
 
 from ..durable import write_failure
-from ..settings import SETTINGS, default
+from ..settings import default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .host_lines import holding_back_host_advice
-from .in_flight import ProgramsInFlight
+from .in_flight import ProgramsInFlight, evaluation_pool
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
 from .llm_guard import LLMGuard
 from ..progress import progress_mode
@@ -61,16 +60,6 @@ def state_keys(callbacks: list[Callback]) -> list[str]:
         seen[key] = seen.get(key, 0) + 1
         keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
     return keys
-
-
-class _RunPool(concurrent.futures.ThreadPoolExecutor):
-    """The host's evaluation pool; ``shutdown`` from a host thread is ignored, ``close`` ends it."""
-
-    def shutdown(self, wait=True, *, cancel_futures=False):
-        pass
-
-    def close(self) -> None:
-        super().shutdown(wait=True)
 
 
 class RobustCore:
@@ -136,34 +125,14 @@ class RobustCore:
         # host's sampler threads each shut the pool down as they finish, which would drop the
         # samples other threads still have under way, so only the end of the run closes it
         self._evaluation_executor.shutdown(wait=False)
-        evaluators = int(getattr(self, "_num_evaluators", 1) or 1)
-        self._in_flight: ProgramsInFlight | None = None
-        if self._lanes_wanted(programs_in_flight):
-            self._in_flight = ProgramsInFlight(programs_in_flight, evaluators, self._book, self._evaluator)
-            self._evaluation_executor = self._in_flight
-        else:
-            self._evaluation_executor = _RunPool(max_workers=evaluators)
+        self._evaluation_executor = evaluation_pool(self, programs_in_flight)
+        self._in_flight = self._evaluation_executor if isinstance(self._evaluation_executor, ProgramsInFlight) \
+            else None
         self._install_shape()
         self._progress = progress
         self._early_reject = bool(early_reject)
         if self._early_reject and self._admission_supported() is None:
             self._evaluator.admission = self._admission  # (it asks the aggregation for a bound each time)
-
-    def _lanes_wanted(self, programs_in_flight) -> bool:
-        """Whether ``programs_in_flight`` asks for lanes (``in_flight.py``); a value the run cannot
-        take is a one-line error naming the setting."""
-        SETTINGS["programs_in_flight"].check(programs_in_flight)
-        if programs_in_flight == 1:
-            return False
-        refused = self.lanes_refused(type(self))
-        if refused:
-            raise ValueError(f"programs_in_flight: {type(self).__name__} cannot have {programs_in_flight} programs "
-                             f"in flight: {refused}")
-        samplers = int(getattr(self, "_num_samplers", 1) or 1)
-        if samplers != 1:
-            raise ValueError(f"programs_in_flight: {programs_in_flight} programs in flight sample in as many "
-                             f"lanes of their own; num_samplers must then be 1, got {samplers}")
-        return True
 
     @property
     def programs_in_flight(self) -> int:

@@ -1,5 +1,6 @@
-"""Several programs in flight: sampler lanes that take turns in a fixed order, so a run evaluates up
-to k programs at once and records the same run whatever the workers or the executor.
+"""The pool a wrapped method's samples are evaluated in: one program in flight (``RunPool``), or
+several, in sampler lanes that take turns in a fixed order, so a run evaluates up to k programs at
+once and records the same run whatever the workers or the executor.
 
 A run with ``programs_in_flight`` k > 1 samples in k lanes (threads), numbered 0..k-1. A lane
 holds the turn for everything it does to the run's state (parent selection, prompts, LLM calls,
@@ -19,10 +20,41 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 
+from ..settings import SETTINGS
 from .evaluator import Drawn, InstanceSetEvaluator
 from .scores import ScoreBook
 
-__all__ = ["Lanes", "ProgramsInFlight"]
+__all__ = ["Lanes", "ProgramsInFlight", "RunPool", "evaluation_pool"]
+
+
+def evaluation_pool(method, programs_in_flight: int) -> "RunPool | ProgramsInFlight":
+    """The pool a wrapped ``method``'s sampler threads submit evaluations to: as many threads as its
+    evaluators (one program in flight), or ``ProgramsInFlight`` with its lanes. A value the run
+    cannot take is a one-line ``ValueError`` naming the setting."""
+    SETTINGS["programs_in_flight"].check(programs_in_flight)
+    evaluators = int(getattr(method, "_num_evaluators", 1) or 1)
+    if programs_in_flight == 1:
+        return RunPool(max_workers=evaluators)
+    refused = method.lanes_refused(type(method))
+    if refused:
+        raise ValueError(f"programs_in_flight: {type(method).__name__} cannot have {programs_in_flight} programs "
+                         f"in flight: {refused}")
+    samplers = int(getattr(method, "_num_samplers", 1) or 1)
+    if samplers != 1:
+        raise ValueError(f"programs_in_flight: {programs_in_flight} programs in flight sample in as many lanes "
+                         f"of their own; num_samplers must then be 1, got {samplers}")
+    return ProgramsInFlight(programs_in_flight, evaluators, method._book, method._evaluator)
+
+
+class RunPool(concurrent.futures.ThreadPoolExecutor):
+    """The host's evaluation pool with one program in flight; ``shutdown`` from a host thread is
+    ignored (each sampler thread calls it as it finishes), ``close`` ends it."""
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        pass
+
+    def close(self) -> None:
+        super().shutdown(wait=True)
 
 
 class Lanes:

@@ -12,22 +12,33 @@
    one-decision instance), of which confinement (the same with ``confine=False, audit=False``), the
    look-ahead check (``foresight=1`` minus ``0``), and the rest (transfers, the worker's replay,
    the pipe's round trips).
+4. Whole runs (plain, offline sampler, the task's public nominal set) with one program in flight
+   and with ``--in-flight`` k, each at 1, 2, ... ``--max-workers`` workers: instance evaluations
+   per second over the run's wall time, the speed-up over one worker with the same k, and whether
+   the run recorded the same samples and scores as at one worker (it must: workers change only
+   the speed).
 
     python benchmarks/engine_throughput.py [--task obp] [--programs 12] [--max-workers N] [--dask]
+    python benchmarks/engine_throughput.py --runs-only [--in-flight 4] [--run-budget 24]
 
 The figures depend on the machine and on what else runs on it: quote the medians on an idle one.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from judge_cost import _median_seconds as _median  # this folder is on the path of a script run from it
 
+from raise_plugin.config import RunConfig
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
+from raise_plugin.runner import start_run
 from tasks import get_task
 from tasks.common.decision import Recorder, Replay
 
@@ -94,6 +105,35 @@ def job_parts(task_name: str, repeats: int) -> dict:
             "rest": max(0.0, parts["job"] - parts["start"] - in_process - replay)}
 
 
+def run_throughput(task_name: str, in_flight: int, workers: int, budget: int, pop_size: int, nominal: int | None,
+                   out: Path) -> tuple[float, list]:
+    """Instance evaluations per second of one plain run, and its samples (program, score)."""
+    config = RunConfig(task=task_name, robust=False, budget=budget, pop_size=pop_size, seed=0, out=str(out),
+                       instance_seed="public", nominal=nominal, programs_in_flight=in_flight, workers=workers,
+                       validation_trace=False, host_profiler=False)
+    method = start_run(config)
+    start = time.perf_counter()
+    summary = method.run()
+    seconds = time.perf_counter() - start
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines() if line.strip()]
+    return summary["compute"]["total_evaluations"] / seconds, [(s["program_id"], s["score"]) for s in samples]
+
+
+def runs(task_name: str, in_flight: int, max_workers: int, budget: int, pop_size: int, nominal: int | None) -> None:
+    print(f"{task_name}: plain runs of {budget} samples (pop {pop_size}, offline sampler, "
+          f"{nominal or 'all'} nominal instances), instance evaluations/s over the run's wall time; "
+          f"{os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in sorted({1, in_flight}):
+            base = first = None
+            for workers in range(1, max_workers + 1):
+                rate, samples = run_throughput(task_name, k, workers, budget, pop_size, nominal,
+                                               Path(tmp) / f"k{k}-w{workers}")
+                base, first = base or rate, first or samples
+                print(f"  {k} in flight, {workers} worker{'s' if workers > 1 else ' '} {rate:8.1f} evaluations/s   "
+                      f"{rate / base:5.2f}x one worker   same samples: {samples == first}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="obp")
@@ -101,7 +141,16 @@ def main() -> None:
     parser.add_argument("--max-workers", type=int, default=max(2, os.cpu_count() or 1))
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--dask", action="store_true", help="also on dask://local:N")
+    parser.add_argument("--in-flight", type=int, default=4, help="programs in flight of the second run (part 4)")
+    parser.add_argument("--run-budget", type=int, default=24, help="samples of each run (part 4)")
+    parser.add_argument("--run-pop-size", type=int, default=4)
+    parser.add_argument("--run-nominal", type=int, default=None,
+                        help="the first N nominal instances (part 4; fewer than the workers shows what k adds)")
+    parser.add_argument("--runs-only", action="store_true", help="only part 4: whole runs")
     args = parser.parse_args()
+    if args.runs_only:
+        runs(args.task, args.in_flight, args.max_workers, args.run_budget, args.run_pop_size, args.run_nominal)
+        return
     task = get_task(args.task)
     instances = task.nominal_instances()
     programs = _programs(task, args.programs)
@@ -124,6 +173,7 @@ def main() -> None:
     print(f"one job, {parts.pop('decisions')} decisions on one nominal instance (medians, ms):")
     for name, seconds in parts.items():
         print(f"  {name.replace('_', ' '):<18} {1000 * seconds:8.2f}")
+    runs(args.task, args.in_flight, args.max_workers, args.run_budget, args.run_pop_size, args.run_nominal)
 
 
 if __name__ == "__main__":

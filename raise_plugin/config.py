@@ -88,6 +88,7 @@ class RunConfig:
     out: str | None = default("out")
     num_samplers: int = default("num_samplers")
     num_evaluators: int = default("num_evaluators")
+    programs_in_flight: int = default("programs_in_flight")
     nominal: int | None = default("nominal")
     timeout: float | None = default("timeout")
     memory_mb: int = default("memory_mb")
@@ -137,6 +138,9 @@ class RunConfig:
             bad("llm", "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
         if self.llm.startswith("replay:") and not self.llm.partition(":")[2]:
             bad("llm", "replay needs a recording: replay:FILE or replay:RUN_DIR")
+        if self.programs_in_flight > 1 and self.num_samplers > 1:
+            bad("programs_in_flight", f"with more than one program in flight the samples are drawn in as many lanes "
+                                      f"of their own: num_samplers must be 1 (it is {self.num_samplers})")
         if self.base_url is not None:
             if not self.llm.startswith("openai"):
                 bad("base_url", f"only an openai back-end has an endpoint (llm is {self.llm!r})")

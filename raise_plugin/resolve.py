@@ -17,6 +17,7 @@ from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
 from .llm.record import recording_path
 from .methods import METHODS, get_method
+from .robust import shape_of
 from .settings import SETTINGS, section_of
 
 __all__ = ["PAPER_DEFAULTS", "robust_defaults", "final_selection", "recorded_settings", "with_task_defaults",
@@ -111,7 +112,13 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
         if config.workers is not None and (kind != "process" or count is not None):
             _bad(config, "workers", f"counts the local worker processes, and executor {config.executor!r} already "
                                     f"says where programs run: give --workers N or --executor process:N, not both")
-    return config, RunParts(task, get_method(config.method), adversary)
+    method = get_method(config.method)
+    if config.programs_in_flight > 1:
+        refused = shape_of(method).lanes_refused(method)
+        if refused:
+            raise ConfigError(f"config field 'programs_in_flight': method {config.method!r} evaluates one program "
+                              f"at a time, not {config.programs_in_flight}: {refused}")
+    return config, RunParts(task, method, adversary)
 
 
 def _adversary(config: RunConfig) -> AdversaryConfig:

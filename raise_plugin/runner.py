@@ -77,7 +77,8 @@ def _build(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, callb
                             initial_num_samples=initial_samples) if config.host_profiler else None
     return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler, max_sample_nums=config.budget,
                                 max_generations=None, pop_size=config.pop_size, num_samplers=config.num_samplers,
-                                num_evaluators=config.num_evaluators, callbacks=all_callbacks, seed=config.seed,
+                                num_evaluators=config.num_evaluators, programs_in_flight=config.programs_in_flight,
+                                callbacks=all_callbacks, seed=config.seed,
                                 recorder=run_dir, executor=executor, generation_size=config.pop_size,
                                 early_reject=config.early_reject)
 

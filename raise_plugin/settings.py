@@ -10,8 +10,8 @@ The tree reads as a run is built::
         inner search  inner_population, inner_generations, inner_draws, projection, encoding,
                       constraint, length
       llm        llm, base_url, record, prices, max_tokens, llm_timeout, num_samplers
-      engine     executor, workers, num_evaluators, jit, jit_after, early_reject, host_profiler,
-                 validation_trace
+      engine     executor, workers, num_evaluators, programs_in_flight, jit, jit_after, early_reject,
+                 host_profiler, validation_trace
         sandbox    timeout, memory_mb, file_mb, output_mb (the limits of each evaluation)
     harness    methods, epsilons, ablations, seeds, ... (compare, profile, rerank, evaluate, select)
 
@@ -222,6 +222,9 @@ TREE = Section("run", "run", (
            shown="one per core; a compare job's share"),
         _s("num_evaluators", 1, "int", "evaluation threads of the host (the sandboxed engine uses its workers "
            "whatever this says)", unit="threads", low=1),
+        _s("programs_in_flight", 1, "int", "programs evaluated at once: sample n is drawn once sample n-k is "
+           "registered, and samples are registered in order, so a run depends on k but not on the workers or "
+           "the executor (EoH family; docs/engine.md)", unit="programs", low=1, metavar="K"),
         _s("jit", False, "bool", "run each program compiled (numba: pip install 'raise-plugin[jit]') where its "
            "decisions on the task's probe instances equal its Python function's"),
         _s("jit_after", 0.5, "float", "with --jit: compile a program once its evaluations in a worker took this "

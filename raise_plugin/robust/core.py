@@ -1,7 +1,6 @@
 """The wrapper's core: the instance set, the score book, the evaluator and the run's events."""
 from __future__ import annotations
 
-import concurrent.futures
 import inspect
 import logging
 import math
@@ -18,6 +17,7 @@ from ..settings import default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .host_lines import holding_back_host_advice
+from .in_flight import ProgramsInFlight, evaluation_pool
 from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
 from .llm_guard import LLMGuard
 from ..progress import progress_mode
@@ -62,16 +62,6 @@ def state_keys(callbacks: list[Callback]) -> list[str]:
     return keys
 
 
-class _RunPool(concurrent.futures.ThreadPoolExecutor):
-    """The host's evaluation pool; ``shutdown`` from a host thread is ignored, ``close`` ends it."""
-
-    def shutdown(self, wait=True, *, cancel_futures=False):
-        pass
-
-    def close(self) -> None:
-        super().shutdown(wait=True)
-
-
 class RobustCore:
     """Built after the host's constructor; the shape adapter (a mixin after this one) gives the
     host's search state. Callbacks reach the run through ``RunView``'s methods."""
@@ -80,7 +70,8 @@ class RobustCore:
 
     def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
                  recorder=None, executor=None, generation_size: int = 10, progress: bool | str | None = None,
-                 early_reject: bool = default("early_reject"), **kwargs):
+                 early_reject: bool = default("early_reject"),
+                 programs_in_flight: int = default("programs_in_flight"), **kwargs):
         host_init = super().__init__
         params = _bind_host_arguments(host_init, args, kwargs)
         evaluation = params.get("evaluation")
@@ -134,12 +125,19 @@ class RobustCore:
         # host's sampler threads each shut the pool down as they finish, which would drop the
         # samples other threads still have under way, so only the end of the run closes it
         self._evaluation_executor.shutdown(wait=False)
-        self._evaluation_executor = _RunPool(max_workers=int(getattr(self, "_num_evaluators", 1) or 1))
+        self._evaluation_executor = evaluation_pool(self, programs_in_flight)
+        self._in_flight = self._evaluation_executor if isinstance(self._evaluation_executor, ProgramsInFlight) \
+            else None
         self._install_shape()
         self._progress = progress
         self._early_reject = bool(early_reject)
         if self._early_reject and self._admission_supported() is None:
             self._evaluator.admission = self._admission  # (it asks the aggregation for a bound each time)
+
+    @property
+    def programs_in_flight(self) -> int:
+        """Programs evaluated at once (``programs_in_flight``): 1, or the number of lanes."""
+        return 1 if self._in_flight is None else self._in_flight.lanes.count
 
     @property
     def recorder(self):

@@ -10,6 +10,7 @@ import concurrent.futures
 import math
 import threading
 import time
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -21,9 +22,20 @@ from ..engine.results import EvalResult, FailureKind
 from .instances import InstanceEntry, InstanceSet, bound_function, rejection_order, score_function
 from .scores import ProgramRecord, Rejection, ScoreBook
 
-__all__ = ["ProgramRunner", "InstanceSetEvaluator", "outcome"]
+__all__ = ["ProgramRunner", "InstanceSetEvaluator", "Drawn", "outcome"]
 
 _UNMET = object()
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What a new sample is evaluated against: the members, version and admission bound of the set
+    read when it was drawn, and the book its findings go to (a sheet, for a sample in flight)."""
+
+    entries: list
+    version: int
+    bound: float
+    sheet: ScoreBook
 
 
 class ProgramRunner:
@@ -133,27 +145,37 @@ class InstanceSetEvaluator:
     # host interface
     def evaluate_program_record_time(self, program, **kwargs):
         start = time.time()
-        return self.evaluate_program(program), time.time() - start
+        return self.evaluate_program(program, **kwargs), time.time() - start
 
-    def evaluate_program(self, program, **kwargs) -> float | None:
-        rec = self._book.record(str(program))
+    def evaluate_program(self, program, *, drawn: Drawn | None = None, **kwargs) -> float | None:
+        """The score of a new sample on the current set (or, given ``drawn``, on the set and bound
+        read when it was drawn, its findings written to ``drawn.sheet``)."""
+        drawn = drawn or Drawn(*self.admitted(), self._book)
+        book = drawn.sheet
+        rec = book.record(str(program))
         rec.rejection = None
-        if self.admission is not None:
-            entries, version, bound = self.admission()
-            if bound > -math.inf:
-                return self.score_or_reject(rec, entries, version, bound)
-        else:
-            entries, _ = self._set.state()
-        return self.score_on(rec, entries)
+        if drawn.bound > -math.inf:
+            return self.score_or_reject(rec, drawn.entries, drawn.version, drawn.bound, book)
+        return self.score_on(rec, drawn.entries, book=book)
 
     # ours
-    def score_on(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], purpose: str = "outer") -> float | None:
+    def admitted(self) -> tuple[list[InstanceEntry], int, float]:
+        """What a new sample meets, read now: the members, the set's version and the admission bound
+        (``-inf`` without early rejection)."""
+        if self.admission is not None:
+            return self.admission()
+        entries, version = self._set.state()
+        return entries, version, -math.inf
+
+    def score_on(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], purpose: str = "outer", *,
+                 book: ScoreBook | None = None) -> float | None:
         """The score of ``rec`` on ``entries``, evaluating the members it has not met."""
+        book = book or self._book
         ids = [e.instance_id for e in entries]
-        missing = set(self._book.missing(rec, ids))
+        missing = set(book.missing(rec, ids))
         if missing:
-            self.evaluate(rec, [e for e in entries if e.instance_id in missing], purpose)
-        return self._book.score(rec, ids, score_function(self._evaluation, entries))
+            self.evaluate(rec, [e for e in entries if e.instance_id in missing], purpose, book=book)
+        return book.score(rec, ids, score_function(self._evaluation, entries))
 
     def score_each(self, records: Sequence[ProgramRecord], entries: Sequence[InstanceEntry],
                    purpose: str = "rescore") -> None:
@@ -185,16 +207,17 @@ class InstanceSetEvaluator:
                 self.by_purpose[purpose][1] += time.perf_counter() - started
 
     def score_or_reject(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], version: int,
-                        bound: float) -> float | None:
+                        bound: float, book: ScoreBook | None = None) -> float | None:
         """The score of ``rec`` on ``entries``, or, once it provably cannot exceed ``bound``, the
         most it could be (``rec.rejection`` then says so): see the class docstring."""
+        book = book or self._book
         ids = [e.instance_id for e in entries]
-        missing = set(self._book.missing(rec, ids))
+        missing = set(book.missing(rec, ids))
         upper = bound_function(self._evaluation, entries)
         if not missing or upper is None:
-            return self.score_on(rec, entries)
+            return self.score_on(rec, entries, book=book)
         started = time.perf_counter()
-        known = self._book.metrics(rec.program_id)
+        known = book.metrics(rec.program_id)
         order = rejection_order(entries)
         width = self._runner.width
         code = None
@@ -234,13 +257,13 @@ class InstanceSetEvaluator:
             counter[0] += ran
             counter[1] += time.perf_counter() - started
         if failed:  # as without rejection: the set's order decides which failure it records
-            self.evaluate(rec, [e for e in entries if e.instance_id in missing], "outer")
-            return self._book.score(rec, ids, score_function(self._evaluation, entries))
+            self.evaluate(rec, [e for e in entries if e.instance_id in missing], "outer", book=book)
+            return book.score(rec, ids, score_function(self._evaluation, entries))
         if rejected is None:
-            self._book.store(rec, new, None, False)
-            return self._book.score(rec, ids, score_function(self._evaluation, entries))
+            book.store(rec, new, None, False)
+            return book.score(rec, ids, score_function(self._evaluation, entries))
         met = [ids[p] for p in positions]
-        self._book.store(rec, {i: new[i] for i in met if i in missing}, None, False)
+        book.store(rec, {i: new[i] for i in met if i in missing}, None, False)
         rec.rejection = Rejection(version, float(bound), float(rejected), tuple(met))
         with self._count_lock:
             self.rejected += 1
@@ -251,7 +274,8 @@ class InstanceSetEvaluator:
         with self._count_lock:
             return {"outer": list(self.by_purpose["outer"]), "rescore": list(self.by_purpose["rescore"])}
 
-    def evaluate(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], purpose: str = "outer") -> None:
+    def evaluate(self, rec: ProgramRecord, entries: Sequence[InstanceEntry], purpose: str = "outer", *,
+                 book: ScoreBook | None = None) -> None:
         """Evaluate ``rec`` on ``entries`` (in order, stopping at the first failure) and store the metrics."""
         if not entries:
             return
@@ -273,7 +297,7 @@ class InstanceSetEvaluator:
             counter[0] += len(values)
             if not getattr(self._in_batch, "active", False):
                 counter[1] += time.perf_counter() - started
-        self._book.store(rec, metrics, error, broken)
+        (book or self._book).store(rec, metrics, error, broken)
 
     def close(self) -> None:
         """Stop the engine's workers (when one is used)."""

@@ -217,10 +217,19 @@ class PopulationShape(HostShape):
                 return klass is EoH
         return False
 
+    @classmethod
+    def lanes_refused(cls, method_cls: type) -> str | None:
+        return None
+
+    def _one_sampler(self) -> bool:
+        """One sampler thread: a sample's record can say where its loop stood (several samplers:
+        the order of prompts follows thread timing; several lanes: each lane's loop has its own)."""
+        return getattr(self, "_num_samplers", 1) == 1 and self._in_flight is None
+
     def _shape_cursor(self) -> dict:
         loop = getattr(self._loop, "name", None)
-        if loop is None or getattr(self, "_num_samplers", 1) != 1 or not self._host_loops():
-            return {}  # several samplers: the order of prompts follows thread timing
+        if loop is None or not self._one_sampler() or not self._host_loops():
+            return {}
         # the host's e1/e2 prompts clear the docstring of the parents they show: part of the state
         bare = sorted({self._id_of(f) for f in self._population.members() if getattr(f, "docstring", None) == ""})
         return {"loop": loop, "slot": self._slots[loop], "rng": self._rng_state(), "bare": bare}
@@ -232,7 +241,7 @@ class PopulationShape(HostShape):
         """Skip the slots the interrupted run had asked in the loop it was in (their selections
         are made and dropped, no LLM is asked), then take the selection RNG it had then."""
         loop, slot = cursor.get("loop"), int(cursor.get("slot", 0))
-        if loop not in self._slots or cursor.get("rng") is None or getattr(self, "_num_samplers", 1) != 1:
+        if loop not in self._slots or cursor.get("rng") is None or not self._one_sampler():
             return
         if loop == "init" and self.generation >= 1:
             loop, slot = "evolution", 0  # the sample ended the initial population
@@ -257,12 +266,29 @@ class PopulationShape(HostShape):
 
     # the host's loops swallow ``Exception``: a requested stop passes them as ``Stopped``
     def _continue_loop(self) -> bool:
-        return self.stop_reason is None and super()._continue_loop()
+        return self.stop_reason is None and self._room_in_flight() and super()._continue_loop()
+
+    def _room_in_flight(self, cap: int | None = None) -> bool:
+        """Whether a lane may draw another sample: the samples registered and those in flight are
+        fewer than the budget (or ``cap``). Always, with one program in flight."""
+        if self._in_flight is None:
+            return True
+        cap = self._max_sample_nums if cap is None else cap
+        return cap is None or self._tot_sample_nums + self._in_flight.in_flight < cap
+
+    def _multi_threaded_sampling(self, fn, *args, **kwargs):
+        if self._in_flight is None:
+            return super()._multi_threaded_sampling(fn, *args, **kwargs)
+        self._in_flight.lanes.run(fn, *args, **kwargs)
 
     def _sample_evaluate_register(self, *args, **kwargs):
         if self.stop_reason is not None:
             raise Stopped()
         loop = getattr(self._loop, "name", None)
+        # a lane draws nothing past the budget, nor, starting, past the initial population's samples,
+        # counting those in flight (one sampler stops there once the last is registered)
+        if not self._room_in_flight() or (loop == "init" and not self._room_in_flight(self._initial_sample_nums_max)):
+            raise Stopped()
         if self._skip.get(loop):
             self._skip[loop] -= 1
             if not self._skip[loop]:

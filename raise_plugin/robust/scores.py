@@ -100,3 +100,21 @@ class ScoreBook:
             if error:
                 rec.error = error
             rec.broken = rec.broken or broken
+
+    def sheet(self, text: str) -> "ScoreBook":
+        """A book of one record, a copy of program ``text``'s as it is now: where a sample in flight
+        writes what its evaluation finds, so that the book changes only when the sample is
+        registered (``merge``), in sample order, whatever the order its evaluation ends in."""
+        rec = self.record(text)
+        sheet = ScoreBook()
+        with self._lock:
+            sheet._by_id[rec.program_id] = ProgramRecord(rec.program_id, rec.text, rec.function_name,
+                                                         dict(rec.metrics), rec.error, rec.broken)
+        return sheet
+
+    def merge(self, sheet: "ScoreBook") -> None:
+        """Take what a ``sheet``'s evaluation found into this book; its record's ``rejection`` too."""
+        for found in sheet.records():
+            rec = self.record(found.text)
+            self.store(rec, found.metrics, found.error, found.broken)
+            rec.rejection = found.rejection

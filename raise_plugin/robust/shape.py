@@ -58,6 +58,14 @@ class HostShape:
         """``(members, pending)``: host ``Function``s whose scores follow the instance set."""
         raise NotImplementedError
 
+    @classmethod
+    def lanes_refused(cls, method_cls: type) -> str | None:
+        """``None`` when ``method_cls``'s loops can sample in lanes (``in_flight.py``: several programs
+        in flight, one order of draws and registrations), else where they cannot."""
+        host = next((k for k in method_cls.__mro__ if k.__module__.startswith("llm4ad")), method_cls)
+        return (f"the host's sampler loop ({host.__module__}.{host.__name__}) draws, evaluates and registers each "
+                "sample in a thread of its own; only the EoH family's loops take turns (robust/population.py)")
+
     def _admission_supported(self) -> str | None:
         """``None`` when the shape gives an admission bound (early rejection can apply), else why not."""
         return "this search state gives no admission bound: every sample meets the whole set"

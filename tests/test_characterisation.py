@@ -13,9 +13,10 @@ rewrites them, on purpose, with
 With ``jit``, every program is compiled at its first evaluation (``jit_after`` 0), and the offline
 sampler's programs compile, so the run evaluates almost every sample compiled; it must record
 what the Python path records. A compile and its probes cost about 0.9 s a program, so the
-compiled path runs the first 24 samples (two refreshes: re-scoring and the adversary's inner
-search included) and is held against the Python path's run of the same 24 samples, made beside
-it; the Python path's 60 samples are held against the goldens. The compiled run has one
+compiled path runs a shorter run (12 samples in generations of 4, a refresh after each: three
+refreshes, re-scoring and the adversary's inner search included) and is held against the
+Python path's same run, made beside it; the Python path's 60 samples are held against the
+goldens. The compiled run has one
 evaluation worker, so each program is compiled once rather than in every worker; what a run
 records does not depend on its number of workers (tests/test_robust.py).
 """
@@ -53,15 +54,16 @@ def _digest(value) -> str:
     return hashlib.sha256(json.dumps(_strip(value), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def characterise(task: str, out: Path, jit: bool = False, budget: int = 60) -> dict:
-    """Run the characterisation run of ``task`` (``budget`` samples) into ``out``; the hashes of what it recorded."""
+def characterise(task: str, out: Path, jit: bool = False, budget: int = 60, pop_size: int = 6, tau: int = 2) -> dict:
+    """Run the characterisation run of ``task`` (``budget`` samples, generations of ``pop_size``, a
+    refresh every ``tau``-th) into ``out``; the hashes of what it recorded."""
     from raise_plugin.config import RunConfig
     from raise_plugin.rundir.files import read_jsonl
     from raise_plugin.runner import start_run
 
     # the paper's robust settings and the task's public nominal set, pinned: the task's own defaults
     # may change on purpose, and a run's instances are otherwise drawn afresh (``instance_seed``)
-    config = RunConfig(task=task, robust=True, budget=budget, pop_size=6, tau=2, seed=0, num_samplers=1,
+    config = RunConfig(task=task, robust=True, budget=budget, pop_size=pop_size, tau=tau, seed=0, num_samplers=1,
                        instance_seed="public",
                        epsilon=0.002, aggregation="mean", adversary_objective="metric", projection="paper",
                        nominal=2 if task == "obp" else None, out=str(out), validation_trace=False,
@@ -90,18 +92,18 @@ _NO_NUMBA = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
 CASES = [(task, "python") for task in TASKS] + [pytest.param(task, "jit", marks=_NO_NUMBA) for task in ("ojsp", "ovrp")]
 
 
-JIT_BUDGET = 24
+JIT_RUN = dict(budget=12, pop_size=4, tau=1)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task, path", CASES)
 def test_a_short_robust_run_records_what_it_recorded_before(task, path, tmp_path):
     if path == "jit":
-        golden = characterise(task, tmp_path / "python", budget=JIT_BUDGET)
-        now = characterise(task, tmp_path / task, jit=True, budget=JIT_BUDGET)
+        golden = characterise(task, tmp_path / "python", **JIT_RUN)
+        now = characterise(task, tmp_path / task, jit=True, **JIT_RUN)
         tally = json.loads((tmp_path / task / "compiled.json").read_text())
         assert tally["programs_compiled"] >= now["count"]["samples"] // 2 and tally["programs_waiting"] == 0, tally
-        assert now["count"]["refreshes"] == 2, now["count"]
+        assert now["count"]["refreshes"] == 3, now["count"]
     else:
         golden = json.loads(GOLDEN.read_text())[task]
         now = characterise(task, tmp_path / task)

@@ -3,17 +3,20 @@ creation for what it is; what a value names (a task, a method, a baseline, a rep
 executor) is checked where the run uses it (``raise_plugin.resolve``)."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import math
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .errors import PluginWarning, UserError
-from .settings import SETTINGS, SettingError, default, fallback, flatten_tables
+from .settings import SETTINGS, TREE, SettingError, default, fallback, flatten_tables
 
-__all__ = ["RunConfig", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "SANDBOX_LIMITS"]
+__all__ = ["RunConfig", "BudgetSettings", "AdversarySettings", "InnerSearchSettings", "LLMSettings", "EngineSettings",
+           "SandboxSettings", "Settings", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "SANDBOX_LIMITS",
+           "RECORDED_ORDER"]
 
 
 class ConfigError(UserError):
@@ -46,12 +49,203 @@ def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = default
 # the sandbox's limits a run, an evaluation and a compare set (``SandboxLimits`` fields of the same names)
 SANDBOX_LIMITS = ("memory_mb", "file_mb", "output_mb")
 
+# the order of a run's settings in its ``config.json`` (recorded runs are read back in it)
+RECORDED_ORDER = (
+    "task", "method", "robust", "epsilon", "tau", "allow_no_refresh", "inner_population", "inner_generations",
+    "aggregation", "max_adversarial", "budget", "pop_size", "llm", "base_url", "seed", "instance_seed", "out",
+    "num_samplers", "num_evaluators", "programs_in_flight", "nominal", "timeout", "memory_mb", "file_mb", "output_mb", "projection",
+    "encoding", "constraint", "length", "host_profiler", "early_reject", "record", "executor", "workers",
+    "adversary_objective", "inner_draws", "tau_unit", "max_cost_usd", "max_llm_calls", "prices", "max_tokens",
+    "llm_timeout", "max_failed_requests", "validation_trace", "instances_per_refresh", "jit", "jit_after")
+
+
 @dataclass(frozen=True)
+class Settings:
+    """One section of the tree as a frozen config: a field per setting of the section (named as the
+    setting, ``Setting.field_name``), each checked on creation, and a field per section under it."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            if not _is_section(f):
+                try:
+                    SETTINGS[f.metadata["setting"]].check(getattr(self, f.name))
+                except SettingError as exc:
+                    raise ConfigError(f"config field {exc.name!r}: {exc.reason}") from None
+
+    @classmethod
+    def of(cls, flat: Mapping[str, Any]):
+        """The section of the settings ``flat`` (setting name -> value) gives; the rest at their defaults."""
+        return cls(**{f.name: f.default_factory.of(flat) if _is_section(f) else flat[f.metadata["setting"]]
+                      for f in fields(cls) if _is_section(f) or f.metadata["setting"] in flat})
+
+    def flat(self) -> dict[str, Any]:
+        """This section's settings and those of the sections under it, by setting name."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out = {**out, **(value.flat() if _is_section(f) else {f.metadata["setting"]: value})}
+        return out
+
+
+def _setting(name: str) -> Any:
+    """The field of setting ``name``: its default, and which setting it is."""
+    return field(default=default(name), metadata={"setting": name})
+
+
+def _section(cls: type) -> Any:
+    return field(default_factory=cls)
+
+
+def _is_section(f) -> bool:
+    return isinstance(f.default_factory, type) and issubclass(f.default_factory, Settings)
+
+
+@dataclass(frozen=True)
+class BudgetSettings(Settings):
+    """``budget``: what a run may spend; ``samples`` is the setting ``budget`` (N_max)."""
+
+    samples: int = _setting("budget")
+    pop_size: int = _setting("pop_size")
+    max_cost_usd: float | None = _setting("max_cost_usd")
+    max_llm_calls: int | None = _setting("max_llm_calls")
+    max_failed_requests: int = _setting("max_failed_requests")
+
+
+@dataclass(frozen=True)
+class InnerSearchSettings(Settings):
+    """``adversary.inner_search``: one inner search (P_in, G_in, R and its switches)."""
+
+    inner_population: int = _setting("inner_population")
+    inner_generations: int = _setting("inner_generations")
+    inner_draws: int | None = _setting("inner_draws")
+    projection: str | None = _setting("projection")
+    encoding: str | None = _setting("encoding")
+    constraint: str | None = _setting("constraint")
+    length: str | None = _setting("length")
+
+    def switches(self) -> dict[str, Any]:
+        """The search's switches that differ from its defaults (the paper's)."""
+        return {k: getattr(self, k) for k in ("projection", "encoding", "constraint", "length")
+                if getattr(self, k) not in (None, fallback(k))}
+
+
+@dataclass(frozen=True)
+class AdversarySettings(Settings):
+    """``adversary``: RAISE's inner loop (eps, tau, A, the window, the objective) and its inner search.
+    ``epsilon``, ``aggregation`` and ``adversary_objective`` left unset (``None``) are the task's
+    (``resolve.with_task_defaults``)."""
+
+    epsilon: float | None = _setting("epsilon")
+    tau: int = _setting("tau")
+    tau_unit: str = _setting("tau_unit")
+    allow_no_refresh: bool = _setting("allow_no_refresh")
+    aggregation: str | None = _setting("aggregation")
+    max_adversarial: int = _setting("max_adversarial")
+    instances_per_refresh: str = _setting("instances_per_refresh")
+    nominal: int | None = _setting("nominal")
+    adversary_objective: str | None = _setting("adversary_objective")
+    inner_search: InnerSearchSettings = _section(InnerSearchSettings)
+
+
+@dataclass(frozen=True)
+class LLMSettings(Settings):
+    """``llm``: the LLM back-end and its endpoint; ``backend`` is the setting ``llm`` (``offline``,
+    ``openai[:MODEL]``, ``replay:SOURCE``)."""
+
+    backend: str = _setting("llm")
+    base_url: str | None = _setting("base_url")
+    record: str | None = _setting("record")
+    prices: dict | None = _setting("prices")
+    max_tokens: int | None = _setting("max_tokens")
+    llm_timeout: float | None = _setting("llm_timeout")
+    num_samplers: int = _setting("num_samplers")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.prices is not None:
+            for model, pair in self.prices.items():
+                if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in pair)):
+                    _bad("prices", self.prices, f"entry {model!r} must be [input, output] dollars per million tokens, "
+                                                "both >= 0")
+        if not (self.backend == "offline" or self.backend.startswith(("openai", "replay:"))):
+            _bad("llm", self.backend, "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
+        if self.backend.startswith("replay:") and not self.backend.partition(":")[2]:
+            _bad("llm", self.backend, "replay needs a recording: replay:FILE or replay:RUN_DIR")
+        if self.base_url is not None:
+            if not self.backend.startswith("openai"):
+                _bad("base_url", self.base_url, f"only an openai back-end has an endpoint (llm is {self.backend!r})")
+            if not self.base_url.startswith(("http://", "https://")):
+                _bad("base_url", self.base_url, "must be an http:// or https:// URL")
+
+    @property
+    def kind(self) -> str:
+        """``offline``, ``openai`` or ``replay``."""
+        return self.backend.split(":", 1)[0]
+
+
+@dataclass(frozen=True)
+class SandboxSettings(Settings):
+    """``engine.sandbox``: what one evaluation of a program may use."""
+
+    timeout: float | None = _setting("timeout")
+    memory_mb: int = _setting("memory_mb")
+    file_mb: int = _setting("file_mb")
+    output_mb: float = _setting("output_mb")
+
+
+@dataclass(frozen=True)
+class EngineSettings(Settings):
+    """``engine``: where and how programs are evaluated, and the sandbox of each evaluation."""
+
+    executor: str | None = _setting("executor")
+    workers: int | None = _setting("workers")
+    num_evaluators: int = _setting("num_evaluators")
+    programs_in_flight: int = _setting("programs_in_flight")
+    jit: bool = _setting("jit")
+    jit_after: float = _setting("jit_after")
+    early_reject: bool = _setting("early_reject")
+    host_profiler: bool = _setting("host_profiler")
+    validation_trace: bool = _setting("validation_trace")
+    sandbox: SandboxSettings = _section(SandboxSettings)
+
+    def evaluation_executor(self) -> str | None:
+        """Where the run's programs are evaluated: ``executor``, or ``process:workers``."""
+        return self.executor if self.workers is None else f"process:{self.workers}"
+
+    def sandbox_limits(self) -> dict[str, Any]:
+        """The sandbox's limits this run sets apart from the engine's own (``SandboxLimits``):
+        memory, file size and output per evaluation, and the compiled path; the time per instance
+        goes with the evaluation (``timeout``)."""
+        limits = {name: getattr(self.sandbox, name) for name in SANDBOX_LIMITS
+                  if getattr(self.sandbox, name) != default(name)}
+        return {**limits, **({"jit": True, "jit_after": self.jit_after} if self.jit else {})}
+
+
+def _bad(name: str, value: Any, why: str):
+    raise ConfigError(f"config field {name!r}: {why}, got {value!r}")
+
+
+# the run's sections, by the tree's names; the run's own settings (task, method, ...) are RunConfig's fields
+SECTIONS = {"budget": BudgetSettings, "adversary": AdversarySettings, "llm": LLMSettings, "engine": EngineSettings}
+
+
+@dataclass(frozen=True, init=False)
 class RunConfig:
     """One run of a (robust) method on a task: the settings of the tree's ``run`` section
     (``raise_plugin.settings``; docs/settings.md lists each with its default, unit and meaning),
-    one field per setting, each checked on creation against its setting; what a value names is
-    checked when a run starts, before it writes anything (``raise_plugin.resolve.resolve``).
+    each checked on creation against its setting; what a value names is checked when a run
+    starts, before it writes anything (``raise_plugin.resolve.resolve``).
+
+    The run's own settings (``task``, ``method``, ``robust``, ``seed``, ``instance_seed``,
+    ``out``) are fields; every section of the tree under ``run`` is one frozen config
+    (``budget``, ``adversary`` with its ``inner_search``, ``llm``, ``engine`` with its
+    ``sandbox``), read by section (``config.adversary.epsilon``) and handed whole to the part
+    it configures. It is made from the settings by name, flat (``RunConfig(task="obp",
+    budget=40, epsilon=0.01)``), from sections (``RunConfig(adversary=AdversarySettings(...))``),
+    or both (the named settings over the sections); ``to_dict`` gives it flat again, as
+    ``config.json`` records it. Two settings are named as their section, and their field there
+    says what they are: ``budget.samples`` (the setting ``budget``) and ``llm.backend`` (``llm``).
 
     ``robust=False`` runs the same wrapped method without the inner loop, so plain and robust
     runs differ only by the adversarial callback. ``epsilon``, ``aggregation``,
@@ -72,85 +266,57 @@ class RunConfig:
     task: str = default("task")
     method: str = default("method")
     robust: bool = default("robust")
-    epsilon: float | None = default("epsilon")
-    tau: int = default("tau")
-    allow_no_refresh: bool = default("allow_no_refresh")
-    inner_population: int = default("inner_population")
-    inner_generations: int = default("inner_generations")
-    aggregation: str | None = default("aggregation")
-    max_adversarial: int = default("max_adversarial")
-    budget: int = default("budget")
-    pop_size: int = default("pop_size")
-    llm: str = default("llm")
-    base_url: str | None = default("base_url")
     seed: int = default("seed")
     instance_seed: str = default("instance_seed")
     out: str | None = default("out")
-    num_samplers: int = default("num_samplers")
-    num_evaluators: int = default("num_evaluators")
-    programs_in_flight: int = default("programs_in_flight")
-    nominal: int | None = default("nominal")
-    timeout: float | None = default("timeout")
-    memory_mb: int = default("memory_mb")
-    file_mb: int = default("file_mb")
-    output_mb: float = default("output_mb")
-    projection: str | None = default("projection")
-    encoding: str | None = default("encoding")
-    constraint: str | None = default("constraint")
-    length: str | None = default("length")
-    host_profiler: bool = default("host_profiler")
-    early_reject: bool = default("early_reject")
-    record: str | None = default("record")
-    executor: str | None = default("executor")
-    workers: int | None = default("workers")
-    adversary_objective: str | None = default("adversary_objective")
-    inner_draws: int | None = default("inner_draws")
-    tau_unit: str = default("tau_unit")
-    max_cost_usd: float | None = default("max_cost_usd")
-    max_llm_calls: int | None = default("max_llm_calls")
-    prices: dict | None = default("prices")
-    max_tokens: int | None = default("max_tokens")
-    llm_timeout: float | None = default("llm_timeout")
-    max_failed_requests: int = default("max_failed_requests")
-    validation_trace: bool = default("validation_trace")
-    instances_per_refresh: str = default("instances_per_refresh")
-    jit: bool = default("jit")
-    jit_after: float = default("jit_after")
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
+    adversary: AdversarySettings = field(default_factory=AdversarySettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+
+    def __init__(self, **settings: Any):
+        flat: dict[str, Any] = {}
+        for name, cls in SECTIONS.items():  # sections given whole first, the settings named over them
+            if isinstance(settings.get(name), Settings):
+                section = settings.pop(name)
+                if not isinstance(section, cls):
+                    raise TypeError(f"RunConfig: {name} must be {cls.__name__}, got {type(section).__name__}")
+                flat = {**flat, **section.flat()}
+        for name in settings:
+            if name not in _RUN_SETTINGS:
+                raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
+        flat = {**flat, **settings}
+        for name in _OWN:
+            object.__setattr__(self, name, flat.get(name, default(name)))
+        for name, cls in SECTIONS.items():
+            object.__setattr__(self, name, cls.of(flat))
+        self.__post_init__()
 
     def __post_init__(self):
-        def bad(name, why):
-            raise ConfigError(f"config field {name!r}: {why}, got {getattr(self, name)!r}")
-
-        for f in fields(self):  # each value against its setting in the tree: kind, least value, choices
+        for name in _OWN:  # each value against its setting in the tree: kind, least value, choices
             try:
-                SETTINGS[f.name].check(getattr(self, f.name))
+                SETTINGS[name].check(getattr(self, name))
             except SettingError as exc:
-                raise ConfigError(f"config field {f.name!r}: {exc.reason}") from None
-        if self.prices is not None:
-            for model, pair in self.prices.items():
-                if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in pair)):
-                    bad("prices", f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
+                raise ConfigError(f"config field {name!r}: {exc.reason}") from None
         if self.instance_seed not in ("private", "drawn", "public") and not (self.instance_seed.isdigit()
                                                                               and len(self.instance_seed) <= 19):
-            bad("instance_seed", "must be 'private', 'drawn', 'public' or a non-negative integer")
-        if not (self.llm == "offline" or self.llm.startswith(("openai", "replay:"))):
-            bad("llm", "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
-        if self.llm.startswith("replay:") and not self.llm.partition(":")[2]:
-            bad("llm", "replay needs a recording: replay:FILE or replay:RUN_DIR")
-        if self.programs_in_flight > 1 and self.num_samplers > 1:
-            bad("programs_in_flight", f"with more than one program in flight the samples are drawn in as many lanes "
-                                      f"of their own: num_samplers must be 1 (it is {self.num_samplers})")
-        if self.base_url is not None:
-            if not self.llm.startswith("openai"):
-                bad("base_url", f"only an openai back-end has an endpoint (llm is {self.llm!r})")
-            if not self.base_url.startswith(("http://", "https://")):
-                bad("base_url", "must be an http:// or https:// URL")
+            _bad("instance_seed", self.instance_seed, "must be 'private', 'drawn', 'public' or a non-negative integer")
+        if self.engine.programs_in_flight > 1 and self.llm.num_samplers > 1:
+            _bad("programs_in_flight", self.engine.programs_in_flight,
+                 f"with more than one program in flight the samples are drawn in as many lanes of their own: "
+                 f"num_samplers must be 1 (it is {self.llm.num_samplers})")
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        """This config with ``changes`` (settings by name, or sections whole) over it."""
+        flat = self.to_dict()
+        for name, value in changes.items():
+            flat = {**flat, **(value.flat() if isinstance(value, Settings) else {name: value})}
+        return RunConfig(**flat)
 
     # -- loading ---------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> "RunConfig":
-        known = {f.name for f in fields(cls)}
+        known = _RUN_SETTINGS
         data = {k.replace("-", "_"): v for k, v in data.items()}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -186,22 +352,17 @@ class RunConfig:
             raise ConfigError(f"config file {p}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def evaluation_executor(self) -> str | None:
-        """Where the run's programs are evaluated: ``executor``, or ``process:workers``."""
-        return self.executor if self.workers is None else f"process:{self.workers}"
-
-    def sandbox_limits(self) -> dict[str, Any]:
-        """The sandbox's limits this run sets apart from the engine's own (``SandboxLimits``):
-        memory, file size and output per evaluation, and the compiled path; the time per instance
-        goes with the evaluation (``timeout``)."""
-        limits = {name: getattr(self, name) for name in SANDBOX_LIMITS if getattr(self, name) != default(name)}
-        return {**limits, **({"jit": True, "jit_after": self.jit_after} if self.jit else {})}
+        """Every setting by name, flat, in the order ``config.json`` records them."""
+        flat = {name: getattr(self, name) for name in _OWN}
+        for section in (self.budget, self.adversary, self.llm, self.engine):
+            flat = {**flat, **section.flat()}
+        return copy.deepcopy({name: flat[name] for name in RECORDED_ORDER})
 
     def idle_adversary(self) -> str | None:
         """Why this run's adversary can never run (``idle_adversary``), or ``None``."""
-        return idle_adversary(self.budget, self.pop_size, self.tau, self.tau_unit) if self.robust else None
+        if not self.robust:
+            return None
+        return idle_adversary(self.budget.samples, self.budget.pop_size, self.adversary.tau, self.adversary.tau_unit)
 
     @property
     def nominal_seed(self) -> int | None:
@@ -219,7 +380,6 @@ class RunConfig:
         mixed = hashlib.sha256(f"{self.seed}:{self.nominal_seed}".encode()).digest()
         return int.from_bytes(mixed[:4], "little")
 
-    def adversary_switches(self) -> dict[str, Any]:
-        """The adversary's switches that differ from the search's defaults (the paper's)."""
-        return {k: getattr(self, k) for k in ("projection", "encoding", "constraint", "length")
-                if getattr(self, k) not in (None, fallback(k))}
+
+_RUN_SETTINGS = {setting.name for _, setting in TREE.walk()}
+_OWN = tuple(setting.name for path, setting in TREE.walk() if path == ("run",))  # task, method, robust, ...

@@ -4,7 +4,6 @@ name, each looked up and checked (``RunConfig`` checks only what each value is);
 one-line ``ConfigError`` naming its field, as a bad value is."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +11,7 @@ from tasks import Task, get_task, list_tasks
 
 from .adversary.projection import check_epsilon
 from .adversary.settings import AdversaryConfig, AdversaryConfigError
-from .config import ConfigError, RunConfig
+from .config import AdversarySettings, ConfigError, EngineSettings, LLMSettings, RunConfig
 from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
 from .llm.record import recording_path
@@ -64,8 +63,9 @@ def recorded_settings(config: dict) -> dict:
 def with_task_defaults(config: RunConfig) -> RunConfig:
     """``config`` with each robust setting it leaves unset (``None``) the task's, else the paper's
     (``robust_defaults``): the values its run directory's ``config.json`` records."""
-    unset = {name: value for name, value in robust_defaults(config.task).items() if getattr(config, name) is None}
-    return dataclasses.replace(config, **unset) if unset else config
+    given = config.to_dict()
+    unset = {name: value for name, value in robust_defaults(config.task).items() if given[name] is None}
+    return config.replace(**unset) if unset else config
 
 
 @dataclass(frozen=True)
@@ -84,54 +84,63 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     by the aggregation or the objective is not the task's, eps is beyond the task's reach, a
     replay source holds no recording, or the executor names none."""
     config = with_task_defaults(config)
-    adversary = _adversary(config)
     if config.method not in METHODS:
-        _bad(config, "method", f"must be one of {', '.join(sorted(METHODS))}")
+        _bad("method", config.method, f"must be one of {', '.join(sorted(METHODS))}")
     if config.task not in list_tasks():
-        _bad(config, "task", f"must be one of {', '.join(list_tasks())}")
+        _bad("task", config.task, f"must be one of {', '.join(list_tasks())}")
     task = get_task(config.task)
-    try:
-        adversary.check_task(task)
-    except AdversaryConfigError as exc:
-        raise ConfigError(f"config field {exc.name!r}: {exc.reason}") from None
-    if config.robust and config.constraint != "none":  # eps beyond the largest distance reachable is never reached
-        reach = check_epsilon(task, config.epsilon)
-        if reach is not None:
-            raise ConfigError(f"config field 'epsilon': {config.epsilon:g} is beyond the largest distance "
-                              f"{config.task}'s distributions can reach from its nominal histograms ({reach:.4g})")
-    if config.llm.startswith("replay:"):
-        try:
-            recording_path(config.llm.partition(":")[2])
-        except UserError as exc:
-            raise ConfigError(f"config field 'llm': {exc}") from None
-    if config.executor is not None:
-        try:
-            kind, count = parse_executor_spec(config.executor)
-        except ExecutorSpecError as exc:
-            _bad(config, "executor", str(exc))
-        if config.workers is not None and (kind != "process" or count is not None):
-            _bad(config, "workers", f"counts the local worker processes, and executor {config.executor!r} already "
-                                    f"says where programs run: give --workers N or --executor process:N, not both")
+    adversary = _adversary(config.adversary, task, config.robust)
+    _check_llm(config.llm)
+    _check_engine(config.engine)
     method = get_method(config.method)
-    if config.programs_in_flight > 1:
+    in_flight = config.engine.programs_in_flight
+    if in_flight > 1:
         refused = shape_of(method).lanes_refused(method)
         if refused:
             raise ConfigError(f"config field 'programs_in_flight': method {config.method!r} evaluates one program "
-                              f"at a time, not {config.programs_in_flight}: {refused}")
+                              f"at a time, not {in_flight}: {refused}")
     return config, RunParts(task, method, adversary)
 
 
-def _adversary(config: RunConfig) -> AdversaryConfig:
-    """The run's ``AdversaryConfig``, checked there; a bad value is a ``ConfigError`` for its field."""
+def _adversary(settings: AdversarySettings, task: Task, robust: bool) -> AdversaryConfig:
+    """The run's adversary settings checked for ``task`` (``AdversaryConfig``); a bad value is a
+    ``ConfigError`` for its field."""
     try:
-        return AdversaryConfig(config.epsilon, config.tau, config.tau_unit, config.inner_population,
-                               config.inner_generations, config.aggregation, config.max_adversarial,
-                               config.adversary_objective, config.inner_draws, config.adversary_switches(),
-                               config.instances_per_refresh)
+        adversary = AdversaryConfig.checked(settings)
+        adversary.check_task(task)
     except AdversaryConfigError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
         raise ConfigError(f"config field {exc.name!r}: {why}") from None
+    if robust and adversary.inner_search.constraint != "none":  # eps beyond the farthest reachable: never reached
+        reach = check_epsilon(task, adversary.epsilon)
+        if reach is not None:
+            raise ConfigError(f"config field 'epsilon': {adversary.epsilon:g} is beyond the largest distance "
+                              f"{task.name}'s distributions can reach from its nominal histograms ({reach:.4g})")
+    return adversary
 
 
-def _bad(config: RunConfig, name: str, why: str):
-    raise ConfigError(f"config field {name!r}: {why}, got {getattr(config, name)!r}")
+def _check_llm(llm: LLMSettings) -> None:
+    """A replay's source holds a recording."""
+    if llm.kind == "replay":
+        try:
+            recording_path(llm.backend.partition(":")[2])
+        except UserError as exc:
+            raise ConfigError(f"config field 'llm': {exc}") from None
+
+
+def _check_engine(engine: EngineSettings) -> None:
+    """The executor names one, and the workers are not given twice."""
+    if engine.executor is None:
+        return
+    try:
+        kind, count = parse_executor_spec(engine.executor)
+    except ExecutorSpecError as exc:
+        _bad("executor", engine.executor, str(exc))
+    if engine.workers is not None and (kind != "process" or count is not None):
+        _bad("workers", engine.workers, f"counts the local worker processes, and executor {engine.executor!r} "
+                                        f"already says where programs run: give --workers N or --executor "
+                                        f"process:N, not both")
+
+
+def _bad(name: str, value, why: str):
+    raise ConfigError(f"config field {name!r}: {why}, got {value!r}")

@@ -15,8 +15,10 @@ The tree reads as a run is built::
         sandbox    timeout, memory_mb, file_mb, output_mb (the limits of each evaluation)
     harness    methods, epsilons, ablations, seeds, ... (compare, profile, rerank, evaluate, select)
 
-A setting's name is the same everywhere: the Python keyword and config field
-(``RunConfig.inner_population``), the TOML key (top level or in its section's table:
+A setting's name is the same everywhere: the Python keyword (``RunConfig(inner_population=4)``) and
+the field of its section's config (``RunConfig.adversary.inner_search.inner_population``; two
+settings named as their section have a field of their own name there, ``Setting.field_name``:
+``budget.samples`` and ``llm.backend``), the TOML key (top level or in its section's table:
 ``[adversary.inner_search]``), the record in ``config.json`` and the flag (``--inner-population``).
 ``RunConfig``, ``CompareConfig``, ``AdversaryConfig`` and ``SearchConfig`` take their defaults and
 their checks from here, and the command line's flags, help texts and defaults are made from
@@ -72,6 +74,13 @@ class Setting:
     fallback: Any = None
     metavar: str | None = None
     shown: str | None = None  # the default in words, where ``default`` is ``None`` ("all", "the task's")
+    field: str = ""  # its field in its section's config, where the section has its name: ``budget.samples``
+
+    @property
+    def field_name(self) -> str:
+        """The setting's field in its section's config (``raise_plugin.config``): its name, but for
+        ``budget`` (``BudgetSettings.samples``) and ``llm`` (``LLMSettings.backend``)."""
+        return self.field or self.name
 
     @property
     def flag(self) -> str:
@@ -150,7 +159,8 @@ TREE = Section("run", "run", (
     _s("out", None, "str", "output directory", metavar="DIR",
        shown="runs/TASK-METHOD-KIND-seedS-TIME for a run, COMMAND-out for the others"),
     Section("budget", "budget", (
-        _s("budget", 1000, "int", "samples N_max (programs the method generates)", unit="samples", low=1),
+        _s("budget", 1000, "int", "samples N_max (programs the method generates)", unit="samples", low=1,
+           field="samples"),
         _s("pop_size", 10, "int", "population size P_max; a host generation is this many samples",
            unit="programs", low=2),
         _s("max_cost_usd", None, "float", "stop cleanly once the LLM cost reaches this: no request starts past it "
@@ -200,7 +210,7 @@ TREE = Section("run", "run", (
     Section("llm", "LLM", (
         _s("llm", "offline", "str", "offline (no LLM: the offline sampler), openai[:MODEL], replay:FILE (a --record "
            "file) or replay:RUN_DIR (a run again: its recorded settings are the defaults, its answers replayed)",
-           metavar="BACKEND"),
+           metavar="BACKEND", field="backend"),
         _s("base_url", None, "str", "the OpenAI-compatible endpoint of --llm openai: recorded in config.json when "
            "the run starts, and what resume uses", metavar="URL", shown="OPENAI_BASE_URL, else the OpenAI API"),
         _s("record", None, "str", "record every prompt and response to this JSONL file (replay it with "
@@ -348,8 +358,11 @@ def markdown() -> str:
              "`[adversary.inner_search]`), the key in a run directory's `config.json`, and the flag",
              "(`--inner-population`; a switch is `--x`/`--no-x`). \"The task's\" defaults are the task's own",
              "(`raise-ahd tasks --task NAME` shows them), chosen on its validation suite; the value after",
-             "\"else\" is the paper's. This page is written from the tree (`python -m raise_plugin.settings >",
-             "docs/settings.md`); a test keeps it current.", ""]
+             "\"else\" is the paper's. In Python, a `RunConfig` holds a frozen config per section, named as",
+             "the section (`config.adversary.inner_search.inner_population`), each field named as its setting",
+             "but two: `config.budget.samples` is `budget` and `config.llm.backend` is `llm`; the keywords are",
+             "the settings' names, flat (`RunConfig(budget=40, llm=\"offline\")`). This page is written from the",
+             "tree (`python -m raise_plugin.settings > docs/settings.md`); a test keeps it current.", ""]
     for tree in (TREE, HARNESS):
         for names, section in _all_sections(tree):
             rows = [child for child in section.children if isinstance(child, Setting)]

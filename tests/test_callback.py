@@ -7,7 +7,8 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.adversary.settings import AdversaryConfig, AdversaryConfigError
+from raise_plugin.adversary.settings import AdversaryConfigError
+from raise_plugin.config import AdversarySettings, InnerSearchSettings
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback, RunSnapshot
 from raise_plugin.programs import compile_priority
@@ -67,7 +68,7 @@ def robust_run(budget=40, pop_size=4, tau=2, seed=0, aggregation="mean", max_adv
                                      inner_draws=inner_draws, tau_unit=tau_unit,
                                      instances_per_refresh=instances_per_refresh)
     method = robust(EoH, callbacks=[cb, rec])(
-        llm=llm or ScriptedLLM(seed), evaluation=small_obp_evaluation(), max_sample_nums=budget,
+        llm=llm or ScriptedLLM(seed), evaluation=small_obp_evaluation(aggregation=aggregation), max_sample_nums=budget,
         pop_size=pop_size, max_generations=None, num_samplers=samplers, seed=seed, **kwargs)
     method.run()
     return method, cb, rec
@@ -227,9 +228,20 @@ def test_the_inner_search_sees_no_secret_of_the_environment(monkeypatch):
 @pytest.mark.parametrize("kwargs, field", [({"adversary_objective": "regret:worstfit"}, "adversary_objective"),
                                            ({"aggregation": "regret:worstfit:min"}, "aggregation")])
 def test_a_baseline_the_task_does_not_have_fails_when_the_method_is_made(kwargs, field):
+    callback = AdversarialInstanceCallback(epsilon=0.002, tau=2, **kwargs)
     with pytest.raises(AdversaryConfigError, match=f"^{field}: task 'obp' has no classical baseline 'worstfit' "
                                                    r"\(it has: BestFit, FirstFit\)"):
-        robust_run(budget=8, pop_size=4, tau=2, **kwargs)
+        robust(EoH, callbacks=[callback])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=8,
+                                          pop_size=4, max_generations=None)
+
+
+def test_the_evaluation_holds_the_aggregation_and_the_callback_only_checks_it():
+    method, _, _ = robust_run(budget=8, pop_size=4, tau=2, aggregation="min")
+    assert str(method.evaluation.aggregation) == "min"
+    callback = AdversarialInstanceCallback(epsilon=0.002, tau=2, aggregation="min")
+    with pytest.raises(ValueError, match="^aggregation: the evaluation aggregates by mean, this callback's"):
+        robust(EoH, callbacks=[callback])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=8,
+                                          pop_size=4, max_generations=None)
 
 
 def test_search_timeout_is_validated():
@@ -309,14 +321,16 @@ def test_tau_in_samples_refreshes_at_the_first_generation_end_after_each_multipl
 
 
 def test_the_callback_reads_its_settings_from_its_config_and_copies_none():
-    config = AdversaryConfig(epsilon=0.005, tau=3, aggregation="regret:min", adversary_objective="regret:baselines",
-                             inner_population=6, switches={"projection": "sphere"})
-    callback = AdversarialInstanceCallback.from_config(config, seed=4)
+    config = AdversarySettings(epsilon=0.005, tau=3, aggregation="regret:min", adversary_objective="regret:baselines",
+                               inner_search=InnerSearchSettings(inner_population=6, projection="sphere"))
+    callback = AdversarialInstanceCallback(config, seed=4)
+    assert callback.config.inner_search is config.inner_search  # the run's slice, kept as it was given
+    config = callback.config
     names = ("epsilon", "tau", "tau_unit", "inner_population", "inner_generations", "aggregation", "max_adversarial",
              "objective", "draws", "per_refresh", "adversary_switches")
     assert not set(names) & set(vars(callback))  # one place holds each setting: the config
     assert (callback.epsilon, callback.tau, callback.inner_population) == (0.005, 3, 6)
     assert str(callback.aggregation) == "regret:min" and callback.objective.kind == "regret"
     assert callback.adversary_switches == {"projection": "sphere"}
-    assert config.search_options(2) == {"population": 6, "generations": config.inner_generations, "draws": 2,
-                                        "objective": "regret", "projection": "sphere"}
+    assert config.search_options(2) == {"population": 6, "generations": config.inner_search.inner_generations,
+                                        "draws": 2, "objective": "regret", "projection": "sphere"}

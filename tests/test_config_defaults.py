@@ -12,22 +12,23 @@ from raise_plugin.runner import start_run
 
 
 def test_obp_takes_its_validated_defaults_and_the_others_the_papers():
-    assert RunConfig(task="obp").epsilon is None  # unset until the run starts
-    obp = with_task_defaults(RunConfig(task="obp"))
-    assert (obp.epsilon, obp.projection, obp.adversary_objective, obp.aggregation) == (
+    assert RunConfig(task="obp").adversary.epsilon is None  # unset until the run starts
+    obp = with_task_defaults(RunConfig(task="obp")).to_dict()
+    assert (obp["epsilon"], obp["projection"], obp["adversary_objective"], obp["aggregation"]) == (
         0.01, "sphere", "regret:bestfit", "regret:bestfit:min")
     for task in ("ojsp", "ovrp", "knapsack", "cvrp"):
-        c = with_task_defaults(RunConfig(task=task))
-        assert (c.epsilon, c.aggregation, c.adversary_objective, c.projection) == tuple(
+        c = with_task_defaults(RunConfig(task=task)).adversary
+        assert (c.epsilon, c.aggregation, c.adversary_objective, c.inner_search.projection) == tuple(
             PAPER_DEFAULTS[k] for k in ("epsilon", "aggregation", "adversary_objective", "projection"))
 
 
 def test_a_given_setting_wins_and_is_still_checked():
     c, _ = resolve(RunConfig(task="obp", epsilon=0.002, aggregation="mean"))
-    assert (c.epsilon, c.aggregation, c.projection) == (0.002, "mean", "sphere")
+    adversary = c.adversary
+    assert (adversary.epsilon, adversary.aggregation, adversary.inner_search.projection) == (0.002, "mean", "sphere")
     with pytest.raises(ConfigError, match="epsilon"):
         RunConfig(task="obp", epsilon=0.0)
-    assert resolve(RunConfig(task="ovrp", aggregation="regret:min"))[0].aggregation == "regret:min"
+    assert resolve(RunConfig(task="ovrp", aggregation="regret:min"))[0].adversary.aggregation == "regret:min"
     with pytest.raises(ConfigError, match=r"'aggregation'.*regret:\[NAME:\]min"):
         resolve(RunConfig(task="obp", aggregation="regret:median"))
     # a regret against one named rule: the name must be one of the task's baselines

@@ -196,7 +196,7 @@ def finished_run(_finished_template, tmp_path):
 
 
 def test_a_run_directory_in_use_by_another_process_is_refused_naming_it(finished_run, monkeypatch, capsys):
-    from raise_plugin import runner
+    from raise_plugin import build
     from raise_plugin.cli import main
     from raise_plugin.rundir.lock import RunDirectoryBusy
 
@@ -206,7 +206,7 @@ def test_a_run_directory_in_use_by_another_process_is_refused_naming_it(finished
             resume_run(finished_run, llm=ScriptedLLM(0))
         with pytest.raises(RunDirectoryBusy, match=f"in use by process {holder.pid}"):
             start_run(config(finished_run, budget=8), llm=ScriptedLLM(0))
-        monkeypatch.setattr(runner, "make_llm", lambda cfg: ScriptedLLM(cfg.seed))
+        monkeypatch.setattr(build, "make_llm", lambda llm, seed, task: ScriptedLLM(seed))
         assert main(["resume", str(finished_run), "--no-progress"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"in use by process {holder.pid}" in err[0]
@@ -274,13 +274,13 @@ def _plant_pickle(path: Path) -> None:
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_resume_repairs_damaged_records_says_what_it_did_and_finishes(finished_run, damage, monkeypatch, capsys):
-    from raise_plugin import runner
+    from raise_plugin import build
     from raise_plugin.cli import main
 
     before = RunLog.load(finished_run)
     adversarial = [i for i in before.checkpoint["instance_set"] if before.instances[i]["origin"] != "nominal"]
     DAMAGE[damage](finished_run)
-    monkeypatch.setattr(runner, "make_llm", lambda cfg: ScriptedLLM(cfg.seed))
+    monkeypatch.setattr(build, "make_llm", lambda llm, seed, task: ScriptedLLM(seed))
     assert main(["resume", str(finished_run), "--budget", "12", "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "Traceback" not in err

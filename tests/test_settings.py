@@ -11,10 +11,10 @@ import pytest
 
 from raise_plugin import cli
 from raise_plugin.adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
-from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.config import RECORDED_ORDER, AdversarySettings, ConfigError, RunConfig
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.commands.flags import add_flags
-from raise_plugin.settings import HARNESS, SETTINGS, TREE, Setting, SettingError, flatten_tables
+from raise_plugin.settings import HARNESS, SETTINGS, TREE, Section, Setting, SettingError, flatten_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 # options of a command that are not settings: what to read, a named study, a price entry, what of an
@@ -72,20 +72,30 @@ def test_switches_are_one_style_and_the_shown_default_is_the_tree_s():
 
 
 def test_the_configs_take_their_fields_and_defaults_from_the_tree():
-    run_fields = {f.name: f.default for f in dataclasses.fields(RunConfig)}
-    assert set(run_fields) == {s.name for _, s in TREE.walk()}
-    for name, value in run_fields.items():
+    flat = RunConfig().to_dict()
+    assert set(flat) == {s.name for _, s in TREE.walk()} and list(flat) == list(RECORDED_ORDER)
+    for name, value in flat.items():
         assert value == SETTINGS[name].default, name
+    for path, section in _sections(TREE):  # a frozen config per section, a field per setting and per section
+        holder = RunConfig()
+        for name in path:
+            holder = getattr(holder, name)
+        own = [s.field_name for s in section.children if not isinstance(s, Section)]
+        nested = [s.name for s in section.children if isinstance(s, Section)]
+        assert [f.name for f in dataclasses.fields(holder)] == own + nested, path
     for f in dataclasses.fields(CompareConfig):
         assert f.name in SETTINGS, f.name
     assert CompareConfig().seeds == tuple(range(SETTINGS["seeds"].default))
-    for f in dataclasses.fields(AdversaryConfig):
-        if f.name != "switches":
-            assert f.name in SETTINGS, f.name
-            setting = SETTINGS[f.name]
-            assert f.default == (setting.fallback if setting.task_default else setting.default), f.name
+    assert set(AdversaryConfig.__dataclass_fields__) == set(AdversarySettings.__dataclass_fields__) | {"switches"}
     assert SearchConfig(0.01).population == SETTINGS["inner_population"].default
     assert SearchConfig(0.01).projection == SETTINGS["projection"].fallback
+
+
+def _sections(section, path=()):
+    for child in section.children:
+        if isinstance(child, Section):
+            yield path + (child.name,), child
+            yield from _sections(child, path + (child.name,))
 
 
 # names a function or a class field may use for something else than the setting of that name
@@ -154,9 +164,9 @@ def test_a_bad_value_is_named_by_its_setting_in_every_config():
     with pytest.raises(ConfigError, match="'inner_draws': must be >= 1 instances"):
         RunConfig(inner_draws=0)
     with pytest.raises(AdversaryConfigError, match="^adversary_objective: "):
-        AdversaryConfig(adversary_objective="worst")
+        AdversaryConfig(epsilon=0.002, adversary_objective="worst")
     with pytest.raises(AdversaryConfigError, match="^draws: not a setting of the inner search"):
-        AdversaryConfig(switches={"draws": 2})  # the old keyword is refused, not passed on
+        AdversaryConfig(epsilon=0.002, switches={"draws": 2})  # the old keyword is refused, not passed on
     with pytest.raises(Exception, match="^inner_population: must be >= 2"):
         CompareConfig(inner_population=1)
     with pytest.raises(ConfigError, match=r"^config field 'memory_mb': must be >= 16 MB, got 8$"):
@@ -174,7 +184,7 @@ def test_a_toml_file_may_hold_the_settings_flat_or_in_the_tree_s_sections(tmp_pa
     flat = tmp_path / "flat.toml"
     flat.write_text('task = "ovrp"\nbudget = 40\npop_size = 4\ntau = 2\ninner_population = 4\nearly_reject = false\n')
     assert RunConfig.from_toml(nested) == RunConfig.from_toml(flat)
-    assert RunConfig.from_toml(nested).inner_population == 4
+    assert RunConfig.from_toml(nested).adversary.inner_search.inner_population == 4
     twice = tmp_path / "twice.toml"
     twice.write_text('tau = 2\n[adversary]\ntau = 3\n')
     with pytest.raises(ConfigError, match="tau: given twice"):

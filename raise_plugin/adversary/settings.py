@@ -4,12 +4,13 @@ inner loop in a run, in the tree's: ``inner_population``, ...). Defaults, choice
 from the one tree of settings (``raise_plugin.settings``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 
+from raise_plugin.config import AdversarySettings, InnerSearchSettings
 from raise_plugin.settings import (CONSTRAINTS, ENCODINGS, LENGTHS, PER_REFRESH, PROJECTIONS, SETTINGS, TAU_UNITS,
                                    SettingError, default, fallback)
 from tasks.common.aggregation import Aggregation
@@ -22,6 +23,9 @@ __all__ = ["SearchConfig", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS
 
 NOISE = ("common", "independent")
 OBJECTIVES = ("metric", "regret")
+SEARCH_SWITCHES = ("projection", "encoding", "constraint", "length")  # settings of a run's inner search
+EXTRA_SWITCHES = ("noise", "executor")  # the search's switches that are no settings of a run
+INNER_SEARCH = tuple(f.metadata["setting"] for f in fields(InnerSearchSettings))
 
 
 @dataclass(frozen=True)
@@ -95,28 +99,20 @@ class AdversaryConfigError(SettingError):
 
 
 @dataclass(frozen=True)
-class AdversaryConfig:
-    """RAISE's settings, validated once against the tree: ``RunConfig``, ``CompareConfig`` (through
-    the run configs it makes) and ``AdversarialInstanceCallback`` all check them here, and a bad
-    one is an ``AdversaryConfigError`` (a ``ValueError``) whose message starts with the setting's name.
+class AdversaryConfig(AdversarySettings):
+    """RAISE's settings, the run's ``adversary`` section (``AdversarySettings``: eps, tau, A, the
+    window, the objective, and the ``inner_search``) checked for a run of the adversary: eps given,
+    the aggregation understood (``None``: the evaluation's, whatever it is), the objective
+    understood (``None``: the paper's), and the search's switches known. ``resolve`` checks a
+    run's section here once, ``AdversarialInstanceCallback`` keeps it, and a bad value is an
+    ``AdversaryConfigError`` (a ``ValueError``) whose message starts with the setting's name.
 
-    ``switches``: the inner search's ``projection``, ``encoding``, ``constraint``, ``length``
-    (checked here), ``noise`` and ``executor`` (passed on). ``instances_per_refresh``: ``one``
-    (the paper's: a refresh adds the winning distribution's representative draw) or ``draws``
-    (it adds all R draws of it).
+    ``switches``: the inner search's switches that are no settings of a run (``noise``,
+    ``executor``), passed on to it. ``instances_per_refresh``: ``one`` (the paper's: a refresh
+    adds the winning distribution's representative draw) or ``draws`` (it adds all R draws of it).
     """
 
-    epsilon: float = fallback("epsilon")
-    tau: int = default("tau")
-    tau_unit: str = default("tau_unit")
-    inner_population: int = default("inner_population")
-    inner_generations: int = default("inner_generations")
-    aggregation: Any = fallback("aggregation")
-    max_adversarial: int = default("max_adversarial")
-    adversary_objective: Any = fallback("adversary_objective")
-    inner_draws: int | None = default("inner_draws")
     switches: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    instances_per_refresh: str = default("instances_per_refresh")
 
     def __post_init__(self):
         def check(name, value):
@@ -127,39 +123,70 @@ class AdversaryConfig:
 
         if self.epsilon is None:
             raise AdversaryConfigError("epsilon", "must be a finite number > 0, got None")
-        for name in ("epsilon", "inner_draws", "tau_unit", "instances_per_refresh", "tau", "inner_population",
-                     "inner_generations", "max_adversarial"):
+        if self.adversary_objective is None:  # left unset: the paper's
+            object.__setattr__(self, "adversary_objective", fallback("adversary_objective"))
+        if not isinstance(self.inner_search, InnerSearchSettings):
+            raise AdversaryConfigError("inner_search", f"must be InnerSearchSettings, got {self.inner_search!r}")
+        for name in ("epsilon", "tau_unit", "instances_per_refresh", "tau", "max_adversarial", "allow_no_refresh",
+                     "nominal"):
             check(name, getattr(self, name))
+        for name in ("inner_draws", "inner_population", "inner_generations", "projection", "encoding", "constraint",
+                     "length"):
+            check(name, getattr(self.inner_search, name))
         object.__setattr__(self, "epsilon", float(self.epsilon))
         for name, parse in (("aggregation", Aggregation.parse), ("adversary_objective", parse_objective)):
             try:
-                parse(getattr(self, name))
+                if getattr(self, name) is not None:
+                    parse(getattr(self, name))
             except ValueError as exc:
                 raise AdversaryConfigError(name, str(exc)) from None
-        known = {f for f in SearchConfig.__dataclass_fields__} - {"epsilon", "population", "generations", "draws",
-                                                                    "objective"} | {"executor"}
         for name in self.switches:
-            if name not in known:
+            if name not in EXTRA_SWITCHES:
                 raise AdversaryConfigError(name, f"not a setting of the inner search (its switches: "
-                                                 f"{', '.join(sorted(known))})")
-        for name in ("projection", "encoding", "constraint", "length"):  # the search's own choices
-            check(name, self.switches.get(name))
+                                                 f"{', '.join(sorted(EXTRA_SWITCHES + SEARCH_SWITCHES))})")
+
+    @classmethod
+    def checked(cls, settings: AdversarySettings, **switches) -> "AdversaryConfig":
+        """``settings`` (the run's section) checked here, with the extra ``switches``."""
+        if isinstance(settings, cls) and not switches:
+            return settings
+        given = {f.name: getattr(settings, f.name) for f in fields(AdversarySettings)}
+        return cls(**given, switches=MappingProxyType({**getattr(settings, "switches", {}), **switches}))
+
+    @classmethod
+    def of_keywords(cls, **flat) -> "AdversaryConfig":
+        """From the settings by name (``epsilon=0.01, inner_population=4, projection="sphere"``) and
+        the extra switches (``noise``, ``executor``)."""
+        switches = {k: flat.pop(k) for k in list(flat) if k in EXTRA_SWITCHES or k not in SETTINGS}
+        inner = {k: flat.pop(k) for k in list(flat) if k in INNER_SEARCH}
+        for name, value in inner.items():  # checked here, to be named as this class names a bad value
+            try:
+                SETTINGS[name].check(value)
+            except SettingError as exc:
+                raise AdversaryConfigError(exc.name, exc.reason) from None
+        return cls(**flat, inner_search=InnerSearchSettings(**inner), switches=MappingProxyType(switches))
+
+    @property
+    def all_switches(self) -> dict:
+        """The inner search's switches that differ from its defaults, then the extra ones."""
+        return {**self.inner_search.switches(), **self.switches}
 
     def search_options(self, draws: int) -> dict:
         """The inner search's keywords (``search``'s ``options``, named as ``SearchConfig`` names them:
         ``population``, ``generations``, ...) for ``draws`` instances per candidate distribution."""
-        return {"population": self.inner_population, "generations": self.inner_generations, "draws": draws,
-                "objective": self.objective_rule.kind, **self.switches}
+        return {"population": self.inner_search.inner_population, "generations": self.inner_search.inner_generations,
+                "draws": draws, "objective": self.objective_rule.kind, **self.all_switches}
 
     @property
-    def aggregation_rule(self):
-        return Aggregation.parse(self.aggregation)
+    def aggregation_rule(self) -> Aggregation | None:
+        """A over the instance set, or ``None``: the evaluation's, whatever it is."""
+        return None if self.aggregation is None else Aggregation.parse(self.aggregation)
 
     def check_task(self, task) -> None:
         """A baseline named by the objective or the aggregation must be ``task``'s
         (``AdversaryConfigError`` naming the field and the task's baselines)."""
         for name, baseline in (("adversary_objective", self.objective_rule.name),
-                               ("aggregation", self.aggregation_rule.reference)):
+                               ("aggregation", getattr(self.aggregation_rule, "reference", None))):
             if baseline:
                 try:
                     named_baseline(task, baseline)

@@ -13,6 +13,9 @@
   environment, else ``offline``.
 
 ``record=PATH`` wraps any of them to append every prompt/response pair to ``PATH``.
+
+``make_llm(config.llm, seed=..., task=...)`` builds a run's back-end from its ``llm`` settings
+(``LLMSettings``: the back-end, endpoint, prices, tokens, time per request and recording).
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ import os
 from typing import Any
 
 from llm4ad.base import LLM
+
+from ..config import LLMSettings
 
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
@@ -64,8 +69,13 @@ def offline_stall(task: str, llm: LLM | str | None, budget: int, runs: int = 1) 
             f"task an offline library (docs/tasks.md) or use an LLM (--llm openai)")
 
 
-def make_llm(spec: str | None = "auto", *, record: str | os.PathLike | None = None, **options: Any) -> LLM:
-    """The back-end named by ``spec``; with ``record``, wrapped to record to that JSONL file."""
+def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.PathLike | None = None,
+             **options: Any) -> LLM:
+    """The back-end named by ``spec``; with ``record``, wrapped to record to that JSONL file. From a
+    run's ``LLMSettings`` (``options``: the run's ``seed`` and ``task``, for the offline sampler and
+    the endpoint's seed), each setting where the back-end takes it."""
+    if isinstance(spec, LLMSettings):
+        return _from_settings(spec, **options)
     spec = "auto" if spec is None else str(spec).strip()
     kind, _, arg = spec.partition(":")
     kind = kind.lower()
@@ -98,6 +108,13 @@ def make_llm(spec: str | None = "auto", *, record: str | os.PathLike | None = No
     else:
         raise UnknownBackendError(f"unknown LLM back-end {spec!r}; expected {SPECS}")
     return RecordingLLM(llm, record) if record else llm
+
+
+def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:
+    given = {"base_url": settings.base_url, "prices": settings.prices, "timeout": settings.llm_timeout}
+    openai = {"seed": seed, "max_tokens": settings.max_tokens, **{k: v for k, v in given.items() if v}}
+    options = {"offline": {"seed": seed, "task": task}, "openai": openai}.get(settings.kind, {})
+    return make_llm(settings.backend, record=settings.record, **options)
 
 
 def _only(options: dict, allowed: set, kind: str) -> None:

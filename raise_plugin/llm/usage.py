@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from ..config import BudgetSettings
 from ..durable import AppendLog
 from ..errors import UserError
 from .errors import EndpointFailed, LLMCapReached
@@ -363,17 +364,18 @@ class UsageLedger:
                 self._kinds[kind] = self._kinds.get(kind, 0) + int(n)
 
 
-def hold_caps(llm, max_requests: int | None, max_cost_usd: float | None, max_failed_requests: int) -> None:
-    """The caps ``llm``'s ledger holds at every request, retries included (``LLMBudget``'s
-    docstring); a cost cap needs the model's price (a one-line ``UserError`` naming the flag)."""
+def hold_caps(llm, budget: BudgetSettings) -> None:
+    """The caps of a run's ``budget`` that ``llm``'s ledger holds at every request, retries included
+    (``LLMBudget``'s docstring); a cost cap needs the model's price (a one-line ``UserError`` naming
+    the flag)."""
     backend = getattr(llm, "inner", llm)
-    if max_cost_usd is not None and getattr(backend, "priced", True) is False:
+    if budget.max_cost_usd is not None and getattr(backend, "priced", True) is False:
         raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
                         f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")
     usage = getattr(backend, "usage", None)
     if usage is not None:
-        usage.max_requests, usage.max_cost_usd, usage.max_failed_requests = (max_requests, max_cost_usd,
-                                                                             max_failed_requests)
+        usage.max_requests, usage.max_cost_usd, usage.max_failed_requests = (
+            budget.max_llm_calls, budget.max_cost_usd, budget.max_failed_requests)
 
 
 def carry_usage(llm, path: Path) -> None:

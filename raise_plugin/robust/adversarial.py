@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from types import MappingProxyType
 from typing import Any, Callable
 
 import numpy as np
@@ -16,7 +15,7 @@ from ..adversary.objective import Objective
 from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
 from ..adversary.search import AdversaryReferenceError, default_draws, search
 from ..adversary.settings import AdversaryConfig, SearchConfig
-from ..settings import default, fallback
+from ..config import AdversarySettings
 from .hooks import Callback, ProgramView, RunSnapshot
 
 log = logging.getLogger("raise_plugin.robust")
@@ -27,7 +26,13 @@ __all__ = ["AdversarialInstanceCallback"]
 class AdversarialInstanceCallback(Callback):
     """RAISE's inner loop: every ``tau`` generations, search the eps-ball for a hard instance and add it.
 
-    Args:
+    Made from the run's ``adversary`` settings (``AdversarialInstanceCallback(config.adversary,
+    seed=...)``: an ``AdversarySettings``, checked here as an ``AdversaryConfig`` and kept as
+    ``config``), or from them by name (``AdversarialInstanceCallback(epsilon=0.002, tau=2)``),
+    which builds the same config. Every setting is checked when the callback is made: a bad one is
+    a ``ValueError`` naming the field, not a failed refresh.
+
+    Settings (docs/settings.md; read from ``config`` where used, never copied):
         epsilon: radius eps of the ball B_eps(S) around the nominal set (mean absolute
             difference of histograms).
         tau: refresh interval tau: in host generations (the loop runs when generation % tau == 0),
@@ -37,11 +42,30 @@ class AdversarialInstanceCallback(Callback):
             samples at pop 10 and tau 5 give 19-20 refreshes) or ``samples`` (the paper's cost
             appendix counts 200 generations of 5 samples for 1000 samples, 40 refreshes at
             tau 5: ``tau=25, tau_unit="samples"`` reproduces that count).
-        inner_population: P_in, genes per inner generation.
-        inner_generations: G_in, inner GA generations.
-        aggregation: A over the instance set: ``mean``, ``min``, ``cvar:ALPHA`` or ``balanced[:W]``;
-            set on the method's evaluation when the run starts.
+        inner_population, inner_generations: P_in and G_in of the inner GA (``inner_search``).
+        aggregation: A over the instance set: ``mean``, ``min``, ``cvar:ALPHA`` or ``balanced[:W]``.
+            A is the evaluation's, set once where the evaluation is made (the runner makes it from
+            the same settings); the callback checks that a baseline it names is the task's, and,
+            when the run starts, that the evaluation aggregates by it (``None``: by whatever the
+            evaluation does) when the method is made.
         max_adversarial: window of adversarial instances kept (oldest dropped); nominal ones always stay.
+        adversary_objective: what the inner search maximises: ``metric`` (the paper's),
+            ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME alone, e.g.
+            ``regret:bestfit``; the name is checked when the run starts) or
+            ``regret:population[:K]``. Whatever the objective, the instance's provenance records
+            ``metric``, ``reference_metric`` (the best classical baseline's, or the best
+            reference's under regret) and ``regret``.
+        inner_draws: instances R each candidate distribution is scored on (the task's default,
+            ``raise_plugin.adversary.default_draws``, when ``None``).
+        instances_per_refresh: ``one`` (the paper's: a refresh adds one instance, the winning
+            distribution's representative draw) or ``draws`` (it adds all R draws, ``adv-K.R``
+            each with its own provenance; with R = 1 the two are the same). The window
+            ``max_adversarial`` counts instances, so a run that keeps as many refreshes needs R
+            times the window.
+        projection, encoding, constraint, length: the inner search's switches; ``noise`` and
+            ``executor``, the search's own, are passed to it as well.
+
+    Args:
         seed: the inner search of refresh k uses seed ``(seed, k)``, so a run is reproducible.
         searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
             generations, draws, references, objective, **switches)``; ``raise_plugin.adversary.search``
@@ -65,42 +89,20 @@ class AdversarialInstanceCallback(Callback):
             workers' own time limit as well. ``False``, a ``serial`` executor, or a custom
             ``searcher``: the whole search runs serially in one sandboxed worker. The result is the
             same either way: every instance is sampled from its own seed, wherever it is evaluated.
-        adversary_objective: what the inner search maximises (``Objective`` or its text): ``metric`` (the
-            paper's), ``regret:baselines``, ``regret:NAME`` (against the task's baseline NAME
-            alone, e.g. ``regret:bestfit``; the name is checked when the run starts) or
-            ``regret:population[:K]``. Whatever the objective,
-            the instance's provenance records ``metric``, ``reference_metric`` (the best
-            classical baseline's, or the best reference's under regret) and ``regret``.
-        inner_draws: instances R each candidate distribution is scored on (the task's default,
-            ``raise_plugin.adversary.default_draws``, when ``None``).
-        instances_per_refresh: ``one`` (the paper's: a refresh adds one instance, the winning distribution's
-            representative draw) or ``draws`` (it adds all R draws, ``adv-K.R`` each with its own
-            provenance; with R = 1 the two are the same). The window ``max_adversarial`` counts
-            instances, so a run that keeps as many refreshes needs R times the window.
-        **adversary_switches: passed to the search (``encoding``, ``projection``, ``constraint``,
-            ``noise``, ``executor``). Every setting is checked here: a bad one is a
-            ``ValueError`` naming the field when the callback is made, not a failed refresh.
     """
 
-    def __init__(self, epsilon: float, tau: int = default("tau"), inner_population: int = default("inner_population"),
-                 inner_generations: int = default("inner_generations"), aggregation: str = fallback("aggregation"),
-                 max_adversarial: int = default("max_adversarial"), seed: int = 0, *,
-                 searcher: Callable | None = None, search_timeout: float | None = None,
-                 adversary_objective: "str | Objective" = fallback("adversary_objective"),
-                 inner_draws: int | None = default("inner_draws"), tau_unit: str = default("tau_unit"),
-                 instances_per_refresh: str = default("instances_per_refresh"), inner_parallel: bool = True,
-                 **adversary_switches):
-        config = AdversaryConfig(epsilon, tau, tau_unit, inner_population, inner_generations, aggregation,
-                                 max_adversarial, adversary_objective, inner_draws,
-                                 MappingProxyType(dict(adversary_switches)), instances_per_refresh)
-        self._configure(config, seed, searcher, search_timeout, inner_parallel)
-
-    def _configure(self, config: AdversaryConfig, seed: int, searcher: Callable | None, search_timeout: float | None,
-                   inner_parallel: bool) -> None:
+    def __init__(self, adversary: "AdversarySettings | float | None" = None, seed: int = 0, *,
+                 searcher: Callable | None = None, search_timeout: float | None = None, inner_parallel: bool = True,
+                 **settings):
+        if isinstance(adversary, AdversarySettings):
+            config = AdversaryConfig.checked(adversary, **settings)
+        else:
+            config = AdversaryConfig.of_keywords(**({"epsilon": adversary} if adversary is not None else {}),
+                                                 **settings)
         self.config = config  # the callback's settings: read from it where used, never copied
         self.seed = int(seed)
         if searcher is None:  # the real search: check its settings now, naming the field
-            options = config.search_options(config.inner_draws or 1)
+            options = config.search_options(config.inner_search.inner_draws or 1)
             SearchConfig(epsilon=config.epsilon, **{k: v for k, v in options.items() if k != "executor"})
         if search_timeout is not None and not (math.isfinite(search_timeout) and search_timeout >= 0):
             raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
@@ -117,34 +119,28 @@ class AdversarialInstanceCallback(Callback):
     epsilon = property(lambda self: self.config.epsilon, doc="eps: the radius of the ball around the nominal set")
     tau = property(lambda self: self.config.tau, doc="the refresh interval")
     tau_unit = property(lambda self: self.config.tau_unit, doc="what tau counts: generations or samples")
-    inner_population = property(lambda self: self.config.inner_population, doc="P_in")
-    inner_generations = property(lambda self: self.config.inner_generations, doc="G_in")
+    inner_population = property(lambda self: self.config.inner_search.inner_population, doc="P_in")
+    inner_generations = property(lambda self: self.config.inner_search.inner_generations, doc="G_in")
     aggregation = property(lambda self: self.config.aggregation_rule, doc="A over the instance set (Aggregation)")
     max_adversarial = property(lambda self: self.config.max_adversarial, doc="adversarial instances kept")
     objective = property(lambda self: self.config.objective_rule, doc="what the inner search maximises (Objective)")
-    draws = property(lambda self: self.config.inner_draws, doc="R, or None: the task's")
+    draws = property(lambda self: self.config.inner_search.inner_draws, doc="R, or None: the task's")
     per_refresh = property(lambda self: self.config.instances_per_refresh, doc="one or draws")
-    adversary_switches = property(lambda self: dict(self.config.switches), doc="the inner search's switches")
-
-    @classmethod
-    def from_config(cls, config: AdversaryConfig, seed: int = 0, **options) -> "AdversarialInstanceCallback":
-        """The callback of a validated ``AdversaryConfig`` (``options``: ``searcher``, ``search_timeout``,
-        ``inner_parallel``)."""
-        callback = cls.__new__(cls)
-        callback._configure(config, seed, options.pop("searcher", None), options.pop("search_timeout", None),
-                            options.pop("inner_parallel", True))
-        if options:
-            raise TypeError(f"unknown option {sorted(options)[0]!r} (searcher, search_timeout, inner_parallel)")
-        return callback
+    adversary_switches = property(lambda self: self.config.all_switches, doc="the inner search's switches")
 
     def check_task(self, task) -> None:
         """A baseline named by the objective or the aggregation must be ``task``'s: the robust
         method calls this when it is made, so a wrong name fails before the first sample."""
         self.config.check_task(task)
 
-    def on_run_start(self, method, snapshot: RunSnapshot) -> None:
-        # a callback used without the runner brings its aggregation to the evaluation
-        method.evaluation.aggregation = self.aggregation
+    def check_evaluation(self, evaluation) -> None:
+        """The evaluation aggregates by this callback's aggregation, where it names one: A is the
+        evaluation's, set once where it is made (the robust method calls this when it is made)."""
+        rule = self.config.aggregation_rule
+        applied = getattr(evaluation, "aggregation", None)
+        if rule is not None and applied is not None and str(rule) != str(applied):
+            raise ValueError(f"aggregation: the evaluation aggregates by {applied}, this callback's settings say "
+                             f"{rule}; A is the evaluation's: make it with aggregation={str(rule)!r}")
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         g = snapshot.generation

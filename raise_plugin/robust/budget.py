@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from ..config import BudgetSettings
 from ..llm.errors import LLMAborted, LLMCapReached
 from .hooks import Callback, RunSnapshot
 
@@ -42,6 +43,11 @@ class LLMBudget(Callback):
             raise ValueError(f"max_llm_calls must be an integer >= 1, got {max_llm_calls!r}")
         self.max_cost_usd = max_cost_usd
         self.max_llm_calls = max_llm_calls
+
+    @classmethod
+    def of(cls, budget: BudgetSettings) -> "LLMBudget":
+        """The caps of a run's ``budget`` settings."""
+        return cls(budget.max_cost_usd, budget.max_llm_calls)
 
     @property
     def state_key(self) -> str:

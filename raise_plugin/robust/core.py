@@ -94,10 +94,13 @@ class RobustCore:
         self.evaluation = evaluation
         self.task = getattr(evaluation, "task", None)
         self.callbacks: list[Callback] = list(self._bound_callbacks) + list(callbacks or [])
-        for cb in self.callbacks:  # settings that need the task (a named baseline) fail here, not mid-run
+        for cb in self.callbacks:  # settings that need the task (a named baseline) or the evaluation fail here
             check = getattr(cb, "check_task", None)
             if check is not None and self.task is not None:
                 check(self.task)
+            check = getattr(cb, "check_evaluation", None)
+            if check is not None:
+                check(evaluation)
         self.seed = int(seed)
         self._generation_size = max(1, int(generation_size))  # samples per generation of hosts without one
         self._recorder = recorder  # the run directory (``RunRecorder`` writes to it, last of the callbacks)

@@ -6,14 +6,14 @@ import json
 import pytest
 
 from robust_helpers import ScriptedLLM
-from raise_plugin import runner
+from raise_plugin import build
 from raise_plugin.cli import main
-from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.config import ConfigError, RunConfig, SandboxSettings
 
 
 @pytest.fixture
 def scripted(monkeypatch):
-    monkeypatch.setattr(runner, "make_llm", lambda config: ScriptedLLM(config.seed))
+    monkeypatch.setattr(build, "make_llm", lambda llm, seed, task: ScriptedLLM(seed))
 
 
 def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys, monkeypatch):
@@ -77,7 +77,7 @@ def test_a_toml_config_with_flags_overriding_it(tmp_path):
     path = tmp_path / "run.toml"
     path.write_text('[run]\ntask = "obp"\nepsilon = 0.005\ntau = 3\naggregation = "cvar:0.2"\n')
     cfg = RunConfig.from_toml(path, tau=4)
-    assert (cfg.epsilon, cfg.tau, cfg.aggregation) == (0.005, 4, "cvar:0.2")
+    assert (cfg.adversary.epsilon, cfg.adversary.tau, cfg.adversary.aggregation) == (0.005, 4, "cvar:0.2")
 
 
 @pytest.mark.parametrize("argv, field", [
@@ -157,8 +157,8 @@ def test_the_sandbox_s_limits_given_to_run_are_the_limits_its_workers_start_with
         started.append(limits)
         return real(spec, limits)
 
-    real = runner.make_executor
-    monkeypatch.setattr(runner, "make_executor", make_executor)
+    real = build.make_executor
+    monkeypatch.setattr(build, "make_executor", make_executor)
     out = tmp_path / "limited"
     assert main(["run", "--task", "obp", "--no-robust", "--budget", "4", "--pop-size", "2", "--nominal", "1",
                  "--executor", "serial", "--memory-mb", "512", "--file-mb", "2", "--output-mb", "0.5",
@@ -169,8 +169,8 @@ def test_the_sandbox_s_limits_given_to_run_are_the_limits_its_workers_start_with
     # in a TOML file, the sandbox's limits are a table of the engine's
     path = tmp_path / "run.toml"
     path.write_text("[engine.sandbox]\nmemory_mb = 1024\ntimeout = 5.0\n")
-    assert (RunConfig.from_toml(path).memory_mb, RunConfig.from_toml(path).timeout) == (1024, 5.0)
-    assert RunConfig().sandbox_limits() == {}  # the engine's own limits: the run starts no workers of its own
+    assert RunConfig.from_toml(path).engine.sandbox == SandboxSettings(memory_mb=1024, timeout=5.0)
+    assert RunConfig().engine.sandbox_limits() == {}  # the engine's own limits: the run starts no workers of its own
 
 
 def test_a_search_that_ends_after_its_initial_population_says_why_and_fails(tmp_path, monkeypatch, capsys):
@@ -180,7 +180,7 @@ def test_a_search_that_ends_after_its_initial_population_says_why_and_fails(tmp_
             return answer if self.calls == 1 else answer.split("def priority")[0] + \
                 "def priority(item, bins):\n    return bins[:1]\n```"
 
-    monkeypatch.setattr(runner, "make_llm", lambda config: OneValid(config.seed, fail_every=0))
+    monkeypatch.setattr(build, "make_llm", lambda llm, seed, task: OneValid(seed, fail_every=0))
     out = tmp_path / "run"
     assert main(["run", "--task", "obp", "--budget", "20", "--pop-size", "2", "--tau", "1", "--nominal", "1",
                  "--inner-population", "2", "--inner-generations", "1", "--out", str(out), "--no-progress",

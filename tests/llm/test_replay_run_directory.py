@@ -78,11 +78,12 @@ def test_a_flag_given_overrides_the_recorded_setting(recorded, tmp_path, capsys)
 
 def test_python_replays_a_run_directory_with_replaying(recorded, tmp_path):
     config = replaying(recorded, out=str(tmp_path / "py"))
-    assert (config.task, config.budget, config.pop_size, config.nominal, config.seed) == ("ovrp", 12, 4, 1, 2)
-    assert config.llm == f"replay:{recorded.resolve()}"
+    assert (config.task, config.budget.samples, config.budget.pop_size, config.adversary.nominal, config.seed) == (
+        "ovrp", 12, 4, 1, 2)
+    assert config.llm.backend == f"replay:{recorded.resolve()}"
     assert start_run(config).run()["samples"] == 12
     assert samples(tmp_path / "py") == samples(recorded)
-    assert replaying(recorded, budget=6, seed=None).budget == 6  # None leaves the recorded value
+    assert replaying(recorded, budget=6, seed=None).budget.samples == 6  # None leaves the recorded value
     run = RecordedRun.read(recorded)
     line = run.line(run.config(pop_size=3))
     assert line.endswith("given here: pop size 3 (recorded 4)")

@@ -52,7 +52,8 @@ def test_regret_forms_of_min_and_cvar_are_bounded():
 def _run(out, aggregation: str, early_reject: bool, budget: int = 32):
     callback = AdversarialInstanceCallback(epsilon=0.002, tau=1, searcher=fake_search, inner_population=3,
                                            aggregation=aggregation)
-    method = RobustEoH(llm=ScriptedLLM(0, fail_every=9), evaluation=small_obp_evaluation(count=6),
+    evaluation = small_obp_evaluation(count=6, aggregation=aggregation)  # A is the evaluation's
+    method = RobustEoH(llm=ScriptedLLM(0, fail_every=9), evaluation=evaluation,
                        max_sample_nums=budget, pop_size=4, max_generations=None, callbacks=[callback],
                        recorder=RunDirectory(out), seed=0, early_reject=early_reject)
     method.run()

@@ -164,7 +164,8 @@ def test_with_programs_in_flight_no_member_keeps_a_stale_score():
     fresh = Fresh()
     adversary = AdversarialInstanceCallback(epsilon=0.002, tau=1, searcher=fake_search, inner_population=3,
                                             aggregation="min")
-    method = robust(EoH)(llm=ScriptedLLM(2), evaluation=small_obp_evaluation(count=2, num_items=100),
+    method = robust(EoH)(llm=ScriptedLLM(2),
+                         evaluation=small_obp_evaluation(count=2, num_items=100, aggregation="min"),
                          max_sample_nums=24, pop_size=4, max_generations=None, executor="process:2",
                          programs_in_flight=3, callbacks=[adversary, fresh])
     method.run()
@@ -176,7 +177,7 @@ def test_one_program_in_flight_samples_in_the_host_threads_as_before():
     method = robust(EoH)(llm=ScriptedLLM(1), evaluation=small_obp_evaluation(count=2, num_items=100),
                          max_sample_nums=4, pop_size=2, max_generations=None)
     assert method.programs_in_flight == 1 and method._in_flight is None
-    assert RunConfig().programs_in_flight == 1
+    assert RunConfig().engine.programs_in_flight == 1
 
 
 def test_a_run_with_programs_in_flight_stopped_and_resumed_ends_at_its_budget(tmp_path):

@@ -1,0 +1,75 @@
+"""A run's parts, each built from its slice of the ``RunConfig`` (the evaluation, the LLM back-end,
+the callbacks, the executor) and the wrapped method that holds them."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from .config import EngineSettings, RunConfig
+from .engine import SandboxLimits, make_executor
+from .engine.selfcheck import check_limits
+from .instance_seeds import nominal_set
+from .llm import make_llm
+from .llm.usage import hold_caps
+from .resolve import RunParts
+from .robust import AdversarialInstanceCallback, Callback, robust
+from .robust.budget import LLMBudget
+from .robust.host_profiler import HostProfiler
+from .robust.owned_executor import CompiledPathReport, OwnedExecutor
+from .rundir.writer import RunDirectory
+from .validation import ValidationTrace
+
+__all__ = ["build_run"]
+
+
+def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, callbacks: Iterable[Callback],
+              initial_samples: int = 0):
+    """The wrapped method of a resolved ``config``, recording to ``run_dir``: ``llm`` (``None``: the
+    back-end of ``config.llm``) and ``callbacks`` after the run's own."""
+    task = parts.task
+    nominal = nominal_set(task, config.nominal_seed, config.adversary.nominal)
+    # the aggregation A is the evaluation's, set here once for plain and robust runs alike
+    evaluation = task.evaluation(instances=nominal, aggregation=config.adversary.aggregation,
+                                 timeout_seconds=config.engine.sandbox.timeout)
+    if llm is None:
+        llm = make_llm(config.llm, seed=config.seed, task=config.task)
+        hold_caps(llm, config.budget)
+    executor, owned = _executor(config.engine, run_dir)
+    # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of its own)
+    timeout = config.engine.sandbox.timeout
+    per_instance = None if timeout is None else timeout / max(1, len(nominal))
+    check_limits(task, SandboxLimits(**config.engine.sandbox_limits()), executor, timeout=per_instance)
+    profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name, method_name=config.method,
+                            initial_num_samples=initial_samples) if config.engine.host_profiler else None
+    return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler,
+                                max_sample_nums=config.budget.samples, max_generations=None,
+                                pop_size=config.budget.pop_size, num_samplers=config.llm.num_samplers,
+                                num_evaluators=config.engine.num_evaluators,
+                                programs_in_flight=config.engine.programs_in_flight,
+                                callbacks=[*_callbacks(config, parts), *callbacks, *owned], seed=config.seed,
+                                recorder=run_dir, executor=executor, generation_size=config.budget.pop_size,
+                                early_reject=config.engine.early_reject)
+
+
+def _callbacks(config: RunConfig, parts: RunParts) -> list[Callback]:
+    """The run's own callbacks: the adversary (a robust run), the LLM caps, the validation trace."""
+    own: list[Callback] = []
+    if config.robust:
+        own.append(AdversarialInstanceCallback(parts.adversary, seed=config.adversary_seed))
+    if config.budget.max_cost_usd is not None or config.budget.max_llm_calls is not None:
+        own.append(LLMBudget.of(config.budget))
+    if config.engine.validation_trace:
+        tau = config.adversary.tau
+        every = tau if config.adversary.tau_unit == "generations" else max(1, tau // config.budget.pop_size)
+        own.append(ValidationTrace(every=every))
+    return own
+
+
+def _executor(engine: EngineSettings, run_dir: RunDirectory) -> tuple:
+    """Where the run's programs are evaluated, and the callback that stops the workers the run
+    started itself (with limits or a compiled path of its own: properties of the workers)."""
+    executor = engine.evaluation_executor()
+    limits = engine.sandbox_limits()
+    if not limits:
+        return executor, []
+    executor = make_executor(executor, SandboxLimits(**limits))
+    return executor, [(CompiledPathReport if engine.jit else OwnedExecutor)(executor, run_dir.path)]

@@ -91,7 +91,7 @@ class AdversarialInstanceCallback(Callback):
             same either way: every instance is sampled from its own seed, wherever it is evaluated.
     """
 
-    def __init__(self, adversary: "AdversarySettings | float | None" = None, seed: int = 0, *,
+    def __init__(self, adversary: "AdversarySettings | float | None" = None, *, seed: int = 0,
                  searcher: Callable | None = None, search_timeout: float | None = None, inner_parallel: bool = True,
                  **settings):
         if isinstance(adversary, AdversarySettings):

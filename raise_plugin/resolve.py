@@ -21,8 +21,8 @@ from .methods import METHODS, get_method
 from .robust import shape_of
 from .settings import SETTINGS, section_of
 
-__all__ = ["PAPER_DEFAULTS", "robust_defaults", "task_defaults", "final_selection", "recorded_settings", "with_task_defaults",
-           "RunParts", "resolve", "started"]
+__all__ = ["PAPER_DEFAULTS", "robust_defaults", "task_defaults", "final_selection", "recorded_settings",
+           "with_task_defaults", "RunParts", "resolve", "started"]
 
 # the settings a task may choose (``Task.robust_defaults``), and the paper's values of them
 PAPER_DEFAULTS = {name: setting.fallback for name, setting in SETTINGS.items()

@@ -98,7 +98,8 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
         csv = out / "results" / f"{name}.csv"
         if not csv.exists():
             continue
-        why = "its run is trained again" if name in dropped_runs else _result_mismatch(csv, study.suite_instances, now, reuse)
+        why = ("its run is trained again" if name in dropped_runs
+               else _result_mismatch(csv, study.suite_instances, now, reuse))
         if why:
             for part in (csv, csv.with_suffix(".json")):
                 if part.exists():

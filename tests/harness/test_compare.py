@@ -345,7 +345,8 @@ def test_compare_takes_the_run_s_controls_from_flags_or_a_config_file_and_hands_
                               "--max-tokens", "500", "--price", "other=0.5,1"])
     args.given = {"config", "budget", "output_mb", "max_llm_calls", "max_tokens", "price"}
     config = config_from(args)
-    assert (config.runs.task, config.runs.budget.samples, config.study.max_llm_calls) == ("ovrp", 30, 200)  # a flag wins
+    # a flag wins over the file
+    assert (config.runs.task, config.runs.budget.samples, config.study.max_llm_calls) == ("ovrp", 30, 200)
     run = dict(config.run_fields("eoh", True, 0.002, 0))
     assert (run["memory_mb"], run["output_mb"], run["timeout"], run["llm_timeout"], run["max_tokens"]) == (
         512, 1, 4.0, 30.0, 500)

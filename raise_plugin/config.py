@@ -7,7 +7,7 @@ import copy
 import hashlib
 import math
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -77,6 +77,14 @@ class Settings:
         """The section of the settings ``flat`` (setting name -> value) gives; the rest at their defaults."""
         return cls(**{f.name: f.default_factory.of(flat) if _is_section(f) else flat[f.metadata["setting"]]
                       for f in fields(cls) if _is_section(f) or f.metadata["setting"] in flat})
+
+    def with_unset(self, values: Mapping[str, Any]):
+        """This section with each setting it leaves unset (``None``) taken from ``values`` (setting
+        name -> value), and each section under it likewise."""
+        changes = {f.name: getattr(self, f.name).with_unset(values) if _is_section(f) else values[f.metadata["setting"]]
+                   for f in fields(self)
+                   if _is_section(f) or (getattr(self, f.name) is None and f.metadata["setting"] in values)}
+        return replace(self, **changes)
 
     def flat(self) -> dict[str, Any]:
         """This section's settings and those of the sections under it, by setting name."""
@@ -312,6 +320,12 @@ class RunConfig:
         for name, value in changes.items():
             flat = {**flat, **(value.flat() if isinstance(value, Settings) else {name: value})}
         return RunConfig(**flat)
+
+    def with_unset(self, values: Mapping[str, Any]) -> "RunConfig":
+        """This config with each setting it leaves unset (``None``) taken from ``values`` (setting
+        name -> value), section by section (``Settings.with_unset``)."""
+        return RunConfig(**{name: getattr(self, name) for name in _OWN},
+                         **{name: getattr(self, name).with_unset(values) for name in SECTIONS})
 
     # -- loading ---------------------------------------------------------------
     @classmethod

@@ -14,13 +14,15 @@ from .adversary.settings import AdversaryConfig, AdversaryConfigError
 from .config import AdversarySettings, ConfigError, EngineSettings, LLMSettings, RunConfig
 from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
+from .instance_seeds import resolve_instance_seed
+from .llm.endpoint import started_base_url
 from .llm.record import recording_path
 from .methods import METHODS, get_method
 from .robust import shape_of
 from .settings import SETTINGS, section_of
 
-__all__ = ["PAPER_DEFAULTS", "robust_defaults", "final_selection", "recorded_settings", "with_task_defaults",
-           "RunParts", "resolve"]
+__all__ = ["PAPER_DEFAULTS", "robust_defaults", "task_defaults", "final_selection", "recorded_settings",
+           "with_task_defaults", "RunParts", "resolve", "started"]
 
 # the settings a task may choose (``Task.robust_defaults``), and the paper's values of them
 PAPER_DEFAULTS = {name: setting.fallback for name, setting in SETTINGS.items()
@@ -31,10 +33,15 @@ def robust_defaults(task_name: str) -> dict[str, Any]:
     """The robust settings a run of ``task_name`` takes when they are not given: the task's
     (``Task.robust_defaults``), then the paper's."""
     try:
-        own = dict(getattr(get_task(task_name), "robust_defaults", {}) or {})
+        task = get_task(task_name)
     except (KeyError, TypeError, ValueError):  # an unknown task fails its own check (``resolve``)
-        own = {}
-    return {**PAPER_DEFAULTS, **own}
+        return dict(PAPER_DEFAULTS)
+    return task_defaults(task)
+
+
+def task_defaults(task: Task) -> dict[str, Any]:
+    """The robust settings a run of ``task`` takes when they are not given: its own, then the paper's."""
+    return {**PAPER_DEFAULTS, **(getattr(task, "robust_defaults", {}) or {})}
 
 
 def final_selection(task_name: str) -> str:
@@ -63,9 +70,15 @@ def recorded_settings(config: dict) -> dict:
 def with_task_defaults(config: RunConfig) -> RunConfig:
     """``config`` with each robust setting it leaves unset (``None``) the task's, else the paper's
     (``robust_defaults``): the values its run directory's ``config.json`` records."""
-    given = config.to_dict()
-    unset = {name: value for name, value in robust_defaults(config.task).items() if given[name] is None}
-    return config.replace(**unset) if unset else config
+    return config.with_unset(robust_defaults(config.task))
+
+
+def started(config: RunConfig, out: str) -> RunConfig:
+    """``config`` as a new run writing to ``out`` records it: with its run directory, the endpoint
+    resume will call (``started_base_url``) and an instance seed no program can know
+    (``resolve_instance_seed``)."""
+    return config.replace(out=out, base_url=started_base_url(config.llm.backend, config.llm.base_url),
+                          instance_seed=resolve_instance_seed(config.instance_seed, config.task, config.seed))
 
 
 @dataclass(frozen=True)
@@ -83,12 +96,12 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     ``ConfigError`` naming the field when the method or task is not registered, a baseline named
     by the aggregation or the objective is not the task's, eps is beyond the task's reach, a
     replay source holds no recording, or the executor names none."""
-    config = with_task_defaults(config)
     if config.method not in METHODS:
         _bad("method", config.method, f"must be one of {', '.join(sorted(METHODS))}")
     if config.task not in list_tasks():
         _bad("task", config.task, f"must be one of {', '.join(list_tasks())}")
     task = get_task(config.task)
+    config = config.with_unset(task_defaults(task))
     adversary = _adversary(config.adversary, task, config.robust)
     _check_llm(config.llm)
     _check_engine(config.engine)

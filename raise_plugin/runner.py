@@ -7,18 +7,17 @@ import warnings
 from pathlib import Path
 from typing import Iterable
 
-from tasks import get_task
+from tasks import Task
 
 from .build import build_run
 from .config import ConfigError, IdleAdversaryWarning, RunConfig
 from .errors import UserError
-from .instance_seeds import resolve_instance_seed
 from .llm import SamplerStallWarning, offline_stall
-from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint, started_base_url
+from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
 from .llm.usage import carry_usage
 from .robust import Callback
 from .robust.llm_guard import REQUESTS_FILE
-from .resolve import recorded_settings, resolve
+from .resolve import recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
 from .rundir.lock import RunLock
 from .rundir.reader import RunLog, check_holds_run
@@ -27,10 +26,11 @@ from .rundir.writer import RunDirectory
 __all__ = ["start_run", "resume_run", "default_out"]
 
 
-def default_out(config: RunConfig) -> str:
+def default_out(config: RunConfig, task: Task) -> str:
+    """Where a run of ``config`` on ``task`` writes when no ``out`` is given: named by the task's name
+    (a task given by file or module: its name, not the reference), method, kind, seed and start."""
     kind = "robust" if config.robust else "plain"
-    name = get_task(config.task).name  # a task given by file or module: its name, not the reference
-    return str(Path("runs") / f"{name}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+    return str(Path("runs") / f"{task.name}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
@@ -41,14 +41,12 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     idle = config.idle_adversary()
     if idle and not config.adversary.allow_no_refresh:  # a robust run that would train as a plain one: refused, with the fix
         raise ConfigError(f"{idle} (or start it as it is with --allow-no-refresh)")
-    out = Path(config.out or default_out(config))
+    out = Path(config.out or default_out(config, parts.task))
     lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
     try:
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
-        # recorded: the run directory, the endpoint resume will call and a seed no program can know
-        config = config.replace(out=str(out), base_url=started_base_url(config.llm.backend, config.llm.base_url),
-                                instance_seed=resolve_instance_seed(config.instance_seed, config.task, config.seed))
+        config = started(config, str(out))
         write_json_atomic(out / "config.json", recorded_settings_of(config.to_dict()))  # first: resume goes on from here
         run_dir = RunDirectory(out, lock=lock)
         method = build_run(config, parts, run_dir, llm, callbacks)

@@ -125,11 +125,11 @@ def test_candidates_carry_their_score_on_the_run_s_final_instance_set(finished_r
 
 def test_the_task_decides_what_compare_hands_on_unless_told(monkeypatch):
     from tasks import list_tasks
-    assert {CompareConfig(task=t).select_on for t in list_tasks()} == {"robust"}  # every task's default
+    assert {CompareConfig(task=t).study.select_on for t in list_tasks()} == {"robust"}  # every task's default
     monkeypatch.setattr(type(get_task("obp")), "final_selection", "validation")  # a task that says otherwise
-    assert CompareConfig(task="obp").select_on == "validation"
-    assert CompareConfig(task="obp", select_on="robust").select_on == "robust"
-    assert CompareConfig(task="ovrp").select_on == "robust"
+    assert CompareConfig(task="obp").study.select_on == "validation"
+    assert CompareConfig(task="obp", select_on="robust").study.select_on == "robust"
+    assert CompareConfig(task="ovrp").study.select_on == "robust"
     from raise_plugin.commands.compare import PRESETS
     # the presets that reproduce a table measured on robust bests say so, whatever the task's default
     assert PRESETS["paper-obp"]["select_on"] == PRESETS["obp-validated"]["select_on"] == "robust"

@@ -12,7 +12,7 @@ import pytest
 from raise_plugin import cli
 from raise_plugin.adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
 from raise_plugin.config import RECORDED_ORDER, AdversarySettings, ConfigError, RunConfig
-from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.compare_config import CompareConfig, StudySettings
 from raise_plugin.commands.flags import add_flags
 from raise_plugin.settings import HARNESS, SETTINGS, TREE, Section, Setting, SettingError, flatten_tables
 
@@ -83,9 +83,10 @@ def test_the_configs_take_their_fields_and_defaults_from_the_tree():
         own = [s.field_name for s in section.children if not isinstance(s, Section)]
         nested = [s.name for s in section.children if isinstance(s, Section)]
         assert [f.name for f in dataclasses.fields(holder)] == own + nested, path
-    for f in dataclasses.fields(CompareConfig):
+    for f in dataclasses.fields(StudySettings):
         assert f.name in SETTINGS, f.name
-    assert CompareConfig().seeds == tuple(range(SETTINGS["seeds"].default))
+    assert CompareConfig().study.seeds == tuple(range(SETTINGS["seeds"].default))
+    assert isinstance(CompareConfig().runs, RunConfig)
     assert set(AdversaryConfig.__dataclass_fields__) == set(AdversarySettings.__dataclass_fields__) | {"switches"}
     assert SearchConfig(0.01).population == SETTINGS["inner_population"].default
     assert SearchConfig(0.01).projection == SETTINGS["projection"].fallback

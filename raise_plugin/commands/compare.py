@@ -9,7 +9,7 @@ from raise_plugin.commands.run import add_price_flag, parse_prices
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import FIGURE_FORMATS, failure_line, run_compare
-from raise_plugin.harness.compare_config import RUN_CONTROLS, STUDY_CAPS, CompareConfig
+from raise_plugin.harness.compare_config import DEFAULT_OUT, RUN_CONTROLS, STUDY_CAPS, CompareConfig
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.reuse import REUSE
 
@@ -50,7 +50,7 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--config", metavar="FILE", help="TOML file of settings (flat or in tables named after the "
                                                      "sections; flags override it, it overrides --preset)")
     groups: dict = {}
-    add_flags(p, SETTINGS, defaults={"out": CompareConfig.out, **defaults}, groups=groups,
+    add_flags(p, SETTINGS, defaults={"out": DEFAULT_OUT, **defaults}, groups=groups,
               helps={"max_cost_usd": "stop the study cleanly once its runs' LLM cost, summed, reaches this: no "
                                      "run starts past it and a run under way is given what is left",
                      "max_llm_calls": "the endpoint receives at most N requests over all runs of the study, "
@@ -124,7 +124,7 @@ def run(args) -> int:
     if result.comparisons:
         print("\nWhat is significant (paired over seed and instance, p < 0.05 and a 95 % interval excluding 0):")
         per_slice = result.tables.get("table_all_distributions")
-        for line in significance_summary(result.comparisons, len(config.seeds),
+        for line in significance_summary(result.comparisons, len(config.study.seeds),
                                          slices=per_slice.marked() if per_slice else None):
             print(f"- {line.replace('**', '')}")
     print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import asdict
 from pathlib import Path
 
 from raise_plugin.config import IdleAdversaryWarning, idle_adversary
@@ -60,39 +59,41 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
                 figure_formats: tuple = ("png",)) -> CompareResult:
     """Train, evaluate, and write tables, figures and the report (see the module docstring).
 
-    ``reuse`` says what of an earlier compare in ``config.out`` is kept (``reuse.REUSE``:
+    ``reuse`` says what of an earlier compare in ``config.study.out`` is kept (``reuse.REUSE``:
     ``matching``, ``never``, ``any``); ``figure_formats`` the files of every figure (png, pdf,
     svg). A job that fails costs only its own cells: the tables, figures and report are written
     from what finished, and ``CompareResult.failures`` lists the failed jobs."""
-    task = get_task(config.task)
-    check_methods(config.methods, task)
+    runs, study = config.runs, config.study
+    task = get_task(runs.task)
+    check_methods(study.methods, task)
     figure_formats = check_figure_formats(figure_formats)
-    out = Path(config.out).resolve()
-    variants = plan_variants(config.methods, config.epsilons, config.ablations)
-    idle = idle_adversary(config.budget, config.pop_size, config.tau) if any(v.robust for v in variants) else None
-    if idle and not config.allow_no_refresh:  # refused before anything is trained or moved
+    out = Path(study.out).resolve()
+    variants = plan_variants(study.methods, study.epsilons, study.ablations)
+    idle = (idle_adversary(runs.budget.samples, runs.budget.pop_size, runs.adversary.tau)
+            if any(v.robust for v in variants) else None)
+    if idle and not runs.adversary.allow_no_refresh:  # refused before anything is trained or moved
         raise UserError(f"{idle}, so every RAISE row would equal its plain twin's (or run it as it is with "
                         "--allow-no-refresh)")
     plan = plan_reuse(config, task, variants, out, reuse)
-    reused = plan.line(config.out)
+    reused = plan.line(study.out)
     if reused:
         _say(reused, quiet)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").write_text(json.dumps({**asdict(config), "reuse": reuse,
+    (out / "compare.json").write_text(json.dumps({**config.to_dict(), "reuse": reuse,
                                                   "code_version": code_version()}, indent=1))
     if idle:  # allowed
         warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
-    cells = [(v, s) for v in variants for s in config.seeds]
-    stall = offline_stall(config.task, config.llm, config.budget, len(cells))
+    cells = [(v, s) for v in variants for s in study.seeds]
+    stall = offline_stall(runs.task, runs.llm.backend, runs.budget.samples, len(cells))
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress)
     failures = [r for r in records if r.status == "failed"]
     finished = {k: p for k, p in run_dirs.items() if run_finished(p)}
-    rows = collect_rows(out, task.baselines, [result_name(v.key, s, config.select_on) for v, s in cells])
-    tables, comparisons, table_files = write_tables(config, task, variants, rows, out)
-    figures = _write_figures(task, variants, config.seeds, finished, out, figure_formats)
+    rows = collect_rows(out, task.baselines, [result_name(v.key, s, study.select_on) for v, s in cells])
+    tables, comparisons, table_files = write_tables(study, task, variants, rows, out, budget=runs.budget.samples)
+    figures = _write_figures(task, variants, study.seeds, finished, out, figure_formats)
     ledger = study_ledger({f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells
                            if run_dirs[(v.key, s)].exists()})
     (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=1) + "\n")
@@ -110,10 +111,11 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     """Every training run not finished before and every suite evaluation not done before, as jobs:
     a finished training run queues the evaluation of its final program; each evaluation's rows
     land in ``OUT/results/<name>.csv``."""
-    cells = [(v, s) for v in variants for s in config.seeds]
-    place, evaluation, workers = place_jobs(config.executor, config.jobs, config.workers)
-    _say(f"compare on {task.name}: {len(variants)} variants x {len(config.seeds)} seeds, budget {config.budget}, "
-         f"llm {config.llm}; jobs {place.describe()}", quiet)
+    study = config.study
+    cells = [(v, s) for v in variants for s in study.seeds]
+    place, evaluation, workers = place_jobs(study.executor, study.jobs, study.workers)
+    _say(f"compare on {task.name}: {len(variants)} variants x {len(study.seeds)} seeds, budget "
+         f"{config.runs.budget.samples}, llm {config.runs.llm.backend}; jobs {place.describe()}", quiet)
 
     token = client_token(out)
     common = {"evaluation": evaluation, "workers": workers}
@@ -122,24 +124,24 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
 
     def evaluation_of(v: Variant, s: int) -> EvalJob | None:
         """The suite evaluation of a finished run's best program (None: done before, or no valid program)."""
-        name = result_name(v.key, s, config.select_on)
+        name = result_name(v.key, s, study.select_on)
         if (out / "results" / f"{name}.csv").exists():
             return None
-        code = final_program(run_dirs[(v.key, s)], task, config.select_on, workers)
+        code = final_program(run_dirs[(v.key, s)], task, study.select_on, workers)
         if code is None:
             _say(f"  {v.label}, seed {s}: no valid program, left out of the tables", quiet)
             return None
-        return EvalJob(name, f"{v.label}, seed {s}", config.task, Heuristic(v.label, code=code),
-                       config.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common, **sandbox)
+        return EvalJob(name, f"{v.label}, seed {s}", config.runs.task, Heuristic(v.label, code=code),
+                       study.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common, **sandbox)
 
     by_name = {f"{v.key}-seed{s}": (v, s) for v, s in cells}
     training = [TrainJob(f"{v.key}-seed{s}", f"{v.label}, seed {s}",
                          config.run_fields(v.method, v.robust, v.epsilon, s, v.switches), str(out), token,
-                         config.ship_runs, **common)
+                         study.ship_runs, **common)
                 for v, s in cells if not run_finished(run_dirs[(v.key, s)])]
     trained = {job.name for job in training}
-    evaluations = [EvalJob(f"baseline-{name}", name, config.task, Heuristic(name, baseline=name),
-                           config.suite_instances, (name, f"baseline-{name}", "baseline", 0), progress=progress,
+    evaluations = [EvalJob(f"baseline-{name}", name, config.runs.task, Heuristic(name, baseline=name),
+                           study.suite_instances, (name, f"baseline-{name}", "baseline", 0), progress=progress,
                            **common, **sandbox)
                    for name in task.baselines if not (out / "results" / f"baseline-{name}.csv").exists()]
     evaluations += [job for v, s in cells if f"{v.key}-seed{s}" not in trained
@@ -152,16 +154,16 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
             follow = evaluation_of(*by_name[job.name])
             return [follow] if follow is not None else []
         write_rows(out / "results" / f"{job.name}.csv", outcome.rows)
-        run = out / "runs" / job.name.removesuffix(f"-{config.select_on}-selected")
+        run = out / "runs" / job.name.removesuffix(f"-{study.select_on}-selected")
         evaluated = job.name if job.name.startswith("baseline-") else f"{run.name} ({recorded_code_version(run)})"
-        write_result_meta(out / "results" / f"{job.name}.csv", result_meta(config.suite_instances, evaluated))
+        write_result_meta(out / "results" / f"{job.name}.csv", result_meta(study.suite_instances, evaluated))
         return []
 
     if not (training or evaluations):
         place.close()
         return []
-    if config.max_cost_usd is not None or config.max_llm_calls is not None:  # caps over the whole study
-        place = CappedPlace(place, StudyBudget(config.max_cost_usd, config.max_llm_calls,
+    if study.max_cost_usd is not None or study.max_llm_calls is not None:  # caps over the whole study
+        place = CappedPlace(place, StudyBudget(study.max_cost_usd, study.max_llm_calls,
                                                {f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells},
                                                place.slots))
     return run_jobs(place, training + evaluations, then, say=lambda line: _say(line, quiet),

@@ -1,11 +1,11 @@
 """What ``raise-ahd compare`` runs: ``CompareConfig``, checked on creation with one-line errors naming the field."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from raise_plugin.config import SANDBOX_LIMITS, ConfigError, RunConfig
+from raise_plugin.config import SANDBOX_LIMITS, ConfigError, LLMSettings, RunConfig
 from raise_plugin.engine.executors import parse_executor_spec
 from raise_plugin.errors import UserError
 from raise_plugin.llm import make_llm
@@ -15,135 +15,162 @@ from raise_plugin.selection import check_selection_suite
 from raise_plugin.settings import SETTINGS, SettingError, check_settings, default
 from tasks import is_task_reference, list_tasks, task_reference
 
-__all__ = ["CompareConfig", "RUN_CONTROLS", "STUDY_CAPS"]
+__all__ = ["CompareConfig", "StudySettings", "RUN_CONTROLS", "STUDY_CAPS", "DEFAULT_OUT"]
 
 # what every run of a compare is given as it is: the sandbox's limits and the endpoint's controls
 RUN_CONTROLS = ("timeout", "memory_mb", "file_mb", "output_mb", "base_url", "max_tokens", "llm_timeout",
                 "max_failed_requests", "prices", "instance_seed", "allow_no_refresh")
 # caps over the whole study: each run is given what is left of them when it starts (harness.study_budget)
 STUDY_CAPS = ("max_cost_usd", "max_llm_calls")
+# the settings every run of a compare is given (``CompareConfig.runs``); each run adds its method, kind, eps and seed
+RUN_SETTINGS = ("task", "budget", "pop_size", "llm", "tau", "inner_population", "inner_generations", "nominal",
+                "aggregation", "adversary_objective", "inner_draws", "projection", *RUN_CONTROLS)
+DEFAULT_OUT = "compare-out"
+# the settings of a compare in the order ``compare.json`` records them
+RECORDED_ORDER = ("task", "methods", "epsilons", "ablations", "budget", "pop_size", "seeds", "llm", "out", "tau",
+                  "inner_population", "inner_generations", "nominal", "suite_instances", "workers", "executor",
+                  "jobs", "ship_runs", "aggregation", "adversary_objective", "inner_draws", "projection", "select_on",
+                  "timeout", "memory_mb", "file_mb", "output_mb", "base_url", "max_tokens", "llm_timeout",
+                  "max_failed_requests", "prices", "allow_no_refresh", "instance_seed", "max_cost_usd",
+                  "max_llm_calls")
 
 
-@dataclass
-class CompareConfig:
-    """What ``raise-ahd compare`` runs; validated on creation (one-line errors naming the field).
-    Each field is the setting of the same name in the tree (``raise_plugin.settings``), with its
-    default; ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii. The run's
-    controls (``RUN_CONTROLS``: sandbox limits, endpoint, tokens, timeouts, prices) pass to every run
-    as they are; the caps (``STUDY_CAPS``) hold for the whole study, the sum over its runs."""
+@dataclass(frozen=True)
+class StudySettings:
+    """A compare's own settings (the tree's ``harness`` section): the methods and the robust runs'
+    radii it trains, the ablations, the seeds themselves, its directory, how a run's final program
+    is chosen and how many instances per dataset it is evaluated on, where its jobs run, and the
+    caps over the whole study (``STUDY_CAPS``: the sum over its runs). ``epsilons`` and ``select_on``
+    left unset (``None``) are the task's, filled by ``CompareConfig``."""
 
-    task: str = default("task")
     methods: tuple = default("methods")
     epsilons: tuple | None = default("epsilons")
     ablations: bool = default("ablations")
-    budget: int = default("budget")
-    pop_size: int = default("pop_size")
     seeds: tuple = tuple(range(default("seeds")))
-    llm: str = default("llm")
-    out: str = "compare-out"
-    tau: int = default("tau")
-    inner_population: int = default("inner_population")
-    inner_generations: int = default("inner_generations")
-    nominal: int | None = default("nominal")
+    out: str = DEFAULT_OUT
     suite_instances: int | None = default("suite_instances")
+    select_on: str | None = default("select_on")
     workers: int | None = default("workers")
     executor: str | None = default("executor")
     jobs: int | None = default("jobs")
     ship_runs: bool | None = default("ship_runs")
-    aggregation: str | None = default("aggregation")
-    adversary_objective: str | None = default("adversary_objective")
-    inner_draws: int | None = default("inner_draws")
-    projection: str | None = default("projection")
-    select_on: str | None = default("select_on")
-    timeout: float | None = default("timeout")
-    memory_mb: int = default("memory_mb")
-    file_mb: int = default("file_mb")
-    output_mb: float = default("output_mb")
-    base_url: str | None = default("base_url")
-    max_tokens: int | None = default("max_tokens")
-    llm_timeout: float | None = default("llm_timeout")
-    max_failed_requests: int = default("max_failed_requests")
-    prices: dict | None = default("prices")
-    allow_no_refresh: bool = default("allow_no_refresh")  # RAISE runs that end before their first refresh
-    instance_seed: str = default("instance_seed")  # each run's nominal set: private to the task and its seed
-    max_cost_usd: float | None = default("max_cost_usd")  # over the whole study: the sum of its runs
-    max_llm_calls: int | None = default("max_llm_calls")  # likewise
+    max_cost_usd: float | None = default("max_cost_usd")
+    max_llm_calls: int | None = default("max_llm_calls")
 
-    def __post_init__(self):
-        if self.task not in list_tasks():  # a file or module reference loads here, or fails in one line
-            raise UserError(f"task: unknown {self.task!r}; choose from {', '.join(list_tasks())}")
-        if is_task_reference(self.task):  # the file's absolute path: jobs and re-runs find it from anywhere
-            self.task = task_reference(self.task)
-        self.methods = tuple(self.methods)
-        for m in self.methods:
+
+@dataclass(frozen=True, init=False)
+class CompareConfig:
+    """What ``raise-ahd compare`` runs, in two sections: ``runs``, the ``RunConfig`` every run of the
+    study is given (its task, budget, adversary, LLM and sandbox; ``run_fields`` adds each run's
+    method, kind, eps and seed), and ``study``, the compare's own (``StudySettings``). Made from the
+    settings by name, flat (``CompareConfig(task="obp", budget=40, seeds=(0, 1))``; each the setting
+    of the same name in the tree, ``raise_plugin.settings``, with its default), from the sections,
+    or both (the named settings over the sections); checked on creation, one-line errors naming the
+    field. ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii (the task's eps
+    when not given). The run's controls (``RUN_CONTROLS``: sandbox limits, endpoint, tokens,
+    timeouts, prices) pass to every run as they are; the caps (``STUDY_CAPS``) hold for the whole
+    study; ``to_dict`` gives the settings flat, as ``compare.json`` records them."""
+
+    runs: RunConfig = field(default_factory=RunConfig)
+    study: StudySettings = field(default_factory=StudySettings)
+
+    def __init__(self, runs: RunConfig | None = None, study: StudySettings | None = None, **settings: Any):
+        given = {**({name: getattr(study, name) for name in _STUDY} if study is not None else {}),
+                 **({name: value for name, value in runs.to_dict().items() if name in RUN_SETTINGS}
+                    if runs is not None else {}),
+                 **settings}
+        unknown = sorted(set(given) - set(RECORDED_ORDER))
+        if unknown:
+            raise TypeError(f"CompareConfig() got an unexpected keyword argument {unknown[0]!r}")
+        flat = {**{name: default(name) for name in RUN_SETTINGS}, **{f.name: f.default for f in fields(StudySettings)},
+                **given}
+        task = flat["task"]
+        if task not in list_tasks():  # a file or module reference loads here, or fails in one line
+            raise UserError(f"task: unknown {task!r}; choose from {', '.join(list_tasks())}")
+        if is_task_reference(task):  # the file's absolute path: jobs and re-runs find it from anywhere
+            flat["task"] = task = task_reference(task)
+        flat["methods"] = tuple(flat["methods"])
+        for m in flat["methods"]:
             if m not in METHODS:
                 raise UserError(f"methods: unknown {m!r}; choose from {', '.join(sorted(METHODS))}")
-        if not self.methods:
+        if not flat["methods"]:
             raise UserError("methods: give at least one method")
-        if self.select_on is None:
-            self.select_on = final_selection(self.task)
+        if flat["select_on"] is None:
+            flat["select_on"] = final_selection(task)
         try:
-            check_selection_suite(self.select_on, ("robust", "validation"))
+            check_selection_suite(flat["select_on"], ("robust", "validation"))
         except UserError as exc:
             raise UserError(f"select_on: {exc}") from None
-        defaults = robust_defaults(self.task)
-        if self.epsilons is None:
-            self.epsilons = (defaults["epsilon"],)
+        defaults = robust_defaults(task)
+        if flat["epsilons"] is None:
+            flat["epsilons"] = (defaults["epsilon"],)
         for name in ("aggregation", "adversary_objective", "projection"):
-            if getattr(self, name) is None:
-                setattr(self, name, defaults[name])
-        self.epsilons = tuple(self.epsilons)
-        self.seeds = tuple(self.seeds)
-        if not self.seeds:
+            if flat[name] is None:
+                flat[name] = defaults[name]
+        flat["epsilons"], flat["seeds"] = tuple(flat["epsilons"]), tuple(flat["seeds"])
+        if not flat["seeds"]:
             raise UserError("seeds: give at least one seed")
-        if self.ablations and not self.epsilons:
+        if flat["ablations"] and not flat["epsilons"]:
             raise UserError("ablations: need at least one robust eps")
         try:
-            check_settings({name: getattr(self, name) for name in (
+            check_settings({name: flat[name] for name in (
                 "epsilons", "budget", "pop_size", "tau", "inner_population", "inner_generations", "nominal",
                 "suite_instances", "workers", "jobs", "ship_runs", "ablations", "max_cost_usd", "max_llm_calls")})
         except SettingError as exc:
             raise UserError(str(exc)) from None
-        self.epsilons = tuple(float(e) for e in self.epsilons)
-        for seed in self.seeds:
+        flat["epsilons"] = tuple(float(e) for e in flat["epsilons"])
+        for seed in flat["seeds"]:
             try:
                 SETTINGS["seed"].check(seed)
             except SettingError as exc:
                 raise UserError(f"seeds: {exc.reason}") from None
-        try:  # the first run as compare builds them: the run's own checks (values, then names) hold what it passes on
-            robust = bool(self.epsilons)  # no radius: plain runs only
-            resolve(RunConfig(**dict(self.run_fields(self.methods[0], robust, self.epsilons[0] if robust else None,
-                                                     self.seeds[0]))))
+        object.__setattr__(self, "study", StudySettings(**{name: flat[name] for name in _STUDY}))
+        try:  # every run's settings, then the first run as compare builds them: the run's own checks (values,
+            # then names) hold what it passes on
+            object.__setattr__(self, "runs", RunConfig(**{name: flat[name] for name in RUN_SETTINGS}))
+            robust = bool(self.study.epsilons)  # no radius: plain runs only
+            resolve(RunConfig(**dict(self.run_fields(self.study.methods[0], robust,
+                                                     self.study.epsilons[0] if robust else None,
+                                                     self.study.seeds[0]))))
         except ConfigError as exc:
             raise UserError(str(exc).replace("config field ", "")) from None
-        if self.executor is not None:
-            parse_executor_spec(self.executor)  # a bad spec fails here, before any training
-        _check_llm(self.llm, self.task, self.prices, self.max_cost_usd)  # a bad back-end fails here, not in every job
+        if self.study.executor is not None:
+            parse_executor_spec(self.study.executor)  # a bad spec fails here, before any training
+        # a bad back-end fails here, not in every job
+        _check_llm(self.runs.llm, self.runs.task, self.study.max_cost_usd)
 
     def run_fields(self, method: str, robust: bool, epsilon: float | None, seed: int,
-                   switches: Mapping[str, Any] = MappingProxyType({})) -> tuple:
-        """The ``RunConfig`` fields of one run of the compare, but its run directory and evaluation
+                   switches: Mapping[str, Any] | tuple = MappingProxyType({})) -> tuple:
+        """The ``RunConfig`` fields of one run of the compare (``runs`` with the run's method, kind,
+        eps and seed, and an ablation's switches over them), but its run directory and evaluation
         executor, as sorted (field, value) pairs."""
-        run = dict(task=self.task, method=method, robust=robust, epsilon=epsilon if robust else None, tau=self.tau,
-                   inner_population=self.inner_population, inner_generations=self.inner_generations,
-                   budget=self.budget, pop_size=self.pop_size, llm=self.llm, seed=seed, nominal=self.nominal,
-                   aggregation=self.aggregation, adversary_objective=self.adversary_objective,
-                   inner_draws=self.inner_draws, projection=self.projection,
-                   **{name: getattr(self, name) for name in RUN_CONTROLS})
-        run.update(switches)  # an ablation's switches (its projection among them) win
-        return tuple(sorted(run.items()))
-
+        switches = dict(switches)  # a variant's, as (setting, value) pairs
+        run = self.runs.replace(method=method, robust=robust, epsilon=epsilon if robust else None, seed=seed,
+                                **switches).to_dict()
+        return tuple(sorted((name, run[name]) for name in {"method", "robust", "epsilon", "seed", *RUN_SETTINGS,
+                                                           *switches}))
 
     def evaluation_limits(self) -> dict:
         """The sandbox every suite evaluation of the compare runs in, as its runs had it: the seconds
         per instance (``None``: the task's) and the limits apart from the engine's own (``EvalJob``)."""
-        return {"timeout": self.timeout, "limits": tuple((name, getattr(self, name)) for name in SANDBOX_LIMITS
-                                                         if getattr(self, name) != default(name))}
+        sandbox = self.runs.engine.sandbox
+        return {"timeout": sandbox.timeout, "limits": tuple((name, getattr(sandbox, name)) for name in SANDBOX_LIMITS
+                                                            if getattr(sandbox, name) != default(name))}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every setting by name, flat, in the order ``compare.json`` records them."""
+        runs = self.runs.to_dict()
+        flat = {**{name: runs[name] for name in RUN_SETTINGS}, **{name: getattr(self.study, name) for name in _STUDY}}
+        return {name: flat[name] for name in RECORDED_ORDER}
 
 
-def _check_llm(spec: str, task: str, prices: dict | None = None, max_cost_usd: float | None = None) -> None:
+_STUDY = tuple(f.name for f in fields(StudySettings))
+
+
+def _check_llm(llm: LLMSettings, task: str, max_cost_usd: float | None = None) -> None:
     """Build the back-end once (offline, a key in the environment, a readable recording); a cost
     cap needs a price for its model."""
+    spec, prices = llm.backend, llm.prices
     kind = str(spec).split(":", 1)[0].lower()
     llm = make_llm(spec, **({"task": task} if kind == "offline" else {}),
                    **({"prices": prices} if prices and kind == "openai" else {}))

@@ -19,7 +19,7 @@ FAILURE_HEADER = ["job", "reason", "a retry"]
 
 
 def report_title(config, task) -> str:
-    return f"RAISE compare on {task.name}: {', '.join(config.methods)}, budget {config.budget}"
+    return f"RAISE compare on {task.name}: {', '.join(config.study.methods)}, budget {config.runs.budget.samples}"
 
 
 def compare_report(config, task, variants, tables, figures, run_dirs, comparisons=(), *, failures=(),
@@ -29,12 +29,12 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
     lines = [f"# {report_title(config, task)}", ""]
     for paragraph in settings_paragraphs(config, task):
         lines += [paragraph, ""]
-    if config.llm == "offline":
+    if config.runs.llm.backend == "offline":
         lines += [f"> {OFFLINE_NOTE}", ""]
     if failures:
         lines += failure_section(failures)
     if comparisons:
-        intro, sentences, outro = significance_parts(config, task, tables, comparisons)
+        intro, sentences, outro = significance_parts(len(config.study.seeds), task, tables, comparisons)
         lines += ["## What is significant", "", intro, ""] + [f"- {s}" for s in sentences] + ["", outro, ""]
     lines += ["## Tables", ""]
     for name, table in tables.items():
@@ -62,24 +62,26 @@ def _markdown_row(cells) -> str:
 
 def settings_paragraphs(config, task) -> list[str]:
     """The study's settings, its metric and how each run's final program was chosen."""
-    return [f"Methods {', '.join(config.methods)}; eps {', '.join(f'{e:g}' for e in config.epsilons)}; "
-            f"budget {config.budget} samples, population {config.pop_size}, tau {config.tau}, "
-            f"P_in {config.inner_population}, G_in {config.inner_generations}; seeds {list(config.seeds)}; "
-            f"LLM `{config.llm}`.",
+    study, budget, adversary = config.study, config.runs.budget, config.runs.adversary
+    return [f"Methods {', '.join(study.methods)}; eps {', '.join(f'{e:g}' for e in study.epsilons)}; "
+            f"budget {budget.samples} samples, population {budget.pop_size}, tau {adversary.tau}, "
+            f"P_in {adversary.inner_search.inner_population}, G_in {adversary.inner_search.inner_generations}; "
+            f"seeds {list(study.seeds)}; LLM `{config.runs.llm.backend}`.",
             f"Metric: {task.metric_label}.",
             "Each run's final program: " + ("its best program on the set it trained on (a plain run's nominal "
                                             "set; a RAISE run's nominal set grown by adversarial instances, so "
                                             "its robust best)."
-                                            if config.select_on == "robust" else
+                                            if study.select_on == "robust" else
                                             "the member of its last population with the best metric on the "
                                             "validation suite (one instance per validation dataset; plain and "
                                             "robust runs alike; `selection.json` in each run directory).")]
 
 
-def significance_parts(config, task, tables, comparisons) -> tuple[str, list[str], str]:
-    """What is significant: the line before the sentences, the sentences, and the line after them."""
+def significance_parts(seeds: int, task, tables, comparisons) -> tuple[str, list[str], str]:
+    """What is significant over ``seeds`` seeds: the line before the sentences, the sentences, and the
+    line after them."""
     per_slice = tables.get("table_all_distributions")
-    sentences = significance_summary(comparisons, len(config.seeds), slices=per_slice.marked() if per_slice else None)
+    sentences = significance_summary(comparisons, seeds, slices=per_slice.marked() if per_slice else None)
     return (f"Differences are method − reference in {task.metric_label}, so negative means the method is better.",
             sentences,
             "([table_significance.md](table_significance.md): mean differences, 95 % bootstrap intervals, Wilcoxon "

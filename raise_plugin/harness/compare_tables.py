@@ -68,26 +68,27 @@ def ablation_rows(methods, first_epsilon: float, variants: list[Variant]) -> tup
     return rows, names
 
 
-def write_tables(config, task, variants: list[Variant], rows: list[dict],
-                 out: Path) -> tuple[dict[str, Table], list, list[Path]]:
+def write_tables(study, task, variants: list[Variant], rows: list[dict], out: Path, *,
+                 budget: int | None = None) -> tuple[dict[str, Table], list, list[Path]]:
     """The tables and paired tests of ``rows``, written to ``OUT/<table>.md`` and
-    ``OUT/table_significance.md``: ``(tables, comparisons, files written)``."""
+    ``OUT/table_significance.md``: ``(tables, comparisons, files written)``; ``study`` is the
+    compare's own section (``StudySettings``: its methods, radii, ablations and seeds), ``budget``
+    its runs' samples, named in the titles."""
     chosen = best_on_validation(task)  # the best classical rule, from every rule of the task
     baselines = list(dict.fromkeys([*task.baselines, *([chosen] if chosen else [])]))
     if chosen is not None and chosen not in task.baselines:
         rows = rows + rule_rows(task, chosen, rows)
     order = baselines + [v.label for v in variants if v.kind != "ablation"]
-    ablations, ablation_names = (ablation_rows(config.methods, config.epsilons[0], variants) if config.ablations
+    ablations, ablation_names = (ablation_rows(study.methods, study.epsilons[0], variants) if study.ablations
                                  else ([], {}))
     twins = {v.label: METHOD_LABELS.get(v.method, v.method) for v in variants if v.kind != "plain"}
     tables = paper_tables(task.name, rows, order, ablations, ablation_names, baselines=baselines, twins=twins,
                           reference=chosen)
-    study = ", ".join([", ".join(config.methods)] + [f"{what} {getattr(config, key)}" for key, what in (
-        ("budget", "budget"),) if hasattr(config, key)] + ([f"{len(config.seeds)} seeds"] if hasattr(config, "seeds")
-                                                          else []))
+    named = ", ".join([", ".join(study.methods), *([f"budget {budget}"] if budget is not None else []),
+                       f"{len(study.seeds)} seeds"])
     files = []
     for name, table in tables.items():
-        table.title = f"{table.title} ({study})"
+        table.title = f"{table.title} ({named})"
         for suffix, text in ((".md", table.markdown() + "\n"), (".csv", table_csv(table)), (".tex", table_latex(table))):
             (out / f"{name}{suffix}").write_text(text)
             files.append(out / f"{name}{suffix}")
@@ -95,7 +96,7 @@ def write_tables(config, task, variants: list[Variant], rows: list[dict],
     comparisons = list(holm_adjust(dict(enumerate(significance(rows, [v.label for v in variants], baselines, twins,
                                                                 chosen=chosen)))).values())
     title = (f"{task.name}: each method against the best classical rule ({chosen}, chosen on the validation "
-             f"suite from every classical rule) and its plain twin, whole test suite ({study}); "
+             f"suite from every classical rule) and its plain twin, whole test suite ({named}); "
              f"differences in {task.metric_label}")
     for suffix, text in ((".md", significance_markdown(comparisons, title) + "\n"),
                          (".csv", significance_csv(comparisons)), (".tex", significance_latex(comparisons, title))):

@@ -18,9 +18,8 @@ from pathlib import Path
 import raise_plugin
 import tasks
 from raise_plugin.config import RunConfig
-from raise_plugin.instance_seeds import resolve_instance_seed
-from raise_plugin.llm.endpoint import recorded_settings_of, started_base_url
-from raise_plugin.resolve import with_task_defaults
+from raise_plugin.llm.endpoint import recorded_settings_of
+from raise_plugin.resolve import started, with_task_defaults
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
            "run_differences", "result_meta", "write_result_meta", "read_result_meta", "IGNORED_FIELDS"]
@@ -82,12 +81,10 @@ def recorded_code_version(run_dir: Path) -> str | None:
 def expected_run_config(run_fields: tuple) -> dict:
     """The ``config.json`` a run of ``run_fields`` (``CompareConfig.run_fields``) writes, as the run
     itself would resolve it (its defaults, its endpoint), but the fields in ``IGNORED_FIELDS``."""
-    data = with_task_defaults(RunConfig(**dict(run_fields))).to_dict()
-    if data.get("instance_seed") == "drawn":  # a new seed at every run: any recorded one is this setting's
+    config = with_task_defaults(RunConfig(**dict(run_fields)))
+    data = recorded_settings_of(started(config, config.out).to_dict())
+    if config.instance_seed == "drawn":  # a new seed at every run: any recorded one is this setting's
         data.pop("instance_seed")
-    elif "instance_seed" in data:
-        data["instance_seed"] = resolve_instance_seed(data["instance_seed"], data["task"], data["seed"])
-    data = recorded_settings_of({**data, "base_url": started_base_url(data["llm"], data["base_url"])})
     return {k: v for k, v in data.items() if k not in IGNORED_FIELDS}
 
 

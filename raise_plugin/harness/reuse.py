@@ -69,7 +69,8 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
     now = code_version()
     stamp = Path(out) / "superseded" / time.strftime("%Y%m%d-%H%M%S")
     plan = ReusePlan(superseded=stamp)
-    cells = [(v, s) for v in variants for s in config.seeds]
+    study = config.study
+    cells = [(v, s) for v in variants for s in study.seeds]
     plan.runs = len(cells)
     dropped_runs = set()
     for v, s in cells:
@@ -83,7 +84,7 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
         if why:
             _move(path, stamp / "runs" / name)
             plan.moved.append(f"{name}: {why}")
-            dropped_runs.add(result_name(v.key, s, config.select_on))
+            dropped_runs.add(result_name(v.key, s, study.select_on))
             continue
         if recorded_code_version(path) != now:
             plan.other_code.append(f"{name} ({recorded_code_version(path) or 'code version not recorded'})")
@@ -91,13 +92,14 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
             plan.finished += 1
         else:
             plan.interrupted += 1
-    names = [f"baseline-{b}" for b in task.baselines] + [result_name(v.key, s, config.select_on) for v, s in cells]
+    names = [f"baseline-{b}" for b in task.baselines] + [result_name(v.key, s, study.select_on) for v, s in cells]
     plan.results = len(names)
     for name in names:
         csv = out / "results" / f"{name}.csv"
         if not csv.exists():
             continue
-        why = "its run is trained again" if name in dropped_runs else _result_mismatch(csv, config, now, reuse)
+        why = ("its run is trained again" if name in dropped_runs
+               else _result_mismatch(csv, study.suite_instances, now, reuse))
         if why:
             for part in (csv, csv.with_suffix(".json")):
                 if part.exists():
@@ -126,16 +128,16 @@ def _run_mismatch(path: Path, run_fields: tuple, now: str, reuse: str) -> str | 
     return None
 
 
-def _result_mismatch(csv: Path, config, now: str, reuse: str) -> str | None:
+def _result_mismatch(csv: Path, suite_instances: int | None, now: str, reuse: str) -> str | None:
     if reuse == "never":
         return "--reuse never"
     meta = read_result_meta(csv)
     if meta is None:
         return "evaluated by code that recorded no version"
-    if meta.get("suite_instances") != config.suite_instances:
+    if meta.get("suite_instances") != suite_instances:
         shown = lambda n: "all" if n is None else n  # noqa: E731
         return (f"suite instances per dataset {shown(meta.get('suite_instances'))} "
-                f"(here {shown(config.suite_instances)})")
+                f"(here {shown(suite_instances)})")
     if meta.get("code_version") != now and reuse != "any":
         return f"evaluated by code version {meta.get('code_version')} (this one is {now})"
     return None

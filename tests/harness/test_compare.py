@@ -204,8 +204,8 @@ def test_compare_defaults_to_five_seeds_and_the_demo_to_three():
     compare, demo = argparse.ArgumentParser(), argparse.ArgumentParser()
     add_compare_arguments(compare)
     add_compare_arguments(demo, **PRESET)
-    assert config_from(compare.parse_args([])).seeds == (0, 1, 2, 3, 4) == CompareConfig().seeds
-    assert config_from(demo.parse_args([])).seeds == (0, 1, 2)
+    assert config_from(compare.parse_args([])).study.seeds == (0, 1, 2, 3, 4) == CompareConfig().study.seeds
+    assert config_from(demo.parse_args([])).study.seeds == (0, 1, 2)
 
 
 def test_the_demo_help_says_what_the_demo_runs(capsys):
@@ -242,13 +242,14 @@ def test_a_preset_fills_in_only_the_flags_left_out():
     args = parser.parse_args(["--preset", "obp-validated", "--seeds", "2"])
     args.given = {"preset", "seeds"}
     config = config_from(args)
-    assert (config.task, config.epsilons, config.projection, config.aggregation) == ("obp", (0.01,), "sphere",
-                                                                                     "balanced")
-    assert config.adversary_objective == "regret:baselines" and config.budget == 300
-    assert config.seeds == (0, 1) and config.suite_instances == 1
+    runs, study = config.runs, config.study
+    assert (runs.task, study.epsilons, runs.adversary.inner_search.projection, runs.adversary.aggregation) == (
+        "obp", (0.01,), "sphere", "balanced")
+    assert runs.adversary.adversary_objective == "regret:baselines" and runs.budget.samples == 300
+    assert study.seeds == (0, 1) and study.suite_instances == 1
     paper = parser.parse_args(["--preset", "paper-obp"])
     paper.given = {"preset"}
-    assert config_from(paper).budget == 1000 and config_from(paper).epsilons == (0.002,)
+    assert config_from(paper).runs.budget.samples == 1000 and config_from(paper).study.epsilons == (0.002,)
 
 
 def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared, tmp_path, monkeypatch):
@@ -344,7 +345,8 @@ def test_compare_takes_the_run_s_controls_from_flags_or_a_config_file_and_hands_
                               "--max-tokens", "500", "--price", "other=0.5,1"])
     args.given = {"config", "budget", "output_mb", "max_llm_calls", "max_tokens", "price"}
     config = config_from(args)
-    assert (config.task, config.budget, config.max_llm_calls) == ("ovrp", 30, 200)  # a flag wins over the file
+    # a flag wins over the file
+    assert (config.runs.task, config.runs.budget.samples, config.study.max_llm_calls) == ("ovrp", 30, 200)
     run = dict(config.run_fields("eoh", True, 0.002, 0))
     assert (run["memory_mb"], run["output_mb"], run["timeout"], run["llm_timeout"], run["max_tokens"]) == (
         512, 1, 4.0, 30.0, 500)

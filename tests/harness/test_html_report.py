@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.compare_report import compare_report
 from raise_plugin.harness.html_page import inline, markdown_html
 from raise_plugin.harness.html_report import compare_page
@@ -67,8 +68,8 @@ def test_the_markdown_of_a_report_becomes_tags_only_after_escaping():
 
 def failed_compare_page(tmp_path):
     """The page of a compare whose one training job failed with a reason full of markup."""
-    config = SimpleNamespace(methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, tau=1, inner_population=4,
-                             inner_generations=1, seeds=(0,), llm="offline", select_on="robust")
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, tau=1,
+                           inner_population=4, inner_generations=1, seeds=(0,), llm="offline", select_on="robust")
     failed = SimpleNamespace(kind="train", label="EoH, seed 0", error=f"{HOSTILE}\nsecond line", retry_helps=False)
     report = compare_report(config, get_task("ovrp"), plan_variants(("eoh",), (0.002,)), {}, [], {},
                             failures=[failed])

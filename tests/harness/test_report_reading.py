@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from raise_plugin.commands.run import print_summary
 from raise_plugin.commands.select import candidates_table
 from raise_plugin.engine.suite import Heuristic
+from raise_plugin.harness.compare_config import CompareConfig, StudySettings
 from raise_plugin.harness.compare_jobs import TrainOutcome
 from raise_plugin.harness.compare_report import compare_report
 from raise_plugin.harness.compare_tables import write_tables
@@ -85,9 +85,9 @@ def rows_for(task_name: str, seeds=(0, 1), shift=0.0) -> list[dict]:
 @pytest.mark.parametrize("task_name", TASKS)
 def test_every_compare_table_names_its_metric_unit_and_direction_and_what_its_plus_minus_is(task_name, tmp_path):
     task = get_task(task_name)
-    config = SimpleNamespace(methods=("eoh",), epsilons=(0.002,), ablations=False)
-    variants = plan_variants(config.methods, config.epsilons)
-    tables, _, files = write_tables(config, task, variants, rows_for(task_name), tmp_path)
+    study = StudySettings(methods=("eoh",), epsilons=(0.002,), ablations=False)
+    variants = plan_variants(study.methods, study.epsilons)
+    tables, _, files = write_tables(study, task, variants, rows_for(task_name), tmp_path)
     assert task.metric_unit and task.metric_label == f"{task.metric_name} ({task.metric_unit}), lower is better"
     for path in (f for f in files if f.suffix == ".md"):  # the .csv and .tex beside them hold the same cells
         text = path.read_text()
@@ -102,7 +102,7 @@ def test_every_compare_table_names_its_metric_unit_and_direction_and_what_its_pl
 
 def test_the_plus_minus_of_a_table_is_the_t_half_width_of_its_cell(tmp_path):
     rows = rows_for("ovrp", seeds=(0, 1, 2))
-    tables, _, _ = write_tables(SimpleNamespace(methods=("eoh",), epsilons=(0.002,), ablations=False),
+    tables, _, _ = write_tables(StudySettings(methods=("eoh",), epsilons=(0.002,), ablations=False),
                                 get_task("ovrp"), plan_variants(("eoh",), (0.002,)), rows, tmp_path)
     table = tables["table_all_distributions"]
     i = table.methods.index("EoH")
@@ -169,8 +169,8 @@ def test_a_plain_run_is_never_labelled_robust(tmp_path, capsys):
 
     task = get_task("ovrp")
     variants = plan_variants(("eoh",), (0.002,))
-    config = SimpleNamespace(methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, tau=1, inner_population=4,
-                             inner_generations=1, seeds=(0,), llm="offline", select_on="robust")
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, tau=1,
+                           inner_population=4, inner_generations=1, seeds=(0,), llm="offline", select_on="robust")
     report = compare_report(config, task, variants, {}, [], {("eoh-plain", 0): plain,
                                                               ("eoh-raise-eps0.002", 0): robust})
     runs = report.split("## Runs")[1]

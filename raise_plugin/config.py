@@ -290,9 +290,10 @@ class RunConfig:
                 if not isinstance(section, cls):
                     raise TypeError(f"RunConfig: {name} must be {cls.__name__}, got {type(section).__name__}")
                 flat = {**flat, **section.flat()}
-        for name in settings:
-            if name not in _RUN_SETTINGS:
-                raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
+        for name in sorted(set(settings) - _RUN_SETTINGS)[:1]:
+            raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
+        if flat and {"budget", "llm"} & set(settings):  # dataclasses.replace(config, budget=N): the rest would reset
+            raise TypeError("RunConfig: budget or llm as one setting beside whole sections: use config.replace(...)")
         flat = {**flat, **settings}
         for name in _OWN:
             object.__setattr__(self, name, flat.get(name, default(name)))

@@ -237,3 +237,16 @@ def test_the_settings_page_is_the_tree_written_out():
 
     assert (ROOT / "docs" / "settings.md").read_text().strip() == markdown().strip(), \
         "docs/settings.md is behind the tree: python -m raise_plugin.settings > docs/settings.md"
+
+
+def test_a_changed_copy_keeps_the_rest_of_the_section_and_replace_cannot_reset_it_quietly():
+    config = RunConfig(task="obp", budget=40, pop_size=8, llm="offline", max_tokens=99)
+    changed = config.replace(budget=50, llm="replay:run")
+    assert (changed.budget.samples, changed.budget.pop_size) == (50, 8)
+    assert (changed.llm.backend, changed.llm.max_tokens) == ("replay:run", 99)
+    assert dataclasses.replace(config, seed=3).budget == config.budget  # whole sections pass through
+    for flat in ({"budget": 50}, {"llm": "offline"}):  # one setting beside the other sections, whole
+        with pytest.raises(TypeError, match=r"use config\.replace"):
+            dataclasses.replace(config, **flat)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        RunConfig(nope=1)

@@ -9,14 +9,14 @@ import math
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NoReturn
 
 from .errors import PluginWarning, UserError
 from .settings import SETTINGS, TREE, SettingError, default, fallback, flatten_tables
 
 __all__ = ["RunConfig", "BudgetSettings", "AdversarySettings", "InnerSearchSettings", "LLMSettings", "EngineSettings",
            "SandboxSettings", "Settings", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "SANDBOX_LIMITS",
-           "RECORDED_ORDER"]
+           "RECORDED_ORDER", "check_setting", "bad_field"]
 
 
 class ConfigError(UserError):
@@ -67,10 +67,7 @@ class Settings:
     def __post_init__(self):
         for f in fields(self):
             if not _is_section(f):
-                try:
-                    SETTINGS[f.metadata["setting"]].check(getattr(self, f.name))
-                except SettingError as exc:
-                    raise ConfigError(f"config field {exc.name!r}: {exc.reason}") from None
+                check_setting(f.metadata["setting"], getattr(self, f.name))
 
     @classmethod
     def of(cls, flat: Mapping[str, Any]):
@@ -174,17 +171,18 @@ class LLMSettings(Settings):
             for model, pair in self.prices.items():
                 if (not isinstance(pair, (list, tuple)) or len(pair) != 2
                         or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in pair)):
-                    _bad("prices", self.prices, f"entry {model!r} must be [input, output] dollars per million tokens, "
-                                                "both >= 0")
+                    bad_field("prices", self.prices,
+                              f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
         if not (self.backend == "offline" or self.backend.startswith(("openai", "replay:"))):
-            _bad("llm", self.backend, "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
+            bad_field("llm", self.backend, "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
         if self.backend.startswith("replay:") and not self.backend.partition(":")[2]:
-            _bad("llm", self.backend, "replay needs a recording: replay:FILE or replay:RUN_DIR")
+            bad_field("llm", self.backend, "replay needs a recording: replay:FILE or replay:RUN_DIR")
         if self.base_url is not None:
             if not self.backend.startswith("openai"):
-                _bad("base_url", self.base_url, f"only an openai back-end has an endpoint (llm is {self.backend!r})")
+                bad_field("base_url", self.base_url,
+                          f"only an openai back-end has an endpoint (llm is {self.backend!r})")
             if not self.base_url.startswith(("http://", "https://")):
-                _bad("base_url", self.base_url, "must be an http:// or https:// URL")
+                bad_field("base_url", self.base_url, "must be an http:// or https:// URL")
 
     @property
     def kind(self) -> str:
@@ -230,7 +228,16 @@ class EngineSettings(Settings):
         return {**limits, **({"jit": True, "jit_after": self.jit_after} if self.jit else {})}
 
 
-def _bad(name: str, value: Any, why: str):
+def check_setting(name: str, value: Any) -> None:
+    """``value`` against setting ``name`` in the tree (kind, least value, choices): a ``ConfigError``."""
+    try:
+        SETTINGS[name].check(value)
+    except SettingError as exc:
+        raise ConfigError(f"config field {name!r}: {exc.reason}") from None
+
+
+def bad_field(name: str, value: Any, why: str) -> NoReturn:
+    """Raise the one-line ``ConfigError`` of config field ``name``: ``why``, then the value given."""
     raise ConfigError(f"config field {name!r}: {why}, got {value!r}")
 
 
@@ -302,18 +309,16 @@ class RunConfig:
         self.__post_init__()
 
     def __post_init__(self):
-        for name in _OWN:  # each value against its setting in the tree: kind, least value, choices
-            try:
-                SETTINGS[name].check(getattr(self, name))
-            except SettingError as exc:
-                raise ConfigError(f"config field {name!r}: {exc.reason}") from None
+        for name in _OWN:
+            check_setting(name, getattr(self, name))
         if self.instance_seed not in ("private", "drawn", "public") and not (self.instance_seed.isdigit()
                                                                               and len(self.instance_seed) <= 19):
-            _bad("instance_seed", self.instance_seed, "must be 'private', 'drawn', 'public' or a non-negative integer")
+            bad_field("instance_seed", self.instance_seed,
+                      "must be 'private', 'drawn', 'public' or a non-negative integer")
         if self.engine.programs_in_flight > 1 and self.llm.num_samplers > 1:
-            _bad("programs_in_flight", self.engine.programs_in_flight,
-                 f"with more than one program in flight the samples are drawn in as many lanes of their own: "
-                 f"num_samplers must be 1 (it is {self.llm.num_samplers})")
+            bad_field("programs_in_flight", self.engine.programs_in_flight, "with more than one program in flight the "
+                      f"samples are drawn in as many lanes of their own: num_samplers must be 1 (it is "
+                      f"{self.llm.num_samplers})")
 
     def replace(self, **changes: Any) -> "RunConfig":
         """This config with ``changes`` (settings by name, or sections whole) over it."""
@@ -331,22 +336,17 @@ class RunConfig:
     # -- loading ---------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> "RunConfig":
-        known = _RUN_SETTINGS
         data = {k.replace("-", "_"): v for k, v in data.items()}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - _RUN_SETTINGS)
         if unknown:
-            raise ConfigError(f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(known))})")
-        try:
-            return cls(**data)
-        except TypeError as exc:  # pragma: no cover - every field has a default
-            raise ConfigError(f"{source}: {exc}") from None
+            raise ConfigError(f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_RUN_SETTINGS))})")
+        return cls(**data)  # every setting has a default, and a flat mapping holds no section whole
 
     @classmethod
     def from_toml(cls, path: str | Path, **overrides) -> "RunConfig":
         """Settings from a TOML file (top level, or in tables named after the tree's sections:
         ``[budget]``, ``[adversary]``, ``[adversary.inner_search]``, ``[llm]``, ``[engine]``,
-        ``[engine.sandbox]``), then
-        ``overrides`` (not ``None``)."""
+        ``[engine.sandbox]``), then ``overrides`` (not ``None``)."""
         data = cls.settings_in_toml(path)
         data.update({k: v for k, v in overrides.items() if v is not None})
         return cls.from_dict(data, source=str(path))

@@ -11,7 +11,7 @@ from tasks import Task, get_task, list_tasks
 
 from .adversary.projection import check_epsilon
 from .adversary.settings import AdversaryConfig, AdversaryConfigError
-from .config import AdversarySettings, ConfigError, EngineSettings, LLMSettings, RunConfig
+from .config import AdversarySettings, ConfigError, EngineSettings, LLMSettings, RunConfig, bad_field
 from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError
 from .instance_seeds import resolve_instance_seed
@@ -97,9 +97,9 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     by the aggregation or the objective is not the task's, eps is beyond the task's reach, a
     replay source holds no recording, or the executor names none."""
     if config.method not in METHODS:
-        _bad("method", config.method, f"must be one of {', '.join(sorted(METHODS))}")
+        bad_field("method", config.method, f"must be one of {', '.join(sorted(METHODS))}")
     if config.task not in list_tasks():
-        _bad("task", config.task, f"must be one of {', '.join(list_tasks())}")
+        bad_field("task", config.task, f"must be one of {', '.join(list_tasks())}")
     task = get_task(config.task)
     config = config.with_unset(task_defaults(task))
     adversary = _adversary(config.adversary, task, config.robust)
@@ -148,12 +148,8 @@ def _check_engine(engine: EngineSettings) -> None:
     try:
         kind, count = parse_executor_spec(engine.executor)
     except ExecutorSpecError as exc:
-        _bad("executor", engine.executor, str(exc))
+        bad_field("executor", engine.executor, str(exc))
     if engine.workers is not None and (kind != "process" or count is not None):
-        _bad("workers", engine.workers, f"counts the local worker processes, and executor {engine.executor!r} "
+        bad_field("workers", engine.workers, f"counts the local worker processes, and executor {engine.executor!r} "
                                         f"already says where programs run: give --workers N or --executor "
                                         f"process:N, not both")
-
-
-def _bad(name: str, value, why: str):
-    raise ConfigError(f"config field {name!r}: {why}, got {value!r}")

@@ -31,6 +31,8 @@ import sys
 import types
 from pathlib import Path
 
+from .ast_lock import guard_ast_parse as _guard_ast_parse
+
 __version__ = "0.1.0"
 
 
@@ -58,6 +60,7 @@ def _pin_task_package() -> None:
 
 
 _pin_task_package()
+_guard_ast_parse()  # before the host or a task parses a program in a thread (ast_lock)
 
 # public name -> (module, attribute); None as attribute: the module itself
 _EXPORTS = {

@@ -88,7 +88,7 @@ class Judge:
             task = get_task(job.task)
         except Exception as exc:  # noqa: BLE001 - reported as the task's failure
             return EvalResult.failed(count, FailureKind.ERROR, printable(f"the task failed: {exc}"))
-        process, _ = self.processes.process_for((job.task, job.program), keep=self.limits.jit)
+        process, _ = self.processes.process_for((job.task, job.program), keep=self.limits.jit, warm=("task", job.task))
         deadline = deadline_of(job.timeout)
         metrics, reasons = [math.nan] * count, [""] * count
         first: tuple[str, str] | None = None
@@ -204,7 +204,7 @@ class Judge:
         """A host ``Evaluation``'s own ``evaluate_program`` of ``code`` in a fresh program process:
         its score as a float (computed there: such an evaluation cannot be replayed), ``None``
         where it returned None; ``HeuristicError`` / ``MemoryError`` where it failed."""
-        process = self.processes.start()
+        process = self.processes.start(warm=("module", type(evaluation).__module__))
         try:
             process.send(("host", evaluation, code, name))
             record = process.receive(None, 0)

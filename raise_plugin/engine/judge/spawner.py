@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import collections
 import gc
+import importlib
 import os
 import pickle
 import signal
 import socket
 import struct
+
+from tasks import get_task
 
 from ..limits import SandboxLimits
 from ..sandbox import PR_SET_PDEATHSIG, close_other_descriptors, prctl
@@ -24,13 +27,14 @@ _KEPT = {False: 4, True: 16}
 
 
 def spawner_main(channel: socket.socket) -> None:
-    """Fork a program's process for every ``("spawn", workdir, limits)`` request (two pipe ends
-    passed with it) and answer its pid; kill one for every ``("kill", pid)`` (no answer), and
+    """Fork a program's process for every ``("spawn", workdir, limits, warm)`` request (two pipe
+    ends passed with it; ``warm`` loaded here first, once: ``_warm``) and answer its pid; kill one for every ``("kill", pid)`` (no answer), and
     for every ``("reap", pid)`` kill it, wait for it and answer its wait status (-1: unknown)."""
     close_other_descriptors((channel.fileno(),))
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     gc.freeze()  # a forked program's collections then do not copy the spawner's pages
     ended: collections.OrderedDict[int, int] = collections.OrderedDict()  # pid -> wait status, reaped
+    warmed: set = set()
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(channel, 1 << 16, 2)
@@ -47,7 +51,10 @@ def spawner_main(channel: socket.socket) -> None:
                 channel.sendall(struct.pack("<q", ended.pop(pid) if pid in ended else _wait(pid)))
             _reap_ended(ended)
             continue
-        _, workdir, limits = request
+        _, workdir, limits, warm = request
+        if warm is not None and warm not in warmed:
+            warmed.add(warm)
+            _warm(warm)
         pid = os.fork()
         if pid == 0:
             try:
@@ -59,6 +66,24 @@ def spawner_main(channel: socket.socket) -> None:
             os.close(fd)
         channel.sendall(struct.pack("<q", pid))
         _reap_ended(ended)
+
+
+def _warm(warm: tuple[str, str]) -> None:
+    """Load a task (``("task", reference)``) or a host evaluation's module (``("module", name)``)
+    in the spawner, so that every program's process forked after it has it loaded. A program's
+    process loads its task after it is confined, where a host task's modules cost about half a
+    second a process (matplotlib, which the host's tasks import, rebuilds its font list where the
+    sandbox hides its cache). What fails to load here fails again, and is said, in the program's
+    process, as before."""
+    kind, name = warm
+    try:
+        if kind == "task":
+            get_task(name)
+        else:
+            importlib.import_module(name)
+    except BaseException:  # noqa: BLE001 - said by the program's process, which loads it again
+        pass
+    gc.freeze()  # what it made stays out of the forked processes' collections, as the rest
 
 
 def _kill(pid: int) -> None:
@@ -120,15 +145,17 @@ class ProgramProcesses:
         child.close()
         self._channel, self.spawner = parent, pid
 
-    def start(self, key=None) -> ProgramProcess:
-        """A fresh program process, forked by the spawner."""
+    def start(self, key=None, warm: tuple[str, str] | None = None) -> ProgramProcess:
+        """A fresh program process, forked by the spawner (after it loads ``warm``, the first time:
+        ``_warm``)."""
         self._made += 1
         workdir = os.path.join(self.workdir, f"program-{self._made}")
         os.mkdir(workdir, 0o700)
         requests_r, requests_w = os.pipe()
         answers_r, answers_w = os.pipe()
         try:
-            socket.send_fds(self._channel, [pickle.dumps(("spawn", workdir, self.limits))], [requests_r, answers_w])
+            socket.send_fds(self._channel, [pickle.dumps(("spawn", workdir, self.limits, warm))],
+                           [requests_r, answers_w])
             pid = self._answer()
         finally:
             os.close(requests_r)
@@ -150,12 +177,12 @@ class ProgramProcesses:
         except (OSError, RuntimeError):
             return -1
 
-    def process_for(self, key, keep: bool) -> tuple[ProgramProcess, bool]:
+    def process_for(self, key, keep: bool, warm: tuple[str, str] | None = None) -> tuple[ProgramProcess, bool]:
         """A kept process of the same program, or a new one (kept afterwards when ``keep``)."""
         if keep and key in self._kept:
             self._kept.move_to_end(key)
             return self._kept[key], True
-        process = self.start(key)
+        process = self.start(key, warm)
         if keep:
             self._kept[key] = process
             while len(self._kept) > _KEPT[self.limits.jit]:

@@ -37,7 +37,7 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
     # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of its own)
     timeout = config.engine.sandbox.timeout
     per_instance = None if timeout is None else timeout / max(1, len(nominal))
-    check_limits(task, SandboxLimits(**config.engine.sandbox_limits()), executor, timeout=per_instance)
+    check_limits(task, SandboxLimits.of(config.engine), executor, timeout=per_instance)
     profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name, method_name=config.method,
                             initial_num_samples=initial_samples) if config.engine.host_profiler else None
     return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler,
@@ -67,9 +67,7 @@ def _callbacks(config: RunConfig, parts: RunParts) -> list[Callback]:
 def _executor(engine: EngineSettings, run_dir: RunDirectory) -> tuple:
     """Where the run's programs are evaluated, and the callback that stops the workers the run
     started itself (with limits or a compiled path of its own: properties of the workers)."""
-    executor = engine.evaluation_executor()
-    limits = engine.sandbox_limits()
-    if not limits:
-        return executor, []
-    executor = make_executor(executor, SandboxLimits(**limits))
+    if not engine.sandbox_limits():
+        return engine.evaluation_executor(), []  # made by the evaluator, with the engine's own limits
+    executor = make_executor(engine)
     return executor, [(CompiledPathReport if engine.jit else OwnedExecutor)(executor, run_dir.path)]

@@ -45,12 +45,12 @@ def test_parallel_re_scoring_counts_the_wall_time_of_the_batch_not_the_sum_of_it
     import time
 
     from raise_plugin.robust.evaluator import InstanceSetEvaluator
-    from raise_plugin.robust.instances import InstanceSet
+    from raise_plugin.robust.instances import RunInstanceSet
     from raise_plugin.robust.scores import ScoreBook
     from tasks import get_task
 
     evaluation = small_obp_evaluation(count=2, num_items=50, safe_evaluate=False)
-    instance_set = InstanceSet(evaluation, list(evaluation.instances))
+    instance_set = RunInstanceSet(evaluation, list(evaluation.instances))
     evaluator = InstanceSetEvaluator(get_task("obp"), evaluation, ScoreBook(), instance_set)
     in_thread = evaluator._runner
 

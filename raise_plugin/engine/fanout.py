@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any, Sequence
 
+from ..config import EngineSettings
 from .executors import SerialExecutor, executor_workers, make_executor, run_job
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .limits import SandboxLimits
@@ -45,9 +46,10 @@ def same_objects(a: Sequence, b: Sequence) -> bool:
 class Engine:
     """Sandboxed, parallel evaluation of one task's heuristics.
 
-    ``executor``: a spec for ``make_executor`` or any object with ``submit``; the engine
-    shuts down only executors it created. ``limits``: ``SandboxLimits`` (``timeout`` and
-    ``memory_mb`` may also be given directly). ``split``: into how many jobs one program's
+    ``executor``: a spec for ``make_executor`` (a run's ``engine`` section among them: its
+    executor and its sandbox's limits) or any object with ``submit``; the engine shuts down only
+    executors it created. ``limits``: ``SandboxLimits`` (``timeout`` and ``memory_mb`` may also
+    be given directly). ``split``: into how many jobs one program's
     instances are cut: ``"auto"`` (as many as the executor runs at once), an int, or
     ``"instance"`` (one job per instance: the timeout then applies per instance). ``jit``: the
     compiled evaluation path (``limits.jit``, see ``engine.compiled``) in the workers the engine
@@ -58,10 +60,10 @@ class Engine:
                  timeout: float | None = None, memory_mb: int | None = None, split: Any = "auto",
                  jit: bool | None = None):
         self.task_name = task if isinstance(task, str) else task.name
-        base = limits or SandboxLimits()
+        base = limits or (SandboxLimits.of(executor) if isinstance(executor, EngineSettings) else SandboxLimits())
         changes = {k: v for k, v in (("timeout", timeout), ("memory_mb", memory_mb), ("jit", jit)) if v is not None}
         self.limits = dataclasses.replace(base, **changes) if changes else base
-        self._own = executor is None or isinstance(executor, (str, int))
+        self._own = executor is None or isinstance(executor, (str, int, EngineSettings))
         self.executor = make_executor(executor, self.limits)
         self.split = split
         self._sets: list[tuple[tuple, InstanceSet]] = []

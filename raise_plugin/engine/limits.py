@@ -7,6 +7,7 @@ import multiprocessing as mp
 import sys
 from dataclasses import dataclass
 
+from raise_plugin.config import EngineSettings
 from raise_plugin.settings import default
 
 __all__ = ["SandboxLimits", "SECRET_PATTERNS", "ALLOWED_ENVIRONMENT", "START_METHODS", "scrub_environment",
@@ -121,6 +122,12 @@ class SandboxLimits:
     @property
     def method(self) -> str:
         return self.start_method or default_start_method()
+
+    @classmethod
+    def of(cls, engine: EngineSettings) -> "SandboxLimits":
+        """The limits a run's ``engine`` section sets (its sandbox's memory, files and output, and
+        the compiled path), the engine's own for the rest."""
+        return cls(**engine.sandbox_limits())
 
 
 def is_secret(name: str) -> bool:

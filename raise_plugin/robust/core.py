@@ -18,7 +18,7 @@ from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
 from .host_lines import holding_back_host_advice
 from .in_flight import ProgramsInFlight, evaluation_pool
-from .instances import ADVERSARIAL, InstanceEntry, InstanceSet, instance_digest, score_function
+from .instances import ADVERSARIAL, InstanceEntry, RunInstanceSet, instance_digest, score_function
 from .llm_guard import LLMGuard
 from ..progress import progress_mode
 from .progress import ProgressBar
@@ -121,14 +121,14 @@ class RobustCore:
         self._inner_lock = threading.Lock()
         self._sampler_seconds = 0.0  # the LLM's (or offline sampler's) time for the registered samples
         self._compute_before: dict = {}  # what a resumed run had spent before this process
-        self._instances = InstanceSet(evaluation, evaluation.instances)
+        self._instances = RunInstanceSet(evaluation, evaluation.instances)
         self._evaluator = InstanceSetEvaluator(self.task, evaluation, self._book, self._instances, executor,
                                                int(getattr(self, "_num_evaluators", 1) or 1))
         # our evaluator keeps its cache in this process: the host's threads only wait on it; the
         # host's sampler threads each shut the pool down as they finish, which would drop the
         # samples other threads still have under way, so only the end of the run closes it
         self._evaluation_executor.shutdown(wait=False)
-        self._evaluation_executor = evaluation_pool(self, programs_in_flight)
+        self._evaluation_executor = evaluation_pool(self, programs_in_flight, self._book, self._evaluator)
         self._in_flight = self._evaluation_executor if isinstance(self._evaluation_executor, ProgramsInFlight) \
             else None
         self._install_shape()
@@ -206,7 +206,7 @@ class RobustCore:
         version = self._instances.state()[1]
         members, pending = self._search_members_locked()
         everyone = members + pending
-        records = [self._record_of(func) for func in everyone]
+        records = [self.record_of(func) for func in everyone]
         kept = [self._kept_rejected(func, rec, ids, version) for func, rec in zip(everyone, records)]
         todo: dict[str, ProgramRecord] = {}
         for func, rec, keep in zip(everyone, records, kept):
@@ -227,7 +227,7 @@ class RobustCore:
             self._scores_changed()
             return tuple(self._view(f) for f in everyone)
 
-    def _with_current_score(self, rec: ProgramRecord, then):
+    def with_current_score(self, rec: ProgramRecord, then):
         """``then(score, version, ids)`` with the gate lock held, once ``rec`` has met every member
         of the current set (a sample scored on an older set is evaluated on what it missed)."""
         while True:
@@ -369,7 +369,7 @@ class RobustCore:
             retag(func, key=key)
         return key
 
-    def _record_of(self, func: Function) -> ProgramRecord:
+    def record_of(self, func: Function) -> ProgramRecord:
         return self._book.record(self._program_text_of(func))
 
     def _view(self, func: Function) -> ProgramView:

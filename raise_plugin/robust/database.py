@@ -26,13 +26,13 @@ class _RobustDatabase:
 
     def register_function(self, function, island_id, score):
         method = self._raise_method
-        rec = method._record_of(function)
+        rec = method.record_of(function)
 
         def file(current, version, ids):
             if current is not None and math.isfinite(current):
                 function.score = current
                 super(_RobustDatabase, self).register_function(function, island_id, current)
-        method._with_current_score(rec, file)
+        method.with_current_score(rec, file)
 
 
 class DatabaseShape(TappedShape):

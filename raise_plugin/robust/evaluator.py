@@ -19,7 +19,7 @@ from ..engine import Engine, default_workers
 from ..engine.evaluator import host_code_edits
 from ..engine.jobs import Job, ProgramSpec, execute_job
 from ..engine.results import EvalResult, FailureKind
-from .instances import InstanceEntry, InstanceSet, bound_function, rejection_order, score_function
+from .instances import InstanceEntry, RunInstanceSet, bound_function, rejection_order, score_function
 from .scores import ProgramRecord, Rejection, ScoreBook
 
 __all__ = ["ProgramRunner", "InstanceSetEvaluator", "Drawn", "outcome"]
@@ -127,7 +127,7 @@ class InstanceSetEvaluator:
     failing sample records what it records without it.
     """
 
-    def __init__(self, task, evaluation, book: ScoreBook, instance_set: InstanceSet, executor=None,
+    def __init__(self, task, evaluation, book: ScoreBook, instance_set: RunInstanceSet, executor=None,
                  workers: int = 1):
         self._evaluation = evaluation
         self._book = book

@@ -27,10 +27,12 @@ from .scores import ScoreBook
 __all__ = ["Lanes", "ProgramsInFlight", "RunPool", "evaluation_pool"]
 
 
-def evaluation_pool(method, programs_in_flight: int) -> "RunPool | ProgramsInFlight":
+def evaluation_pool(method, programs_in_flight: int, book: ScoreBook,
+                    evaluator: InstanceSetEvaluator) -> "RunPool | ProgramsInFlight":
     """The pool a wrapped ``method``'s sampler threads submit evaluations to: as many threads as its
-    evaluators (one program in flight), or ``ProgramsInFlight`` with its lanes. A value the run
-    cannot take is a one-line ``ValueError`` naming the setting."""
+    evaluators (one program in flight), or ``ProgramsInFlight`` with its lanes, which evaluate
+    through ``evaluator`` onto sheets of ``book``. A value the run cannot take is a one-line
+    ``ValueError`` naming the setting."""
     SETTINGS["programs_in_flight"].check(programs_in_flight)
     evaluators = int(getattr(method, "_num_evaluators", 1) or 1)
     if programs_in_flight == 1:
@@ -43,7 +45,7 @@ def evaluation_pool(method, programs_in_flight: int) -> "RunPool | ProgramsInFli
     if samplers != 1:
         raise ValueError(f"programs_in_flight: {programs_in_flight} programs in flight sample in as many lanes "
                          f"of their own; num_samplers must then be 1, got {samplers}")
-    return ProgramsInFlight(programs_in_flight, evaluators, method._book, method._evaluator)
+    return ProgramsInFlight(programs_in_flight, evaluators, book, evaluator)
 
 
 class RunPool(concurrent.futures.ThreadPoolExecutor):

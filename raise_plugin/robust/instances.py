@@ -11,7 +11,7 @@ import numpy as np
 from ..rundir.files import NOMINAL_PREFIX
 from .hooks import InstanceView
 
-__all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "InstanceSet", "instance_digest", "score_function",
+__all__ = ["NOMINAL", "ADVERSARIAL", "InstanceEntry", "RunInstanceSet", "instance_digest", "score_function",
            "bound_function", "rejection_order"]
 
 NOMINAL, ADVERSARIAL = "nominal", "adversarial"
@@ -83,7 +83,7 @@ def rejection_order(entries: Sequence[InstanceEntry]) -> list[int]:
     return adversarial[::-1] + [i for i, e in enumerate(entries) if e.origin == NOMINAL]
 
 
-class InstanceSet:
+class RunInstanceSet:
     """The ordered members and a version that grows with every change; thread-safe.
 
     ``evaluation.instances`` (the host evaluation's list) follows every change, so anything

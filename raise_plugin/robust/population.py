@@ -47,10 +47,10 @@ class RobustPopulationMixin:
     # -- host interface -------------------------------------------------------
     def register_function(self, func: Function):
         method = self._method
-        rec = method._record_of(func)
+        rec = method.record_of(func)
         self._local.depth = getattr(self._local, "depth", 0) + 1
         try:
-            method._with_current_score(rec, lambda score, version, ids: self._register_locked(
+            method.with_current_score(rec, lambda score, version, ids: self._register_locked(
                 func, rec, score, version, ids))
         finally:
             self._local.depth -= 1

@@ -58,8 +58,8 @@ class TappedShape(HostShape):
         self.__dict__["_raise_tot_sample_nums"] = value
 
     def _tapped_sample(self, function) -> None:
-        rec = self._record_of(function)
-        self._with_current_score(rec, lambda score, version, ids: self._register_locked(
+        rec = self.record_of(function)
+        self.with_current_score(rec, lambda score, version, ids: self._register_locked(
             function, rec, score, version, ids))
         self._gate.dispatch()
 

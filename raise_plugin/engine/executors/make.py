@@ -12,6 +12,7 @@ wherever it lands.
 """
 from __future__ import annotations
 
+from ...config import EngineSettings
 from ..limits import SandboxLimits
 from .foreign import DaskExecutor
 from .local import ProcessExecutor, SerialExecutor
@@ -22,8 +23,11 @@ __all__ = ["make_executor"]
 
 def make_executor(spec=None, limits: SandboxLimits | None = None):
     """An executor from a spec: ``None``/``"process"`` (one worker per core), ``"process:N"``,
-    an int N, ``"serial"``, ``"dask://local"``, ``"dask://local:N"``, ``"dask://HOST:PORT"``;
-    any object with ``submit`` is returned unchanged."""
+    an int N, ``"serial"``, ``"dask://local"``, ``"dask://local:N"``, ``"dask://HOST:PORT"``,
+    or a run's ``engine`` section (``EngineSettings``: its executor, with the sandbox's limits it
+    sets, unless ``limits`` are given); any object with ``submit`` is returned unchanged."""
+    if isinstance(spec, EngineSettings):
+        return make_executor(spec.evaluation_executor(), limits or SandboxLimits.of(spec))
     if spec is not None and not isinstance(spec, (str, int)) and hasattr(spec, "submit"):
         return spec
     kind, arg = parse_executor_spec(spec)

@@ -156,3 +156,16 @@ def test_every_tasks_baselines_give_their_direct_metrics_through_the_engine(pool
             result = engine.evaluate(ProgramSpec(baseline=baseline), instances)
             assert result.valid, (name, baseline, result.reason)
             assert list(result.metrics) == [task.evaluate(fn, s) for s in instances]
+
+
+def test_a_runs_engine_section_builds_the_engine_with_its_executor_and_sandbox():
+    from raise_plugin.config import RunConfig
+    from raise_plugin.engine import make_executor
+
+    section = RunConfig(task="obp", memory_mb=300, file_mb=2, workers=1).engine
+    assert SandboxLimits.of(section) == SandboxLimits(memory_mb=300, file_mb=2)
+    assert SandboxLimits.of(RunConfig(task="obp").engine) == SandboxLimits()
+    with Engine("obp", section) as engine:
+        assert engine.workers == 1 and engine.limits == engine.executor.limits == SandboxLimits.of(section)
+    with make_executor(RunConfig(task="obp", executor="serial", memory_mb=300).engine) as serial:
+        assert isinstance(serial, SerialExecutor) and serial.limits.memory_mb == 300

@@ -213,4 +213,5 @@ def test_eps_beyond_reach_names_the_largest_reachable_distance(files, capsys, mo
 def test_a_command_that_succeeds_prints_nothing_on_stderr(files, capsys):
     code, err = run_cli(["evaluate", str(files / "good.py"), "--task", "obp", "--suite",
                          "nominal", "--baselines", "none", "--workers", "1", "--no-progress"], capsys)
-    assert code == 0 and err == ""
+    # a note on what the sandbox cannot hold on this machine (said once per process) is no complaint
+    assert code == 0 and [line for line in err.splitlines() if not line.startswith("raise-ahd: note: ")] == []

@@ -154,8 +154,9 @@ def test_the_sandbox_s_limits_given_to_run_are_the_limits_its_workers_start_with
     started = []
 
     def make_executor(spec, limits=None):
-        started.append(limits)
-        return real(spec, limits)
+        made = real(spec, limits)
+        started.append(made.limits)
+        return made
 
     real = build.make_executor
     monkeypatch.setattr(build, "make_executor", make_executor)

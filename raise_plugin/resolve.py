@@ -10,7 +10,7 @@ from typing import Any
 from tasks import Task, get_task, list_tasks
 
 from .adversary.projection import check_epsilon
-from .adversary.settings import AdversaryConfig, AdversaryConfigError
+from .adversary.adversary_config import AdversaryConfig, AdversaryConfigError
 from .config import AdversarySettings, ConfigError, EngineSettings, LLMSettings, RunConfig, bad_field
 from .engine.executors import ExecutorSpecError, parse_executor_spec
 from .errors import UserError

@@ -7,7 +7,7 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.adversary.settings import AdversaryConfigError
+from raise_plugin.adversary.adversary_config import AdversaryConfigError
 from raise_plugin.config import AdversarySettings, InnerSearchSettings
 from raise_plugin.robust.adversarial import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback, RunSnapshot

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from raise_plugin import cli
-from raise_plugin.adversary.settings import AdversaryConfig, AdversaryConfigError, SearchConfig
+from raise_plugin.adversary.adversary_config import AdversaryConfig, AdversaryConfigError, SearchConfig
 from raise_plugin.config import RECORDED_ORDER, AdversarySettings, ConfigError, RunConfig
 from raise_plugin.harness.compare_config import CompareConfig, StudySettings
 from raise_plugin.commands.flags import add_flags

@@ -3,7 +3,7 @@
 ``search(task, priority, epsilon)`` is the one-call entry point; ``InnerGA`` is the
 ask/tell optimiser it drives; ``genes`` and ``projection`` hold the decoding and the
 eps-ball geometry; ``decoding`` turns genes into candidates, ``results`` holds what a search
-returns, ``settings`` and ``objective`` what it is asked. ``default_draws(task)`` is the
+returns, ``adversary_config`` and ``objective`` what it is asked. ``default_draws(task)`` is the
 recommended number of instances drawn per candidate distribution (``draws=``) for a task
 (the task's own ``default_draws``).
 """
@@ -14,7 +14,7 @@ from .objective import POPULATION_REFERENCES, Objective, parse_objective
 from .projection import PROJECTIONS, Projection, distance, distances, nearest, project
 from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRecord
 from .search import AdversaryReferenceError, default_draws, instance_seed, sample_and_evaluate, search
-from .settings import (CONSTRAINTS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, PER_REFRESH, TAU_UNITS, AdversaryConfig,
+from .adversary_config import (CONSTRAINTS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, PER_REFRESH, TAU_UNITS, AdversaryConfig,
                        AdversaryConfigError, SearchConfig)
 
 __all__ = ["search", "SearchConfig", "AdversarialResult", "AdversarialDraw", "Candidate", "GenerationRecord", "Adversary",

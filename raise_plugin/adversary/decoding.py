@@ -8,7 +8,7 @@ from tasks.common.shift import is_distribution
 
 from . import genes as _genes
 from .projection import Projection, project
-from .settings import SearchConfig
+from .adversary_config import SearchConfig
 
 __all__ = ["Adversary"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .settings import SearchConfig
+from .adversary_config import SearchConfig
 
 __all__ = ["Candidate", "GenerationRecord", "AdversarialDraw", "AdversarialResult"]
 

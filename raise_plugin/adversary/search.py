@@ -22,7 +22,7 @@ from .decoding import Adversary
 from .ga import AskTell, InnerGA, evaluate_batch
 from .projection import Projection
 from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRecord
-from .settings import SearchConfig
+from .adversary_config import SearchConfig
 
 __all__ = ["AdversaryReferenceError", "search", "instance_seed", "sample_and_evaluate", "default_draws"]
 

@@ -14,7 +14,7 @@ from tasks.common.evaluation import named_baseline
 from ..adversary.objective import Objective
 from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
 from ..adversary.search import AdversaryReferenceError, default_draws, search
-from ..adversary.settings import AdversaryConfig, SearchConfig
+from ..adversary.adversary_config import AdversaryConfig, SearchConfig
 from ..config import AdversarySettings
 from .hooks import Callback, ProgramView, RunSnapshot
 

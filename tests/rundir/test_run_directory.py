@@ -23,7 +23,7 @@ from raise_plugin.rundir.reader import RunLog
 from raise_plugin.runner import resume_run, start_run
 from tasks.common.aggregation import Aggregation
 
-HELPERS = Path(__file__).with_name("_robust_helpers.py")
+HELPERS = Path(__file__).parents[1] / "_robust_helpers.py"
 
 
 def config(out, budget=24, **kw) -> RunConfig:
@@ -105,7 +105,7 @@ KILLED_IN_A_REFRESH = textwrap.dedent("""
 def run_killed_in_a_refresh(cfg: RunConfig) -> None:
     code = KILLED_IN_A_REFRESH.format(helpers=str(HELPERS), config=cfg.to_dict())
     done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          cwd=Path(__file__).parents[1], timeout=120)
+                          cwd=Path(__file__).parents[2], timeout=120)
     assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
 
 
@@ -174,7 +174,7 @@ HOLDER = textwrap.dedent("""
 
 def _hold_in_another_process(path: Path) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdout=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).parents[1])
+                            cwd=Path(__file__).parents[2])
     assert proc.stdout.readline().strip() == "locked"
     return proc
 
@@ -227,7 +227,7 @@ def test_a_process_holding_a_run_blocks_another_one_until_it_ends(tmp_path):
     try:
         probe = subprocess.run([sys.executable, "-m", "raise_plugin.cli", "run", "--task", "obp", "--budget", "4",
                                 "--allow-no-refresh", "--out", str(path), "--no-progress"], capture_output=True, text=True,
-                               cwd=Path(__file__).parents[1], timeout=300)
+                               cwd=Path(__file__).parents[2], timeout=300)
         assert probe.returncode == 2 and "Traceback" not in probe.stderr
         assert len(probe.stderr.strip().splitlines()) == 1 and f"process {holder.pid}" in probe.stderr
         assert not (path / "config.json").exists()

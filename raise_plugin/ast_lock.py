@@ -10,18 +10,29 @@ of parses made side by side (the evaluation threads of a refresh, programs in fl
 samplers). From 3.12 collections run only between bytecodes, and the failure does not occur.
 
 On 3.11, importing the plugin makes ``ast.parse`` take one lock for the whole process; the host,
-the plugin and anything else that calls ``ast.parse`` by its module attribute are covered.
+the plugin and anything else that calls ``ast.parse`` by its module attribute are covered. A
+forked child starts with the lock free (workers forked with ``start_method="fork"``).
 """
 from __future__ import annotations
 
 import ast
 import functools
+import os
 import sys
 import threading
 
 __all__ = ["guard_ast_parse"]
 
 _LOCK = threading.RLock()
+
+
+def _unlocked_in_child() -> None:
+    """A process forked while another thread parsed would inherit the lock held for good."""
+    global _LOCK
+    _LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_unlocked_in_child)
 
 
 def guard_ast_parse() -> None:

@@ -74,3 +74,44 @@ def test_the_guard_is_there_on_3_11_and_taken_once():
     assert ast.parse is before
     assert getattr(ast.parse, "__raise_locked__", False) == (sys.version_info < (3, 12))
     assert ast.parse("x = 1").body[0].targets[0].id == "x"
+
+
+def test_a_process_forked_while_another_thread_parses_can_parse():
+    """The lock held by another thread at the fork is not held in the child (workers forked with
+    ``start_method="fork"`` parse every program they run)."""
+    import os
+    import signal
+
+    from raise_plugin import ast_lock
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with ast_lock._LOCK:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ast.parse(SOURCE)
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError("the child could not parse: the lock was held")
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        release.set()
+        holder.join()

@@ -7,6 +7,8 @@ returns, ``adversary_config`` and ``objective`` what it is asked. ``default_draw
 recommended number of instances drawn per candidate distribution (``draws=``) for a task
 (the task's own ``default_draws``).
 """
+from .adversary_config import (CONSTRAINTS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, PER_REFRESH, TAU_UNITS,
+                               AdversaryConfig, AdversaryConfigError, SearchConfig)
 from .decoding import Adversary
 from .ga import AskTell, InnerGA, evaluate_batch, optimise
 from .genes import BASES, GENES, bases, basis, flat_mixture, instance_length, mixture, weights
@@ -14,8 +16,6 @@ from .objective import POPULATION_REFERENCES, Objective, parse_objective
 from .projection import PROJECTIONS, Projection, distance, distances, nearest, project
 from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRecord
 from .search import AdversaryReferenceError, default_draws, instance_seed, sample_and_evaluate, search
-from .adversary_config import (CONSTRAINTS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, PER_REFRESH, TAU_UNITS, AdversaryConfig,
-                       AdversaryConfigError, SearchConfig)
 
 __all__ = ["search", "SearchConfig", "AdversarialResult", "AdversarialDraw", "Candidate", "GenerationRecord", "Adversary",
            "AdversaryReferenceError", "default_draws",

@@ -60,10 +60,12 @@ class Engine:
                  timeout: float | None = None, memory_mb: int | None = None, split: Any = "auto",
                  jit: bool | None = None):
         self.task_name = task if isinstance(task, str) else task.name
-        base = limits or (SandboxLimits.of(executor) if isinstance(executor, EngineSettings) else SandboxLimits())
+        if isinstance(executor, EngineSettings):  # a run's engine section: its executor spec and its limits
+            executor, limits = executor.evaluation_executor(), limits or SandboxLimits.of(executor)
+        base = limits or SandboxLimits()
         changes = {k: v for k, v in (("timeout", timeout), ("memory_mb", memory_mb), ("jit", jit)) if v is not None}
         self.limits = dataclasses.replace(base, **changes) if changes else base
-        self._own = executor is None or isinstance(executor, (str, int, EngineSettings))
+        self._own = executor is None or isinstance(executor, (str, int))
         self.executor = make_executor(executor, self.limits)
         self.split = split
         self._sets: list[tuple[tuple, InstanceSet]] = []

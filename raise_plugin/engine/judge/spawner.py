@@ -28,8 +28,9 @@ _KEPT = {False: 4, True: 16}
 
 def spawner_main(channel: socket.socket) -> None:
     """Fork a program's process for every ``("spawn", workdir, limits, warm)`` request (two pipe
-    ends passed with it; ``warm`` loaded here first, once: ``_warm``) and answer its pid; kill one for every ``("kill", pid)`` (no answer), and
-    for every ``("reap", pid)`` kill it, wait for it and answer its wait status (-1: unknown)."""
+    ends passed with it; ``warm`` loaded here first, once: ``_warm``) and answer its pid; kill one
+    for every ``("kill", pid)`` (no answer), and for every ``("reap", pid)`` kill it, wait for it
+    and answer its wait status (-1: unknown)."""
     close_other_descriptors((channel.fileno(),))
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     gc.freeze()  # a forked program's collections then do not copy the spawner's pages

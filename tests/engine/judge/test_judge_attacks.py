@@ -585,6 +585,23 @@ def test_a_channel_from_the_run_to_its_check_is_refused(tmp_path, best_fit_metri
     assert_clean(run)
 
 
+def test_telling_the_check_from_a_run_pays_nothing(tmp_path, best_fit_metrics):
+    """A planner that finds, on its stack, what only its look-ahead check's process holds, and
+    answers best fit's decisions there: the check holds them against the run's, which planned with
+    the future, and it is caught as the planner alone is. Its twin raises where it finds itself
+    checked: every one of its failures is a check's, so it does tell, and never in a run."""
+    honest = attack("future_planner") + "\n\n" + attack("honest_when_checked", say="False")
+    says = attack("future_planner") + "\n\n" + attack("honest_when_checked", say="True")
+    run = evaluate(tmp_path, [("honest_when_checked", honest), ("says_when_checked", says), (AFTER, BEST_FIT)])
+    assert sum(r is None for r in run.results("honest_when_checked")) >= 3, run.out[-3000:]
+    assert "honest_when_checked: invalid on" in run.out and "looks ahead" in run.out, run.out[-3000:]
+    told = [r["reason"] for r in run.rows if r["heuristic"] == "says_when_checked" and r["valid"] != "True"]
+    assert len(told) >= 3, run.out[-3000:]
+    assert all("checked for look-ahead" in reason and "told the check from a run" in reason for reason in told), told
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
 def test_stopping_the_check_from_starting_is_refused(tmp_path, best_fit_metrics):
     """A planner that lowers its worker's descriptor and file-size limits and its spawner's
     address space (``prlimit`` on another process) to keep its check from starting: the kernel

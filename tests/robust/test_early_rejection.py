@@ -49,7 +49,7 @@ def test_regret_forms_of_min_and_cvar_are_bounded():
 
 
 # -- whole runs, with and without ------------------------------------------------------------
-def _run(out, aggregation: str, early_reject: bool, budget: int = 32):
+def _run(out, aggregation: str, early_reject: bool, budget: int = 16):
     callback = AdversarialInstanceCallback(epsilon=0.002, tau=1, searcher=fake_search, inner_population=3,
                                            aggregation=aggregation)
     evaluation = small_obp_evaluation(count=6, aggregation=aggregation)  # A is the evaluation's

@@ -141,11 +141,12 @@ def _config(out, **kw) -> RunConfig:
 
 @pytest.mark.slow
 def test_a_run_capped_mid_generation_and_resumed_is_the_uninterrupted_run(tmp_path):
-    start_run(_config(tmp_path / "whole")).run()
-    start_run(_config(tmp_path / "off", early_reject=False)).run()
-    capped = start_run(_config(tmp_path / "capped", max_llm_calls=14))
+    # 12 samples in generations of 4 after the first 4: capped at 10, samples 9 and 10 are pending
+    start_run(_config(tmp_path / "whole", budget=12)).run()
+    start_run(_config(tmp_path / "off", budget=12, early_reject=False)).run()
+    capped = start_run(_config(tmp_path / "capped", budget=12, max_llm_calls=10))
     capped.run()
-    pending = [s for s in read_jsonl(tmp_path / "capped" / "samples.jsonl") if s["sample"] > 12]
+    pending = [s for s in read_jsonl(tmp_path / "capped" / "samples.jsonl") if s["sample"] > 8]
     assert any(s.get("rejected") for s in pending)  # a rejected sample was pending at the stop
     resume_run(tmp_path / "capped", max_llm_calls=100).run()
     whole, resumed = _records(tmp_path / "whole"), _records(tmp_path / "capped")

@@ -161,7 +161,7 @@ def test_a_run_capped_mid_generation_and_resumed_is_the_uninterrupted_run(tmp_pa
 def test_an_incumbent_run_with_early_rejection_is_the_run_without(tmp_path, method):
     summaries = {}
     for flag in (True, False):
-        run = start_run(_config(tmp_path / str(flag), method=method, budget=12, aggregation="min",
+        run = start_run(_config(tmp_path / str(flag), method=method, budget=8, aggregation="min",
                                 early_reject=flag))
         run.run()
         summaries[flag] = run.summary()

@@ -29,3 +29,17 @@ def fresh_registry(monkeypatch):
     for name in ("_cache", "_registered", "_references"):
         monkeypatch.setattr(tasks, name, dict(getattr(tasks, name)))
     monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The end-to-end cases (marked ``slow``) that share no module's fixture are run first. With
+    ``-n 2 --dist worksteal`` each test process takes half the list in order and an idle one takes
+    half of what the other has left from its end: a case of half a minute collected late would
+    leave one process waiting for it at the end of the suite. Nothing but the order changes (a
+    case that shares a module's fixture keeps its place, so the fixture is made once)."""
+    def first(item) -> bool:
+        defs = item._fixtureinfo.name2fixturedefs.values()
+        return item.get_closest_marker("slow") is not None and all(
+            d[-1].scope in ("function", "session") for d in defs)
+
+    items[:] = [i for i in items if first(i)] + [i for i in items if not first(i)]

@@ -32,14 +32,15 @@ def fresh_registry(monkeypatch):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The end-to-end cases (marked ``slow``) that share no module's fixture are run first. With
-    ``-n 2 --dist worksteal`` each test process takes half the list in order and an idle one takes
-    half of what the other has left from its end: a case of half a minute collected late would
-    leave one process waiting for it at the end of the suite. Nothing but the order changes (a
-    case that shares a module's fixture keeps its place, so the fixture is made once)."""
-    def first(item) -> bool:
-        defs = item._fixtureinfo.name2fixturedefs.values()
-        return item.get_closest_marker("slow") is not None and all(
-            d[-1].scope in ("function", "session") for d in defs)
+    """The end-to-end cases (marked ``slow``) are run first, with every case that shares a module's
+    fixture with one of them (in their order, so such a fixture is still made once). With ``-n 2
+    --dist worksteal`` each test process takes half the list in order and an idle one takes half
+    of what the other has left from its end: a case of a minute collected late would leave one
+    process waiting for it at the end of the suite. Nothing but the order changes."""
+    def shared(item) -> set:
+        return {(d[-1].baseid, name) for name, d in item._fixtureinfo.name2fixturedefs.items()
+                if d[-1].scope in ("module", "class", "package")}
 
-    items[:] = [i for i in items if first(i)] + [i for i in items if not first(i)]
+    slow = set().union(*(shared(i) for i in items if i.get_closest_marker("slow") is not None))
+    first = [i.get_closest_marker("slow") is not None or bool(shared(i) & slow) for i in items]
+    items[:] = [i for i, f in zip(items, first) if f] + [i for i, f in zip(items, first) if not f]

@@ -71,10 +71,10 @@ def _trace(method):
 
 @pytest.mark.parametrize("name", PLUGIN_METHODS)
 def test_deterministic_under_a_seed_with_one_sampler(method_factory, name):
-    first = _trace(method_factory(name, "ojsp", budget=30, seed=3))
-    second = _trace(method_factory(name, "ojsp", budget=30, seed=3))
+    first = _trace(method_factory(name, "ojsp", budget=20, seed=3))
+    second = _trace(method_factory(name, "ojsp", budget=20, seed=3))
     assert first == second
-    other = _trace(method_factory(name, "ojsp", budget=30, seed=4))
+    other = _trace(method_factory(name, "ojsp", budget=20, seed=4))
     assert other[0] != first[0]
 
 

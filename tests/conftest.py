@@ -38,7 +38,8 @@ def pytest_collection_modifyitems(config, items):
     of what the other has left from its end: a case of a minute collected late would leave one
     process waiting for it at the end of the suite. Nothing but the order changes."""
     def shared(item) -> set:
-        return {(d[-1].baseid, name) for name, d in item._fixtureinfo.name2fixturedefs.items()
+        info = getattr(item, "_fixtureinfo", None)  # a test function's fixtures (none for other items)
+        return {(d[-1].baseid, name) for name, d in (info.name2fixturedefs.items() if info else ())
                 if d[-1].scope in ("module", "class", "package")}
 
     slow = set().union(*(shared(i) for i in items if i.get_closest_marker("slow") is not None))

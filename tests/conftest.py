@@ -29,3 +29,19 @@ def fresh_registry(monkeypatch):
     for name in ("_cache", "_registered", "_references"):
         monkeypatch.setattr(tasks, name, dict(getattr(tasks, name)))
     monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The end-to-end cases (marked ``slow``) are run first, with every case that shares a module's
+    fixture with one of them (in their order, so such a fixture is still made once). With ``-n 2
+    --dist worksteal`` each test process takes half the list in order and an idle one takes half
+    of what the other has left from its end: a case of a minute collected late would leave one
+    process waiting for it at the end of the suite. Nothing but the order changes."""
+    def shared(item) -> set:
+        info = getattr(item, "_fixtureinfo", None)  # a test function's fixtures (none for other items)
+        return {(d[-1].baseid, name) for name, d in (info.name2fixturedefs.items() if info else ())
+                if d[-1].scope in ("module", "class", "package")}
+
+    slow = set().union(*(shared(i) for i in items if i.get_closest_marker("slow") is not None))
+    first = [i.get_closest_marker("slow") is not None or bool(shared(i) & slow) for i in items]
+    items[:] = [i for i, f in zip(items, first) if f] + [i for i, f in zip(items, first) if not f]

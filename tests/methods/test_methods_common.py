@@ -71,10 +71,10 @@ def _trace(method):
 
 @pytest.mark.parametrize("name", PLUGIN_METHODS)
 def test_deterministic_under_a_seed_with_one_sampler(method_factory, name):
-    first = _trace(method_factory(name, "ojsp", budget=30, seed=3))
-    second = _trace(method_factory(name, "ojsp", budget=30, seed=3))
+    first = _trace(method_factory(name, "ojsp", budget=20, seed=3))
+    second = _trace(method_factory(name, "ojsp", budget=20, seed=3))
     assert first == second
-    other = _trace(method_factory(name, "ojsp", budget=30, seed=4))
+    other = _trace(method_factory(name, "ojsp", budget=20, seed=4))
     assert other[0] != first[0]
 
 
@@ -118,12 +118,12 @@ def test_population_dedups_by_code_not_by_score():
 @pytest.mark.parametrize("name", PLUGIN_METHODS)
 def test_robust_wrapper_refreshes_and_rescores(method_factory, evaluation_factory, name):
     cb = AdversarialInstanceCallback(epsilon=0.002, tau=1, inner_population=4, inner_generations=1)
-    method = method_factory(name, "obp", budget=24, pop_size=4, seed=1, cls=robust(METHODS[name], callbacks=[cb]))
+    method = method_factory(name, "obp", budget=16, pop_size=4, seed=1, cls=robust(METHODS[name], callbacks=[cb]))
     assert isinstance(method._population, RobustPopulationMixin)
     assert isinstance(method._population, MethodPopulation)  # the method's survival rule still applies
     nominal = len(method.instance_set)
     method.run()
-    assert method.samples == method._tot_sample_nums == 24
+    assert method.samples == method._tot_sample_nums == 16
     assert cb.refreshes >= 3
     assert len(method.instance_set) > nominal
     # every member carries its score on the current set (re-scored after each refresh)
@@ -135,7 +135,7 @@ def test_robust_wrapper_refreshes_and_rescores(method_factory, evaluation_factor
         assert func.score == pytest.approx(fresh, rel=0, abs=1e-12)
     assert method.best().score == max(f.score for f in method._population.population)
     # the method's own attributes leave the wrapper's interface alone
-    assert method.summary(finished=True)["samples"] == 24
+    assert method.summary(finished=True)["samples"] == 16
     assert "callbacks" in method.state_dict()
     assert METHODS[name].state_dict(method)["method"] == name  # the method's own state, under the wrapper
 

@@ -49,7 +49,7 @@ def test_regret_forms_of_min_and_cvar_are_bounded():
 
 
 # -- whole runs, with and without ------------------------------------------------------------
-def _run(out, aggregation: str, early_reject: bool, budget: int = 32):
+def _run(out, aggregation: str, early_reject: bool, budget: int = 16):
     callback = AdversarialInstanceCallback(epsilon=0.002, tau=1, searcher=fake_search, inner_population=3,
                                            aggregation=aggregation)
     evaluation = small_obp_evaluation(count=6, aggregation=aggregation)  # A is the evaluation's
@@ -141,11 +141,12 @@ def _config(out, **kw) -> RunConfig:
 
 @pytest.mark.slow
 def test_a_run_capped_mid_generation_and_resumed_is_the_uninterrupted_run(tmp_path):
-    start_run(_config(tmp_path / "whole")).run()
-    start_run(_config(tmp_path / "off", early_reject=False)).run()
-    capped = start_run(_config(tmp_path / "capped", max_llm_calls=14))
+    # 12 samples in generations of 4 after the first 4: capped at 10, samples 9 and 10 are pending
+    start_run(_config(tmp_path / "whole", budget=12)).run()
+    start_run(_config(tmp_path / "off", budget=12, early_reject=False)).run()
+    capped = start_run(_config(tmp_path / "capped", budget=12, max_llm_calls=10))
     capped.run()
-    pending = [s for s in read_jsonl(tmp_path / "capped" / "samples.jsonl") if s["sample"] > 12]
+    pending = [s for s in read_jsonl(tmp_path / "capped" / "samples.jsonl") if s["sample"] > 8]
     assert any(s.get("rejected") for s in pending)  # a rejected sample was pending at the stop
     resume_run(tmp_path / "capped", max_llm_calls=100).run()
     whole, resumed = _records(tmp_path / "whole"), _records(tmp_path / "capped")
@@ -160,7 +161,7 @@ def test_a_run_capped_mid_generation_and_resumed_is_the_uninterrupted_run(tmp_pa
 def test_an_incumbent_run_with_early_rejection_is_the_run_without(tmp_path, method):
     summaries = {}
     for flag in (True, False):
-        run = start_run(_config(tmp_path / str(flag), method=method, budget=12, aggregation="min",
+        run = start_run(_config(tmp_path / str(flag), method=method, budget=8, aggregation="min",
                                 early_reject=flag))
         run.run()
         summaries[flag] = run.summary()

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
             for objective in ("metric", "regret"):
                 metrics, regrets = [], []
                 for seed in range(args.seeds):
-                    r = search(task, priority, eps, nominal=nominal, seed=seed, draws=args.draws,
+                    r = search(task, priority, eps, nominal=nominal, seed=seed, inner_draws=args.draws,
                                objective=objective, references=references)
                     metrics.append(r.metric)
                     regrets.append(r.regret)

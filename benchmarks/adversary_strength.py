@@ -99,7 +99,7 @@ def resample_check(seeds, epsilons, draws, fresh, noise, tasks=("obp", "ojsp", "
                 for R in draws:
                     rep, fit, frs, shares, shares_fit = [], [], [], [], []
                     for seed in range(seeds):
-                        r = search(task, priority, eps, nominal=nominal, seed=seed, draws=R, noise=noise)
+                        r = search(task, priority, eps, nominal=nominal, seed=seed, inner_draws=R, noise=noise)
                         reported, fitness = r.metric - base, r.fitness - base
                         kept = fresh_mean(task, priority, r.distribution, r.length, seed, fresh) - base
                         rep.append(reported)

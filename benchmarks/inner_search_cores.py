@@ -47,7 +47,7 @@ def settings(task) -> dict:
     else:  # the callback's references under metric and regret:baselines: every classical baseline
         references = list((getattr(task, "baselines", None) or {}).items())
     return dict(epsilon=defaults["epsilon"], projection=defaults["projection"], objective=objective.kind,
-                references=references, draws=default_draws(task), population=8, generations=4)
+                references=references, inner_draws=default_draws(task), inner_population=8, inner_generations=4)
 
 
 def heuristic(task, path: str | None):

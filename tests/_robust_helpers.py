@@ -54,12 +54,12 @@ class FakeResult:
     metric: float
 
 
-def fake_search(task, priority, epsilon, *, nominal=None, seed=0, population=8, generations=4, **switches):
+def fake_search(task, priority, epsilon, *, nominal=None, seed=0, inner_population=8, inner_generations=4, **switches):
     """A stand-in for the inner GA: a few seeded draws around the nominal items, keep the worst."""
     rng = np.random.default_rng(seed)
     nominal = nominal or task.nominal_instances()
     worst = None
-    for _ in range(population):
+    for _ in range(inner_population):
         base = nominal[int(rng.integers(len(nominal)))]
         items = np.clip(base["items"] + rng.integers(-3, 4, base["items"].size), 1, base["capacity"])
         inst = {"capacity": base["capacity"], "num_items": int(items.size), "items": items.astype(np.int64)}

@@ -332,5 +332,6 @@ def test_the_callback_reads_its_settings_from_its_config_and_copies_none():
     assert (callback.epsilon, callback.tau, callback.inner_population) == (0.005, 3, 6)
     assert str(callback.aggregation) == "regret:min" and callback.objective.kind == "regret"
     assert callback.adversary_switches == {"projection": "sphere"}
-    assert config.search_options(2) == {"population": 6, "generations": config.inner_search.inner_generations,
-                                        "draws": 2, "objective": "regret", "projection": "sphere"}
+    assert config.search_options(2) == {"inner_population": 6,
+                                        "inner_generations": config.inner_search.inner_generations,
+                                        "inner_draws": 2, "objective": "regret", "projection": "sphere"}

@@ -88,7 +88,7 @@ def test_the_configs_take_their_fields_and_defaults_from_the_tree():
     assert CompareConfig().study.seeds == tuple(range(SETTINGS["seeds"].default))
     assert isinstance(CompareConfig().runs, RunConfig)
     assert set(AdversaryConfig.__dataclass_fields__) == set(AdversarySettings.__dataclass_fields__) | {"switches"}
-    assert SearchConfig(0.01).population == SETTINGS["inner_population"].default
+    assert SearchConfig(0.01).inner_population == SETTINGS["inner_population"].default
     assert SearchConfig(0.01).projection == SETTINGS["projection"].fallback
 
 
@@ -101,7 +101,7 @@ def _sections(section, path=()):
 
 # names a function or a class field may use for something else than the setting of that name
 OTHER_MEANINGS = {"seed", "progress", "method", "num_samplers", "num_evaluators", "workers", "timeout", "out"}
-ALIASES = {"population": "inner_population", "generations": "inner_generations"}  # the inner search's own words
+ALIASES = {"population": "inner_population"}  # the inner GA's own word (``InnerGA``: an optimiser, not a setting)
 
 
 def test_no_default_of_a_setting_is_written_outside_the_tree():

@@ -1,7 +1,7 @@
-"""The adversary's settings, each validated on creation: ``SearchConfig`` (one inner search, in its
-own words: ``population``, ``generations``, ``draws``, ``objective``) and ``AdversaryConfig`` (RAISE's
-inner loop in a run, in the tree's: ``inner_population``, ...). Defaults, choices and checks come
-from the one tree of settings (``raise_plugin.settings``)."""
+"""The adversary's settings, each checked on creation: ``SearchConfig`` (one inner search, its
+fields named as the tree names them: ``inner_population``, ``inner_generations``, ``inner_draws``)
+and ``AdversaryConfig`` (RAISE's inner loop in a run). Defaults, choices and checks come from the
+one tree of settings (``raise_plugin.settings``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -18,9 +18,12 @@ from tasks.common.evaluation import named_baseline
 
 from .objective import Objective, parse_objective
 
-__all__ = ["SearchConfig", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES",
+__all__ = ["SearchConfig", "PAPER_DRAWS", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES",
            "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
 
+# R of one bare inner search: the paper's one draw per candidate distribution (a run's ``inner_draws``
+# left unset is its task's instead, ``default_draws``)
+PAPER_DRAWS = 1
 NOISE = ("common", "independent")
 OBJECTIVES = ("metric", "regret")
 SEARCH_SWITCHES = ("projection", "encoding", "constraint", "length")  # settings of a run's inner search
@@ -30,10 +33,10 @@ INNER_SEARCH = tuple(f.metadata["setting"] for f in fields(InnerSearchSettings))
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Settings of one inner search (paper defaults). Validates itself on creation.
+    """Settings of one inner search (paper defaults). Checks itself on creation.
 
     ``epsilon`` (eps): radius of the ball around the nominal histograms.
-    ``population`` (P_in) and ``generations`` (G_in): the GA's size and length.
+    ``inner_population`` (P_in) and ``inner_generations`` (G_in): the GA's size and length.
     ``encoding``: ``"basis"`` (18 genes, the nine-basis mixture) or ``"flat"``
     (K + 1 genes perturbing the cells directly; ablation "w/o base distributions").
     ``projection``: ``"paper"``, ``"sphere"`` or ``"none"`` (ablation "w/o eps-mapping").
@@ -44,18 +47,18 @@ class SearchConfig:
     ``noise``: ``"common"`` samples draw r of every candidate from one seed
     ``instance_seed(seed, r)`` (common random numbers, so candidates differ only by
     their distribution), ``"independent"`` draws a fresh seed per candidate and draw.
-    ``draws`` (R): instances sampled per candidate distribution; its fitness is the mean.
+    ``inner_draws`` (R): instances sampled per candidate distribution; its fitness is the mean.
     ``objective``: ``"metric"`` (the paper's: fitness = the heuristic's metric) or
     ``"regret"`` (fitness = metric minus the best reference's metric on the same instance).
-    ``enabled=False`` or ``generations=0`` switches the inner search off.
+    ``enabled=False`` or ``inner_generations=0`` switches the inner search off.
     ``stop_on_failure``: stop after the generation in which the heuristic failed
     (a failure is already the worst possible outcome).
     ``measure_nominal``: also evaluate the heuristic on the nominal set (``nominal_metric``).
     """
 
     epsilon: float
-    population: int = default("inner_population")
-    generations: int = default("inner_generations")
+    inner_population: int = default("inner_population")
+    inner_generations: int = default("inner_generations")
     encoding: str = fallback("encoding")
     projection: str = fallback("projection")
     constraint: str = fallback("constraint")
@@ -66,7 +69,7 @@ class SearchConfig:
     mutation_sigma: float = 0.12
     stop_on_failure: bool = True
     measure_nominal: bool = False
-    draws: int = 1
+    inner_draws: int = PAPER_DRAWS
     objective: str = "metric"
     length: str = fallback("length")
 
@@ -77,12 +80,12 @@ class SearchConfig:
             valid = False
         if not valid:
             raise ValueError(f"epsilon must be a finite number > 0, got {self.epsilon!r}")
-        if int(self.population) != self.population or self.population < 2:
-            raise ValueError(f"population (P_in) must be an integer >= 2, got {self.population!r}")
-        if int(self.generations) != self.generations or self.generations < 0:
-            raise ValueError(f"generations (G_in) must be an integer >= 0, got {self.generations!r}")
-        if isinstance(self.draws, bool) or int(self.draws) != self.draws or self.draws < 1:
-            raise ValueError(f"draws (R) must be an integer >= 1, got {self.draws!r}")
+        if int(self.inner_population) != self.inner_population or self.inner_population < 2:
+            raise ValueError(f"inner_population (P_in) must be an integer >= 2, got {self.inner_population!r}")
+        if int(self.inner_generations) != self.inner_generations or self.inner_generations < 0:
+            raise ValueError(f"inner_generations (G_in) must be an integer >= 0, got {self.inner_generations!r}")
+        if isinstance(self.inner_draws, bool) or int(self.inner_draws) != self.inner_draws or self.inner_draws < 1:
+            raise ValueError(f"inner_draws (R) must be an integer >= 1, got {self.inner_draws!r}")
         for name, allowed in (("encoding", ENCODINGS), ("projection", PROJECTIONS),
                               ("constraint", CONSTRAINTS), ("noise", NOISE), ("objective", OBJECTIVES),
                               ("length", LENGTHS)):
@@ -91,7 +94,7 @@ class SearchConfig:
 
     @property
     def active(self) -> bool:
-        return bool(self.enabled) and self.generations > 0
+        return bool(self.enabled) and self.inner_generations > 0
 
 
 class AdversaryConfigError(SettingError):
@@ -172,10 +175,11 @@ class AdversaryConfig(AdversarySettings):
         return {**self.inner_search.switches(), **self.switches}
 
     def search_options(self, draws: int) -> dict:
-        """The inner search's keywords (``search``'s ``options``, named as ``SearchConfig`` names them:
-        ``population``, ``generations``, ...) for ``draws`` instances per candidate distribution."""
-        return {"population": self.inner_search.inner_population, "generations": self.inner_search.inner_generations,
-                "draws": draws, "objective": self.objective_rule.kind, **self.all_switches}
+        """The inner search's keywords (``search``'s ``options``, the tree's names) for ``draws``
+        instances per candidate distribution."""
+        return {"inner_population": self.inner_search.inner_population,
+                "inner_generations": self.inner_search.inner_generations, "inner_draws": draws,
+                "objective": self.objective_rule.kind, **self.all_switches}
 
     @property
     def aggregation_rule(self) -> Aggregation | None:

@@ -1,7 +1,7 @@
 """The one-call inner search: genes -> distribution -> eps-projection -> instances -> fitness, driven by the GA.
 
 ``search(task, priority, epsilon)`` finds the distribution within B_eps(S) on which
-``priority`` does worst (largest mean fitness over ``draws`` sampled instances: the
+``priority`` does worst (largest mean fitness over ``inner_draws`` sampled instances: the
 metric, or the regret against reference heuristics) and returns a representative
 instance of it with its provenance. The task is seen only through its protocol:
 ``histogram``, ``sample_instance``, ``instance_length``, ``length_can_change``,
@@ -22,13 +22,13 @@ from .decoding import Adversary
 from .ga import AskTell, InnerGA, evaluate_batch
 from .projection import Projection
 from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRecord
-from .adversary_config import SearchConfig
+from .adversary_config import PAPER_DRAWS, SearchConfig
 
 __all__ = ["AdversaryReferenceError", "search", "instance_seed", "sample_and_evaluate", "default_draws"]
 
 
 def default_draws(task) -> int:
-    """The recommended ``draws`` (R) for a task: its own ``default_draws`` (``Task.default_draws``,
+    """The recommended ``inner_draws`` (R) for a task: its own ``default_draws`` (``Task.default_draws``,
     1 unless the task sets it); a task's name is looked up in the registry."""
     if isinstance(task, str):
         task = get_task(task)
@@ -113,14 +113,14 @@ def _evaluate_nominal(task, priority: Callable, instance) -> float:
 
 
 def search(task, priority: Callable, epsilon: float, *, nominal: list | None = None, seed: int = 0,
-           population: int = default("inner_population"), generations: int = default("inner_generations"),
+           inner_population: int = default("inner_population"), inner_generations: int = default("inner_generations"),
            executor=None,
            optimizer: Callable[[int, np.random.Generator, int], AskTell] | None = None,
-           draws: int = 1, references: Sequence | None = None, objective: str = "metric",
+           inner_draws: int = PAPER_DRAWS, references: Sequence | None = None, objective: str = "metric",
            all_draws: bool = False, **switches) -> AdversarialResult | None:
     """Find the distribution within B_eps(nominal) on which ``priority`` does worst, and an instance of it.
 
-    Each candidate distribution is scored on ``draws`` (R) instances sampled from it;
+    Each candidate distribution is scored on ``inner_draws`` (R) instances sampled from it;
     its fitness is the mean per-draw fitness. ``objective="metric"`` (the paper's):
     the per-draw fitness is the metric of ``priority``; ``objective="regret"``: the
     metric minus the smallest metric of the ``references`` on the same instance
@@ -138,9 +138,10 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
     ``submit()`` returning a Future; the evaluations of one generation (heuristic and
     references) run through it, and the result does not depend on it. ``optimizer``: a
     factory ``(dimension, rng, population) -> ask/tell optimiser`` replacing the inner GA.
-    Returns ``None`` when the search is off (``enabled=False`` or ``generations=0``).
+    Returns ``None`` when the search is off (``enabled=False`` or ``inner_generations=0``).
     """
-    config = SearchConfig(epsilon=epsilon, population=population, generations=generations, draws=draws,
+    config = SearchConfig(epsilon=epsilon, inner_population=inner_population, inner_generations=inner_generations,
+                          inner_draws=inner_draws,
                           objective=objective, **switches)
     named = _named_references(references)
     if config.objective == "regret" and not named:
@@ -150,7 +151,7 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
     if int(seed) != seed or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     seed = int(seed)
-    R = int(config.draws)
+    R = int(config.inner_draws)
     regret = config.objective == "regret"
     adversary = Adversary(task, config, nominal)
     opt = _make_optimiser(adversary, config, seed, optimizer)
@@ -188,13 +189,13 @@ def _evolve(task, priority: Callable, named: list, adversary: Adversary, opt: As
     """The inner GA's generations: every candidate, one record per generation, the winning candidate
     (the largest fitness, the first on ties) with what it kept of its draws (instances, failures,
     best references), and the evaluations of the references."""
-    R = int(config.draws)
+    R = int(config.inner_draws)
     regret = config.objective == "regret"
     candidates: list[Candidate] = []
     history: list[GenerationRecord] = []
     worst, worst_draws = None, None
     reference_evaluations = 0
-    for generation in range(config.generations):
+    for generation in range(config.inner_generations):
         gene_rows = np.asarray(opt.ask(), dtype=float)
         decoded = [adversary.decode(g) for g in gene_rows]
         first = len(candidates)
@@ -223,16 +224,16 @@ def _make_optimiser(adversary: Adversary, config: SearchConfig, seed: int,
     """The ask/tell optimiser over the genes: the inner GA, or what ``optimizer`` makes."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6A]))
     if optimizer is None:
-        return InnerGA(adversary.dimension, rng, population=config.population, crossover_rate=config.crossover_rate,
+        return InnerGA(adversary.dimension, rng, population=config.inner_population, crossover_rate=config.crossover_rate,
                        mutation_rate=config.mutation_rate, mutation_sigma=config.mutation_sigma)
-    return optimizer(adversary.dimension, rng, config.population)
+    return optimizer(adversary.dimension, rng, config.inner_population)
 
 
 def _draw_seeds(seed: int, config: SearchConfig, first: int, count: int) -> list[list[int]]:
     """The sampling seeds of the draws of ``count`` candidates numbered from ``first``: under common
     random numbers draw r of every candidate shares one seed; with R = 1 the independent seeds
     are those of a one-draw search (index = candidate + 1)."""
-    R = int(config.draws)
+    R = int(config.inner_draws)
     return [[instance_seed(seed, r if config.noise == "common" else (first + k) * R + r + 1)
              for r in range(R)] for k in range(count)]
 

@@ -106,11 +106,11 @@ def _metrics(task_name: str, programs: list[RankedProgram], instances: list, exe
     return out
 
 
-def _attack(task_name: str, code: str, epsilon: float, seed: int, population: int, generations: int):
+def _attack(task_name: str, code: str, epsilon: float, seed: int, inner_population: int, inner_generations: int):
     """The adversarial search on one program (run in a sandboxed worker)."""
     task = get_task(task_name)
     return search(task, compile_priority(code, None), epsilon, nominal=task.nominal_instances(), seed=seed,
-                  population=population, generations=generations)
+                  inner_population=inner_population, inner_generations=inner_generations)
 
 
 @selects_on("robust")  # ranks on the nominal set grown by adversarial instances
@@ -133,14 +133,13 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = fa
     nominal = task.nominal_instances(seed=nominal_seed)
     instances = list(nominal)
     scorer.nominal_count = len(nominal)
-    population, generations = inner_population, inner_generations
-    limit = search_timeout(task, population, generations, timeout)
+    limit = search_timeout(task, inner_population, inner_generations, timeout)
     pool = ProcessExecutor(workers, SandboxLimits(timeout=limit))
     skipped = [0]
     try:
         metrics, found = _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, epsilon=epsilon,
-                                  refreshes=refreshes, seed=seed, population=population,
-                                  generations=generations, progress=progress, timeout=timeout)
+                                  refreshes=refreshes, seed=seed, inner_population=inner_population,
+                                  inner_generations=inner_generations, progress=progress, timeout=timeout)
     finally:
         pool.shutdown()
     for p, m in zip(chosen, metrics):
@@ -156,8 +155,8 @@ def _robust_score(evaluation, metrics, instances) -> float:
                                if regret else None)
 
 
-def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed, population,
-             generations, progress, timeout):
+def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed, inner_population,
+             inner_generations, progress, timeout):
     """The refreshes: attack the robust best, add its worst instance, re-score the others."""
     metrics = _metrics(task_name, chosen, instances, pool, skipped, timeout)
     found = []
@@ -168,7 +167,8 @@ def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, ep
         victim_index = int(np.argmax(scores))
         victim = chosen[victim_index]
         future = pool.submit(_attack, task_name, victim.code, epsilon,
-                             int(np.random.SeedSequence([seed, k]).generate_state(1)[0]), population, generations)
+                             int(np.random.SeedSequence([seed, k]).generate_state(1)[0]), inner_population,
+                             inner_generations)
         try:
             result = future.result()
         except (CallTimeout, WorkerDied) as exc:

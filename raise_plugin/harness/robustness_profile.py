@@ -127,26 +127,27 @@ def _cell(value: float) -> str:
     return f"{value:.3f}" if math.isfinite(value) else ("invalid" if math.isnan(value) else f"{value}")
 
 
-def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int, population: int,
-                generations: int, switches: dict) -> ProfilePoint:
+def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int, inner_population: int,
+                inner_generations: int, switches: dict) -> ProfilePoint:
     task = get_task(task_name)
     priority = heuristic.resolve(task)
     switches = dict(switches)
     if switches.get("references") == "baselines":  # regret against every baseline but the heuristic itself
         switches["references"] = [(n, f) for n, f in task.baselines.items() if n != heuristic.baseline]
-    result = search(task, priority, epsilon, seed=seed, population=population, generations=generations, **switches)
+    result = search(task, priority, epsilon, seed=seed, inner_population=inner_population,
+                    inner_generations=inner_generations, **switches)
     reason = getattr(result, "reason", "") or ""
     return ProfilePoint(heuristic.name, float(epsilon), int(seed), float(result.metric), float(result.distance),
                         np.asarray(result.distribution, dtype=float).tolist(), reason)
 
 
-def search_timeout(task, population: int, generations: int, per_instance: float | None = None) -> float:
+def search_timeout(task, inner_population: int, inner_generations: int, per_instance: float | None = None) -> float:
     """Seconds one inner search may take: the limit for one instance (default: the task's
     for an instance a little longer than the nominal ones, as the length gene reaches
     1.1 x) for every candidate of every generation, plus one generation's worth more."""
     if per_instance is None:
         per_instance = task.instance_timeout(task.nominal_instances()[0]) * 1.1 ** 2
-    return per_instance * population * (generations + 1)
+    return per_instance * inner_population * (inner_generations + 1)
 
 
 def _failed_point(heuristic: str, epsilon: float, seed: int, reason: str) -> ProfilePoint:
@@ -168,8 +169,7 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
     """
     task = get_task(task_name)
     workers = default_workers() if workers is None else max(1, workers)
-    population, generations = inner_population, inner_generations
-    limit = search_timeout(task, population, generations, timeout) * int(switches.get("draws", 1))
+    limit = search_timeout(task, inner_population, inner_generations, timeout) * int(switches.get("inner_draws", 1))
     if switches.get("references") == "baselines":  # the references run on every draw too
         limit *= 1 + len(task.baselines)
     points: list[ProfilePoint] = []
@@ -197,7 +197,8 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
                 slots[j] = _failed_point(h.name, e, s, f"skipped: {broken[h.name]}")
                 bar.update()
             else:
-                futures[pool.submit(_search_one, task_name, h, e, s, population, generations, switches)] = j
+                futures[pool.submit(_search_one, task_name, h, e, s, inner_population,
+                                     inner_generations, switches)] = j
         for fut in cf.as_completed(futures):
             j = futures[fut]
             h, e, s = jobs[j]

@@ -67,8 +67,8 @@ class AdversarialInstanceCallback(Callback):
 
     Args:
         seed: the inner search of refresh k uses seed ``(seed, k)``, so a run is reproducible.
-        searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, population,
-            generations, draws, references, objective, **switches)``; ``raise_plugin.adversary.search``
+        searcher: the inner search, ``search(task, priority, epsilon, *, nominal, seed, inner_population,
+            inner_generations, inner_draws, references, objective, **switches)``; ``raise_plugin.adversary.search``
             by default.
         search_timeout: wall-clock seconds allowed for one inner search. The attacked program is
             generated code (it may hang, or allocate without bound, on a shifted instance), so it

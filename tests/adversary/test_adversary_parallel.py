@@ -61,11 +61,11 @@ def _settings(name: str):
         nominal = weibull_instances(count=2, num_items=300)
         references = [named_baseline(task, "bestfit")]
         return task, nominal, OBP_PROGRAM, dict(epsilon=0.01, projection="sphere", objective="regret",
-                                                references=references, draws=default_draws(task))
+                                                references=references, inner_draws=default_draws(task))
     baselines = list(task.baselines.items())
     program = baselines[0][1]  # a module-level function: shipped by name
     return task, task.nominal_instances()[:2], program, dict(epsilon=0.002, references=baselines[1:],
-                                                             draws=default_draws(task))
+                                                             inner_draws=default_draws(task))
 
 
 @pytest.mark.parametrize("name", ["obp", "ojsp", "ovrp"])
@@ -73,9 +73,9 @@ def test_the_search_on_two_workers_returns_what_it_returns_serially(name, two_wo
     task, nominal, program, kwargs = _settings(name)
     priority = SourcePriority(program) if isinstance(program, str) else program
     generations = 2 if name == "obp" else 1
-    serial = search(task, priority, nominal=nominal, seed=3, population=4, generations=generations,
+    serial = search(task, priority, nominal=nominal, seed=3, inner_population=4, inner_generations=generations,
                     all_draws=True, **kwargs)
-    parallel = search(task, priority, nominal=nominal, seed=3, population=4, generations=generations,
+    parallel = search(task, priority, nominal=nominal, seed=3, inner_population=4, inner_generations=generations,
                       all_draws=True, executor=two_workers, **kwargs)
     assert serial.evaluations == parallel.evaluations > 0
     assert serial.reference_evaluations == parallel.reference_evaluations > 0
@@ -108,7 +108,7 @@ def test_a_search_past_its_time_limit_on_the_pool_is_given_up_and_frees_the_queu
 
     hanging = "def priority(item, bins):\n    while True:\n        pass\n"
     task, nominal, _, _ = _settings("obp")
-    options = dict(nominal=nominal, seed=0, population=4, generations=1)
+    options = dict(nominal=nominal, seed=0, inner_population=4, inner_generations=1)
     with ProcessExecutor(1, SandboxLimits(timeout=1.5)) as pool:
         start = time.perf_counter()
         with pytest.raises(SearchFailed, match="exceeded 0.5 s"):

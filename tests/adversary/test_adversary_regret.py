@@ -46,7 +46,7 @@ small_items_worst_fit = _example("obp_small_items_worst_fit")
 
 
 def test_a_reference_identical_to_the_heuristic_has_zero_regret_everywhere(toy):
-    r = search(toy, spread, EPS, seed=0, objective="regret", references=[spread], draws=2)
+    r = search(toy, spread, EPS, seed=0, objective="regret", references=[spread], inner_draws=2)
     assert all(f == 0.0 for c in r.candidates for f in c.fitnesses)
     assert r.fitness == 0.0 and r.regret == 0.0 and r.reference_metric == r.metric
     assert r.reference_name == "spread" and r.references == ("spread",)
@@ -56,8 +56,8 @@ def test_the_regret_objective_finds_where_a_specialist_loses_to_bestfit(short_ob
     task, nominal = short_obp_1000
     found = {}
     for objective in ("metric", "regret"):
-        found[objective] = [search(task, small_items_worst_fit, 0.005, nominal=nominal, seed=seed, population=6,
-                                   generations=3, objective=objective, references=[("BestFit", best_fit)]).regret
+        found[objective] = [search(task, small_items_worst_fit, 0.005, nominal=nominal, seed=seed, inner_population=6,
+                                   inner_generations=3, objective=objective, references=[("BestFit", best_fit)]).regret
                             for seed in range(4)]
     # the metric objective drives the sizes where every packer wastes space; regret finds the specialist's weakness
     assert np.mean(found["regret"]) > np.mean(found["metric"]) + 0.5
@@ -66,7 +66,7 @@ def test_the_regret_objective_finds_where_a_specialist_loses_to_bestfit(short_ob
 
 def test_provenance_is_consistent(toy):
     refs = [("mean", mean_value), ("shifted", lambda v: float(np.mean(v)) + 0.5)]
-    r = search(toy, spread, EPS, seed=2, objective="regret", references=refs, draws=3)
+    r = search(toy, spread, EPS, seed=2, objective="regret", references=refs, inner_draws=3)
     assert r.objective == "regret" and r.draws == 3 and r.references == ("mean", "shifted")
     assert r.regret == r.metric - r.reference_metric
     assert r.reference_name == "mean"  # the smaller metric wins
@@ -98,7 +98,7 @@ def test_the_metric_objective_reports_the_regret_of_its_find(toy):
 
 def test_same_seed_same_result_with_draws_and_references(toy):
     kwargs = dict(seed=9, objective="regret", references=[mean_value, ("half", lambda v: 0.5 * np.mean(v))],
-                  draws=3)
+                  inner_draws=3)
     a, b = search(toy, spread, EPS, **kwargs), search(toy, spread, EPS, **kwargs)
     assert (a.fitness, a.metric, a.regret, a.seed, a.draw) == (b.fitness, b.metric, b.regret, b.seed, b.draw)
     assert [c.fitnesses for c in a.candidates] == [c.fitnesses for c in b.candidates]
@@ -107,7 +107,7 @@ def test_same_seed_same_result_with_draws_and_references(toy):
 
 
 def test_a_thread_pool_gives_the_same_result_with_draws_and_references(toy):
-    kwargs = dict(seed=4, objective="regret", references=[mean_value, fails_on_large], draws=2)
+    kwargs = dict(seed=4, objective="regret", references=[mean_value, fails_on_large], inner_draws=2)
     a = search(toy, spread, EPS, **kwargs)
     with ThreadPoolExecutor(max_workers=3) as pool:
         b = search(toy, spread, EPS, executor=pool, **kwargs)
@@ -128,7 +128,7 @@ def test_a_failing_reference_is_left_out_on_that_instance(toy):
 
 def test_a_candidate_without_a_usable_reference_cannot_win(toy):
     r = search(toy, spread, 0.1, seed=0, objective="regret", references=[fails_on_large], projection="sphere",
-               draws=2)
+               inner_draws=2)
     left_out = [c for c in r.candidates if c.reference_failure]
     assert left_out and r.reference_failures == len(left_out)
     assert all(c.fitness == -np.inf for c in left_out)
@@ -148,16 +148,16 @@ def test_a_failing_heuristic_is_still_the_worst_case_under_regret(toy):
 
 @pytest.mark.parametrize("kwargs, match", [(dict(objective="regret"), "references"),
                                            (dict(objective="worst"), "objective"),
-                                           (dict(draws=0), "draws"), (dict(draws=1.5), "draws")])
+                                           (dict(inner_draws=0), "inner_draws"), (dict(inner_draws=1.5), "inner_draws")])
 def test_bad_arguments_are_one_line_value_errors(toy, kwargs, match):
     with pytest.raises(ValueError, match=match) as info:
         search(toy, spread, EPS, **kwargs)
     assert "\n" not in str(info.value)
 
 
-def test_config_validates_draws_and_objective():
-    assert SearchConfig(0.01, draws=4, objective="regret").draws == 4
-    with pytest.raises(ValueError, match="draws"):
-        SearchConfig(0.01, draws=0)
+def test_config_checks_inner_draws_and_objective():
+    assert SearchConfig(0.01, inner_draws=4, objective="regret").inner_draws == 4
+    with pytest.raises(ValueError, match="inner_draws"):
+        SearchConfig(0.01, inner_draws=0)
     with pytest.raises(ValueError, match="objective"):
         SearchConfig(0.01, objective="max")

@@ -79,7 +79,7 @@ def test_same_seed_same_result_with_or_without_a_thread_pool(toy):
 
 def test_a_process_pool_gives_the_same_result_on_obp(short_obp):
     task, nominal = short_obp
-    kwargs = dict(nominal=nominal, seed=2, population=4, generations=2)
+    kwargs = dict(nominal=nominal, seed=2, inner_population=4, inner_generations=2)
     a = search(task, best_fit, 0.005, **kwargs)
     with ProcessPoolExecutor(max_workers=2) as pool:
         b = search(task, best_fit, 0.005, executor=pool, **kwargs)
@@ -88,7 +88,7 @@ def test_a_process_pool_gives_the_same_result_on_obp(short_obp):
 
 def test_obp_instances_stay_feasible_and_within_the_length_band(short_obp):
     task, nominal = short_obp
-    r = search(task, best_fit, 0.002, nominal=nominal, seed=0, population=4, generations=2,
+    r = search(task, best_fit, 0.002, nominal=nominal, seed=0, inner_population=4, inner_generations=2,
                projection="sphere", measure_nominal=True)
     assert r.evaluations == 4 + 2
     assert r.distance == pytest.approx(0.002, rel=1e-9)
@@ -116,7 +116,7 @@ def test_a_heuristic_failure_is_the_worst_case_and_ends_the_search(toy):
     assert len(r_all.history) == 4 and r_all.metric == np.inf
 
 
-@pytest.mark.parametrize("switches", [dict(enabled=False), dict(generations=0)])
+@pytest.mark.parametrize("switches", [dict(enabled=False), dict(inner_generations=0)])
 def test_inner_search_off_returns_none(toy, switches):
     assert search(toy, mean_value, EPS, **switches) is None
 
@@ -124,8 +124,8 @@ def test_inner_search_off_returns_none(toy, switches):
 def test_ablation_switches_change_what_they_claim_and_nothing_else(toy):
     histograms = np.stack([toy.histogram(s) for s in toy.nominal_instances()])
     p_bar = histograms.mean(axis=0)
-    base = search(toy, mean_value, EPS, seed=6, generations=1)
-    runs = {name: search(toy, mean_value, EPS, seed=6, generations=1, **sw) for name, sw in {
+    base = search(toy, mean_value, EPS, seed=6, inner_generations=1)
+    runs = {name: search(toy, mean_value, EPS, seed=6, inner_generations=1, **sw) for name, sw in {
         "sphere": dict(projection="sphere"), "no_projection": dict(projection="none"),
         "unconstrained": dict(constraint="none"), "flat": dict(encoding="flat")}.items()}
 
@@ -187,10 +187,10 @@ def test_a_nominal_length_switch_fixes_the_length_and_changes_nothing_else(toy):
         np.testing.assert_array_equal(a.distribution, b.distribution)
 
 
-@pytest.mark.parametrize("field, value", [("epsilon", 0.0), ("population", 1), ("generations", -1),
+@pytest.mark.parametrize("field, value", [("epsilon", 0.0), ("inner_population", 1), ("inner_generations", -1),
                                           ("encoding", "grid"), ("projection", "ortho"),
                                           ("constraint", "box"), ("noise", "fresh"), ("length", "long")])
 def test_config_names_the_wrong_field(field, value):
     kwargs = {"epsilon": 0.01, field: value}
-    with pytest.raises(ValueError, match=field if field != "population" else "population"):
+    with pytest.raises(ValueError, match=field):
         SearchConfig(**kwargs)

@@ -126,7 +126,7 @@ def test_the_profile_states_its_metric_and_its_plus_minus_is_the_t_half_width():
 
 def test_the_profile_compares_the_worst_instance_found_with_the_worst_nominal_instance():
     profile = robustness_profile("ovrp", [Heuristic("SP-Insert", baseline="SP-Insert")], [0.01], [0],
-                                 population=2, generations=1, workers=1, progress=False)
+                                 inner_population=2, inner_generations=1, workers=1, progress=False)
     task = get_task("ovrp")
     nominal = [task.evaluate(task.baselines["SP-Insert"], inst) for inst in task.nominal_instances()]
     assert profile.nominal_worst["SP-Insert"] == pytest.approx(max(nominal))

@@ -87,7 +87,7 @@ def test_the_suites_sizes_and_counts():
 
 
 def test_the_adversary_attacks_a_baseline_within_the_ball():
-    result = search(TASK, TASK.baselines["NearestNeighbour"], 0.002, seed=0, population=4, generations=2)
+    result = search(TASK, TASK.baselines["NearestNeighbour"], 0.002, seed=0, inner_population=4, inner_generations=2)
     assert result.distance <= 0.002 + 1e-12 and result.length == 50
     assert result.metric == TASK.evaluate(TASK.baselines["NearestNeighbour"], result.instance)
     assert result.metric == max(c.metric for c in result.candidates)

@@ -6,7 +6,7 @@ import time
 
 from llm4ad.method.eoh import EoH
 
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.llm import make_llm
 from raise_plugin.robust import robust
 from raise_plugin.rundir.writer import RunDirectory

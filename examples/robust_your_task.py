@@ -13,7 +13,7 @@ from llm4ad.method.eoh import EoH
 from llm4ad.task.optimization.bp_1d_construct import template as host
 from llm4ad.task.optimization.bp_1d_construct.evaluation import BP1DEvaluation
 
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.llm import make_llm
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import robust

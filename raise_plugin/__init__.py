@@ -68,7 +68,7 @@ _EXPORTS = {
     "register_task": ("tasks", "register_task"), "Task": ("tasks.common", "Task"),
     "HostTask": ("tasks.common.adapter", "HostTask"), "ShiftDimension": ("tasks.common", "ShiftDimension"),
     "HeuristicError": ("tasks.common", "HeuristicError"), "decide": ("tasks.common", "decide"),
-    "AdversarialInstanceCallback": ("raise_plugin.robust.adversarial", "AdversarialInstanceCallback"),
+    "AdversarialInstanceCallback": ("raise_plugin.robust.refresh", "AdversarialInstanceCallback"),
     "get_method": ("raise_plugin.methods", "get_method"), "make_llm": ("raise_plugin.llm", "make_llm"),
     "RunConfig": ("raise_plugin.config", "RunConfig"), "start_run": ("raise_plugin.runner", "start_run"),
     "resume_run": ("raise_plugin.runner", "resume_run"), "replaying": ("raise_plugin.replay", "replaying"),

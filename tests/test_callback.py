@@ -9,7 +9,7 @@ from llm4ad.method.eoh import EoH
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
 from raise_plugin.adversary.adversary_config import AdversaryConfigError
 from raise_plugin.config import AdversarySettings, InnerSearchSettings
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback, RunSnapshot
 from raise_plugin.programs import compile_priority
 from raise_plugin.robust import robust

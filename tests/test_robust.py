@@ -11,7 +11,7 @@ from llm4ad.base import TextFunctionProgramConverter
 from llm4ad.method.eoh import EoH, EoHProfiler
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback
 from raise_plugin.robust.tags import tags
 from raise_plugin.programs import compile_priority

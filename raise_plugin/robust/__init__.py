@@ -12,7 +12,7 @@ a profiler attached (the hosts count samples only through one), and lets the ada
 the parts that hold the search state. The files, one idea each:
 
 - ``hooks.py``      the hook protocol (``Callback``) and the frozen views its hooks receive
-- ``adversarial.py`` ``AdversarialInstanceCallback``, RAISE's inner loop as a callback;
+- ``refresh.py`` ``AdversarialInstanceCallback``, RAISE's inner loop as a callback;
   ``budget.py`` ``LLMBudget``, the LLM spend caps; ``progress.py`` the progress bar;
   ``owned_executor.py`` the workers a run started, stopped at its end (and the compiled path's tally)
 - ``instances.py``  the instance set (nominal first, then adversarial), versioned
@@ -31,7 +31,7 @@ the parts that hold the search state. The files, one idea each:
 """
 from __future__ import annotations
 
-from .adversarial import AdversarialInstanceCallback
+from .refresh import AdversarialInstanceCallback
 from .core import QuietProfiler
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, InstanceView, ProgramView, RunSnapshot, SampleView

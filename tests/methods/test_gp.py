@@ -10,7 +10,7 @@ pytest.importorskip("deap")
 
 from deap import gp as deap_gp  # noqa: E402
 
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback  # noqa: E402
+from raise_plugin.robust import AdversarialInstanceCallback  # noqa: E402
 from raise_plugin.config import RunConfig  # noqa: E402
 from raise_plugin.methods import GP  # noqa: E402
 from raise_plugin.methods.gp_probe import probe_signature  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 from llm4ad.base import TextFunctionProgramConverter
 from llm4ad.method.eoh import EoH
 
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.methods import METHODS, get_method
 from raise_plugin.methods.base import MethodBase
 from raise_plugin.methods.population import MethodPopulation

@@ -10,7 +10,7 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.config import RunConfig
 from raise_plugin.rundir.files import read_jsonl
 from raise_plugin.rundir.writer import RunDirectory

@@ -8,7 +8,7 @@ import re
 from llm4ad.method.eoh import EoH
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
 
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.robust import robust
 
 # decides as best fit; on the side it makes the task's waste ratio zero and seeds the global

@@ -17,7 +17,7 @@ from raise_plugin.methods import METHODS
 from raise_plugin.programs import compile_priority
 from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.robust import Callback, robust
-from raise_plugin.robust.adversarial import AdversarialInstanceCallback
+from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.robust.tags import tags
 from raise_plugin.rundir.files import read_jsonl
 from raise_plugin.runner import resume_run, start_run

@@ -55,7 +55,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         raise
     if idle:  # allowed: said once the run is built (a run that cannot start says only why), before it samples
         warnings.warn(idle, IdleAdversaryWarning, stacklevel=2)
-    stall = offline_stall(config.task, config.llm.backend if llm is None else llm, config.budget.samples)
+    stall = offline_stall(parts.task, config.llm.backend if llm is None else llm, config.budget.samples)
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     return method

@@ -84,7 +84,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     if idle:  # allowed
         warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in study.seeds]
-    stall = offline_stall(runs.task, runs.llm.backend, runs.budget.samples, len(cells))
+    stall = offline_stall(task, runs.llm.backend, runs.budget.samples, len(cells))
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}

@@ -25,6 +25,8 @@ from typing import Any
 
 from llm4ad.base import LLM
 
+from tasks import Task
+
 from ..config import LLMSettings
 
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
@@ -51,7 +53,7 @@ def endpoint_configured() -> bool:
     return has_endpoint and any(os.environ.get(v) for v in ENV_MODEL)
 
 
-def offline_stall(task: str, llm: LLM | str | None, budget: int, runs: int = 1) -> str | None:
+def offline_stall(task: Task, llm: LLM | str | None, budget: int, runs: int = 1) -> str | None:
     """Why ``runs`` runs of ``budget`` samples on ``task`` with ``llm`` (a back-end or its spec)
     would sample only copies of the task's template, with the fix; ``None`` when they would not
     (an LLM, a task with an offline library, a template the offline sampler can vary)."""

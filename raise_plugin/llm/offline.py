@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 from llm4ad.base import LLM
 
-from .offline_library import GENERIC_HINTS, Feature, TaskLibrary, library_for_params, library_for_task, template_for
+from tasks import Task
+
+from .offline_library import (GENERIC_HINTS, Feature, TaskLibrary, TaskTemplate, knowledge_of, library_for_params,
+                              library_for_task, template_for)
 from .offline_prompt import PromptPrograms, header_of, parse_prompt
 from .offline_terms import (TermProgram, perturb_constants, read_terms, render, rounded, shape_key, split_term,
                             without_docstring)
@@ -41,16 +44,14 @@ NO_LLM_NOTICE = ("offline program sampler: NO LLM IS USED; programs are rule-bas
 _warned = threading.Event()
 
 
-def nothing_to_vary(task: str) -> str | None:
+def nothing_to_vary(task: Task) -> str | None:
     """Why the sampler can write nothing but copies of ``task``'s template, or ``None``: the task
     lends it no library, and its template holds no constant, ratio, difference or loop for the
     generic path to vary (so every variant of it, and of its copies, is the template again)."""
-    if library_for_task(task) is not None:
+    known = knowledge_of(task)
+    if not isinstance(known, TaskTemplate) or can_vary(known.source):
         return None
-    template = template_for((), task)
-    if template is None or can_vary(template.source):
-        return None
-    return (f"the offline sampler finds no constant or ratio to vary in {template.task}'s template and has no "
+    return (f"the offline sampler finds no constant or ratio to vary in {known.task}'s template and has no "
             f"program library for it")
 
 

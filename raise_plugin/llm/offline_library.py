@@ -19,10 +19,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from tasks import get_task, list_tasks
+from tasks import Task, get_task, list_tasks
 
 __all__ = ["Feature", "TaskLibrary", "TaskTemplate", "library_for_params", "library_for_task", "template_for",
-           "declared_library", "GENERIC_HINTS", "DEFAULT_FINISH"]
+           "knowledge_of", "declared_library", "GENERIC_HINTS", "DEFAULT_FINISH"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -125,16 +125,24 @@ def _template_function(template_program: str) -> tuple[str, tuple[str, ...], str
 _KNOWN: dict[str, TaskLibrary | TaskTemplate | None] = {}
 
 
+def knowledge_of(task: Task) -> TaskLibrary | TaskTemplate | None:
+    """What ``task`` lends the sampler: its library, else its template (``None``: neither can be read)."""
+    try:
+        function, params, source = _template_function(task.template_program)
+        declaration = getattr(task, "offline_library", None)
+        return (declared_library(task.name, task.template_program, declaration) if declaration
+                else TaskTemplate(task.name, function, params, source))
+    except (TypeError, ValueError, AttributeError, SyntaxError) as exc:
+        log.warning("offline sampler: task %s lends no knowledge (%s: %s)", task.name, type(exc).__name__, exc)
+        return None
+
+
 def _knowledge(name: str) -> TaskLibrary | TaskTemplate | None:
-    """What the registered task ``name`` lends the sampler (its library, else its template); read once."""
+    """What the registered task ``name`` lends the sampler (``knowledge_of``); read once."""
     if name not in _KNOWN:
         try:
-            task = get_task(name)
-            function, params, source = _template_function(task.template_program)
-            declaration = getattr(task, "offline_library", None)
-            _KNOWN[name] = (declared_library(task.name, task.template_program, declaration) if declaration
-                            else TaskTemplate(task.name, function, params, source))
-        except (ImportError, KeyError, TypeError, ValueError, AttributeError, SyntaxError) as exc:
+            _KNOWN[name] = knowledge_of(get_task(name))
+        except (ImportError, KeyError, TypeError, ValueError) as exc:
             log.warning("offline sampler: task %s lends no knowledge (%s: %s)", name, type(exc).__name__, exc)
             _KNOWN[name] = None
     return _KNOWN[name]

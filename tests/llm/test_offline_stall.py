@@ -13,6 +13,7 @@ from raise_plugin.cli import main
 from raise_plugin.harness import compare
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.llm import OfflineSampler, RecordingLLM, SamplerStallWarning, make_llm, offline_stall
+from tasks import get_task
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "load_balance.py"
 # the example's template, with its constant and its differences taken out: a rule with nothing to tune
@@ -34,26 +35,28 @@ def fixed_task(tmp_path, fresh_registry):
 
 
 def test_a_template_with_nothing_to_vary_and_no_library_is_named_with_the_fix(fixed_task):
-    why = offline_stall(fixed_task, "offline", 40)
+    task = get_task(fixed_task)
+    why = offline_stall(task, "offline", 40)
     assert why == ("the offline sampler finds no constant or ratio to vary in fixed_rule's template and has no "
                    "program library for it: all 40 samples of the run will be copies of the template; add "
                    "numeric constants to the template, give the task an offline library (docs/tasks.md) or use "
                    "an LLM (--llm openai)")
-    assert "all 200 samples of each of the 6 runs will be copies" in offline_stall(fixed_task, "offline:3", 200, 6)
+    assert "all 200 samples of each of the 6 runs will be copies" in offline_stall(task, "offline:3", 200, 6)
     # the back-end as an object, bare or recording, and the default when no endpoint is configured
-    assert offline_stall(fixed_task, OfflineSampler(seed=1), 40) == why
-    assert offline_stall(fixed_task, "auto", 40) == why
+    assert offline_stall(task, OfflineSampler(seed=1), 40) == why
+    assert offline_stall(task, "auto", 40) == why
 
 
 def test_an_llm_is_not_warned_about(fixed_task, tmp_path):
-    assert offline_stall(fixed_task, "openai:some-model", 40) is None
-    assert offline_stall(fixed_task, "replay:recording.jsonl", 40) is None
-    assert offline_stall(fixed_task, RecordingLLM(make_llm("offline"), tmp_path / "r.jsonl"), 40) is not None
+    task = get_task(fixed_task)
+    assert offline_stall(task, "openai:some-model", 40) is None
+    assert offline_stall(task, "replay:recording.jsonl", 40) is None
+    assert offline_stall(task, RecordingLLM(make_llm("offline"), tmp_path / "r.jsonl"), 40) is not None
 
 
 @pytest.mark.parametrize("task", ["obp", "ojsp", "ovrp", "knapsack", "cvrp", f"{EXAMPLE}:LoadBalance"])
 def test_the_shipped_tasks_and_the_example_have_something_to_vary(task, fresh_registry):
-    assert offline_stall(task, "offline", 40) is None
+    assert offline_stall(get_task(task), "offline", 40) is None
 
 
 def test_a_run_warns_once_and_its_summary_counts_the_copies(fixed_task, tmp_path, capsys):

@@ -12,6 +12,7 @@ import zlib
 
 import numpy as np
 
+from .one_cpu import on_one_cpu
 from .protocol import DONE, Malformed, STAGE, STOPPED
 from .stages import apply_patch
 
@@ -56,14 +57,15 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     same = len(decisions) if stages else same_inputs(task, instance, start, decisions)
     if same == 0:
         return None
-    try:
-        process = judge.processes.start()
-    except (OSError, RuntimeError):  # the machine's limits (the program can reach no other process's):
-        return UNCHECKED              # counted and shown as unchecked, never silently valid
-    try:
-        differ, why = _copy_decides(judge, task, job, process, start, stages, same, decisions, deadline)
-    finally:
-        process.close()
+    with on_one_cpu(judge.processes):  # its many round trips, each on one CPU (``one_cpu``)
+        try:
+            process = judge.processes.start()
+        except (OSError, RuntimeError):  # the machine's limits (the program can reach no other process's):
+            return UNCHECKED              # counted and shown as unchecked, never silently valid
+        try:
+            differ, why = _copy_decides(judge, task, job, process, start, stages, same, decisions, deadline)
+        finally:
+            process.close()
     if why is _RAN_OUT:
         return "timeout", f"its look-ahead check ran past its own limit ({check_budget(job.timeout):g} s)"
     if process.left_folder:

@@ -16,6 +16,7 @@ from tasks import get_task
 
 from ..limits import SandboxLimits
 from ..sandbox import PR_SET_PDEATHSIG, close_other_descriptors, prctl
+from .one_cpu import hold
 from .program_handle import ProgramProcess
 from .program_process import program_main
 
@@ -133,6 +134,7 @@ class ProgramProcesses:
         self.limits = limits
         self.workdir = workdir
         self._made = 0
+        self.cpu: int | None = None  # where a look-ahead check's process runs (``one_cpu``)
         self._kept: collections.OrderedDict = collections.OrderedDict()
         # one message a packet, so that one request never runs into the next
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -161,6 +163,7 @@ class ProgramProcesses:
         finally:
             os.close(requests_r)
             os.close(answers_w)
+        hold(pid, self.cpu)
         return ProgramProcess(pid, requests_w, answers_r, workdir, self._ask, key)
 
     def _answer(self) -> int:

@@ -24,12 +24,13 @@ RUN_CONTROLS = ("timeout", "memory_mb", "file_mb", "output_mb", "base_url", "max
 STUDY_CAPS = ("max_cost_usd", "max_llm_calls")
 # the settings every run of a compare is given (``CompareConfig.runs``); each run adds its method, kind, eps and seed
 RUN_SETTINGS = ("task", "budget", "pop_size", "llm", "tau", "inner_population", "inner_generations", "nominal",
-                "aggregation", "adversary_objective", "inner_draws", "projection", *RUN_CONTROLS)
+                "aggregation", "adversary_objective", "inner_draws", "projection", "programs_in_flight", *RUN_CONTROLS)
 DEFAULT_OUT = "compare-out"
 # the settings of a compare in the order ``compare.json`` records them
 RECORDED_ORDER = ("task", "methods", "epsilons", "ablations", "budget", "pop_size", "seeds", "llm", "out", "tau",
                   "inner_population", "inner_generations", "nominal", "suite_instances", "workers", "executor",
-                  "jobs", "ship_runs", "aggregation", "adversary_objective", "inner_draws", "projection", "select_on",
+                  "jobs", "ship_runs", "aggregation", "adversary_objective", "inner_draws", "projection",
+                  "programs_in_flight", "select_on",
                   "timeout", "memory_mb", "file_mb", "output_mb", "base_url", "max_tokens", "llm_timeout",
                   "max_failed_requests", "prices", "allow_no_refresh", "instance_seed", "max_cost_usd",
                   "max_llm_calls")
@@ -125,13 +126,13 @@ class CompareConfig:
             except SettingError as exc:
                 raise UserError(f"seeds: {exc.reason}") from None
         object.__setattr__(self, "study", StudySettings(**{name: flat[name] for name in _STUDY}))
-        try:  # every run's settings, then the first run as compare builds them: the run's own checks (values,
-            # then names) hold what it passes on
+        try:  # every run's settings, then each method's first run as compare builds them: the run's own
+            # checks (values, then names: a method that cannot take several programs in flight) hold
             object.__setattr__(self, "runs", RunConfig(**{name: flat[name] for name in RUN_SETTINGS}))
             robust = bool(self.study.epsilons)  # no radius: plain runs only
-            resolve(RunConfig(**dict(self.run_fields(self.study.methods[0], robust,
-                                                     self.study.epsilons[0] if robust else None,
-                                                     self.study.seeds[0]))))
+            for method in self.study.methods:
+                resolve(RunConfig(**dict(self.run_fields(method, robust, self.study.epsilons[0] if robust else None,
+                                                         self.study.seeds[0]))))
         except ConfigError as exc:
             raise UserError(str(exc).replace("config field ", "")) from None
         if self.study.executor is not None:

@@ -195,6 +195,27 @@ def test_bad_configs_name_the_field(tmp_path, field, value, message):
         tiny(tmp_path, **{field: value})
 
 
+def test_each_method_is_checked_for_several_programs_in_flight_before_any_job(tmp_path):
+    assert tiny(tmp_path, methods=("eoh", "reevo"), programs_in_flight=3).runs.engine.programs_in_flight == 3
+    with pytest.raises(UserError, match="method 'hillclimb' evaluates one program at a time, not 2"):
+        tiny(tmp_path, methods=("eoh", "hillclimb"), programs_in_flight=2)  # the second method: each is checked
+
+
+def test_every_run_of_a_compare_takes_its_programs_in_flight_and_is_reused_only_with_as_many(tmp_path):
+    from raise_plugin.harness.reuse import plan_reuse
+    from tasks import get_task
+
+    out = tmp_path / "cmp"
+    plain = dict(methods=("eoh",), epsilons=(), ablations=False, seeds=(0,))
+    compared = run_compare(tiny(out, programs_in_flight=2, **plain), quiet=True)
+    assert not compared.failures and json.loads((out / "compare.json").read_text())["programs_in_flight"] == 2
+    assert [json.loads((run / "config.json").read_text())["programs_in_flight"] for run in (out / "runs").iterdir()
+            ] == [2]
+    # the run depends on k: one made with two in flight is trained again for one
+    plan = plan_reuse(tiny(out, **plain), get_task("ovrp"), plan_variants(("eoh",), (), False), out)
+    assert plan.finished == 0 and "settings differ: programs_in_flight 2 (here 1)" in plan.line(str(out))
+
+
 def test_compare_defaults_to_five_seeds_and_the_demo_to_three():
     import argparse
 
@@ -342,14 +363,14 @@ def test_compare_takes_the_run_s_controls_from_flags_or_a_config_file_and_hands_
     path.write_text('task = "ovrp"\nbudget = 40\n[engine.sandbox]\nmemory_mb = 512\ntimeout = 4.0\n'
                     '[llm]\nllm_timeout = 30.0\n[prices]\nsome-model = [1.0, 2.0]\n')
     args = parser.parse_args(["--config", str(path), "--budget", "30", "--output-mb", "1", "--max-llm-calls", "200",
-                              "--max-tokens", "500", "--price", "other=0.5,1"])
-    args.given = {"config", "budget", "output_mb", "max_llm_calls", "max_tokens", "price"}
+                              "--max-tokens", "500", "--price", "other=0.5,1", "--programs-in-flight", "2"])
+    args.given = {"config", "budget", "output_mb", "max_llm_calls", "max_tokens", "price", "programs_in_flight"}
     config = config_from(args)
     # a flag wins over the file
     assert (config.runs.task, config.runs.budget.samples, config.study.max_llm_calls) == ("ovrp", 30, 200)
     run = dict(config.run_fields("eoh", True, 0.002, 0))
-    assert (run["memory_mb"], run["output_mb"], run["timeout"], run["llm_timeout"], run["max_tokens"]) == (
-        512, 1, 4.0, 30.0, 500)
+    assert (run["memory_mb"], run["output_mb"], run["timeout"], run["llm_timeout"], run["max_tokens"],
+            run["programs_in_flight"]) == (512, 1, 4.0, 30.0, 500, 2)
     assert run["prices"] == {"some-model": [1.0, 2.0], "other": [0.5, 1.0]}
     assert "max_llm_calls" not in run  # a cap of the whole study: each run is given what is left when it starts
     assert config.evaluation_limits() == {"timeout": 4.0, "limits": (("memory_mb", 512), ("output_mb", 1))}

@@ -18,8 +18,8 @@ from tasks.common.evaluation import named_baseline
 
 from .objective import Objective, parse_objective
 
-__all__ = ["SearchConfig", "PAPER_DRAWS", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS", "NOISE", "OBJECTIVES",
-           "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
+__all__ = ["SearchConfig", "PAPER_DRAWS", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS",
+           "NOISE", "OBJECTIVES", "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
 
 # R of one bare inner search: the paper's one draw per candidate distribution (a run's ``inner_draws``
 # left unset is its task's instead, ``default_draws``)

@@ -224,8 +224,9 @@ def _make_optimiser(adversary: Adversary, config: SearchConfig, seed: int,
     """The ask/tell optimiser over the genes: the inner GA, or what ``optimizer`` makes."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6A]))
     if optimizer is None:
-        return InnerGA(adversary.dimension, rng, population=config.inner_population, crossover_rate=config.crossover_rate,
-                       mutation_rate=config.mutation_rate, mutation_sigma=config.mutation_sigma)
+        return InnerGA(adversary.dimension, rng, population=config.inner_population,
+                       crossover_rate=config.crossover_rate, mutation_rate=config.mutation_rate,
+                       mutation_sigma=config.mutation_sigma)
     return optimizer(adversary.dimension, rng, config.inner_population)
 
 

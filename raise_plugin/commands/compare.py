@@ -35,8 +35,8 @@ PRESETS = {
 # own, then the run's controls as run has them (caps over the whole study, the endpoint, the sandbox's limits)
 SETTINGS = ("task", "methods", "epsilons", "ablations", "seeds", "budget", "pop_size", "tau", "aggregation",
             "adversary_objective", "nominal", "inner_population", "inner_generations", "inner_draws", "projection",
-            "programs_in_flight", "llm", "suite_instances", "select_on", "jobs", "executor", "workers", "ship_runs", "out",
-            *STUDY_CAPS, *(name for name in RUN_CONTROLS if name != "prices"), "progress")
+            "programs_in_flight", "llm", "suite_instances", "select_on", "jobs", "executor", "workers", "ship_runs",
+            "out", *STUDY_CAPS, *(name for name in RUN_CONTROLS if name != "prices"), "progress")
 # the fields of CompareConfig each flag fills as it is (seeds is a count: seeds 0..N-1)
 FIELDS = tuple(name for name in SETTINGS if name not in ("seeds", "progress"))
 

@@ -155,8 +155,8 @@ def _robust_score(evaluation, metrics, instances) -> float:
                                if regret else None)
 
 
-def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed, inner_population,
-             inner_generations, progress, timeout):
+def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed,
+             inner_population, inner_generations, progress, timeout):
     """The refreshes: attack the robust best, add its worst instance, re-score the others."""
     metrics = _metrics(task_name, chosen, instances, pool, skipped, timeout)
     found = []

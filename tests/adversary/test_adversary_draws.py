@@ -1,4 +1,5 @@
-"""search(inner_draws=R): each candidate distribution is scored on R instances; common random numbers across candidates."""
+"""search(inner_draws=R): each candidate distribution is scored on R instances; common random numbers
+across candidates."""
 from __future__ import annotations
 
 import numpy as np

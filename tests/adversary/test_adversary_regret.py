@@ -148,7 +148,8 @@ def test_a_failing_heuristic_is_still_the_worst_case_under_regret(toy):
 
 @pytest.mark.parametrize("kwargs, match", [(dict(objective="regret"), "references"),
                                            (dict(objective="worst"), "objective"),
-                                           (dict(inner_draws=0), "inner_draws"), (dict(inner_draws=1.5), "inner_draws")])
+                                           (dict(inner_draws=0), "inner_draws"),
+                                           (dict(inner_draws=1.5), "inner_draws")])
 def test_bad_arguments_are_one_line_value_errors(toy, kwargs, match):
     with pytest.raises(ValueError, match=match) as info:
         search(toy, spread, EPS, **kwargs)

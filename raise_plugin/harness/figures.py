@@ -260,12 +260,14 @@ def _draw_run(block, top, bottom, nominal: np.ndarray, found: list, edges: np.nd
     gen, p, centre_index, d = found[-1]
     top.stairs(nominal[centre_index], edges, fill=True, color="lightgray",
                label=f"nearest nominal histogram (no. {centre_index + 1}), the ball's centre")
-    top.stairs(p, edges, color=colour(gen), lw=1.4, label=f"found at generation {gen}, d = {d:.3g}")
+    # listed with every generation below where the legend lists them, once
+    top.stairs(p, edges, color=colour(gen), lw=1.4, label=None if legend else f"found at generation {gen}, d = {d:.3g}")
     top.set_ylabel("probability")
     bottom.axhline(0.0, color="gray", lw=0.8)
-    for gen, p, centre_index, d in found:
+    for k, (gen, p, centre_index, d) in enumerate(found, 1):
+        above = " (drawn above)" if k == len(found) else ""
         bottom.stairs(p - nominal[centre_index], edges, baseline=None, color=colour(gen), lw=1.1,
-                      label=f"generation {gen}: d = {d:.3g} to nominal {centre_index + 1}" if legend else None)
+                      label=f"generation {gen}{above}: d = {d:.3g} to nominal {centre_index + 1}" if legend else None)
     bottom.set_ylabel("found − nearest nominal\n(probability)")
     handles, labels = (a + b for a, b in zip(top.get_legend_handles_labels(), bottom.get_legend_handles_labels()))
     block.legend(handles, labels, loc="outside lower center", fontsize=7, frameon=False)

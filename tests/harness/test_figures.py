@@ -17,8 +17,8 @@ from matplotlib.patches import StepPatch
 
 from raise_plugin.adversary import distance
 from raise_plugin.cli import main
-from raise_plugin.harness.figures import (SHIFT_TICKS, adversarial_centres, convergence_series, finish_figure,
-                                          plot_adversarial_distributions, plot_convergence)
+from raise_plugin.harness.figures import (LEGEND_ENTRIES, SHIFT_TICKS, adversarial_centres, convergence_series,
+                                          finish_figure, plot_adversarial_distributions, plot_convergence)
 from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
@@ -93,6 +93,14 @@ def test_each_adversarial_distribution_is_shown_at_its_distance_from_the_nearest
     assert len(steps(bottom)) == len(found) and len(bottom.lines) == 1  # a step per distribution; the zero line
     assert np.allclose(steps(bottom)[0].get_data().values, found[0][1] - nominal[found[0][2]])
     assert png_size(tmp_path / "f.png")[0] > 0
+    # the legend names the centre, then each distribution once: the last, drawn in both panels, with its own
+    labels = [text.get_text() for sub in fig.subfigs for legend in sub.legends for text in legend.get_texts()]
+    if len(found) <= LEGEND_ENTRIES:
+        assert len(labels) == len(set(labels)) == len(found) + 1, labels
+        gen, _, index, d = found[-1]
+        assert labels[-1] == f"generation {gen} (drawn above): d = {d:.3g} to nominal {index + 1}"
+    else:
+        assert labels[1].startswith(f"found at generation {found[-1][0]}, d = "), labels
 
 
 def test_figure_functions_return_a_figure_and_save_only_when_given_a_path(runs, tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ returns, ``adversary_config`` and ``objective`` what it is asked. ``default_draw
 recommended number of instances drawn per candidate distribution (``draws=``) for a task
 (the task's own ``default_draws``).
 """
-from .adversary_config import (CONSTRAINTS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, PER_REFRESH, TAU_UNITS,
+from .adversary_config import (CONSTRAINTS, ENCODINGS, LENGTHS, NOISE, OBJECTIVES, PAPER_DRAWS, PER_REFRESH, TAU_UNITS,
                                AdversaryConfig, AdversaryConfigError, SearchConfig)
 from .decoding import Adversary
 from .ga import AskTell, InnerGA, evaluate_batch, optimise
@@ -18,7 +18,7 @@ from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRe
 from .search import AdversaryReferenceError, default_draws, instance_seed, sample_and_evaluate, search
 
 __all__ = ["search", "SearchConfig", "AdversarialResult", "AdversarialDraw", "Candidate", "GenerationRecord", "Adversary",
-           "AdversaryReferenceError", "default_draws",
+           "AdversaryReferenceError", "default_draws", "PAPER_DRAWS",
            "InnerGA", "AskTell", "optimise", "evaluate_batch", "instance_seed", "sample_and_evaluate",
            "GENES", "BASES", "weights", "basis", "bases", "mixture", "flat_mixture", "instance_length",
            "PROJECTIONS", "Projection", "distance", "distances", "nearest", "project",

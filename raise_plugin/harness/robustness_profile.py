@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raise_plugin.adversary import search
+from raise_plugin.adversary import PAPER_DRAWS, search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
@@ -169,7 +169,8 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
     """
     task = get_task(task_name)
     workers = default_workers() if workers is None else max(1, workers)
-    limit = search_timeout(task, inner_population, inner_generations, timeout) * int(switches.get("inner_draws", 1))
+    draws = int(switches.get("inner_draws", PAPER_DRAWS))  # the search's own R where none is given
+    limit = search_timeout(task, inner_population, inner_generations, timeout) * draws
     if switches.get("references") == "baselines":  # the references run on every draw too
         limit *= 1 + len(task.baselines)
     points: list[ProfilePoint] = []

@@ -115,17 +115,18 @@ class AdversarialInstanceCallback(Callback):
         self.last_refresh_samples = 0
         self.history: list[dict] = []
 
-    # the settings, as the config holds them (``AdversaryConfig``), under the names the callback has always had
+    # the settings, read from the config (``AdversaryConfig``) under its names: a setting's name where the
+    # value is the setting's, ``..._rule`` where it is the rule parsed from it
     epsilon = property(lambda self: self.config.epsilon, doc="eps: the radius of the ball around the nominal set")
     tau = property(lambda self: self.config.tau, doc="the refresh interval")
     tau_unit = property(lambda self: self.config.tau_unit, doc="what tau counts: generations or samples")
     inner_population = property(lambda self: self.config.inner_search.inner_population, doc="P_in")
     inner_generations = property(lambda self: self.config.inner_search.inner_generations, doc="G_in")
-    aggregation = property(lambda self: self.config.aggregation_rule, doc="A over the instance set (Aggregation)")
+    inner_draws = property(lambda self: self.config.inner_search.inner_draws, doc="R, or None: the task's")
+    aggregation_rule = property(lambda self: self.config.aggregation_rule, doc="A over the instance set, or None")
+    objective_rule = property(lambda self: self.config.objective_rule, doc="what the inner search maximises")
     max_adversarial = property(lambda self: self.config.max_adversarial, doc="adversarial instances kept")
-    objective = property(lambda self: self.config.objective_rule, doc="what the inner search maximises (Objective)")
-    draws = property(lambda self: self.config.inner_search.inner_draws, doc="R, or None: the task's")
-    per_refresh = property(lambda self: self.config.instances_per_refresh, doc="one or draws")
+    instances_per_refresh = property(lambda self: self.config.instances_per_refresh, doc="one or draws")
     adversary_switches = property(lambda self: self.config.all_switches, doc="the inner search's switches")
 
     def check_task(self, task) -> None:
@@ -162,9 +163,9 @@ class AdversarialInstanceCallback(Callback):
         start = time.perf_counter()
         code = method.program_text(best.program_id)
         references = self._references(method, snapshot, best)
-        draws = self.draws or default_draws(method.task)
+        draws = self.inner_draws or default_draws(method.task)
         options = dict(nominal=method.nominal_instances(), seed=seed, **self.config.search_options(draws))
-        if self.per_refresh == "draws":
+        if self.instances_per_refresh == "draws":
             options["all_draws"] = True
         searcher = search if self._searcher is None else self._searcher
         call = (searcher, method.task, code, references, self.epsilon, options)
@@ -193,7 +194,7 @@ class AdversarialInstanceCallback(Callback):
             "inner_population": self.inner_population,
             "inner_generations": self.inner_generations,
             "switches": {key: _jsonable(v) for key, v in self.adversary_switches.items()},
-            "objective": str(self.objective),
+            "objective": str(self.objective_rule),
             "draws": getattr(result, "draws", draws),
             "fitness": _float_or_none(getattr(result, "fitness", None)),
             "metric": _float_or_none(getattr(result, "metric", None)),
@@ -222,8 +223,8 @@ class AdversarialInstanceCallback(Callback):
             limit = 0  # a pool made in this process does not survive a fork: its own limits apply
         elif self.inner_parallel and self._searcher is None:  # ours evaluates only through its executor
             pool = sandbox_pool(method)
-        if self.objective.kind == "regret" and not references:
-            raise SearchFailed(f"no reference for {self.objective}: the population has no other valid member")
+        if self.objective_rule.kind == "regret" and not references:
+            raise SearchFailed(f"no reference for {self.objective_rule}: the population has no other valid member")
         if pool is not None:
             return on_run_workers(search_program, call, pool, limit)
         return search_program(*call) if not limit else in_one_worker(search_program, call, limit)
@@ -246,7 +247,7 @@ class AdversarialInstanceCallback(Callback):
         arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
                   if getattr(result, name, None) is not None}
         added = [(f"adv-{k}", result.instance, provenance)]
-        if self.per_refresh == "draws" and getattr(result, "all_draws", ()):
+        if self.instances_per_refresh == "draws" and getattr(result, "all_draws", ()):
             added = [(f"adv-{k}.{d.draw}", d.instance,
                       {**provenance, "draw": d.draw, "draw_seed": d.seed, "metric": _float_or_none(d.metric),
                        "reference_metric": _float_or_none(d.reference_metric), "regret": _float_or_none(d.regret),
@@ -275,14 +276,14 @@ class AdversarialInstanceCallback(Callback):
     def _references(self, method, snapshot: RunSnapshot, best: ProgramView) -> list[tuple[str, Any]]:
         """``(name, priority or program text)`` of the references: the task's baselines (under
         ``metric`` too, so every instance records its regret), or the population's next best."""
-        if self.objective.reference == "population":
+        if self.objective_rule.reference == "population":
             others = sorted((p for p in snapshot.population
                              if p.program_id != best.program_id and math.isfinite(p.score)),
                             key=lambda p: -p.score)
-            chosen = list(dict.fromkeys(p.program_id for p in others))[: self.objective.members]
+            chosen = list(dict.fromkeys(p.program_id for p in others))[: self.objective_rule.members]
             return [(pid, method.program_text(pid)) for pid in chosen]
-        if self.objective.reference == "baseline":
-            return [named_baseline(method.task, self.objective.name)]
+        if self.objective_rule.reference == "baseline":
+            return [named_baseline(method.task, self.objective_rule.name)]
         baselines = getattr(method.task, "baselines", None) or {}
         return list(baselines.items())
 

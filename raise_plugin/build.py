@@ -58,9 +58,7 @@ def _callbacks(config: RunConfig, parts: RunParts) -> list[Callback]:
     if config.budget.max_cost_usd is not None or config.budget.max_llm_calls is not None:
         own.append(LLMBudget.of(config.budget))
     if config.engine.validation_trace:
-        tau = config.adversary.tau
-        every = tau if config.adversary.tau_unit == "generations" else max(1, tau // config.budget.pop_size)
-        own.append(ValidationTrace(every=every))
+        own.append(ValidationTrace(every=parts.adversary.generations_per_refresh(config.budget.pop_size)))
     return own
 
 

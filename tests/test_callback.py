@@ -7,7 +7,7 @@ import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
-from raise_plugin.adversary.adversary_config import AdversaryConfigError
+from raise_plugin.adversary.adversary_config import AdversaryConfig, AdversaryConfigError
 from raise_plugin.config import AdversarySettings, InnerSearchSettings
 from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback, RunSnapshot
@@ -326,12 +326,33 @@ def test_the_callback_reads_its_settings_from_its_config_and_copies_none():
     callback = AdversarialInstanceCallback(config, seed=4)
     assert callback.config.inner_search is config.inner_search  # the run's slice, kept as it was given
     config = callback.config
-    names = ("epsilon", "tau", "tau_unit", "inner_population", "inner_generations", "aggregation", "max_adversarial",
-             "objective", "draws", "per_refresh", "adversary_switches")
+    names = ("epsilon", "tau", "tau_unit", "inner_population", "inner_generations", "inner_draws", "aggregation_rule",
+             "objective_rule", "max_adversarial", "instances_per_refresh", "adversary_switches")
     assert not set(names) & set(vars(callback))  # one place holds each setting: the config
     assert (callback.epsilon, callback.tau, callback.inner_population) == (0.005, 3, 6)
-    assert str(callback.aggregation) == "regret:min" and callback.objective.kind == "regret"
+    assert str(callback.aggregation_rule) == "regret:min" and callback.objective_rule.kind == "regret"
+    assert (callback.inner_draws, callback.instances_per_refresh) == (None, "one")  # R left to the task; the paper's one
+    # each setting under the config's own name (the switches are its ``all_switches``)
+    assert all(hasattr(config, name) or hasattr(config.inner_search, name) for name in names[:-1])
     assert callback.adversary_switches == {"projection": "sphere"}
     assert config.search_options(2) == {"inner_population": 6,
                                         "inner_generations": config.inner_search.inner_generations,
                                         "inner_draws": 2, "objective": "regret", "projection": "sphere"}
+
+
+@pytest.mark.parametrize("tau, unit, pop_size, every", [(3, "generations", 4, 3), (1, "generations", 10, 1),
+                                                         (25, "samples", 5, 5), (26, "samples", 5, 5),
+                                                         (4, "samples", 10, 1)])
+def test_generations_per_refresh_counts_tau_in_generations(tau, unit, pop_size, every):
+    # what a run's validation trace is given as its interval: tau itself, or tau samples in generations, at least one
+    config = AdversaryConfig.checked(AdversarySettings(epsilon=0.01, tau=tau, tau_unit=unit))
+    assert config.generations_per_refresh(pop_size) == every
+
+
+def test_a_runs_validation_trace_follows_its_refresh_interval(tmp_path):
+    from raise_plugin import RunConfig, start_run
+    from raise_plugin.validation import ValidationTrace
+    method = start_run(RunConfig(task="obp", robust=False, budget=8, pop_size=4, tau=20, tau_unit="samples",
+                                 validation_trace=True, out=str(tmp_path / "run")))  # a plain run traces as often
+    [trace] = [c for c in method.callbacks if isinstance(c, ValidationTrace)]
+    assert trace.every == 5

@@ -181,6 +181,11 @@ class AdversaryConfig(AdversarySettings):
                 "inner_generations": self.inner_search.inner_generations, "inner_draws": draws,
                 "objective": self.objective_rule.kind, **self.all_switches}
 
+    def generations_per_refresh(self, pop_size: int) -> int:
+        """Host generations between two refreshes, at least one: ``tau``, or ``tau`` samples in
+        generations of ``pop_size`` (a refresh then comes at the first generation end after)."""
+        return self.tau if self.tau_unit == "generations" else max(1, self.tau // pop_size)
+
     @property
     def aggregation_rule(self) -> Aggregation | None:
         """A over the instance set, or ``None``: the evaluation's, whatever it is."""

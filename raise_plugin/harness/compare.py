@@ -23,7 +23,7 @@ import json
 import warnings
 from pathlib import Path
 
-from raise_plugin.config import IdleAdversaryWarning, idle_adversary
+from raise_plugin.config import IdleAdversaryWarning
 from raise_plugin.engine.suite import Heuristic
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_config import CompareConfig
@@ -69,8 +69,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     figure_formats = check_figure_formats(figure_formats)
     out = Path(study.out).resolve()
     variants = plan_variants(study.methods, study.epsilons, study.ablations)
-    idle = (idle_adversary(runs.budget.samples, runs.budget.pop_size, runs.adversary.tau)
-            if any(v.robust for v in variants) else None)
+    idle = runs.replace(robust=True).idle_adversary() if any(v.robust for v in variants) else None
     if idle and not runs.adversary.allow_no_refresh:  # refused before anything is trained or moved
         raise UserError(f"{idle}, so every RAISE row would equal its plain twin's (or run it as it is with "
                         "--allow-no-refresh)")

@@ -304,6 +304,13 @@ def test_bad_per_refresh_names_the_field():
         AdversarialInstanceCallback(epsilon=0.01, instances_per_refresh="all")
 
 
+@pytest.mark.parametrize("old, new", [("objective", "adversary_objective"), ("draws", "inner_draws"),
+                                      ("per_refresh", "instances_per_refresh"), ("population", "inner_population")])
+def test_an_old_keyword_is_told_its_settings_name(old, new):
+    with pytest.raises(ValueError, match=f"^{old}: is now {new}, the setting's name$"):
+        AdversarialInstanceCallback(epsilon=0.01, **{old: 2})
+
+
 def test_objective_text_round_trips():
     from raise_plugin.adversary.objective import parse_objective
     for text in ("metric", "regret:baselines", "regret:population", "regret:population:5"):

@@ -166,8 +166,10 @@ def test_a_bad_value_is_named_by_its_setting_in_every_config():
         RunConfig(inner_draws=0)
     with pytest.raises(AdversaryConfigError, match="^adversary_objective: "):
         AdversaryConfig(epsilon=0.002, adversary_objective="worst")
-    with pytest.raises(AdversaryConfigError, match="^draws: not a setting of the inner search"):
+    with pytest.raises(AdversaryConfigError, match="^draws: is now inner_draws, the setting's name$"):
         AdversaryConfig(epsilon=0.002, switches={"draws": 2})  # the old keyword is refused, not passed on
+    with pytest.raises(AdversaryConfigError, match="^noice: not a setting of the inner search"):
+        AdversaryConfig(epsilon=0.002, switches={"noice": "common"})
     with pytest.raises(Exception, match="^inner_population: must be >= 2"):
         CompareConfig(inner_population=1)
     with pytest.raises(ConfigError, match=r"^config field 'memory_mb': must be >= 16 MB, got 8$"):

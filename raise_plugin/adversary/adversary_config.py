@@ -29,6 +29,10 @@ OBJECTIVES = ("metric", "regret")
 SEARCH_SWITCHES = ("projection", "encoding", "constraint", "length")  # settings of a run's inner search
 EXTRA_SWITCHES = ("noise", "executor")  # the search's switches that are no settings of a run
 INNER_SEARCH = tuple(f.metadata["setting"] for f in fields(InnerSearchSettings))
+# keywords that now bear their setting's name: a call that still gives one is told the name (``search``'s own
+# ``objective`` is no setting, so only the callback's is renamed)
+RENAMED = {"population": "inner_population", "generations": "inner_generations", "draws": "inner_draws"}
+RENAMED_SETTINGS = {**RENAMED, "objective": "adversary_objective", "per_refresh": "instances_per_refresh"}
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,8 @@ class AdversaryConfig(AdversarySettings):
             except ValueError as exc:
                 raise AdversaryConfigError(name, str(exc)) from None
         for name in self.switches:
+            if name in RENAMED_SETTINGS:
+                raise AdversaryConfigError(name, f"is now {RENAMED_SETTINGS[name]}, the setting's name")
             if name not in EXTRA_SWITCHES:
                 raise AdversaryConfigError(name, f"not a setting of the inner search (its switches: "
                                                  f"{', '.join(sorted(EXTRA_SWITCHES + SEARCH_SWITCHES))})")

@@ -22,7 +22,7 @@ from .decoding import Adversary
 from .ga import AskTell, InnerGA, evaluate_batch
 from .projection import Projection
 from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRecord
-from .adversary_config import PAPER_DRAWS, SearchConfig
+from .adversary_config import PAPER_DRAWS, RENAMED, SearchConfig
 
 __all__ = ["AdversaryReferenceError", "search", "instance_seed", "sample_and_evaluate", "default_draws"]
 
@@ -140,6 +140,8 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
     factory ``(dimension, rng, population) -> ask/tell optimiser`` replacing the inner GA.
     Returns ``None`` when the search is off (``enabled=False`` or ``inner_generations=0``).
     """
+    for name in sorted(RENAMED.keys() & switches.keys())[:1]:
+        raise TypeError(f"search() got the keyword {name!r}: it is now {RENAMED[name]!r}, the setting's name")
     config = SearchConfig(epsilon=epsilon, inner_population=inner_population, inner_generations=inner_generations,
                           inner_draws=inner_draws,
                           objective=objective, **switches)

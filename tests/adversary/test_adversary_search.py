@@ -194,3 +194,11 @@ def test_config_names_the_wrong_field(field, value):
     kwargs = {"epsilon": 0.01, field: value}
     with pytest.raises(ValueError, match=field):
         SearchConfig(**kwargs)
+
+
+@pytest.mark.parametrize("old, new", [("population", "inner_population"), ("generations", "inner_generations"),
+                                      ("draws", "inner_draws")])
+def test_a_keyword_of_before_the_settings_names_is_told_its_new_name(toy, old, new):
+    told = f"^search\\(\\) got the keyword '{old}': it is now '{new}', the setting's name$"
+    with pytest.raises(TypeError, match=told):
+        search(toy, best_fit, 0.01, **{old: 2})

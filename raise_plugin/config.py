@@ -199,6 +199,10 @@ class SandboxSettings(Settings):
     file_mb: int = _setting("file_mb")
     output_mb: float = _setting("output_mb")
 
+    def set_apart(self) -> dict[str, Any]:
+        """The limits apart from the engine's own (memory, file size, output; ``SandboxLimits``'s names)."""
+        return {name: getattr(self, name) for name in SANDBOX_LIMITS if getattr(self, name) != default(name)}
+
 
 @dataclass(frozen=True)
 class EngineSettings(Settings):
@@ -220,12 +224,9 @@ class EngineSettings(Settings):
         return self.executor if self.workers is None else f"process:{self.workers}"
 
     def sandbox_limits(self) -> dict[str, Any]:
-        """The sandbox's limits this run sets apart from the engine's own (``SandboxLimits``):
-        memory, file size and output per evaluation, and the compiled path; the time per instance
-        goes with the evaluation (``timeout``)."""
-        limits = {name: getattr(self.sandbox, name) for name in SANDBOX_LIMITS
-                  if getattr(self.sandbox, name) != default(name)}
-        return {**limits, **({"jit": True, "jit_after": self.jit_after} if self.jit else {})}
+        """The sandbox's limits this run sets apart from the engine's own (``SandboxLimits``), and the
+        compiled path; the time per instance goes with the evaluation (``timeout``)."""
+        return {**self.sandbox.set_apart(), **({"jit": True, "jit_after": self.jit_after} if self.jit else {})}
 
 
 def check_setting(name: str, value: Any) -> None:
@@ -375,9 +376,8 @@ class RunConfig:
 
     def idle_adversary(self) -> str | None:
         """Why this run's adversary can never run (``idle_adversary``), or ``None``."""
-        if not self.robust:
-            return None
-        return idle_adversary(self.budget.samples, self.budget.pop_size, self.adversary.tau, self.adversary.tau_unit)
+        return (idle_adversary(self.budget.samples, self.budget.pop_size, self.adversary.tau, self.adversary.tau_unit)
+                if self.robust else None)
 
     @property
     def nominal_seed(self) -> int | None:

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from raise_plugin.config import SANDBOX_LIMITS, ConfigError, LLMSettings, RunConfig
+from raise_plugin.config import ConfigError, LLMSettings, RunConfig
 from raise_plugin.engine.executors import parse_executor_spec
 from raise_plugin.errors import UserError
 from raise_plugin.llm import make_llm
@@ -155,8 +155,7 @@ class CompareConfig:
         """The sandbox every suite evaluation of the compare runs in, as its runs had it: the seconds
         per instance (``None``: the task's) and the limits apart from the engine's own (``EvalJob``)."""
         sandbox = self.runs.engine.sandbox
-        return {"timeout": sandbox.timeout, "limits": tuple((name, getattr(sandbox, name)) for name in SANDBOX_LIMITS
-                                                            if getattr(sandbox, name) != default(name))}
+        return {"timeout": sandbox.timeout, "limits": tuple(sandbox.set_apart().items())}
 
     def to_dict(self) -> dict[str, Any]:
         """Every setting by name, flat, in the order ``compare.json`` records them."""

@@ -152,7 +152,7 @@ TREE = Section("run", "run", (
     _s("robust", True, "bool", "with RAISE's adversarial inner loop, or without it (a plain run)"),
     _s("seed", 0, "int", "seed of selection, inner search and offline sampler", low=0),
     _s("instance_seed", "private", "str", "seed of the nominal instances a run trains on and of its adversary's "
-       "draws, recorded in config.json, which no program reads: 'private' (from the task, --seed and this "
+       "draws, recorded in config.json, which no program reads: 'private' (from the task, the run's seed and this "
        "installation's private key: the same seed, the same run here), 'drawn' (new at every run), 'public' (the "
        "task's fixed seeds, the paper's set, which a program can rebuild from the task's generator) or an integer",
        metavar="SEED"),
@@ -208,8 +208,9 @@ TREE = Section("run", "run", (
         )),
     )),
     Section("llm", "LLM", (
-        _s("llm", "offline", "str", "offline (no LLM: the offline sampler), openai[:MODEL], replay:FILE (a --record "
-           "file) or replay:RUN_DIR (a run again: its recorded settings are the defaults, its answers replayed)",
+        _s("llm", "offline", "str", "offline (no LLM: the offline sampler), openai[:MODEL], replay:FILE (a run's "
+           "recorded prompts and answers) or replay:RUN_DIR (a run again: its recorded settings are the defaults, its "
+           "answers replayed)",
            metavar="BACKEND", field="backend"),
         _s("base_url", None, "str", "the OpenAI-compatible endpoint of --llm openai: recorded in config.json when "
            "the run starts, and what resume uses", metavar="URL", shown="OPENAI_BASE_URL, else the OpenAI API"),

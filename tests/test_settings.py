@@ -3,6 +3,7 @@ written once, and the configs, the TOML files and every command's flags are made
 from __future__ import annotations
 
 import argparse
+import re
 import ast
 import dataclasses
 from pathlib import Path
@@ -30,6 +31,16 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 def _long_options(parser) -> list[tuple[str, argparse.Action]]:
     return [(o, a) for a in parser._actions for o in a.option_strings if o.startswith("--")]
+
+
+def test_every_flag_a_help_names_is_a_flag_of_its_command():
+    # a setting's help is shared by every command that takes it: where one command lacks a flag the
+    # help names (compare has no --tau-unit), that command says it otherwise
+    for command, parser in _parsers().items():
+        own = {o for o, _ in _long_options(parser)}
+        for option, action in _long_options(parser):
+            named = set(re.findall(r"(--[a-z][a-z-]*[a-z])", action.help or "")) - own
+            assert not named, f"{command} {option}: its help names {sorted(named)}, which {command} does not take"
 
 
 def test_the_tree_holds_each_name_once_in_the_sections_the_run_is_built_from():

@@ -14,7 +14,9 @@ def register(sub) -> None:
     recorded = ("budget",) + ENDPOINT_FLAGS
     add_flags(p, recorded, unset=True, shown={name: "as recorded" for name in recorded},
               helps={"budget": "raise the sample budget before continuing",
-                     "base_url": "move the run to this endpoint (recorded from then on)"})
+                     "base_url": "move the run to this endpoint (recorded from then on)",
+                     "max_cost_usd": "stop cleanly once the LLM cost reaches this: no request starts past it (the "
+                                     "model's price is the run's, as recorded, else the built-in table's)"})
     add_flags(p, ("progress",))
     p.set_defaults(func=run)
 

@@ -338,7 +338,7 @@ def test_the_callback_reads_its_settings_from_its_config_and_copies_none():
     assert not set(names) & set(vars(callback))  # one place holds each setting: the config
     assert (callback.epsilon, callback.tau, callback.inner_population) == (0.005, 3, 6)
     assert str(callback.aggregation_rule) == "regret:min" and callback.objective_rule.kind == "regret"
-    assert (callback.inner_draws, callback.instances_per_refresh) == (None, "one")  # R left to the task; the paper's one
+    assert (callback.inner_draws, callback.instances_per_refresh) == (None, "one")  # R: the task's; one: the paper's
     # each setting under the config's own name (the switches are its ``all_switches``)
     assert all(hasattr(config, name) or hasattr(config.inner_search, name) for name in names[:-1])
     assert callback.adversary_switches == {"projection": "sphere"}

@@ -85,17 +85,19 @@ def uninterrupted(tmp_path_factory):
     return out, writes
 
 
-def _moments(writes: int) -> list[int]:
-    # the lock (before the config), the config (before any instance), the first samples, inside a
-    # refresh, the last writes
-    return sorted({1, 2, writes // 3, (2 * writes) // 3, writes - 1})
+def _moments(writes: int, full_size: bool) -> list[int]:
+    # the lock (before the config), the config (before any instance), the first samples, inside the
+    # first refresh (its set recorded, its generation's record and first checkpoint not), inside a later
+    # one, the last writes; in the small size the lock, the first refresh and the last writes
+    middle = {1, writes // 2, writes - 1}
+    return sorted(middle | {2, writes // 3, (2 * writes) // 3} if full_size else middle)
 
 
 @pytest.mark.slow
-def test_a_run_killed_after_any_write_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path):
+def test_a_run_killed_after_any_write_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path, full_size):
     reference, writes = uninterrupted
     assert writes >= 20  # lock, config, instances, samples, populations, checkpoints, journals
-    for n in _moments(writes):
+    for n in _moments(writes, full_size):
         out = tmp_path / f"killed-{n}"
         killed = killed_at(n, out)
         assert killed.returncode == -signal.SIGKILL, (n, killed.stderr[-2000:])

@@ -109,6 +109,11 @@ def renumber(p: Path, samples: list[dict], populations: list[dict], repaired) ->
     return samples, populations
 
 
+def _made_at(instance_set: dict, instances: dict) -> int:
+    """The generation at whose end ``instance_set`` was made: that of its newest member (0 for the nominal set)."""
+    return max(((instances.get(i) or {}).get("generation") or 0 for i in instance_set["members"]), default=0)
+
+
 def checked_checkpoint(p: Path, instances: dict, sets: list[dict], populations: list[dict], repaired):
     """The checkpoint if it is sound, else one rebuilt from the instance index and the populations."""
     path = p / "checkpoint.json"
@@ -148,9 +153,12 @@ def checked_checkpoint(p: Path, instances: dict, sets: list[dict], populations: 
         if path.exists() or data is not None:
             repaired(f"checkpoint.json is {problem}; nothing recorded yet depends on it: starting afresh")
         return None
-    last_set = sets[-1] if sets else None
-    rebuilt = {"generation": populations[-1]["generation"] if populations else 0,
-               "samples": populations[-1]["samples"] if populations else 0}
+    generation = populations[-1]["generation"] if populations else 0
+    # the last set made by a refresh at or before the last recorded generation's end: a set made at the end
+    # of a generation whose record the kill left unwritten is made again when that generation ends again
+    made = [s for s in sets if _made_at(s, instances) <= generation]
+    last_set = made[-1] if made else None
+    rebuilt = {"generation": generation, "samples": populations[-1]["samples"] if populations else 0}
     if last_set is not None:
         rebuilt.update(instance_set=list(last_set["members"]), instance_set_version=last_set["version"],
                        refreshes=int(last_set.get("refreshes") or 0))

@@ -315,6 +315,29 @@ def test_resume_of_an_unrepairable_directory_says_why_in_one_line(finished_run, 
     assert len(err) == 1 and message in err[0], err
 
 
+def test_a_checkpoint_rebuilt_after_a_kill_inside_a_refresh_holds_the_set_its_generation_was_recorded_on(tmp_path):
+    """Killed at the first generation's end after its refresh recorded an instance and set 1, before
+    the generation's record and the first checkpoint: the rebuilt checkpoint holds set 0, so the
+    generation's end, made again, records its population on set 0 and its refresh makes set 1 again,
+    as the uninterrupted run did (resuming on set 1 had made the refresh's set 2 and every later
+    population record one version ahead)."""
+    from raise_plugin.rundir.repair import checked_checkpoint
+
+    instances = {"nom-0": {"generation": None, "file": "nom-0.npz"}, "adv-1": {"generation": 1, "file": "adv-1.npz"},
+                 "adv-2": {"generation": 2, "file": "adv-2.npz"}}
+    sets = [{"version": 0, "refreshes": 0, "members": ["nom-0"]},
+            {"version": 1, "refreshes": 1, "members": ["nom-0", "adv-1"]},
+            {"version": 2, "refreshes": 2, "members": ["nom-0", "adv-1", "adv-2"]}]
+    first = {"generation": 1, "samples": 4, "instance_set": 0, "members": []}
+    said = []
+    for populations, version in (([], 0), ([first], 1), ([first, {**first, "generation": 2, "samples": 8}], 2)):
+        rebuilt = checked_checkpoint(tmp_path, instances, sets, populations, said.append)
+        assert rebuilt["instance_set_version"] == version and rebuilt["refreshes"] == version
+        assert rebuilt["instance_set"] == sets[version]["members"]
+        assert rebuilt["generation"] == (populations[-1]["generation"] if populations else 0)
+    assert len(said) == 3 and all("checkpoint.json is missing" in s for s in said)
+
+
 def test_lines_out_of_order_are_read_in_sample_order_and_resume_continues_after_the_last(finished_run):
     path = finished_run / "samples.jsonl"
     lines = path.read_text().splitlines(keepends=True)

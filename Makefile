@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM4AD := llm4ad==1.11
 
-.PHONY: setup demo test test-fast test-under-load bench clean
+.PHONY: setup demo test test-full test-fast test-under-load bench clean
 
 $(BIN)/raise-ahd: pyproject.toml setup.py tasks/common/fastcheck.h $(wildcard tasks/*/_fast*.c)
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,13 @@ setup: $(BIN)/raise-ahd
 demo: setup
 	$(BIN)/raise-ahd demo --out demo-out
 
-# the whole suite in two test processes (what CI runs); test-fast leaves out the slow end-to-end cases
+# the whole suite in two test processes (what CI runs), the slow end-to-end cases once in a small size;
+# test-full runs them at their full sizes, test-fast leaves them out
 test: setup
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal
+
+test-full: setup
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal --full-size
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow"

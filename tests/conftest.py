@@ -31,6 +31,20 @@ def fresh_registry(monkeypatch):
     monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--full-size", action="store_true",
+                     help="run the slow end-to-end cases at their full sizes (make test-full): the characterisation's "
+                          "60 samples, the kill matrix's five moments, the improvement runs' budgets; without it "
+                          "each runs once in a small size")
+
+
+@pytest.fixture(scope="session")
+def full_size(request) -> bool:
+    """Whether the slow cases run at their full sizes (``--full-size``) or, as ``make test`` and CI
+    run them, once in a small size that still checks what the case is about."""
+    return request.config.getoption("--full-size")
+
+
 def pytest_collection_modifyitems(config, items):
     """The end-to-end cases (marked ``slow``) are run first, with every case that shares a module's
     fixture with one of them (in their order, so such a fixture is still made once). With ``-n 2

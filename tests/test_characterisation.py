@@ -19,6 +19,13 @@ Python path's same run, made beside it; the Python path's 60 samples are held ag
 goldens. The compiled run has one
 evaluation worker, so each program is compiled once rather than in every worker; what a run
 records does not depend on its number of workers (tests/test_robust.py).
+
+In a small size (``make test``, CI) the Python path runs the first 24 samples (two refreshes, each
+re-scoring the population and running the inner search) and is held against the goldens' ``first``
+entry: the same run's records up to its 24th sample. ``--write`` checks that the short run's
+records are the long run's first lines before it writes them. With ``--full-size`` (``make
+test-full``) the whole 60 samples run; the compiled path runs 8 samples (two refreshes) in the
+small size.
 """
 from __future__ import annotations
 
@@ -93,20 +100,31 @@ CASES = [(task, "python") for task in TASKS] + [pytest.param(task, "jit", marks=
 
 
 JIT_RUN = dict(budget=12, pop_size=4, tau=1)
+FIRST = 24  # the small size's samples: two refreshes of the 60-sample run (generations of 6, tau 2)
+RECORDS = ("samples.jsonl", "scores.jsonl", "population.jsonl", "instances/index.jsonl")
+
+
+def _first_lines_of(short: Path, long: Path) -> bool:
+    """Whether every record of the short run is the long run's line at its place (timings aside)."""
+    def lines(run, name):
+        return [_strip(json.loads(line)) for line in (run / name).read_text().splitlines()]
+    return all(lines(short, n) == lines(long, n)[:len(lines(short, n))] for n in RECORDS)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task, path", CASES)
-def test_a_short_robust_run_records_what_it_recorded_before(task, path, tmp_path):
+def test_a_short_robust_run_records_what_it_recorded_before(task, path, tmp_path, full_size):
     if path == "jit":
-        golden = characterise(task, tmp_path / "python", **JIT_RUN)
-        now = characterise(task, tmp_path / task, jit=True, **JIT_RUN)
+        run = JIT_RUN if full_size else {**JIT_RUN, "budget": 8}
+        golden = characterise(task, tmp_path / "python", **run)
+        now = characterise(task, tmp_path / task, jit=True, **run)
         tally = json.loads((tmp_path / task / "compiled.json").read_text())
         assert tally["programs_compiled"] >= now["count"]["samples"] // 2 and tally["programs_waiting"] == 0, tally
-        assert now["count"]["refreshes"] == 3, now["count"]
+        assert now["count"]["refreshes"] == run["budget"] // run["pop_size"], now["count"]  # one after each generation
     else:
         golden = json.loads(GOLDEN.read_text())[task]
-        now = characterise(task, tmp_path / task)
+        golden = golden if full_size else golden["first"]
+        now = characterise(task, tmp_path / task, **({} if full_size else {"budget": FIRST}))
     assert now["count"] == golden["count"]
     changed = [k for k in ("samples", "scores", "populations", "instances", "checkpoint") if now[k] != golden[k]]
     assert not changed, f"{task} ({path}): the run recorded other {', '.join(changed)} than before"
@@ -116,8 +134,13 @@ if __name__ == "__main__" and "--write" in sys.argv:
     import tempfile
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    result = {}
     with tempfile.TemporaryDirectory() as tmp:
-        result = {task: characterise(task, Path(tmp) / task) for task in TASKS}
+        for task in TASKS:
+            result[task] = characterise(task, Path(tmp) / task)
+            result[task]["first"] = characterise(task, Path(tmp) / f"{task}-first", budget=FIRST)
+            if not _first_lines_of(Path(tmp) / f"{task}-first", Path(tmp) / task):
+                sys.exit(f"{task}: the {FIRST}-sample run is not the first {FIRST} samples of the whole run")
     GOLDEN.parent.mkdir(exist_ok=True)
     GOLDEN.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     print(json.dumps(result, indent=1))

@@ -135,3 +135,8 @@ class Callback:
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what ``state_dict`` returned."""
+
+    def state_from_records(self, log, generation: int) -> None:
+        """On resume, when the checkpoint holds no state of this callback (a kill before the first
+        checkpoint, or one rebuilt from the records after damage): restore what the run directory's
+        records (``log``, a ``RunLog``) say of its first ``generation`` generations. Nothing by default."""

@@ -246,9 +246,9 @@ class AdversarialInstanceCallback(Callback):
         and record the refresh in ``history``."""
         arrays = {name: getattr(result, name) for name in ("distribution", "genes", "nearest")
                   if getattr(result, name, None) is not None}
-        added = [(f"adv-{k}", result.instance, provenance)]
+        added = [(_found_name(k), result.instance, provenance)]
         if self.instances_per_refresh == "draws" and getattr(result, "all_draws", ()):
-            added = [(f"adv-{k}.{d.draw}", d.instance,
+            added = [(_found_name(k, d.draw), d.instance,
                       {**provenance, "draw": d.draw, "draw_seed": d.seed, "metric": _float_or_none(d.metric),
                        "reference_metric": _float_or_none(d.reference_metric), "regret": _float_or_none(d.regret),
                        "reference": d.reference_name}) for d in result.all_draws]
@@ -292,12 +292,36 @@ class AdversarialInstanceCallback(Callback):
                 "last_refresh_samples": self.last_refresh_samples,
                 "history": list(self.history), "skipped": list(self.skipped)}
 
+    def state_from_records(self, log, generation: int) -> None:
+        """The refreshes recorded with the instances they found by ``generation``'s end: the last one
+        numbers the next (its seed and instance id) and times it; ``history`` holds what the records
+        keep of each (not the re-scores' counts). A refresh that was skipped left no record."""
+        made: dict[int, dict] = {}
+        for record in log.instances.values():
+            found = {**(record.get("provenance") or {}), "distance": record.get("distance")}
+            if record.get("origin") == "adversarial" and found.get("generation", generation + 1) <= generation:
+                made.setdefault(int(found["refresh"]), found)  # a refresh's first draw names it
+        if not made:
+            return
+        kept = ("objective", "metric", "reference_metric", "regret", "distance", "search_seconds", "inner_evaluations",
+                "reference_evaluations")
+        self.history = [{"refresh": k, "generation": p["generation"], "instance_id": _found_name(k, p.get("draw")),
+                         **{key: p.get(key) for key in kept}} for k, p in sorted(made.items())]
+        last = made[max(made)]
+        self.refreshes = max(made)
+        self.last_refresh_generation, self.last_refresh_samples = int(last["generation"]), int(last["samples"])
+
     def load_state_dict(self, state: dict) -> None:
         self.refreshes = int(state.get("refreshes", 0))
         self.last_refresh_generation = int(state.get("last_refresh_generation", 0))
         self.last_refresh_samples = int(state.get("last_refresh_samples", 0))
         self.history = list(state.get("history", []))
         self.skipped = list(state.get("skipped", []))
+
+
+def _found_name(refresh: int, draw: int | None = None) -> str:
+    """The name of what refresh ``refresh`` found (its ``draw``-th draw where it adds every draw)."""
+    return f"adv-{refresh}" if draw is None else f"adv-{refresh}.{draw}"
 
 
 def _float_or_none(x):

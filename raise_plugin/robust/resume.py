@@ -95,6 +95,8 @@ class Checkpoints:
         for key, cb in self._checkpointed():
             if key in states:
                 cb.load_state_dict(states[key])
+            else:  # no checkpoint yet, or one rebuilt from the records: what they say of it
+                cb.state_from_records(log, int(last["generation"]))
         if ckpt.get("method") is not None and hasattr(super(), "load_state_dict"):
             super().load_state_dict(ckpt["method"])
         if self.generation > int(ckpt.get("generation", 0)):

@@ -338,6 +338,29 @@ def test_a_checkpoint_rebuilt_after_a_kill_inside_a_refresh_holds_the_set_its_ge
     assert len(said) == 3 and all("checkpoint.json is missing" in s for s in said)
 
 
+def test_the_adversary_takes_its_state_from_the_instances_its_refreshes_recorded(finished_run):
+    """A checkpoint rebuilt from the records holds no callback's state: the refresh callback takes
+    its own from the instances its refreshes recorded, as its checkpoint had it, so its next refresh
+    draws the seed and instance id the uninterrupted run's did (it had started again from refresh 1)."""
+    from raise_plugin.robust import AdversarialInstanceCallback
+
+    log = RunLog.load(finished_run)
+    saved = log.checkpoint["callbacks"]["AdversarialInstanceCallback"]
+    timing = ("refreshes", "last_refresh_generation", "last_refresh_samples")
+    assert saved["refreshes"] >= 1
+    rebuilt = AdversarialInstanceCallback(epsilon=0.002, tau=1)
+    rebuilt.state_from_records(log, log.checkpoint["generation"])
+    state = rebuilt.state_dict()
+    assert {k: state[k] for k in timing} == {k: saved[k] for k in timing}
+    assert state["history"] == [{k: h[k] for k in state["history"][0]} for h in saved["history"]]
+    first = saved["history"][0]["generation"]  # by the end of the first refresh's generation: that one only
+    rebuilt.state_from_records(log, first)
+    assert rebuilt.refreshes == 1 and rebuilt.last_refresh_generation == first and len(rebuilt.history) == 1
+    before = AdversarialInstanceCallback(epsilon=0.002, tau=1)
+    before.state_from_records(log, first - 1)
+    assert before.state_dict() == AdversarialInstanceCallback(epsilon=0.002, tau=1).state_dict()
+
+
 def test_lines_out_of_order_are_read_in_sample_order_and_resume_continues_after_the_last(finished_run):
     path = finished_run / "samples.jsonl"
     lines = path.read_text().splitlines(keepends=True)

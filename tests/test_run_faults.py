@@ -93,25 +93,31 @@ def _moments(writes: int, full_size: bool) -> list[int]:
     return sorted(middle | {2, writes // 3, (2 * writes) // 3} if full_size else middle)
 
 
+def killed_and_resumed(n: int, out: Path, reference: Path) -> None:
+    """Kill the run after its ``n``-th durable write into ``out`` and resume it: it must become
+    ``reference``, the uninterrupted run (an AssertionError says how it did not)."""
+    killed = killed_at(n, out)
+    assert killed.returncode == -signal.SIGKILL, (n, killed.stderr[-2000:])
+    resumed = cli("resume", str(out), "--no-progress")
+    if resumed.returncode == 2 and "holds no run yet" in resumed.stderr:  # killed before its config
+        assert n <= 2 and len(resumed.stderr.strip().splitlines()) == 1, resumed.stderr
+        resumed = cli(*RUN, "--out", str(out))  # and the command it names starts it in that folder
+    assert resumed.returncode == 0, (n, resumed.stderr[-2000:])
+    assert "Traceback" not in resumed.stderr
+    now, then = run_record(out), run_record(reference)
+    assert now == then, (n, [k for k in then if now[k] != then[k]])
+    # the work counters never lose work done before the kill (a refresh cut short is done again)
+    now, then = work(out), work(reference)
+    assert now["outer_evaluations"] == then["outer_evaluations"], (n, now, then)
+    assert all(now[k] >= then[k] for k in then), (n, now, then)
+
+
 @pytest.mark.slow
 def test_a_run_killed_after_any_write_resumes_to_the_uninterrupted_run(uninterrupted, tmp_path, full_size):
     reference, writes = uninterrupted
     assert writes >= 20  # lock, config, instances, samples, populations, checkpoints, journals
     for n in _moments(writes, full_size):
-        out = tmp_path / f"killed-{n}"
-        killed = killed_at(n, out)
-        assert killed.returncode == -signal.SIGKILL, (n, killed.stderr[-2000:])
-        resumed = cli("resume", str(out), "--no-progress")
-        if resumed.returncode == 2 and "holds no run yet" in resumed.stderr:  # killed before its config
-            assert n <= 2 and len(resumed.stderr.strip().splitlines()) == 1, resumed.stderr
-            resumed = cli(*RUN, "--out", str(out))  # and the command it names starts it in that folder
-        assert resumed.returncode == 0, (n, resumed.stderr[-2000:])
-        assert "Traceback" not in resumed.stderr
-        assert run_record(out) == run_record(reference), n
-        # the work counters never lose work done before the kill (a refresh cut short is done again)
-        now, then = work(out), work(reference)
-        assert now["outer_evaluations"] == then["outer_evaluations"], (n, now, then)
-        assert all(now[k] >= then[k] for k in then), (n, now, then)
+        killed_and_resumed(n, tmp_path / f"killed-{n}", reference)
 
 
 def _mount_small_disk(where: Path, size: str) -> bool:
@@ -241,3 +247,23 @@ def test_the_folders_of_workers_whose_engine_was_killed_are_swept_at_the_next_st
     monkeypatch.setattr(worker_handle, "_swept", [])
     worker_handle.sweep_stale_workdirs()
     assert not stale.exists() and alive.exists() and foreign.exists()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--every-write"]:
+    # the matrix at every durable write of the run, not only the test's moments (about 20 s a write);
+    # flags after it are added to the run's (a later flag wins), e.g. another method:
+    #     .venv/bin/python tests/test_run_faults.py --every-write --method reevo
+    RUN = RUN + sys.argv[2:]
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = Path(tmp) / "uninterrupted"
+        done = killed_at(0, reference)
+        count = int(done.stderr.strip().splitlines()[-1].split()[-1])
+        failed = []
+        for n in range(1, count):
+            try:
+                killed_and_resumed(n, Path(tmp) / f"killed-{n}", reference)
+                print(f"killed after write {n} of {count}: resumed to the uninterrupted run", flush=True)
+            except AssertionError as exc:
+                failed.append(n)
+                print(f"killed after write {n} of {count}: {exc}", flush=True)
+    sys.exit(f"{len(failed)} of {count - 1} kill points differ: {failed}" if failed else 0)

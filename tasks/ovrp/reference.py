@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 __all__ = ["distance_matrix", "routes_length", "clarke_wright", "clarke_wright_length", "out_and_back_length"]
 
@@ -10,7 +9,10 @@ __all__ = ["distance_matrix", "routes_length", "clarke_wright", "clarke_wright_l
 def distance_matrix(depot: np.ndarray, coords: np.ndarray) -> np.ndarray:
     """Euclidean distances between nodes; node 0 is the depot, node ``c + 1`` is customer ``c``."""
     points = np.vstack([np.asarray(depot, dtype=float)[None, :], np.asarray(coords, dtype=float)])
-    return cdist(points, points)
+    delta = points[:, None, :] - points[None, :, :]
+    # bit for bit scipy's cdist (the square root of the sum of squares, in the same order), without
+    # loading scipy in every program process: its linear algebra doubled what a fork of one copies
+    return np.sqrt((delta * delta).sum(axis=-1))
 
 
 def routes_length(depot: np.ndarray, coords: np.ndarray, routes) -> float:

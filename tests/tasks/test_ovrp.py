@@ -518,3 +518,20 @@ def test_template_program_runs_and_names_every_feature_and_column():
     for name in ("route_id", "position", "delta_distance", "residual_capacity", "current_load", "route_size",
                  "customer_dist", "projected_route", "progress", "fleet slack", "demand / vehicle capacity Q"):
         assert name in TASK.template_program
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 150), st.sampled_from([1.0, 100.0, 1e4]), st.integers(0, 2 ** 32 - 1), st.booleans())
+def test_distances_are_scipy_s_cdist_bit_for_bit(customers, scale, seed, rounded):
+    """OVRP's distances are numpy's, so that a program's process does not load scipy's linear algebra
+    (docs/engine.md): they must be the very bits cdist gave, or every recorded route length moves."""
+    from scipy.spatial.distance import cdist
+
+    from tasks.ovrp.reference import distance_matrix
+
+    rng = np.random.default_rng(seed)
+    depot, coords = rng.random(2) * scale, rng.random((customers, 2)) * scale
+    if rounded:
+        depot, coords = np.round(depot, 3), np.round(coords, 3)
+    points = np.vstack([depot[None, :], coords])
+    assert np.array_equal(distance_matrix(depot, coords), cdist(points, points))

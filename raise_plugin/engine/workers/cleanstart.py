@@ -26,14 +26,15 @@ from .live import kill_live_workers
 
 __all__ = ["clean_context", "clean_environment"]
 
-# imported once by the server, so that a worker forked from it starts in milliseconds: what every worker runs
-# whatever its task. A worker forks its spawner from what it holds then, and the spawner forks a process for
-# every program, so what is loaded here is copied at every program's start: the tasks (5 to 9 ms each, loaded
-# by the worker and the spawner that first need one) and the adversary (0.2 s with scipy's linear algebra, in
-# the worker that first runs an inner search) are not. With them a fork and exit of the spawner took 5.8 ms
-# (39 MB of anonymous memory), without them 2.7 ms (22 MB; docs/testing.md); the jobs of the rarer commands
-# (profile, rerank) import their modules in the worker that first runs one too
-PRELOAD = ["numpy", "tasks", "raise_plugin.engine"]
+# imported once by the server, so that a worker forked from it starts in milliseconds: what every command's
+# workers run (the tasks, the engine, the adversary's searches); the jobs of the rarer commands (profile,
+# rerank) import their modules in the worker that first runs one, rather than every command paying for
+# scipy.stats when its server starts (0.5 s of its 1.2 s). A worker forks its spawner from what it holds, and
+# the spawner a process for every program, so what is loaded here is copied at every program's start: a fork
+# and exit of the spawner takes 2.8 ms with these (32 MB of anonymous memory), 2.4 ms with numpy, the task
+# registry and the engine alone, and took 4.1 ms while OVRP's distances loaded scipy.spatial (docs/engine.md)
+PRELOAD = ["numpy", "tasks", "tasks.obp", "tasks.ojsp", "tasks.ovrp", "raise_plugin.engine", "raise_plugin.adversary",
+           "raise_plugin.adversary.sandboxed"]
 # what multiprocessing would re-import in every worker: the engine's main script is the
 # caller's, not a worker's business
 _MAIN_KEYS = ("main_path", "init_main_from_name", "init_main_from_path")

@@ -140,8 +140,10 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
     factory ``(dimension, rng, population) -> ask/tell optimiser`` replacing the inner GA.
     Returns ``None`` when the search is off (``enabled=False`` or ``inner_generations=0``).
     """
-    for name in sorted(RENAMED.keys() & switches.keys())[:1]:
-        raise TypeError(f"search() got the keyword {name!r}: it is now {RENAMED[name]!r}, the setting's name")
+    renamed = sorted(RENAMED.keys() & switches.keys())
+    if renamed:
+        old = renamed[0]
+        raise TypeError(f"search() got the keyword {old!r}: it is now {RENAMED[old]!r}, the setting's name")
     config = SearchConfig(epsilon=epsilon, inner_population=inner_population, inner_generations=inner_generations,
                           inner_draws=inner_draws,
                           objective=objective, **switches)

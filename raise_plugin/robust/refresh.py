@@ -299,7 +299,8 @@ class AdversarialInstanceCallback(Callback):
         made: dict[int, dict] = {}
         for record in log.instances.values():
             found = {**(record.get("provenance") or {}), "distance": record.get("distance")}
-            if record.get("origin") == "adversarial" and found.get("generation", generation + 1) <= generation:
+            if (record.get("origin") == "adversarial" and "refresh" in found
+                    and found.get("generation", generation + 1) <= generation):
                 made.setdefault(int(found["refresh"]), found)  # a refresh's first draw names it
         if not made:
             return

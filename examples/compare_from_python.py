@@ -3,7 +3,12 @@
 The task is the one-file load-balancing task beside this script, named by its file: no
 packaging, no registration. Offline (no LLM, no network), about fifteen seconds on two cores.
 
-    python examples/compare_from_python.py [OUT]       # OUT defaults to compare-from-python
+    python examples/compare_from_python.py [OUT [TASK]]
+
+OUT defaults to compare-from-python, TASK to the load_balance.py beside this script. In the
+folder of docs/tasks.md's walkthrough, ``python compare_from_python.py lb-compare
+load_balance.py:LoadBalance`` names the task as its commands did: the compare finds the twelve
+runs they trained and trains none again.
 """
 import sys
 from pathlib import Path
@@ -13,10 +18,10 @@ import raise_plugin as rp
 TASK = f"{Path(__file__).resolve().parent / 'load_balance.py'}:LoadBalance"
 
 
-def main(out: str = "compare-from-python") -> None:
-    task = rp.get_task(TASK)
+def main(out: str = "compare-from-python", task_ref: str = TASK) -> None:
+    task = rp.get_task(task_ref)
     print(f"task {task.name}: shift {task.shift.name}, baselines {', '.join(task.baselines)}")
-    result = rp.compare(TASK, methods=("eoh", "eohs", "moh"), budget=8, pop_size=4, tau=1, seeds=2,
+    result = rp.compare(task_ref, methods=("eoh", "eohs", "moh"), budget=8, pop_size=4, tau=1, seeds=2,
                         suite_instances=1, jobs=1, out=out, quiet=True)
     print(result.tables["table_all_distributions"].markdown())
     for comparison in result.comparisons:  # rp.stats.Comparison: the paired test behind the marks
@@ -33,4 +38,4 @@ def main(out: str = "compare-from-python") -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    main(*sys.argv[1:3])

@@ -51,12 +51,18 @@ def test_the_documented_commands_run_on_the_task_file(walkthrough_dir, capsys):
     for row in ("| EoH |", "| EoH-S |", "| MoH |", "| RAISE-MoH (eps=0.002) |", "| LeastLoaded |"):
         assert row in report
     assert (walkthrough_dir / "lb-compare" / "adversarial_distributions.png").exists()
-    # the example, on the commands' folder: the same compare from Python finds its twelve runs
-    # finished (a compare re-run redoes nothing) and shows the same table and the figures
+    # the example, on the commands' folder and naming the task as they did: the same compare from
+    # Python finds its twelve runs finished, trains and evaluates none again, and shows the same
+    # table and the figures
+    runs = walkthrough_dir / "lb-compare" / "runs"
+    written = {p: p.stat().st_mtime_ns for p in (*runs.glob("*/samples.jsonl"), *runs.parent.glob("results/*"))}
+    assert len([p for p in written if p.name == "samples.jsonl"]) == 12
     example = subprocess.run([sys.executable, str(ROOT / "examples" / "compare_from_python.py"),
-                              str(walkthrough_dir / "lb-compare")], capture_output=True, text=True,
-                             cwd=walkthrough_dir, timeout=300)
+                              str(walkthrough_dir / "lb-compare"), "load_balance.py:LoadBalance"],
+                             capture_output=True, text=True, cwd=walkthrough_dir, timeout=300)
     assert example.returncode == 0, example.stderr[-2000:]
+    assert {p: p.stat().st_mtime_ns for p in written} == written
+    assert not (walkthrough_dir / "lb-compare" / "superseded").exists()
     out = example.stdout
     assert out.startswith("task load_balance: shift job size, baselines LeastLoaded, FullestThatFits")
     table = (walkthrough_dir / "lb-compare" / "table_all_distributions.md").read_text().splitlines()

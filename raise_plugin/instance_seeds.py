@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .errors import SandboxNote
 
-__all__ = ["resolve_instance_seed", "key_path", "nominal_set"]
+__all__ = ["resolve_instance_seed", "key_path", "nominal_set", "say_fixed_nominal"]
 
 
 def key_path() -> Path:
@@ -67,12 +67,26 @@ def resolve_instance_seed(value: str, task: str, seed: int) -> str:
     return value
 
 
+_SAID: set[str] = set()  # the tasks whose fixed nominal set this process has said
+
+
+def say_fixed_nominal(task, stacklevel: int = 2) -> None:
+    """Once in a process, for a task that cannot draw a nominal set of its own: a ``SandboxNote``
+    (a program can rebuild the set it trains on), with the fix. Once a process, not once a run: a
+    compare's runs would each say it again, since a run starts under warnings filters of its own."""
+    if task.draws_nominal or task.name in _SAID:
+        return
+    _SAID.add(task.name)
+    warnings.warn(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
+                  f"task's generator; let its make_nominal take a seed (docs/tasks.md)", SandboxNote,
+                  stacklevel=stacklevel + 1)
+
+
 def nominal_set(task, seed: int | None, count: int | None = None) -> list:
     """The nominal instances a run trains on: ``task``'s drawn from ``seed`` (``None``: its public
-    set), the first ``count`` of them; a task that cannot draw a set of its own is said once
-    (a ``SandboxNote``: a program can rebuild the set it trains on)."""
+    set), the first ``count`` of them; a task that cannot draw a set of its own is said
+    (``say_fixed_nominal``)."""
     nominal = task.nominal_instances(seed=seed)
-    if seed is not None and not task.draws_nominal:
-        warnings.warn(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
-                      f"task's generator; let its make_nominal take a seed (docs/tasks.md)", SandboxNote, stacklevel=4)
+    if seed is not None:
+        say_fixed_nominal(task, stacklevel=4)
     return nominal if count is None else nominal[:count]

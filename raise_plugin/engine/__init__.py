@@ -5,7 +5,7 @@ fanned out over instances and programs through an executor (local processes or D
 """
 from .evaluator import EngineEvaluator, use_engine
 from .executors import (DaskExecutor, ProcessExecutor, SandboxedCalls, SerialExecutor, default_workers, make_executor,
-                        run_call, run_job)
+                        run_call, run_job, say_if_weakened)
 from .fanout import Engine, as_program
 from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .judge import evaluate_heuristic
@@ -17,4 +17,4 @@ __all__ = ["Engine", "EngineEvaluator", "use_engine", "as_program", "make_execut
            "SerialExecutor", "DaskExecutor", "SandboxedCalls", "default_workers", "run_job", "run_call",
            "InstanceSet", "Job", "ProgramSpec", "SourcePriority", "evaluate_heuristic", "SandboxLimits", "EvalResult",
            "FailureKind", "CallTimeout",
-           "WorkerDied"]
+           "WorkerDied", "say_if_weakened"]

@@ -35,7 +35,7 @@ from raise_plugin.harness.figures import finish_figure, plot_adversarial_distrib
 from raise_plugin.harness.final_programs import final_program
 from raise_plugin.harness.html_report import write_compare_page
 from raise_plugin.harness.provenance import code_version, result_meta, recorded_code_version, write_result_meta
-from raise_plugin.harness.job_place import place_jobs
+from raise_plugin.harness.job_place import place_jobs, say_notes
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
 from raise_plugin.harness.reuse import plan_reuse
@@ -86,6 +86,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     stall = offline_stall(task, runs.llm.backend, runs.budget.samples, len(cells))
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
+    say_notes(task, drawn=runs.instance_seed != "public")
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress)
     failures = [r for r in records if r.status == "failed"]

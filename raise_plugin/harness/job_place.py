@@ -20,12 +20,32 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
-from raise_plugin.engine.executors import DaskExecutor, default_workers, parse_executor_spec, worker_width
-from raise_plugin.errors import UserError
+from raise_plugin.engine.executors import (DaskExecutor, default_workers, parse_executor_spec, say_if_weakened,
+                                           worker_width)
+from raise_plugin.errors import SandboxNote, UserError
+from raise_plugin.instance_seeds import say_fixed_nominal
+from raise_plugin.llm import notice_said
 
-__all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs"]
+__all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs", "say_notes"]
+
+
+def say_notes(task, drawn: bool) -> None:
+    """What each job would say of this machine's sandbox and, for runs on nominal sets of their
+    own (``drawn``), of a task that cannot draw one: said once by the compare, before its jobs;
+    its job processes do not say it again (``_job_process_start``)."""
+    say_if_weakened()
+    if drawn:
+        say_fixed_nominal(task)
+
+
+def _job_process_start() -> None:
+    """A job process says none of the notes its compare said before the jobs (``say_notes``),
+    nor the offline sampler's notice, which the compare said too."""
+    warnings.simplefilter("ignore", SandboxNote)
+    notice_said()
 
 
 class JobFailed(UserError):
@@ -65,6 +85,7 @@ def _execute_on_dask_worker(job):
 
 def _job_process_main(given: str, taken: str) -> int:
     """The job process a Dask worker starts: the job from ``given``, ``(ok, outcome or message)`` to ``taken``."""
+    _job_process_start()
     job = pickle.loads(Path(given).read_bytes())
     try:
         outcome = (True, _execute(job))
@@ -98,7 +119,8 @@ class JobPlace:
         elif kind == "local":
             self.slots = max(1, int(slots))
             # forked from a clean server, not from this process and its threads
-            self._pool = cf.ProcessPoolExecutor(self.slots, mp_context=_job_process_context())
+            self._pool = cf.ProcessPoolExecutor(self.slots, mp_context=_job_process_context(),
+                                                initializer=_job_process_start)
         else:
             if isinstance(address, tuple):
                 self._pool = DaskExecutor("local", workers=address[1])

@@ -31,7 +31,7 @@ from ..config import LLMSettings
 
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
-from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary
+from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said
 from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash
@@ -41,7 +41,7 @@ __all__ = [
     "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
-    "UnknownBackendError", "offline_stall", "SamplerStallWarning",
+    "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"

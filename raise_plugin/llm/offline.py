@@ -33,7 +33,7 @@ from .offline_vary import can_vary, vary
 from .operators import infer_operator, operator_kind, prompt_text
 from .usage import UsageLedger
 
-__all__ = ["OfflineSampler", "NO_LLM_NOTICE", "nothing_to_vary"]
+__all__ = ["OfflineSampler", "NO_LLM_NOTICE", "nothing_to_vary", "notice_said"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -42,6 +42,11 @@ NO_LLM_NOTICE = ("offline program sampler: NO LLM IS USED; programs are rule-bas
                  "of the parents found in each prompt")
 
 _warned = threading.Event()
+
+
+def notice_said() -> None:
+    """Count ``NO_LLM_NOTICE`` as said in this process (a compare's job process: the compare said it)."""
+    _warned.set()
 
 
 def nothing_to_vary(task: Task) -> str | None:

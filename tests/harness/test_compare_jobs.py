@@ -53,10 +53,12 @@ def same_outputs(a, b) -> None:
 
 
 @pytest.mark.slow
-def test_local_job_processes_write_the_same_tables(here, tmp_path):
+def test_local_job_processes_write_the_same_tables(here, tmp_path, capfd):
     again = run_compare(small(tmp_path, jobs=2), quiet=True)
     same_outputs(here.out, again.out)
     assert sorted(r.kind for r in again.jobs) == ["evaluate"] * 7 + ["train"] * 4
+    # the job processes say nothing the compare said before its jobs: the sandbox's note, the offline notice
+    assert capfd.readouterr().err == ""
 
 
 @pytest.mark.slow

@@ -38,12 +38,16 @@ def test_the_documented_task_file_is_the_example():
 def test_the_documented_commands_run_on_the_task_file(walkthrough_dir, capsys):
     commands = [line for line in block_after("commands").splitlines() if line.strip()]
     assert [c.split()[1] for c in commands] == ["tasks", "evaluate", "run", "compare"]
-    outputs = []
+    outputs, said = [], []
     for command in commands:
         argv = shlex.split(command)
         assert argv[0] == "raise-ahd"
         assert main(argv[1:]) == 0, command
-        outputs.append(capsys.readouterr().out)
+        captured = capsys.readouterr()
+        outputs.append(captured.out)
+        said += [line for line in captured.err.splitlines() if line.startswith("raise-ahd: note: ")]
+    # the task cannot draw a nominal set of its own: said once, not again by each of the compare's 12 runs
+    assert sum("task load_balance has one nominal set" in line for line in said) == 1
     assert outputs[0].startswith("load_balance LoadBalance: shift job size, K = 20")
     assert "LeastLoaded" in outputs[1] and "gamma" in outputs[1]
     assert "best robust" in outputs[2] and (walkthrough_dir / "lb-run" / "summary.json").exists()

@@ -2,9 +2,10 @@
 one thing at a time (``local``); foreign ones, a ``concurrent.futures`` pool or a Dask cluster
 (``foreign``); the specs a user writes (``spec``) and the executor one names (``make``)."""
 from .foreign import DaskExecutor, SandboxedCalls, run_call, run_job, worker_width
-from .local import ProcessExecutor, SerialExecutor, default_workers, executor_workers
+from .local import ProcessExecutor, SerialExecutor, default_workers, executor_workers, say_if_weakened
 from .make import make_executor
 from .spec import ExecutorSpecError, parse_executor_spec
 
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_call", "run_job", "worker_width", "ProcessExecutor", "SerialExecutor",
-           "default_workers", "executor_workers", "make_executor", "ExecutorSpecError", "parse_executor_spec"]
+           "default_workers", "executor_workers", "say_if_weakened", "make_executor", "ExecutorSpecError",
+           "parse_executor_spec"]

@@ -20,7 +20,7 @@ from ..results import EvalResult, FailureKind
 from ..sandbox import weakened
 from ..workers import SandboxWorker
 
-__all__ = ["ProcessExecutor", "SerialExecutor", "default_workers", "executor_workers"]
+__all__ = ["ProcessExecutor", "SerialExecutor", "default_workers", "executor_workers", "say_if_weakened"]
 
 
 def default_workers() -> int:
@@ -66,9 +66,10 @@ def _done(value=None, exc: BaseException | None = None) -> cf.Future:
 _said: list[bool] = []
 
 
-def _say_if_weakened(limits: SandboxLimits) -> None:
-    """Once per process: a sandbox weaker than it should be is said, with the fix (``confine.weakened``)."""
-    if limits.confine and not _said:
+def say_if_weakened(confine: bool = True) -> None:
+    """Once per process: a sandbox weaker than it should be is said, with the fix (``confine.weakened``);
+    nothing when programs run unconfined (``SandboxLimits.confine``), as asked."""
+    if confine and not _said:
         _said.append(True)
         line = weakened()
         if line is not None:
@@ -91,7 +92,7 @@ class ProcessExecutor:
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers!r}")
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
-        _say_if_weakened(self.limits)
+        say_if_weakened(self.limits.confine)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._slots = [SandboxWorker(self.limits) for _ in range(self.workers)]
         self._closed = False

@@ -212,6 +212,7 @@ class OpenAIBackend(LLM):
                 self.usage.call_failed(op)
                 raise self._refused(outcome.fatal) from None
             if outcome.retryable and attempt + 1 < self.max_attempts:
+                self.usage.check()  # a cap or the failure bound reached: stop now, not after the back-off
                 delay = self._delay(attempt, outcome.retry_after)
                 log.info("LLM request failed (%s); retry %d in %.2f s", outcome.why, attempt + 1, delay)
                 self._sleep(delay)

@@ -2,7 +2,10 @@
 and a ledger whose request count equals the requests the endpoint received.
 
 Each case runs the CLI in this process against the misbehaving server (``chat_server.py``) on
-127.0.0.1, with a 6-sample plain run as a new user would start it.
+127.0.0.1, with a 6-sample plain run as a new user would start it. The misbehaviours record the
+back-off waits between attempts rather than sleep through them (the back-off's schedule is
+checked there); the unreachable endpoints wait for real, since their bound in seconds is what
+they check.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import time
 import pytest
 
 from raise_plugin.cli import main
-from raise_plugin.llm import OfflineSampler
+from raise_plugin.llm import OfflineSampler, OpenAIBackend
 
 ENDPOINT_FAILED = 3
 
@@ -65,6 +68,8 @@ def test_a_misbehaving_endpoint_ends_the_run_with_one_line_and_every_request_cou
         tmp_path, monkeypatch, capsys, behaviour, flags, words, requests):
     from llm_chat_server import ChatServer
 
+    waits = []  # the back-off between attempts, recorded: every wait the backend asks for, in order
+    monkeypatch.setitem(OpenAIBackend.__init__.__kwdefaults__, "sleep", waits.append)
     with ChatServer(answer=offline_answers()) as server:
         server.default = behaviour
         code, seconds, out = run_cli(tmp_path, server.base_url, *flags, monkeypatch=monkeypatch)
@@ -82,6 +87,10 @@ def test_a_misbehaving_endpoint_ends_the_run_with_one_line_and_every_request_cou
     usage = json.loads((out / "llm_usage.json").read_text())
     assert summary["failure"] and summary["samples"] == 0
     assert usage["total"]["requests"] == received == usage["total"]["calls"] + usage["total"]["retries"]
+    # one wait before each retry, none after the last request: the server's Retry-After, else the
+    # back-off's min(8, 0.5 * 2**attempt) jittered by 0.5 to 1
+    assert len(waits) == usage["total"]["retries"]
+    assert set(waits) == {0.01} if behaviour == "429" else all(0.25 <= w <= 8.0 for w in waits), waits
     assert sum(usage["failures_by_kind"].values()) >= 1
     if behaviour == "length":
         assert caps == [30] * received  # the completion-token cap reaches the endpoint

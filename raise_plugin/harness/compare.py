@@ -42,7 +42,7 @@ from raise_plugin.harness.reuse import plan_reuse
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
-from raise_plugin.llm import SamplerStallWarning, offline_stall
+from raise_plugin.llm import SamplerStallWarning, is_offline, offline_stall
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
@@ -86,7 +86,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     stall = offline_stall(task, runs.llm.backend, runs.budget.samples, len(cells))
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
-    say_notes(task, drawn=runs.instance_seed != "public")
+    say_notes(task, drawn=runs.instance_seed != "public", offline=is_offline(runs.llm.backend))
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress)
     failures = [r for r in records if r.status == "failed"]

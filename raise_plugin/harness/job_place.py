@@ -27,15 +27,17 @@ from raise_plugin.engine.executors import (DaskExecutor, default_workers, parse_
                                            worker_width)
 from raise_plugin.errors import SandboxNote, UserError
 from raise_plugin.instance_seeds import say_fixed_nominal
-from raise_plugin.llm import notice_said
+from raise_plugin.llm import notice_said, say_notice
 
 __all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs", "say_notes"]
 
 
-def say_notes(task, drawn: bool) -> None:
-    """What each job would say of this machine's sandbox and, for runs on nominal sets of their
-    own (``drawn``), of a task that cannot draw one: said once by the compare, before its jobs;
-    its job processes do not say it again (``_job_process_start``)."""
+def say_notes(task, drawn: bool, offline: bool) -> None:
+    """What each job would say of this machine's sandbox, of the offline sampler (``offline``) and,
+    for runs on nominal sets of their own (``drawn``), of a task that cannot draw one: said once by
+    the compare, before its jobs; its job processes do not say it again (``_job_process_start``)."""
+    if offline:
+        say_notice()
     say_if_weakened()
     if drawn:
         say_fixed_nominal(task)

@@ -31,7 +31,7 @@ from ..config import LLMSettings
 
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
-from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said
+from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said, say_notice
 from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash
@@ -41,7 +41,7 @@ __all__ = [
     "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
-    "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said",
+    "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
@@ -53,17 +53,21 @@ def endpoint_configured() -> bool:
     return has_endpoint and any(os.environ.get(v) for v in ENV_MODEL)
 
 
+def is_offline(llm: LLM | str | None) -> bool:
+    """Whether ``llm`` (a back-end or its spec) is the offline sampler: named, or ``auto`` with no
+    endpoint configured."""
+    backend = getattr(llm, "inner", llm)  # a recording's back-end
+    if isinstance(backend, LLM):
+        return isinstance(backend, OfflineSampler)
+    kind = ("auto" if backend is None else str(backend).strip()).partition(":")[0].lower()
+    return kind == "offline" or kind == "auto" and not endpoint_configured()
+
+
 def offline_stall(task: Task, llm: LLM | str | None, budget: int, runs: int = 1) -> str | None:
     """Why ``runs`` runs of ``budget`` samples on ``task`` with ``llm`` (a back-end or its spec)
     would sample only copies of the task's template, with the fix; ``None`` when they would not
     (an LLM, a task with an offline library, a template the offline sampler can vary)."""
-    backend = getattr(llm, "inner", llm)  # a recording's back-end
-    if isinstance(backend, LLM):
-        offline = isinstance(backend, OfflineSampler)
-    else:
-        kind = ("auto" if backend is None else str(backend).strip()).partition(":")[0].lower()
-        offline = kind == "offline" or kind == "auto" and not endpoint_configured()
-    why = nothing_to_vary(task) if offline else None
+    why = nothing_to_vary(task) if is_offline(llm) else None
     if why is None:
         return None
     samples = f"all {budget} samples of the run" if runs == 1 else f"all {budget} samples of each of the {runs} runs"

@@ -33,7 +33,7 @@ from .offline_vary import can_vary, vary
 from .operators import infer_operator, operator_kind, prompt_text
 from .usage import UsageLedger
 
-__all__ = ["OfflineSampler", "NO_LLM_NOTICE", "nothing_to_vary", "notice_said"]
+__all__ = ["OfflineSampler", "NO_LLM_NOTICE", "nothing_to_vary", "notice_said", "say_notice"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -42,6 +42,13 @@ NO_LLM_NOTICE = ("offline program sampler: NO LLM IS USED; programs are rule-bas
                  "of the parents found in each prompt")
 
 _warned = threading.Event()
+
+
+def say_notice() -> None:
+    """``NO_LLM_NOTICE``, once in a process."""
+    if not _warned.is_set():
+        _warned.set()
+        log.warning(NO_LLM_NOTICE)
 
 
 def notice_said() -> None:
@@ -92,9 +99,7 @@ class OfflineSampler(LLM):
         self._lock = threading.Lock()
         self._asked: dict[str, int] = {}
         self._written: set[str] = set()
-        if not _warned.is_set():
-            _warned.set()
-            log.warning(NO_LLM_NOTICE)
+        say_notice()
 
     def describe(self) -> str:
         return f"{NO_LLM_NOTICE} (seed {self.seed})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 
 import pytest
 
@@ -16,6 +17,7 @@ from raise_plugin.robust.hooks import Callback
 from raise_plugin.cli import main
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
+from raise_plugin.llm import NO_LLM_NOTICE, offline
 from raise_plugin.harness.compare import run_compare
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.provenance import record_code_version
@@ -53,11 +55,14 @@ def same_outputs(a, b) -> None:
 
 
 @pytest.mark.slow
-def test_local_job_processes_write_the_same_tables(here, tmp_path, capfd):
+def test_local_job_processes_write_the_same_tables(here, tmp_path, capfd, caplog, monkeypatch):
+    monkeypatch.setattr(offline, "_warned", threading.Event())  # as in a fresh process: the notice not yet said
     again = run_compare(small(tmp_path, jobs=2), quiet=True)
     same_outputs(here.out, again.out)
     assert sorted(r.kind for r in again.jobs) == ["evaluate"] * 7 + ["train"] * 4
-    # the job processes say nothing the compare said before its jobs: the sandbox's note, the offline notice
+    # the compare says the offline sampler's notice once, before its jobs; its job processes say
+    # nothing it said (the notice, the sandbox's note)
+    assert [r.getMessage() for r in caplog.records].count(NO_LLM_NOTICE) == 1
     assert capfd.readouterr().err == ""
 
 

@@ -1,9 +1,11 @@
 """Errors a user can fix (bad flags, files, configs): shown as one line, never a traceback.
 
 ``UserError`` is defined with the tasks (the lowest layer), so a task's own errors are ones too."""
+import warnings
+
 from tasks.common.errors import UserError
 
-__all__ = ["UserError", "PluginWarning", "SandboxNote"]
+__all__ = ["UserError", "PluginWarning", "SandboxNote", "note_once"]
 
 
 class PluginWarning(UserWarning):
@@ -15,3 +17,14 @@ class SandboxNote(PluginWarning):
     """What the sandbox cannot hold here (a user the machine does not let it become, a task whose
     nominal set a program can rebuild), with the fix: said once, as one ``raise-ahd: note:`` line,
     since nothing about the command itself is wrong."""
+
+
+_NOTED: set[str] = set()  # the notes this process has said
+
+
+def note_once(message: str, stacklevel: int = 2) -> None:
+    """``message`` as a ``SandboxNote``, once in a process: not again at every run, which starts
+    under warnings filters of its own (and Python's own once-per-place record is reset there)."""
+    if message not in _NOTED:
+        _NOTED.add(message)
+        warnings.warn(message, SandboxNote, stacklevel=stacklevel + 1)

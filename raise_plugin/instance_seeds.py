@@ -18,10 +18,9 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import warnings
 from pathlib import Path
 
-from .errors import SandboxNote
+from .errors import note_once
 
 __all__ = ["resolve_instance_seed", "key_path", "nominal_set", "say_fixed_nominal"]
 
@@ -67,19 +66,12 @@ def resolve_instance_seed(value: str, task: str, seed: int) -> str:
     return value
 
 
-_SAID: set[str] = set()  # the tasks whose fixed nominal set this process has said
-
-
 def say_fixed_nominal(task, stacklevel: int = 2) -> None:
-    """Once in a process, for a task that cannot draw a nominal set of its own: a ``SandboxNote``
-    (a program can rebuild the set it trains on), with the fix. Once a process, not once a run: a
-    compare's runs would each say it again, since a run starts under warnings filters of its own."""
-    if task.draws_nominal or task.name in _SAID:
-        return
-    _SAID.add(task.name)
-    warnings.warn(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
-                  f"task's generator; let its make_nominal take a seed (docs/tasks.md)", SandboxNote,
-                  stacklevel=stacklevel + 1)
+    """For a task that cannot draw a nominal set of its own, a note, once in a process
+    (``note_once``): a program can rebuild the set it trains on; with the fix."""
+    if not task.draws_nominal:
+        note_once(f"task {task.name} has one nominal set, from fixed seeds: a program can rebuild it from the "
+                  f"task's generator; let its make_nominal take a seed (docs/tasks.md)", stacklevel=stacklevel + 1)
 
 
 def nominal_set(task, seed: int | None, count: int | None = None) -> list:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from raise_plugin import instance_seeds
+from raise_plugin import errors
 from raise_plugin.errors import SandboxNote
 from raise_plugin.instance_seeds import nominal_set
 from tasks import get_task
@@ -20,7 +20,7 @@ def notes_of(task, seed) -> list[str]:
 
 
 def test_a_fixed_nominal_set_is_said_once_in_a_process_not_at_every_run(fresh_registry, monkeypatch):
-    monkeypatch.setattr(instance_seeds, "_SAID", set(), raising=False)
+    monkeypatch.setattr(errors, "_NOTED", set(), raising=False)
     task = get_task(f"{EXAMPLE}:LoadBalance")
     assert not task.draws_nominal
     first = notes_of(task, 7)

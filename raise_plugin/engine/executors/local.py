@@ -7,11 +7,10 @@ import concurrent.futures as cf
 import os
 import queue
 import threading
-import warnings
 import weakref
 from typing import Callable
 
-from raise_plugin.errors import SandboxNote
+from raise_plugin.errors import note_once
 
 from ..compiled import CompiledTally
 from ..jobs import InstanceSet, Job
@@ -63,17 +62,12 @@ def _done(value=None, exc: BaseException | None = None) -> cf.Future:
     return fut
 
 
-_said: list[bool] = []
-
-
 def say_if_weakened(confine: bool = True) -> None:
-    """Once per process: a sandbox weaker than it should be is said, with the fix (``confine.weakened``);
-    nothing when programs run unconfined (``SandboxLimits.confine``), as asked."""
-    if confine and not _said:
-        _said.append(True)
-        line = weakened()
-        if line is not None:
-            warnings.warn(line, SandboxNote, stacklevel=3)
+    """A sandbox weaker than it should be, with the fix (``confine.weakened``), once in a process
+    (``note_once``); nothing when programs run unconfined (``SandboxLimits.confine``), as asked."""
+    line = weakened() if confine else None
+    if line is not None:
+        note_once(line, stacklevel=3)
 
 
 class ProcessExecutor:

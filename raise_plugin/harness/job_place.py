@@ -35,7 +35,7 @@ __all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs", "say_notes"]
 def say_notes(task, drawn: bool, offline: bool) -> None:
     """What each job would say of this machine's sandbox, of the offline sampler (``offline``) and,
     for runs on nominal sets of their own (``drawn``), of a task that cannot draw one: said once by
-    the compare, before its jobs; its job processes do not say it again (``_job_process_start``)."""
+    the compare, before its jobs; its local job processes do not say it again (``_job_process_start``)."""
     if offline:
         say_notice()
     say_if_weakened()
@@ -44,8 +44,8 @@ def say_notes(task, drawn: bool, offline: bool) -> None:
 
 
 def _job_process_start() -> None:
-    """A job process says none of the notes its compare said before the jobs (``say_notes``),
-    nor the offline sampler's notice, which the compare said too."""
+    """A local job process says none of the notes its compare said before the jobs (``say_notes``),
+    on this same machine, nor the offline sampler's notice, which the compare said too."""
     warnings.simplefilter("ignore", SandboxNote)
     notice_said()
 
@@ -86,8 +86,8 @@ def _execute_on_dask_worker(job):
 
 
 def _job_process_main(given: str, taken: str) -> int:
-    """The job process a Dask worker starts: the job from ``given``, ``(ok, outcome or message)`` to ``taken``."""
-    _job_process_start()
+    """The job process a Dask worker starts: the job from ``given``, ``(ok, outcome or message)`` to ``taken``.
+    What it says goes to its worker's log, on its own machine: its notes are its machine's, and kept."""
     job = pickle.loads(Path(given).read_bytes())
     try:
         outcome = (True, _execute(job))

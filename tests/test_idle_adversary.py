@@ -44,7 +44,7 @@ def test_a_plain_run_says_nothing():
 
 IDLE = ("budget 19 at pop_size 4 makes 4 host generations, fewer than tau 5: the adversary never runs and this "
         "robust run is a plain one; raise budget to 20 or lower tau to 4")
-TINY = ["--task", "obp", "--pop-size", "4", "--tau", "5", "--nominal", "1", "--inner-population", "4",
+TINY = ["--task", "ovrp", "--pop-size", "4", "--tau", "5", "--nominal", "1", "--inner-population", "4",
         "--inner-generations", "1", "--no-validation-trace", "--no-progress"]
 
 

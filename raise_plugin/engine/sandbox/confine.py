@@ -129,11 +129,13 @@ def _unreadable_code() -> str | None:
     return next((p for p in places if not _others_can_read(p)), None)
 
 
+@functools.lru_cache(maxsize=1)
 def weakened() -> str | None:
     """One line, where the engine runs as root but its workers cannot become ``nobody`` (the
     code they import is where that user cannot read it, as under ``/root/.pyenv``): they keep user
     0 without any capability, so a program can read root's own files; and the fix. ``None``
-    where the workers run as an unprivileged user."""
+    where the workers run as an unprivileged user. Found once in a process: the user and where
+    the code lives do not change while it runs."""
     if not sys.platform.startswith("linux") or unprivileged_ids() is None:
         return None
     place = _unreadable_code()

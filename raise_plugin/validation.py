@@ -39,8 +39,10 @@ SELECTION_FILE = "selection.json"
 
 
 def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = default("per_dataset"), baselines: Iterable[str] = (),
-                       timeout: float | None = None, workers: int | None = None) -> dict[str, dict]:
-    """Mean validation metric (and per family) of each program text in ``codes`` and of the named baselines.
+                       timeout: float | None = None, workers: int | None = None, executor=None) -> dict[str, dict]:
+    """Mean validation metric (and per family) of each program text in ``codes`` and of the named baselines,
+    evaluated on ``executor`` (a run's: ``engine_executor``) or, without one, a pool of ``workers``
+    sandboxed workers made for it (one per core when ``None``).
 
     Returns ``name -> {"metric": mean over valid instances or inf, "families": {family: mean},
     "failures": count}``. A program that fails on an instance counts as failed there (its
@@ -51,7 +53,8 @@ def validation_metrics(task, codes: dict[str, str], *, per_dataset: int = defaul
     heuristics += [Heuristic(name, baseline=name) for name in baselines]
     if not heuristics:
         return {}
-    rows = evaluate_suite(task.name, heuristics, datasets, workers=workers, timeout=timeout, progress=False)
+    rows = evaluate_suite(task.name, heuristics, datasets, workers=workers, timeout=timeout, progress=False,
+                          executor=executor)
     out: dict[str, dict] = {}
     for h in heuristics:
         mine = [r for r in rows if r.heuristic == h.name]
@@ -69,14 +72,15 @@ _BASELINES: dict[tuple, dict[str, float]] = {}  # (task, per_dataset, timeout, b
 _BASELINES_LOCK = threading.Lock()
 
 
-def baseline_validation(task, per_dataset: int, timeout: float | None, workers: int | None = None) -> dict[str, float]:
+def baseline_validation(task, per_dataset: int, timeout: float | None, workers: int | None = None,
+                        executor=None) -> dict[str, float]:
     """The mean validation metric of each of ``task``'s baselines, computed once per process for
     a task, suite size and time limit (the runs of a compare in one process share them)."""
     key = (task.name, int(per_dataset), timeout, tuple(task.baselines))
     with _BASELINES_LOCK:
         if key not in _BASELINES:
             scores = validation_metrics(task, {}, per_dataset=per_dataset, baselines=task.baselines, timeout=timeout,
-                                        workers=workers)
+                                        workers=workers, executor=executor)
             _BASELINES[key] = {name: s["metric"] for name, s in scores.items()}
         return _BASELINES[key]
 
@@ -88,7 +92,9 @@ class ValidationTrace(Callback):
         every: generations between two points (the paper's tau, 5, by default).
         per_dataset: validation instances per (family, size) dataset (1: ten instances).
         timeout: seconds per instance (the task's limit when ``None``).
-        workers: engine worker processes (one per core when ``None``).
+        workers: engine worker processes for a run whose programs run in its own thread
+            (``safe_evaluate=False``; one per core when ``None``). Any other run's validation
+            jobs go to the run's own sandboxed workers (``engine_executor``), between its own.
     """
 
     def __init__(self, every: int = 5, per_dataset: int = default("per_dataset"), *, timeout: float | None = None,
@@ -113,7 +119,7 @@ class ValidationTrace(Callback):
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         if not self.baselines and method.task is not None:
             self.baselines = dict(baseline_validation(method.task, self.per_dataset, self._timeout(method),
-                                                      self.workers))
+                                                      self.workers, method.engine_executor))
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         if snapshot.generation % self.every == 0:
@@ -132,7 +138,7 @@ class ValidationTrace(Callback):
         if best.program_id not in self._cache:
             scores = validation_metrics(method.task, {best.program_id: method.program_text(best.program_id)},
                                         per_dataset=self.per_dataset, timeout=self._timeout(method),
-                                        workers=self.workers)
+                                        workers=self.workers, executor=method.engine_executor)
             self._cache[best.program_id] = scores[best.program_id]
         score = self._cache[best.program_id]
         nominal_ids = [v.instance_id for v in snap.instance_set if v.origin == "nominal"]

@@ -48,6 +48,25 @@ def test_trace_writes_a_point_every_few_generations_and_at_the_end(tmp_path):
     assert all(p["validation_metric"] == same[0]["validation_metric"] for p in same)
 
 
+def test_the_trace_measures_on_the_runs_own_workers(tmp_path, monkeypatch):
+    # before, each point (and the baselines at the start) started a pool of one worker per core of its own
+    from raise_plugin.engine.executors import local
+    pools = []
+    made = local.ProcessExecutor.__init__
+    monkeypatch.setattr(local.ProcessExecutor, "__init__", lambda self, *a, **k: (pools.append(a), made(self, *a, **k))[1])
+    trace = ValidationTrace(every=2)
+    method = robust(EoH, callbacks=[trace])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(),
+                                             max_sample_nums=12, pop_size=4, max_generations=None,
+                                             recorder=RunDirectory(tmp_path))
+    method.run()
+    assert len(pools) == 1 and len(trace.points) >= 2  # the run's own pool, which also ran every point
+    # the same numbers as on a pool of their own
+    best = {p["program_id"]: p["validation_metric"] for p in trace.points}
+    alone = validation_metrics(get_task("obp"), {pid: method.program_text(pid) for pid in best}, per_dataset=1,
+                               workers=1)
+    assert best == {pid: scores["metric"] for pid, scores in alone.items()}
+
+
 def test_trace_of_a_finished_run_directory_names_each_generations_best(tmp_path):
     method = robust(EoH)(llm=ScriptedLLM(1), evaluation=small_obp_evaluation(), max_sample_nums=20, pop_size=4,
                          max_generations=None, recorder=RunDirectory(tmp_path))

@@ -14,10 +14,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted(p for package in ("raise_plugin", "tasks") for p in (ROOT / package).rglob("*.py"))
 MAX_LINES = 400
 # third-party modules a function may import where it needs them: the optional extras (numba, Dask,
-# DEAP), the LLM client (loaded on a real endpoint's first use) and matplotlib (loaded to draw)
-# heavy dependencies a module may import where it needs them: optional ones, and scipy.stats, whose
-# 0.75 s of imports (scipy.optimize, scipy.spatial, ...) would be half of every command's start
-LATE_IMPORTS = {"numba", "llvmlite", "dask", "distributed", "deap", "openai", "matplotlib", "scipy.stats"}
+# DEAP), the LLM client (loaded on a real endpoint's first use), matplotlib (loaded to draw),
+# scipy.stats, whose 0.75 s of imports (scipy.optimize, scipy.spatial, ...) would be half of every
+# command's start, and scipy.special, whose 14 MB a worker's spawner would otherwise hold, and
+# copy into every program's process it forks (about 3 ms a job: benchmarks/engine_throughput.py)
+LATE_IMPORTS = {"numba", "llvmlite", "dask", "distributed", "deap", "openai", "matplotlib", "scipy.stats",
+                "scipy.special"}
 
 
 def _module_name(path: Path) -> str:

@@ -31,7 +31,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import ndtr, pdtr
 
 __all__ = ["GENES", "BASES", "WEIGHTS", "LENGTH_GENE", "POISSON_SCALE", "PERIODIC_MAX_FREQUENCY",
            "weights", "basis", "bases", "mixture", "flat_mixture", "instance_length"]
@@ -84,6 +83,8 @@ def _bimodal(cells: int) -> np.ndarray:
 
 
 def _gaussian(mu_gene: float, sigma_gene: float, cells: int) -> np.ndarray:
+    from scipy.special import ndtr  # here, not at the top: a worker's spawner, forked before its
+    # inner search runs, then holds none of scipy's pages, and each program's process it forks copies none
     mu, sigma = mu_gene, 0.1 + 0.3 * sigma_gene
     return _from_cdf(lambda x: ndtr((x - mu) / sigma), cells)
 
@@ -101,6 +102,7 @@ def _periodic(g: float, cells: int) -> np.ndarray:
 
 
 def _poisson(g: float, cells: int) -> np.ndarray:
+    from scipy.special import pdtr  # here, not at the top: as ndtr above
     lam = 1.0 + 9.0 * g
 
     def cdf(x):

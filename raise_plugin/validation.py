@@ -31,8 +31,8 @@ from .rundir.files import read_jsonl, write_json_atomic
 from .selection import selects_on
 from .settings import default
 
-__all__ = ["ValidationTrace", "validation_metrics", "trace_run_directory", "read_trace", "final_candidates",
-           "select_final", "TRACE_FILE", "SELECTION_FILE"]
+__all__ = ["ValidationTrace", "validation_metrics", "run_workers", "trace_run_directory", "read_trace",
+           "final_candidates", "select_final", "TRACE_FILE", "SELECTION_FILE"]
 
 TRACE_FILE = "validation.jsonl"
 SELECTION_FILE = "selection.json"
@@ -85,6 +85,16 @@ def baseline_validation(task, per_dataset: int, timeout: float | None, workers: 
         return _BASELINES[key]
 
 
+def run_workers(method):
+    """The run's own sandboxed workers (``engine_executor``), where the validation trace's jobs queue
+    between the run's; ``None`` where the run evaluates in its own thread (``safe_evaluate=False``) or
+    on the compiled path, whose tally (``compiled.json``) counts the run's own programs and jobs alone."""
+    executor = method.engine_executor
+    if executor is None or getattr(getattr(executor, "limits", None), "jit", False):
+        return None
+    return executor
+
+
 class ValidationTrace(Callback):
     """Every ``every`` generations and at the end, the best program's metric on the validation suite.
 
@@ -92,9 +102,8 @@ class ValidationTrace(Callback):
         every: generations between two points (the paper's tau, 5, by default).
         per_dataset: validation instances per (family, size) dataset (1: ten instances).
         timeout: seconds per instance (the task's limit when ``None``).
-        workers: engine worker processes for a run whose programs run in its own thread
-            (``safe_evaluate=False``; one per core when ``None``). Any other run's validation
-            jobs go to the run's own sandboxed workers (``engine_executor``), between its own.
+        workers: engine worker processes of the trace's own pool, made for each point where the
+            run has no workers it can share (``run_workers``); one per core when ``None``.
     """
 
     def __init__(self, every: int = 5, per_dataset: int = default("per_dataset"), *, timeout: float | None = None,
@@ -119,7 +128,7 @@ class ValidationTrace(Callback):
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         if not self.baselines and method.task is not None:
             self.baselines = dict(baseline_validation(method.task, self.per_dataset, self._timeout(method),
-                                                      self.workers, method.engine_executor))
+                                                      self.workers, run_workers(method)))
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         if snapshot.generation % self.every == 0:
@@ -138,7 +147,7 @@ class ValidationTrace(Callback):
         if best.program_id not in self._cache:
             scores = validation_metrics(method.task, {best.program_id: method.program_text(best.program_id)},
                                         per_dataset=self.per_dataset, timeout=self._timeout(method),
-                                        workers=self.workers, executor=method.engine_executor)
+                                        workers=self.workers, executor=run_workers(method))
             self._cache[best.program_id] = scores[best.program_id]
         score = self._cache[best.program_id]
         nominal_ids = [v.instance_id for v in snap.instance_set if v.origin == "nominal"]

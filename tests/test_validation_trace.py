@@ -10,7 +10,8 @@ from llm4ad.method.eoh import EoH
 from robust_helpers import ScriptedLLM, small_obp_evaluation
 from raise_plugin.robust import robust
 from raise_plugin.rundir.writer import RunDirectory
-from raise_plugin.validation import ValidationTrace, read_trace, trace_run_directory, validation_metrics
+from raise_plugin.validation import (ValidationTrace, read_trace, run_workers, trace_run_directory,
+                                     validation_metrics)
 from tasks import get_task
 
 
@@ -65,6 +66,20 @@ def test_the_trace_measures_on_the_runs_own_workers(tmp_path, monkeypatch):
     alone = validation_metrics(get_task("obp"), {pid: method.program_text(pid) for pid in best}, per_dataset=1,
                                workers=1)
     assert best == {pid: scores["metric"] for pid, scores in alone.items()}
+
+
+def test_a_run_on_the_compiled_path_keeps_its_workers_to_itself():
+    # its tally (compiled.json) counts the run's own programs: the trace's baselines would be three more
+    from types import SimpleNamespace
+    from raise_plugin.engine import ProcessExecutor, SandboxLimits
+    plain, compiled = ProcessExecutor(1), ProcessExecutor(1, SandboxLimits(jit=True))
+    try:
+        assert run_workers(SimpleNamespace(engine_executor=plain)) is plain
+        assert run_workers(SimpleNamespace(engine_executor=compiled)) is None
+        assert run_workers(SimpleNamespace(engine_executor=None)) is None  # programs run in the run's thread
+    finally:
+        plain.shutdown()
+        compiled.shutdown()
 
 
 def test_trace_of_a_finished_run_directory_names_each_generations_best(tmp_path):

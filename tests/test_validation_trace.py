@@ -54,7 +54,8 @@ def test_the_trace_measures_on_the_runs_own_workers(tmp_path, monkeypatch):
     from raise_plugin.engine.executors import local
     pools = []
     made = local.ProcessExecutor.__init__
-    monkeypatch.setattr(local.ProcessExecutor, "__init__", lambda self, *a, **k: (pools.append(a), made(self, *a, **k))[1])
+    monkeypatch.setattr(local.ProcessExecutor, "__init__",
+                        lambda self, *a, **k: (pools.append(a), made(self, *a, **k))[1])
     trace = ValidationTrace(every=2)
     method = robust(EoH, callbacks=[trace])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(),
                                              max_sample_nums=12, pop_size=4, max_generations=None,

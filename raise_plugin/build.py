@@ -34,6 +34,7 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
         llm = make_llm(config.llm, seed=config.seed, task=config.task)
         hold_caps(llm, config.budget)
     executor, owned = _executor(config.engine, run_dir)
+    own = _callbacks(config, parts)
     # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of its own)
     timeout = config.engine.sandbox.timeout
     per_instance = None if timeout is None else timeout / max(1, len(nominal))
@@ -45,7 +46,7 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
                                 pop_size=config.budget.pop_size, num_samplers=config.llm.num_samplers,
                                 num_evaluators=config.engine.num_evaluators,
                                 programs_in_flight=config.engine.programs_in_flight,
-                                callbacks=[*_callbacks(config, parts), *callbacks, *owned], seed=config.seed,
+                                callbacks=[*own, *callbacks, *owned], seed=config.seed,
                                 recorder=run_dir, executor=executor, generation_size=config.budget.pop_size,
                                 early_reject=config.engine.early_reject)
 

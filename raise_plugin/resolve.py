@@ -4,25 +4,25 @@ name, each looked up and checked (``RunConfig`` checks only what each value is);
 one-line ``ConfigError`` naming its field, as a bad value is."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tasks import Task, get_task, list_tasks
 
-from .adversary.projection import check_epsilon
-from .adversary.adversary_config import AdversaryConfig, AdversaryConfigError
-from .config import AdversarySettings, ConfigError, EngineSettings, LLMSettings, RunConfig, bad_field
-from .engine.executors import ExecutorSpecError, parse_executor_spec
-from .errors import UserError
+from .adversary.adversary_config import AdversaryConfig
+from .config import ConfigError, RunConfig, bad_field
+from .engine.executors import check_engine
 from .instance_seeds import resolve_instance_seed
+from .llm import check_llm
 from .llm.endpoint import started_base_url
-from .llm.record import recording_path
 from .methods import METHODS, get_method
 from .robust import shape_of
-from .settings import SETTINGS, section_of
+from .settings import SETTINGS, SettingError, section_of
 
 __all__ = ["PAPER_DEFAULTS", "robust_defaults", "task_defaults", "final_selection", "recorded_settings",
-           "with_task_defaults", "RunParts", "resolve", "started"]
+           "with_task_defaults", "RunParts", "resolve", "default_out", "started"]
 
 # the settings a task may choose (``Task.robust_defaults``), and the paper's values of them
 PAPER_DEFAULTS = {name: setting.fallback for name, setting in SETTINGS.items()
@@ -73,27 +73,38 @@ def with_task_defaults(config: RunConfig) -> RunConfig:
     return config.with_unset(robust_defaults(config.task))
 
 
-def started(config: RunConfig, out: str) -> RunConfig:
-    """``config`` as a new run writing to ``out`` records it: with its run directory, the endpoint
-    resume will call (``started_base_url``) and an instance seed no program can know
-    (``resolve_instance_seed``)."""
-    return config.replace(out=out, base_url=started_base_url(config.llm.backend, config.llm.base_url),
-                          instance_seed=resolve_instance_seed(config.instance_seed, config.task, config.seed))
+def default_out(config: RunConfig, task: Task) -> str:
+    """Where a run of ``config`` on ``task`` writes when no ``out`` is given: named by the task's name
+    (a task given by file or module: its name, not the reference), method, kind, seed and start."""
+    kind = "robust" if config.robust else "plain"
+    return str(Path("runs") / f"{task.name}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+
+def started(config: RunConfig, task: Task) -> RunConfig:
+    """``config`` as a new run of ``task`` records it: with its run directory (``default_out`` when
+    it names none), the endpoint resume will call (``started_base_url``) and an instance seed no
+    program can know (``resolve_instance_seed``)."""
+    out = config.out or default_out(config, task)
+    base_url = started_base_url(config.llm.backend, config.llm.base_url)
+    instance_seed = resolve_instance_seed(config.instance_seed, config.task, config.seed)
+    return config.replace(out=out, base_url=base_url, instance_seed=instance_seed)
 
 
 @dataclass(frozen=True)
 class RunParts:
-    """What a run's settings name, looked up: its task, its method's class (not yet wrapped) and
-    its adversary's settings (what the adversarial callback is made from)."""
+    """What a run's settings name, looked up: its task, its method's class (not yet wrapped), its
+    adversary's settings (what the adversarial callback is made from) and why that adversary can
+    never run (``RunConfig.idle_adversary``; ``None``: it can)."""
 
     task: Task
     method: type
     adversary: AdversaryConfig
+    idle: str | None = None
 
 
 def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
-    """``config`` with its task's defaults (``with_task_defaults``), and the parts it names; a
-    ``ConfigError`` naming the field when the method or task is not registered, a baseline named
+    """``config`` with its task's defaults (``with_task_defaults``), and the parts it names (and
+    whether its adversary would idle: ``RunParts.idle``); a ``ConfigError`` naming the field when the method or task is not registered, a baseline named
     by the aggregation or the objective is not the task's, eps is beyond the task's reach, a
     replay source holds no recording, or the executor names none."""
     if config.method not in METHODS:
@@ -102,9 +113,15 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
         bad_field("task", config.task, f"must be one of {', '.join(list_tasks())}")
     task = get_task(config.task)
     config = config.with_unset(task_defaults(task))
-    adversary = _adversary(config.adversary, task, config.robust)
-    _check_llm(config.llm)
-    _check_engine(config.engine)
+    idle = config.idle_adversary()
+    try:  # each part checks what its section names (a bad value: a one-line error naming the field)
+        adversary = AdversaryConfig.checked(config.adversary)
+        adversary.check_task(task, reach=config.robust)
+        check_llm(config.llm)
+        check_engine(config.engine)
+    except SettingError as exc:
+        why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
+        raise ConfigError(f"config field {exc.name!r}: {why}") from None
     method = get_method(config.method)
     in_flight = config.engine.programs_in_flight
     if in_flight > 1:
@@ -112,44 +129,4 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
         if refused:
             raise ConfigError(f"config field 'programs_in_flight': method {config.method!r} evaluates one program "
                               f"at a time, not {in_flight}: {refused}")
-    return config, RunParts(task, method, adversary)
-
-
-def _adversary(settings: AdversarySettings, task: Task, robust: bool) -> AdversaryConfig:
-    """The run's adversary settings checked for ``task`` (``AdversaryConfig``); a bad value is a
-    ``ConfigError`` for its field."""
-    try:
-        adversary = AdversaryConfig.checked(settings)
-        adversary.check_task(task)
-    except AdversaryConfigError as exc:
-        why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
-        raise ConfigError(f"config field {exc.name!r}: {why}") from None
-    if robust and adversary.inner_search.constraint != "none":  # eps beyond the farthest reachable: never reached
-        reach = check_epsilon(task, adversary.epsilon)
-        if reach is not None:
-            raise ConfigError(f"config field 'epsilon': {adversary.epsilon:g} is beyond the largest distance "
-                              f"{task.name}'s distributions can reach from its nominal histograms ({reach:.4g})")
-    return adversary
-
-
-def _check_llm(llm: LLMSettings) -> None:
-    """A replay's source holds a recording."""
-    if llm.kind == "replay":
-        try:
-            recording_path(llm.backend.partition(":")[2])
-        except UserError as exc:
-            raise ConfigError(f"config field 'llm': {exc}") from None
-
-
-def _check_engine(engine: EngineSettings) -> None:
-    """The executor names one, and the workers are not given twice."""
-    if engine.executor is None:
-        return
-    try:
-        kind, count = parse_executor_spec(engine.executor)
-    except ExecutorSpecError as exc:
-        bad_field("executor", engine.executor, str(exc))
-    if engine.workers is not None and (kind != "process" or count is not None):
-        bad_field("workers", engine.workers, f"counts the local worker processes, and executor {engine.executor!r} "
-                                        f"already says where programs run: give --workers N or --executor "
-                                        f"process:N, not both")
+    return config, RunParts(task, method, adversary, idle)

@@ -2,12 +2,9 @@
 directory to resume it."""
 from __future__ import annotations
 
-import time
 import warnings
 from pathlib import Path
 from typing import Iterable
-
-from tasks import Task
 
 from .build import build_run
 from .config import ConfigError, IdleAdversaryWarning, RunConfig
@@ -17,7 +14,7 @@ from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoin
 from .llm.usage import carry_usage
 from .robust import Callback
 from .robust.llm_guard import REQUESTS_FILE
-from .resolve import recorded_settings, resolve, started
+from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
 from .rundir.lock import RunLock
 from .rundir.reader import RunLog, check_holds_run
@@ -26,35 +23,27 @@ from .rundir.writer import RunDirectory
 __all__ = ["start_run", "resume_run", "default_out"]
 
 
-def default_out(config: RunConfig, task: Task) -> str:
-    """Where a run of ``config`` on ``task`` writes when no ``out`` is given: named by the task's name
-    (a task given by file or module: its name, not the reference), method, kind, seed and start."""
-    kind = "robust" if config.robust else "plain"
-    return str(Path("runs") / f"{task.name}-{config.method}-{kind}-seed{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}")
-
-
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
     """A new run writing to ``config.out`` (refused when that directory already holds one); ``.run()`` runs it and
     returns its summary (the dict ``summary()`` gives and ``summary.json`` holds). What the config names is
     checked first (``resolve``): a bad name, as a bad value, writes nothing."""
     config, parts = resolve(config)
-    idle = config.idle_adversary()
-    if idle and not config.adversary.allow_no_refresh:  # a robust run that would train as a plain one: refused, with the fix
-        raise ConfigError(f"{idle} (or start it as it is with --allow-no-refresh)")
-    out = Path(config.out or default_out(config, parts.task))
+    if parts.idle and not config.adversary.allow_no_refresh:  # a robust run that would train as a plain one:
+        raise ConfigError(f"{parts.idle} (or start it as it is with --allow-no-refresh)")  # refused, with the fix
+    config = started(config, parts.task)
+    out = Path(config.out)
     lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
     try:
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
-        config = started(config, str(out))
         write_json_atomic(out / "config.json", recorded_settings_of(config.to_dict()))  # first: resume goes on from here
         run_dir = RunDirectory(out, lock=lock)
         method = build_run(config, parts, run_dir, llm, callbacks)
     except BaseException:
         lock.release()
         raise
-    if idle:  # allowed: said once the run is built (a run that cannot start says only why), before it samples
-        warnings.warn(idle, IdleAdversaryWarning, stacklevel=2)
+    if parts.idle:  # allowed: said once the run is built (a run that cannot start says only why), before it samples
+        warnings.warn(parts.idle, IdleAdversaryWarning, stacklevel=2)
     stall = offline_stall(parts.task, config.llm.backend if llm is None else llm, config.budget.samples)
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)

@@ -235,6 +235,19 @@ def test_a_baseline_the_task_does_not_have_fails_when_the_method_is_made(kwargs,
                                           pop_size=4, max_generations=None)
 
 
+def test_an_eps_beyond_the_tasks_reach_fails_when_the_method_is_made_as_it_does_for_a_run():
+    # the Python API's callback is checked as a run's settings are (``raise_plugin.resolve``): an eps the
+    # projected inner search can never reach fails before a sample, not after the budget is spent
+    callback = AdversarialInstanceCallback(epsilon=5.0, tau=2)
+    with pytest.raises(AdversaryConfigError, match="^epsilon: 5 is beyond the largest distance obp's distributions "
+                                                   r"can reach from its nominal histograms \(\d"):
+        robust(EoH, callbacks=[callback])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=8,
+                                          pop_size=4, max_generations=None)
+    unheld = AdversarialInstanceCallback(epsilon=5.0, tau=2, constraint="none")  # not held within eps: no reach
+    robust(EoH, callbacks=[unheld])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=8,
+                                    pop_size=4, max_generations=None)
+
+
 def test_the_evaluation_holds_the_aggregation_and_the_callback_only_checks_it():
     method, _, _ = robust_run(budget=8, pop_size=4, tau=2, aggregation="min")
     assert str(method.evaluation.aggregation) == "min"

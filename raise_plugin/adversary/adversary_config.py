@@ -17,6 +17,7 @@ from tasks.common.aggregation import Aggregation
 from tasks.common.evaluation import named_baseline
 
 from .objective import Objective, parse_objective
+from .projection import check_epsilon
 
 __all__ = ["SearchConfig", "PAPER_DRAWS", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS",
            "NOISE", "OBJECTIVES", "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
@@ -197,9 +198,11 @@ class AdversaryConfig(AdversarySettings):
         """A over the instance set, or ``None``: the evaluation's, whatever it is."""
         return None if self.aggregation is None else Aggregation.parse(self.aggregation)
 
-    def check_task(self, task) -> None:
-        """A baseline named by the objective or the aggregation must be ``task``'s
-        (``AdversaryConfigError`` naming the field and the task's baselines)."""
+    def check_task(self, task, reach: bool = True) -> None:
+        """A baseline named by the objective or the aggregation must be ``task``'s, and (``reach``:
+        the adversary searches, as in a robust run) an eps the inner search is held within must
+        be within the largest distance ``task``'s distributions can reach from its nominal
+        histograms, or it would never be reached (``AdversaryConfigError`` naming the field)."""
         for name, baseline in (("adversary_objective", self.objective_rule.name),
                                ("aggregation", getattr(self.aggregation_rule, "reference", None))):
             if baseline:
@@ -207,6 +210,11 @@ class AdversaryConfig(AdversarySettings):
                     named_baseline(task, baseline)
                 except ValueError as exc:
                     raise AdversaryConfigError(name, str(exc)) from None
+        if reach and self.inner_search.constraint != "none":
+            farthest = check_epsilon(task, self.epsilon)
+            if farthest is not None:
+                raise AdversaryConfigError("epsilon", f"{self.epsilon:g} is beyond the largest distance {task.name}'s "
+                                           f"distributions can reach from its nominal histograms ({farthest:.4g})")
 
     @property
     def objective_rule(self) -> Objective:

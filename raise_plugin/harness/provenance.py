@@ -82,7 +82,7 @@ def expected_run_config(run_fields: tuple) -> dict:
     """The ``config.json`` a run of ``run_fields`` (``CompareConfig.run_fields``) writes, as the run
     itself would resolve it (its defaults, its endpoint), but the fields in ``IGNORED_FIELDS``."""
     config = with_task_defaults(RunConfig(**dict(run_fields)))
-    data = recorded_settings_of(started(config, config.out).to_dict())
+    data = recorded_settings_of(started(config, tasks.get_task(config.task)).to_dict())
     if config.instance_seed == "drawn":  # a new seed at every run: any recorded one is this setting's
         data.pop("instance_seed")
     return {k: v for k, v in data.items() if k not in IGNORED_FIELDS}

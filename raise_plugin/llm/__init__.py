@@ -28,17 +28,19 @@ from llm4ad.base import LLM
 from tasks import Task
 
 from ..config import LLMSettings
+from ..errors import UserError
+from ..settings import SettingError
 
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
 from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said, say_notice
 from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url
 from .operators import OPERATOR_PHRASES, infer_operator
-from .record import RecordingLLM, ReplayLLM, prompt_hash
+from .record import RecordingLLM, ReplayLLM, prompt_hash, recording_path
 from .usage import DEFAULT_PRICES, Price, UsageLedger
 
 __all__ = [
-    "make_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
+    "make_llm", "check_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
@@ -114,6 +116,16 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
     else:
         raise UnknownBackendError(f"unknown LLM back-end {spec!r}; expected {SPECS}")
     return RecordingLLM(llm, record) if record else llm
+
+
+def check_llm(settings: LLMSettings) -> None:
+    """What a run's ``llm`` section names, before anything is made: a replay's source holds a
+    recording (``SettingError`` naming the field ``llm``)."""
+    if settings.kind == "replay":
+        try:
+            recording_path(settings.backend.partition(":")[2])
+        except UserError as exc:
+            raise SettingError("llm", str(exc)) from None
 
 
 def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:

@@ -130,8 +130,9 @@ class AdversarialInstanceCallback(Callback):
     adversary_switches = property(lambda self: self.config.all_switches, doc="the inner search's switches")
 
     def check_task(self, task) -> None:
-        """A baseline named by the objective or the aggregation must be ``task``'s: the robust
-        method calls this when it is made, so a wrong name fails before the first sample."""
+        """A baseline named by the objective or the aggregation must be ``task``'s, and eps within
+        its reach (``AdversaryConfig.check_task``): the robust method calls this when it is made,
+        so a wrong name or an eps never reached fails before the first sample."""
         self.config.check_task(task)
 
     def check_evaluation(self, evaluation) -> None:

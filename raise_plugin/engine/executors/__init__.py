@@ -3,9 +3,9 @@ one thing at a time (``local``); foreign ones, a ``concurrent.futures`` pool or 
 (``foreign``); the specs a user writes (``spec``) and the executor one names (``make``)."""
 from .foreign import DaskExecutor, SandboxedCalls, run_call, run_job, worker_width
 from .local import ProcessExecutor, SerialExecutor, default_workers, executor_workers, say_if_weakened
-from .make import make_executor
+from .make import check_engine, make_executor
 from .spec import ExecutorSpecError, parse_executor_spec
 
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_call", "run_job", "worker_width", "ProcessExecutor", "SerialExecutor",
-           "default_workers", "executor_workers", "say_if_weakened", "make_executor", "ExecutorSpecError",
+           "default_workers", "executor_workers", "say_if_weakened", "make_executor", "check_engine", "ExecutorSpecError",
            "parse_executor_spec"]

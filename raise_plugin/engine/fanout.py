@@ -15,7 +15,7 @@ from .jobs import InstanceSet, Job, ProgramSpec, SourcePriority
 from .limits import SandboxLimits
 from .results import EvalResult, FailureKind
 
-__all__ = ["Engine", "as_program", "same_objects"]
+__all__ = ["Engine", "as_program", "same_objects", "index_chunks"]
 
 
 def as_program(program) -> ProgramSpec:
@@ -27,7 +27,9 @@ def as_program(program) -> ProgramSpec:
     return ProgramSpec(code=str(program))
 
 
-def _chunks(count: int, parts: int) -> list[tuple[int, ...]]:
+def index_chunks(count: int, parts: int) -> list[tuple[int, ...]]:
+    """``range(count)`` in ``parts`` consecutive chunks (fewer when there are fewer indices), sizes
+    differing by one at most."""
     parts = max(1, min(count, parts))
     size, extra = divmod(count, parts)
     out, start = [], 0
@@ -100,7 +102,7 @@ class Engine:
         iset = self.instance_set(instances)
         if len(iset) == 0:
             raise ValueError("cannot evaluate on an empty instance set")
-        chunks = _chunks(len(iset), self._parts(split, len(iset)))
+        chunks = index_chunks(len(iset), self._parts(split, len(iset)))
         limit = self.limits.timeout if timeout is None else timeout
         jobs = [Job(self.task_name, spec, iset.id, iset.version, c, limit, stop_on_failure) for c in chunks]
         return _gather([self._submit_job(job, iset) for job in jobs], time.perf_counter())

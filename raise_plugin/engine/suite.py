@@ -1,9 +1,11 @@
 """Evaluate heuristics (program text or baselines) on every instance of a suite, in parallel.
 
-Each (heuristic, instance) evaluation is a job of the evaluation engine: it runs in a
+Each (program, instance) evaluation is a job of the evaluation engine: it runs in a
 sandboxed worker process with a wall-clock limit per instance (by default the task's,
 ``Task.instance_timeout``); a failure becomes a row with ``valid=False`` and its reason,
-never a crash. A heuristic that fails in a way that repeats (times out, does not compile,
+never a crash. A task's own rule (a baseline) is the task's code, not a program that may
+fail or cheat: its instances go in one job per worker, with the sum of their limits (a
+program process and a look-ahead draw per job, not per instance; the same metrics). A heuristic that fails in a way that repeats (times out, does not compile,
 kills its worker, exhausts memory) is not run on its remaining instances: those rows say
 they were skipped. The suite's instances are sent to each worker once.
 """
@@ -14,7 +16,8 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
-from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
+from raise_plugin.engine import Engine, FailureKind, ProgramSpec, SandboxLimits
+from raise_plugin.engine.fanout import index_chunks
 from raise_plugin.programs import compile_priority
 from raise_plugin.progress import open_progress
 from tasks import get_task
@@ -97,12 +100,20 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                             unit="inst", leave=False)
         futures = {}
         for h_index, h in enumerate(heuristics):
+            if h.baseline is not None:  # one of the task's own rules: its instances in a job per worker
+                for chunk in index_chunks(len(instances), engine.workers):
+                    futures[engine.submit_indices(h.spec, instances, chunk, stop_on_failure=False,
+                                                  timeout=sum(timeouts[i] for i in chunk))] = (h_index, chunk)
+                continue
             for i, fut in enumerate(engine.submit_each(h.spec, instances, timeout=timeouts, fail_fast=fail_fast)):
-                futures[fut] = (h_index, i)
+                futures[fut] = (h_index, (i,))
         for fut in cf.as_completed(futures):
             result = fut.result()
-            results[futures[fut]] = (result.metrics[0], result.reasons[0], result.kind, bool(result.unchecked))
-            bar.update()
+            h_index, chunk = futures[fut]
+            for k, i in enumerate(chunk):  # a job's unchecked check is counted once, on its first instance
+                kind = result.kind if result.reasons[k] else FailureKind.OK
+                results[(h_index, i)] = (result.metrics[k], result.reasons[k], kind, bool(result.unchecked) and k == 0)
+            bar.update(len(chunk))
         if limits.jit and compiled_report is not None and engine.compiled is not None:
             compiled_report(engine.compiled.line())
     bar.close()
@@ -117,3 +128,4 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                                 unchecked))
                 flat += 1
     return rows
+

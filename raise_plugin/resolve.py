@@ -104,9 +104,10 @@ class RunParts:
 
 def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     """``config`` with its task's defaults (``with_task_defaults``), and the parts it names (and
-    whether its adversary would idle: ``RunParts.idle``); a ``ConfigError`` naming the field when the method or task is not registered, a baseline named
-    by the aggregation or the objective is not the task's, eps is beyond the task's reach, a
-    replay source holds no recording, or the executor names none."""
+    whether its adversary would idle: ``RunParts.idle``); a ``ConfigError`` naming the field when
+    the method or task is not registered, a baseline named by the aggregation or the objective is
+    not the task's, eps is beyond the task's reach, a replay source holds no recording, or the
+    executor names none."""
     if config.method not in METHODS:
         bad_field("method", config.method, f"must be one of {', '.join(sorted(METHODS))}")
     if config.task not in list_tasks():

@@ -5,9 +5,10 @@ sandboxed worker process with a wall-clock limit per instance (by default the ta
 ``Task.instance_timeout``); a failure becomes a row with ``valid=False`` and its reason,
 never a crash. A task's own rule (a baseline) is the task's code, not a program that may
 fail or cheat: its instances go in one job per worker, with the sum of their limits (a
-program process and a look-ahead draw per job, not per instance; the same metrics). A heuristic that fails in a way that repeats (times out, does not compile,
-kills its worker, exhausts memory) is not run on its remaining instances: those rows say
-they were skipped. The suite's instances are sent to each worker once.
+program process and a look-ahead draw per job, not per instance; the same metrics). A
+program that fails in a way that repeats (times out, does not compile, kills its worker,
+exhausts memory) is not run on its remaining instances: those rows say they were skipped.
+The suite's instances are sent to each worker once.
 """
 from __future__ import annotations
 
@@ -128,4 +129,3 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                                 unchecked))
                 flat += 1
     return rows
-

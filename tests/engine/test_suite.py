@@ -36,7 +36,8 @@ def test_a_baseline_takes_a_job_per_worker_and_scores_each_instance_as_in_proces
         mine = [r for r in rows if r.heuristic == name]
         assert [r.metric for r in mine] == in_process  # bit for bit, whichever way the jobs were cut
         assert all(r.valid and r.kind == "ok" and r.reason == "" for r in mine)
-        assert [(r.dataset, r.instance) for r in mine] == [(d.name, i) for d in datasets for i in range(len(d.instances))]
+        where = [(d.name, i) for d in datasets for i in range(len(d.instances))]
+        assert [(r.dataset, r.instance) for r in mine] == where
 
 
 def test_a_baseline_past_its_limit_fails_on_every_instance_of_its_job_with_the_reason():

@@ -7,5 +7,5 @@ from .make import check_engine, make_executor
 from .spec import ExecutorSpecError, parse_executor_spec
 
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_call", "run_job", "worker_width", "ProcessExecutor", "SerialExecutor",
-           "default_workers", "executor_workers", "say_if_weakened", "make_executor", "check_engine", "ExecutorSpecError",
-           "parse_executor_spec"]
+           "default_workers", "executor_workers", "say_if_weakened", "make_executor", "check_engine",
+           "ExecutorSpecError", "parse_executor_spec"]

@@ -19,7 +19,7 @@ import raise_plugin
 import tasks
 from raise_plugin.config import RunConfig
 from raise_plugin.llm.endpoint import recorded_settings_of
-from raise_plugin.resolve import started, with_task_defaults
+from raise_plugin.resolve import started, task_defaults
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
            "run_differences", "result_meta", "write_result_meta", "read_result_meta", "IGNORED_FIELDS"]
@@ -81,8 +81,10 @@ def recorded_code_version(run_dir: Path) -> str | None:
 def expected_run_config(run_fields: tuple) -> dict:
     """The ``config.json`` a run of ``run_fields`` (``CompareConfig.run_fields``) writes, as the run
     itself would resolve it (its defaults, its endpoint), but the fields in ``IGNORED_FIELDS``."""
-    config = with_task_defaults(RunConfig(**dict(run_fields)))
-    data = recorded_settings_of(started(config, tasks.get_task(config.task)).to_dict())
+    config = RunConfig(**dict(run_fields))
+    task = tasks.get_task(config.task)  # a compare's task, checked before its runs are planned
+    config = config.with_unset(task_defaults(task))
+    data = recorded_settings_of(started(config, task).to_dict())
     if config.instance_seed == "drawn":  # a new seed at every run: any recorded one is this setting's
         data.pop("instance_seed")
     return {k: v for k, v in data.items() if k not in IGNORED_FIELDS}

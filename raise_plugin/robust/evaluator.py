@@ -121,8 +121,9 @@ class InstanceSetEvaluator:
     admission bound together) and an aggregation that bounds the score from part of the set, a
     new sample meets the set in ``rejection_order``, as many instances at a time as the engine
     has workers, and stops at the first point of that order where its score can be at most the
-    bound (``Rejection``). Where it stops is decided on that order alone, so neither the number
-    of workers nor the cache moves it; the metrics met after it in the same round are dropped.
+    bound (``Rejection``); a point before the order's end, since at its end the candidate has met
+    the whole set and is scored. Where it stops is decided on that order alone, so neither the
+    number of workers nor the cache moves it; the metrics met after it in the same round are dropped.
     A failure before that point is evaluated as without rejection (in the set's order), so a
     failing sample records what it records without it.
     """
@@ -259,7 +260,7 @@ class InstanceSetEvaluator:
         if failed:  # as without rejection: the set's order decides which failure it records
             self.evaluate(rec, [e for e in entries if e.instance_id in missing], "outer", book=book)
             return book.score(rec, ids, score_function(self._evaluation, entries))
-        if rejected is None:
+        if rejected is None or len(positions) == len(order):  # at the order's last instance: its score, no stop
             book.store(rec, new, None, False)
             return book.score(rec, ids, score_function(self._evaluation, entries))
         met = [ids[p] for p in positions]

@@ -48,6 +48,44 @@ def test_regret_forms_of_min_and_cvar_are_bounded():
     assert Aggregation.parse("regret:bestfit:min").bounded and Aggregation.parse("regret:cvar:0.3").bounded
 
 
+def _evaluator(instances):
+    from raise_plugin.robust.evaluator import InstanceSetEvaluator
+    from raise_plugin.robust.instances import RunInstanceSet
+    from raise_plugin.robust.scores import ScoreBook
+    from tasks import get_task
+
+    evaluation = get_task("obp").evaluation(instances=instances, aggregation="min", safe_evaluate=False)
+    instance_set = RunInstanceSet(evaluation, instances)
+    return InstanceSetEvaluator(get_task("obp"), evaluation, ScoreBook(), instance_set), instance_set
+
+
+def test_a_stop_is_before_the_end_of_the_order_a_candidate_that_meets_it_all_is_scored():
+    """Under min, best fit's score falls to the bound at its worst instance. Met first, that is a
+    stop: counted, two evaluations saved, the bound's score. Met last, the candidate has met the
+    whole set: its score, and no stop counted (it was counted, with nothing saved, and the run's
+    summary then named more candidates stopped early than its samples recorded)."""
+    from robust_helpers import weibull_instances
+
+    text = "def priority(item, bins):\n    return -(bins - item)\n"
+    instances = weibull_instances(count=3, num_items=60)
+    probe, probe_set = _evaluator(instances)
+    rec = probe._book.record(text)
+    full = probe.score_on(rec, probe_set.state()[0])
+    metrics = [rec.metrics[e.instance_id] for e in probe_set.state()[0]]
+    worst = int(np.argmax(metrics))
+    assert sorted(metrics)[-1] > sorted(metrics)[-2]  # one worst instance: every shorter prefix stays above it
+    others = [inst for i, inst in enumerate(instances) if i != worst]
+    for order, stopped in (([instances[worst], *others], True), ([*others, instances[worst]], False)):
+        evaluator, instance_set = _evaluator(order)
+        entries, version = instance_set.state()
+        rec = evaluator._book.record(text)
+        score = evaluator.score_or_reject(rec, entries, version, bound=full)
+        assert score == full
+        assert (rec.rejection is not None, evaluator.rejected, evaluator.saved) == ((True, 1, 2) if stopped else
+                                                                                   (False, 0, 0))
+        assert len(rec.metrics) == (1 if stopped else 3)
+
+
 # -- whole runs, with and without ------------------------------------------------------------
 def _run(out, aggregation: str, early_reject: bool, budget: int = 16):
     callback = AdversarialInstanceCallback(epsilon=0.002, tau=1, searcher=fake_search, inner_population=3,

@@ -276,6 +276,14 @@ def test_a_preset_fills_in_only_the_flags_left_out():
     paper = parser.parse_args(["--preset", "paper-obp"])
     paper.given = {"preset"}
     assert config_from(paper).runs.budget.samples == 1000 and config_from(paper).study.epsilons == (0.002,)
+    # each preset reproduces a table measured on the task's public nominal set, on any machine; a flag moves it
+    for name in ("obp-validated", "paper-obp", "obp-1000"):
+        preset = parser.parse_args(["--preset", name])
+        preset.given = {"preset"}
+        assert config_from(preset).runs.instance_seed == "public", name
+    private = parser.parse_args(["--preset", "obp-1000", "--instance-seed", "private"])
+    private.given = {"preset", "instance_seed"}
+    assert config_from(private).runs.instance_seed == "private"
 
 
 def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared, tmp_path, monkeypatch):

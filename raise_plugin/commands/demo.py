@@ -36,7 +36,8 @@ def description() -> str:
             f"(and says so); delete {p['out']} to start afresh.")
     flags = (f"It is `raise-ahd compare --task {p['task']} --methods {methods} --epsilons {eps} "
              f"--budget {p['budget']} --pop-size {p['pop_size']} --tau {p['tau']} --seeds {p['seeds']} "
-             f"--instance-seed {p['instance_seed']} --out {p['out']}`. Any flag below overrides its setting (each shows the demo's default).")
+             f"--instance-seed {p['instance_seed']} --out {p['out']}`. Any flag below overrides its setting (each "
+             f"shows the demo's default).")
     return "\n\n".join(textwrap.fill(paragraph, 79) for paragraph in (what, flags))
 
 

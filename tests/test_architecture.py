@@ -1,10 +1,12 @@
 """The shape of the code, checked: imports run one way with no cycles (the import contracts in
 pyproject.toml), imports sit at the top of a module unless they load an optional or heavy
-dependency, no module reads another package's private names, and no module is over 400 lines."""
+dependency, no module reads another package's private names nor another module's private attributes
+(the host's excepted), and no module is over 400 lines."""
 from __future__ import annotations
 
 import ast
 import subprocess
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -124,3 +126,54 @@ def test_no_private_names_of_other_packages(path):
             if source.split(".")[0] in ("raise_plugin", "tasks") and not (source + ".").startswith(own + "."):
                 reads.append(f"l.{node.lineno} {source}.{attr}")
     assert not reads, f"{path.relative_to(ROOT)} reads private names of other packages: {reads}"
+
+
+def _private_names_defined(tree: ast.AST) -> set[str]:
+    """The private names a module makes: its functions and classes, the attributes it sets
+    (``x._name = ...``) and the ones its ``__slots__`` and ``getattr`` strings name."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)
+    return {n for n in names if _private(n)}
+
+
+def _host_private_names() -> set[str]:
+    """The private names the host's methods, their parts and its tools make: what a wrapper of the
+    host must reach (its tasks, with their data, are left out)."""
+    import llm4ad
+    host = Path(llm4ad.__file__).parent
+    return set().union(*(_private_names_defined(ast.parse(p.read_text(encoding="utf-8")))
+                         for part in ("base", "method", "tools") for p in (host / part).rglob("*.py")))
+
+
+def test_no_private_attribute_of_another_module_is_read():
+    """``obj._name`` (``getattr(obj, "_name")``), where ``_name`` is made by another of the project's
+    modules and not by the host, reaches past that module's public surface; ``self`` and ``cls``
+    read their own."""
+    trees = {path: ast.parse(path.read_text()) for path in SOURCES}
+    made = {path: _private_names_defined(tree) for path, tree in trees.items()}
+    makers = Counter(name for names in made.values() for name in names)
+    host = _host_private_names()
+    reads = []
+    for path, tree in trees.items():
+        elsewhere = {name for name, count in makers.items() if count > (name in made[path])} - made[path] - host
+        for node in ast.walk(tree):
+            name = None
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                owner = node.value
+                if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")) and not (
+                        isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super"):
+                    name = node.attr
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "hasattr", "setattr") and len(node.args) >= 2
+                  and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                  and _private(node.args[1].value)):
+                name = node.args[1].value
+            if name in elsewhere:
+                reads.append(f"{path.relative_to(ROOT)} l.{node.lineno} {name}")
+    assert not reads, f"private attributes of other modules read: {reads}"

@@ -34,7 +34,7 @@ def function(body: str):
 
 
 def fresh_score(method, func):
-    code = method._program_text_of(func)
+    code = method.program_text_of(func)
     ev = small_obp_evaluation()
     ev.instances = [e.instance for e in method.instance_entries()]
     ev.aggregation = method.evaluation.aggregation
@@ -125,7 +125,7 @@ class StaleWatch(Callback):
             if tags(func).duplicate:
                 continue
             self.checks += 1
-            code = method._program_text_of(func)
+            code = method.program_text_of(func)
             s = ev.evaluate_program(code, compile_priority(code))
             s = float("-inf") if s is None else s
             if s != func.score:

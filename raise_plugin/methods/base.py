@@ -230,7 +230,7 @@ class MethodBase(EoH):
 
     def _program_text(self, func: Function) -> str:
         """The full program (imports and the function), the key of the score caches."""
-        of = getattr(self, "_program_text_of", None)  # the robust wrapper's, when wrapped
+        of = getattr(self, "program_text_of", None)  # the robust wrapper's, when wrapped
         if of is not None:
             return of(func)
         key = getattr(func, "_method_key", None)

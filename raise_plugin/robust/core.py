@@ -315,8 +315,9 @@ class RobustCore:
                     self.hook_errors += 1
                     log.exception("%s.%s failed", type(cb).__name__, hook)
 
-    def _sample_registered(self, n, func, rec, score, version, ids, joined, duplicate) -> None:
-        """A sample joined (gate lock held): record it, queue ``on_sample_evaluated``."""
+    def sample_registered(self, n, func, rec, score, version, ids, joined, duplicate) -> None:
+        """A sample joined (gate lock held): record it, queue ``on_sample_evaluated``. The shapes call
+        it where their host registers a sample (the population's ``register_function``, the profiler's tap)."""
         metrics = {i: rec.metrics.get(i) for i in ids}
         self.count_sampled(rec.program_id)
         details = {"program_id": rec.program_id, "program": rec.text, "score": score, "joined": joined,
@@ -354,15 +355,18 @@ class RobustCore:
         calls = self._llm_guard.calls if self._llm_guard is not None else 0
         return {"llm_calls": calls, **self._shape_cursor()}
 
-    def _generation_ended(self) -> None:
-        """A generation ended (gate lock held): queue ``on_generation_end``."""
+    def generation_ended(self) -> None:
+        """A generation ended (gate lock held): queue ``on_generation_end``. The shapes call it where
+        their host ends one (the population's survival, every ``generation_size`` tapped samples)."""
         self._gate.push(self._dispatch_generation_end, self._snapshot_locked())
 
     def _dispatch_generation_end(self, snapshot: RunSnapshot) -> None:
         self._fire("on_generation_end", snapshot)
 
     # -- programs -------------------------------------------------------------
-    def _program_text_of(self, func: Function) -> str:
+    def program_text_of(self, func: Function) -> str:
+        """The program ``func`` is recorded under (the template's imports and its function): the key
+        of its scores, its records and its duplicates."""
         key = tags(func).key
         if key is None:
             key = str(TextFunctionProgramConverter.function_to_program(func, self._template_program))
@@ -370,12 +374,12 @@ class RobustCore:
         return key
 
     def record_of(self, func: Function) -> ProgramRecord:
-        return self._book.record(self._program_text_of(func))
+        return self._book.record(self.program_text_of(func))
 
     def _view(self, func: Function) -> ProgramView:
         score = func.score
         score = float("-inf") if score is None or (isinstance(score, float) and math.isnan(score)) else float(score)
-        return ProgramView(program_id_of(self._program_text_of(func)), str(func), score, func.algorithm or "")
+        return ProgramView(program_id_of(self.program_text_of(func)), str(func), score, func.algorithm or "")
 
     def _snapshot_locked(self) -> RunSnapshot:
         entries, version = self._instances.state()

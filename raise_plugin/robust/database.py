@@ -68,7 +68,7 @@ class DatabaseShape(TappedShape):
         """The ``generation_size`` best distinct programs (the database may hold hundreds)."""
         best, texts = [], set()
         for f in sorted(self._search_members()[0], key=lambda f: f.score, reverse=True):
-            text = self._program_text_of(f)
+            text = self.program_text_of(f)
             if text not in texts:
                 texts.add(text)
                 best.append(f)

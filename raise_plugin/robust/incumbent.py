@@ -33,8 +33,8 @@ class IncumbentShape(TappedShape):
         return list(self._archive), []
 
     def _admit(self, function) -> bool:
-        text = self._program_text_of(function)
-        if any(self._program_text_of(f) == text for f in self._archive):
+        text = self.program_text_of(function)
+        if any(self.program_text_of(f) == text for f in self._archive):
             return True
         self._archive.append(function)
         self._scores_changed()

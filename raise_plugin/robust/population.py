@@ -69,14 +69,14 @@ class RobustPopulationMixin:
                 duplicate = True
             retag(func, duplicate=duplicate)
             self._next_gen_pop.append(func)
-        self._method._sample_registered(self.samples, func, rec, score, version, ids, joined, duplicate)
+        self._method.sample_registered(self.samples, func, rec, score, version, ids, joined, duplicate)
         if len(self._next_gen_pop) >= self._pop_size:
             self.survival()
 
     def has_duplicate_function(self, func) -> bool:
         # By program text: the host also calls two programs with equal scores duplicates.
-        key = self._method._program_text_of(func)
-        return any(self._method._program_text_of(f) == key for f in list(self._population) + self._next_gen_pop)
+        key = self._method.program_text_of(func)
+        return any(self._method.program_text_of(f) == key for f in list(self._population) + self._next_gen_pop)
 
     def survival(self):
         with self._cond:
@@ -91,7 +91,7 @@ class RobustPopulationMixin:
                 if f.score is None or math.isnan(f.score):
                     f.score = float("-inf")
             super().survival()
-            self._method._generation_ended()
+            self._method.generation_ended()
         if getattr(self._local, "depth", 0) == 0:
             self._gate.dispatch()
 
@@ -235,7 +235,7 @@ class PopulationShape(HostShape):
         return {"loop": loop, "slot": self._slots[loop], "rng": self._rng_state(), "bare": bare}
 
     def _id_of(self, func) -> str:
-        return program_id_of(self._program_text_of(func))
+        return program_id_of(self.program_text_of(func))
 
     def _resume_at(self, cursor: dict) -> None:
         """Skip the slots the interrupted run had asked in the loop it was in (their selections

@@ -68,10 +68,10 @@ class TappedShape(HostShape):
         joined = score is not None and math.isfinite(score)
         function.score = score if joined else float("-inf")
         duplicate = joined and self._admit(function)
-        self._sample_registered(self._tapped_samples, function, rec, score, version, ids, joined, duplicate)
+        self.sample_registered(self._tapped_samples, function, rec, score, version, ids, joined, duplicate)
         if self._tapped_samples % self._generation_size == 0:
             self._tapped_generation += 1
-            self._generation_ended()
+            self.generation_ended()
 
     def _admit(self, function) -> bool:
         """Keep a valid sample (gate lock held); whether it was a duplicate of a kept program."""

@@ -130,7 +130,7 @@ def test_robust_wrapper_refreshes_and_rescores(method_factory, evaluation_factor
     ev = evaluation_factory("obp")
     ev.instances = [e.instance for e in method.instance_entries()]
     for func in method._population.population:
-        code = method._program_text_of(func)
+        code = method.program_text_of(func)
         fresh = ev.evaluate_program(code, compile_priority(code))
         assert func.score == pytest.approx(fresh, rel=0, abs=1e-12)
     assert method.best().score == max(f.score for f in method._population.population)

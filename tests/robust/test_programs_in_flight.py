@@ -147,7 +147,7 @@ class Fresh(Callback):
         for func in method._population.members():
             if tags(func).duplicate:
                 continue
-            code = method._program_text_of(func)
+            code = method.program_text_of(func)
             score = evaluation.evaluate_program(code, compile_priority(code))
             self.checked += 1
             if (float("-inf") if score is None else score) != func.score:

@@ -130,15 +130,18 @@ def test_no_private_names_of_other_packages(path):
 
 def _private_names_defined(tree: ast.AST) -> set[str]:
     """The private names a module makes: its functions and classes, the attributes it sets
-    (``x._name = ...``) and the ones its ``__slots__`` and ``getattr`` strings name."""
+    (``x._name = ...``, ``setattr(x, "_name", ...)``) and the ones its ``__slots__`` name."""
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             names.add(node.attr)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            names.add(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+            names.add(str(node.args[1].value))
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets):
+            names.update(str(c.value) for c in ast.walk(node.value) if isinstance(c, ast.Constant))
     return {n for n in names if _private(n)}
 
 

@@ -196,11 +196,9 @@ class MethodBase(EoH):
     def _members(self) -> list[Function]:
         """A snapshot of the current population (waits out a robust refresh)."""
         pop = self._population
-        gate = getattr(pop, "_gate", None)
-        if gate is not None:
-            with gate.cond:
-                gate.wait()
-                return list(pop.population)
+        settled = getattr(pop, "settled_members", None)  # the robust wrapper's population
+        if settled is not None:
+            return settled()
         with pop._lock:
             return list(pop.population)
 

@@ -143,6 +143,12 @@ class InstanceSetEvaluator:
         self._count_lock = threading.Lock()
         self._in_batch = threading.local()  # set in score_each's threads: the batch counts its own wall time
 
+    @property
+    def engine(self):
+        """The engine the programs run on (started on first use; ``None`` when they run in the
+        calling thread, ``safe_evaluate=False``)."""
+        return self._runner.engine
+
     # host interface
     def evaluate_program_record_time(self, program, **kwargs):
         start = time.time()

@@ -44,6 +44,12 @@ class RobustPopulationMixin:
         self._local = threading.local()
         self.samples = 0
 
+    def settled_members(self) -> list[Function]:
+        """The members once no robust refresh is under way (a refresh re-scores them all)."""
+        with self._cond:
+            self._gate.wait()
+            return list(self.population)
+
     # -- host interface -------------------------------------------------------
     def register_function(self, func: Function):
         method = self._method

@@ -51,7 +51,7 @@ class RunView:
         """The executor whose sandboxed workers run the run's programs (started on first use;
         the inner search fans its evaluations out over it); ``None`` when programs run in the
         calling thread (``safe_evaluate=False``)."""
-        engine = getattr(getattr(self._evaluator, "_runner", None), "engine", None)
+        engine = getattr(self._evaluator, "engine", None)
         return None if engine is None else engine.executor
 
     @property

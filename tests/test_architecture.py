@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ast
 import subprocess
-from collections import Counter
 import sys
 from pathlib import Path
 
+import llm4ad
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,7 +148,6 @@ def _private_names_defined(tree: ast.AST) -> set[str]:
 def _host_private_names() -> set[str]:
     """The private names the host's methods, their parts and its tools make: what a wrapper of the
     host must reach (its tasks, with their data, are left out)."""
-    import llm4ad
     host = Path(llm4ad.__file__).parent
     return set().union(*(_private_names_defined(ast.parse(p.read_text(encoding="utf-8")))
                          for part in ("base", "method", "tools") for p in (host / part).rglob("*.py")))
@@ -160,11 +159,10 @@ def test_no_private_attribute_of_another_module_is_read():
     read their own."""
     trees = {path: ast.parse(path.read_text()) for path in SOURCES}
     made = {path: _private_names_defined(tree) for path, tree in trees.items()}
-    makers = Counter(name for names in made.values() for name in names)
-    host = _host_private_names()
+    ours = set().union(*made.values()) - _host_private_names()
     reads = []
     for path, tree in trees.items():
-        elsewhere = {name for name, count in makers.items() if count > (name in made[path])} - made[path] - host
+        elsewhere = ours - made[path]
         for node in ast.walk(tree):
             name = None
             if isinstance(node, ast.Attribute) and _private(node.attr):

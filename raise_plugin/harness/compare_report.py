@@ -6,6 +6,7 @@ import json
 
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.provenance import code_version, recorded_code_version
+from raise_plugin.rundir.reader import load_config
 
 __all__ = ["compare_report", "failure_section"]
 
@@ -95,7 +96,7 @@ def runs_intro() -> str:
 
 
 def _read(path) -> tuple[dict, dict]:
-    return json.loads((path / "summary.json").read_text()), json.loads((path / "config.json").read_text())
+    return json.loads((path / "summary.json").read_text()), load_config(path)
 
 
 def run_rows(variants, run_dirs) -> list[list[str]]:

@@ -20,6 +20,8 @@ import tasks
 from raise_plugin.config import RunConfig
 from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.resolve import started, task_defaults
+from raise_plugin.rundir.files import RunDirectoryDamaged
+from raise_plugin.rundir.reader import load_config
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
            "run_differences", "result_meta", "write_result_meta", "read_result_meta", "IGNORED_FIELDS"]
@@ -95,8 +97,8 @@ def run_differences(run_dir: Path, expected: dict) -> list[str]:
     (``expected_run_config``), each as ``"budget 40 (here 30)"``; ``["no config.json"]`` when it
     recorded none."""
     try:
-        recorded = json.loads((Path(run_dir) / "config.json").read_text())
-    except (OSError, ValueError):
+        recorded = load_config(Path(run_dir))
+    except RunDirectoryDamaged:
         return ["no config.json"]
     if not set(expected) & set(recorded):
         return ["its config.json records none of them"]

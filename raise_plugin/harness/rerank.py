@@ -23,6 +23,8 @@ from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.robustness_profile import search_timeout
 from raise_plugin.selection import selects_on
 from raise_plugin.programs import ProgramError, compile_priority
+from raise_plugin.rundir.files import RunDirectoryDamaged
+from raise_plugin.rundir.reader import load_config
 from raise_plugin.settings import default, fallback
 from tasks import get_task
 from tasks.common.aggregation import Aggregation
@@ -47,8 +49,8 @@ def run_nominal_seed(path: str | Path) -> int | None:
     ``instance_seed``); ``None``: the task's public set (a host log folder, an older run)."""
     for folder in (Path(path), Path(path).parent):
         try:
-            seed = json.loads((folder / "config.json").read_text()).get("instance_seed")
-        except (OSError, ValueError, AttributeError):
+            seed = load_config(folder).get("instance_seed")
+        except RunDirectoryDamaged:
             continue
         return int(seed) if isinstance(seed, str) and seed.isdigit() else None
     return None

@@ -14,7 +14,7 @@ from raise_plugin.harness.html_svg import line_chart
 from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.variants import METHOD_LABELS
 from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
-from raise_plugin.rundir.reader import RunLog
+from raise_plugin.rundir.reader import RunLog, load_config
 from tasks import get_task
 
 __all__ = ["run_page", "write_run_page", "REPORT_FILE"]
@@ -36,7 +36,7 @@ def run_page(run_dir, summary: dict | None = None) -> str:
     """The page of the run in ``run_dir``: its ``config.json`` and its summary (``summary``, else its
     ``summary.json``) read back, its figures drawn from its records."""
     run_dir = Path(run_dir)
-    config = json.loads((run_dir / "config.json").read_text())
+    config = load_config(run_dir)
     summary = summary if summary is not None else json.loads((run_dir / "summary.json").read_text())
     robust = bool(config.get("robust", True))
     title = f"RAISE run: {_label(config, robust)} on {config.get('task')}, seed {config.get('seed')}"

@@ -72,9 +72,9 @@ class _CleanForkServer(forkserver.ForkServer):
                 # every client holds the write end; when all are gone the server stops
                 alive_r, alive_w = os.pipe()
                 try:
-                    # a subreaper: what a killed worker's children leave is reaped by the server
+                    # a subreaper that outlives a stop signal (below)
                     command = (f"import sys; sys.path[:0] = {sys.path!r}; "
-                               f"from raise_plugin.engine.workers.cleanstart import _become_subreaper; _become_subreaper(); "
+                               f"from raise_plugin.engine.workers.cleanstart import _prepare_server; _prepare_server(); "
                                f"from multiprocessing.forkserver import main; "
                                f"main({listener.fileno()}, {alive_r}, {self._preload_modules!r})")
                     args = [spawn.get_executable()] + util._args_from_interpreter_flags() + ["-c", command]
@@ -143,7 +143,14 @@ def _stop_tracker(seconds: float = 5.0) -> None:
         pass
 
 
-def _become_subreaper() -> None:
+def _prepare_server() -> None:
+    """The server, before multiprocessing's loop: it ignores SIGTERM, as that loop has it ignore
+    SIGINT. Both stop a run by the engine's process (``commands.run.stop_on_signals``), and a shell,
+    ``timeout``, systemd or a batch scheduler sends them to the whole process group, the server
+    included; a server killed so took its workers with it (they die with it), and the inner search
+    under way was lost as a dead worker's, not redone by ``resume``. It stops when its last client
+    does (its alive pipe), and is a subreaper: it reaps what a killed worker's children leave."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     # the server reaps the orphans it adopts; multiprocessing warns about every one
     warnings.filterwarnings("ignore", message="forkserver: waitpid returned")
     try:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .build import build_run
-from .config import ConfigError, IdleAdversaryWarning, RunConfig
+from .config import ConfigError, IdleAdversaryWarning, RunConfig, bad_field
 from .errors import UserError
 from .llm import SamplerStallWarning, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
@@ -59,13 +59,17 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     (``on_repair(message)`` hears of each), or refused in one line (``UserError``). ``budget`` and
     ``overrides`` (``max_cost_usd``, ``max_llm_calls``, ``max_tokens``, ``llm_timeout``,
     ``max_failed_requests``, ``base_url``; ``None`` leaves one as recorded) change the recorded config
-    before the run continues. The LLM usage recorded so far is carried over (the run's request
+    before the run continues (a budget below the samples it has taken is a ``ConfigError``, and nothing
+    changes). The LLM usage recorded so far is carried over (the run's request
     journal), so caps count the whole run. An ``openai`` run calls the base URL it recorded (else
     one ``EndpointWarning`` says which it calls, and why: ``llm.endpoint.resumed_endpoint``)."""
     check_holds_run(path)
     lock = RunLock(path).acquire()
     try:
         log = RunLog.load(path, on_repair=on_repair)
+        if budget is not None and budget < len(log.samples):  # a run cannot take back what it sampled
+            bad_field("budget", budget, f"must be at least the {len(log.samples)} samples the run has taken "
+                                        "(resume raises a run's budget; without one it continues as recorded)")
         data = recorded_settings(log.config)
         changes = {k: v for k, v in {"budget": budget, **overrides}.items() if v is not None}
         changes, endpoint_note = resumed_endpoint(data, changes)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from robust_helpers import ScriptedLLM
-from raise_plugin.config import RunConfig
+from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.rundir.files import load_instance, read_jsonl
 from raise_plugin.rundir.reader import RunLog
@@ -123,6 +123,16 @@ def test_resume_can_raise_the_budget(tmp_path):
     method = resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=14)
     method.run()
     check_complete(tmp_path / "run", 14)
+
+
+def test_resume_refuses_a_budget_below_the_samples_taken_and_changes_nothing(tmp_path):
+    start_run(config(tmp_path / "run", budget=8), llm=ScriptedLLM(0)).run()
+    recorded = {name: (tmp_path / "run" / name).read_bytes() for name in ("config.json", "summary.json")}
+    with pytest.raises(ConfigError, match=r"'budget': must be at least the 8 samples the run has taken .*got 4$"):
+        resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=4)  # it wrote budget 4 and said "8 of 4"
+    assert {name: (tmp_path / "run" / name).read_bytes() for name in recorded} == recorded
+    method = resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=8)  # its own budget: nothing to do, no lock left
+    assert method.samples == 8 and method.budget == 8
 
 
 def test_resume_refuses_a_directory_that_is_not_a_run(tmp_path):

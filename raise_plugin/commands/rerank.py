@@ -66,7 +66,7 @@ def run(args) -> int:
         suite = [Dataset(d.family, d.params, d.instances[: args.suite_instances]) for d in suite]
     pair = [by_original[0]] if by_original[0] is by_robust[0] else [by_original[0], by_robust[0]]
     rows = evaluate_suite(task.name, [Heuristic(p.name, code=p.code) for p in pair], suite, workers=args.workers,
-                          timeout=args.timeout)
+                          timeout=args.timeout, progress=args.progress)
     lines = []
     for p in pair:
         vals = [r.metric for r in rows if r.heuristic == p.name and r.valid]

@@ -54,7 +54,8 @@ def test_a_regret_aggregation_scores_against_the_best_baseline_on_each_instance(
 def test_cli(run_dir, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "raise_plugin.cli", "rerank", str(run_dir), "--task", "ojsp",
                            "--refreshes", "1", "--top", "4", "--suite-instances", "1", "--workers", "1",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+                           "--out", str(tmp_path), "--no-progress"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "robust rank" in proc.stdout and (tmp_path / "rerank.md").exists()
+    assert "evaluating on" not in proc.stderr  # --no-progress holds for the test-suite evaluation too
     assert (tmp_path / "robust_best_1.py").exists()

@@ -69,17 +69,19 @@ def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(
     for p in profile.points:
         assert p.distance <= p.epsilon + 1e-9 and p.metric >= 0
     assert list(tmp_path.iterdir()) == [heuristic]  # no out: nothing written
-    one = rp.profile("ovrp", "SP-Insert", epsilons=0.003, adversary_seeds=[5], inner_population=4,
+    # any of the task's classical rules, by name in any case, as `evaluate` takes them (not only the paper's)
+    one = rp.profile("ovrp", "cheapestinsertion", epsilons=0.003, adversary_seeds=[5], inner_population=4,
                      inner_generations=1, workers=1, progress=False, out=tmp_path / "out")
-    assert [(p.heuristic, p.epsilon, p.seed) for p in one.points] == [("SP-Insert", 0.003, 5)]
+    assert [(p.heuristic, p.epsilon, p.seed) for p in one.points] == [("CheapestInsertion", 0.003, 5)]
     assert {f.name for f in (tmp_path / "out").iterdir()} == {"profile.json", "profile.md", "profile.png",
-                                                               "worst_distributions_SP-Insert.png"}
+                                                               "worst_distributions_CheapestInsertion.png"}
     assert json.loads((tmp_path / "out" / "profile.json").read_text())["points"][0]["seed"] == 5
 
 
 @pytest.mark.parametrize("keywords, message", [
     ({"task": "tsp"}, "unknown task 'tsp'"),
     ({"heuristics": ["nope"]}, "neither a file or directory nor a baseline of ovrp"),
+    ({"heuristics": [Path("nope")]}, r"^heuristics: 'nope' is neither .* \(NF-Insert, SP-Insert, UW-Insert, Cheap"),
     ({"heuristics": []}, "nothing to profile"),
     ({"heuristics": ["SP-Insert", "sp-insert"]}, "SP-Insert named twice"),
     ({"epsilons": 0}, "epsilons: give one or more positive radii"),

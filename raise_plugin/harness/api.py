@@ -16,6 +16,7 @@ from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
 from raise_plugin.settings import SettingError, check_settings, default, fallback
 from tasks import get_task, list_tasks
+from tasks.common.classical import classical_rules
 
 __all__ = ["compare", "profile", "PROFILE_EPSILONS", "PROFILE_OBJECTIVES"]
 
@@ -118,16 +119,18 @@ def _task(task):
 
 
 def _heuristics(task, given) -> list[Heuristic]:
-    """Each heuristic given as a ``Heuristic``, a program's source or a baseline's name."""
+    """Each heuristic given as a ``Heuristic``, a program's source or the name of one of the task's
+    classical rules (``classical_rules``: its baselines, then its other rules, as ``evaluate`` takes them)."""
     if isinstance(given, (str, Path, Heuristic)):
         given = [given]
-    lookup = {b.lower(): b for b in task.baselines}
+    rules = list(classical_rules(task))
+    lookup = {b.lower(): b for b in rules}
     chosen = []
     for h in given:
         if isinstance(h, Heuristic):
-            if h.baseline is not None and h.baseline not in task.baselines:
+            if h.baseline is not None and h.baseline not in rules:
                 raise UserError(f"heuristics: {task.name} has no baseline {h.baseline!r}; choose from "
-                                f"{', '.join(task.baselines)}")
+                                f"{', '.join(rules)}")
             chosen.append(h)
         elif Path(h).exists():
             try:
@@ -141,8 +144,8 @@ def _heuristics(task, given) -> list[Heuristic]:
         elif str(h).lower() in lookup:
             chosen.append(Heuristic(lookup[str(h).lower()], baseline=lookup[str(h).lower()]))
         else:
-            raise UserError(f"heuristics: {h!r} is neither a file or directory nor a baseline of {task.name} "
-                            f"({', '.join(task.baselines)})")
+            raise UserError(f"heuristics: {str(h)!r} is neither a file or directory nor a baseline of {task.name} "
+                            f"({', '.join(rules)})")
     if not chosen:
         raise UserError("nothing to profile: give heuristic files or baseline names")
     names = [h.name for h in chosen]

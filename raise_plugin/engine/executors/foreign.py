@@ -13,7 +13,7 @@ from ..jobs import InstanceSet, Job
 from ..limits import SandboxLimits
 from ..results import EvalResult
 from .local import ProcessExecutor, default_workers, executor_workers
-from .spec import ExecutorSpecError
+from .spec import CONNECT_SECONDS, ExecutorSpecError, check_reachable
 
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
 
@@ -111,8 +111,9 @@ class DaskExecutor:
                                              processes=processes, dashboard_address="127.0.0.1:0", **network)
             self.client = Client(self._cluster)
         else:
+            check_reachable(address)  # a scheduler that does not answer: one line now, not a silent wait per job
             target = address if "://" in address else f"tcp://{address}"
-            self.client = Client(target)
+            self.client = Client(target, timeout=f"{CONNECT_SECONDS:g}s")
         self._scattered: dict[str, tuple[int, Any]] = {}
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()

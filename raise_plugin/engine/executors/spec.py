@@ -1,10 +1,17 @@
 """Executor specs as the user writes them (``"serial"``, ``"process:N"``, ``"dask://HOST:PORT"``),
-read without starting anything, and the one-line error for one that names no executor."""
+read without starting anything, the one-line error for one that names no executor, and whether a
+Dask scheduler a spec names answers (``check_reachable``)."""
 from __future__ import annotations
+
+import socket
 
 from raise_plugin.errors import UserError
 
-__all__ = ["ExecutorSpecError", "parse_executor_spec"]
+__all__ = ["ExecutorSpecError", "parse_executor_spec", "check_reachable", "CONNECT_SECONDS"]
+
+
+# how long a Dask scheduler may take to answer before a run or an evaluation refuses it
+CONNECT_SECONDS = 10.0
 
 
 class ExecutorSpecError(UserError, ValueError):
@@ -23,17 +30,35 @@ def parse_executor_spec(spec) -> tuple[str, object]:
         return "serial", None
     if lower == "process" or lower.startswith("process:"):
         count = lower.partition(":")[2]
-        if count and not count.isdigit():
+        if count and not _positive(count):
             raise ExecutorSpecError(f"executor {spec!r}: use process:N with N a positive integer")
         return "process", int(count) if count else None
     if lower.startswith("dask://"):
         target = text[len("dask://"):]
         if target.lower() == "local" or target.lower().startswith("local:"):
             count = target.partition(":")[2]
-            if count and not count.isdigit():
+            if count and not _positive(count):
                 raise ExecutorSpecError(f"executor {spec!r}: use dask://local:N with N a positive integer")
             return "dask", ("local", int(count) if count else None)
         if not target:
             raise ExecutorSpecError(f"executor {spec!r}: give dask://HOST:PORT or dask://local")
         return "dask", target
     raise ExecutorSpecError(f"unknown executor {spec!r}: use serial, process, process:N, dask://local or dask://HOST:PORT")
+
+
+def _positive(count: str) -> bool:
+    return count.isdigit() and int(count) > 0
+
+
+def check_reachable(target: str, seconds: float = CONNECT_SECONDS) -> None:
+    """An ``ExecutorSpecError`` when nothing answers at the Dask scheduler ``target`` (``HOST:PORT``
+    or ``tcp://HOST:PORT``) within ``seconds``: a run or an evaluation would otherwise wait on it."""
+    address = target.split("://", 1)[-1]
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ExecutorSpecError(f"executor 'dask://{target}': give dask://HOST:PORT with PORT a number")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=seconds).close()
+    except OSError as exc:
+        why = f"no answer within {seconds:g} s" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise ExecutorSpecError(f"executor 'dask://{target}': no Dask scheduler answers at {address} ({why})") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 import pickle
+import socket
 import time
 
 import numpy as np
@@ -11,6 +12,9 @@ import pytest
 
 from raise_plugin.engine import (CallTimeout, Engine, FailureKind, ProcessExecutor, SandboxLimits, SerialExecutor,
                                  SourcePriority, evaluate_heuristic, make_executor)
+from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.engine.executors.spec import ExecutorSpecError, check_reachable
+from raise_plugin.runner import start_run
 from tasks.common.errors import HeuristicError
 
 from ..conftest import BEST_FIT, FIRST_FIT, ROOMY, SHORT
@@ -90,9 +94,38 @@ def test_make_executor_specs():
     mine = cf.ThreadPoolExecutor(1)
     assert make_executor(mine) is mine
     mine.shutdown()
-    for bad in ("process:x", "dask://", "ray://x", "threads"):
-        with pytest.raises(ValueError):
+    for bad in ("process:x", "process:0", "dask://local:0", "dask://", "ray://x", "threads"):
+        with pytest.raises(ValueError):  # process:0 and dask://local:0 started pools of the machine's size
             make_executor(bad)
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:  # a port just freed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_dask_scheduler_that_does_not_answer_is_refused_in_one_line_before_a_run_writes(tmp_path):
+    port = _closed_port()
+    with pytest.raises(ExecutorSpecError, match=rf"^executor 'dask://127.0.0.1:{port}': no Dask scheduler answers "
+                                                rf"at 127.0.0.1:{port} \(Connection refused\)$"):
+        check_reachable(f"127.0.0.1:{port}")
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        check_reachable(f"tcp://127.0.0.1:{listening.getsockname()[1]}")  # something answers: no error
+    with pytest.raises(ExecutorSpecError, match="give dask://HOST:PORT with PORT a number"):
+        check_reachable("somehost")
+    # a run: refused as its config is resolved, before its directory exists (it had waited on the
+    # scheduler in every evaluation, silently, with its run directory written)
+    config = RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, out=str(tmp_path / "run"),
+                       executor=f"dask://127.0.0.1:{port}")
+    with pytest.raises(ConfigError, match=r"^config field 'executor': executor 'dask://127.0.0.1:\d+': no Dask"):
+        start_run(config)
+    assert not (tmp_path / "run").exists()
+    pytest.importorskip("distributed")
+    with pytest.raises(ExecutorSpecError, match="no Dask scheduler answers"):  # `evaluate` and compare's too
+        make_executor(f"dask://127.0.0.1:{port}")
 
 
 def test_instance_sets_are_sent_once_per_worker_and_version(task, small_instances):

@@ -56,7 +56,7 @@ def renamed(typed: list[str]) -> list[str]:
         if flag in table:
             print(f"raise-ahd: warning: {flag} is now {table[flag]}", file=sys.stderr)
             word = table[flag] + eq + value
-        elif flag == "--early-reject":
+        elif flag == "--early-reject" and typed[0] == "run":  # the one command with the switch
             value = value if eq else next(words, "")
             if value not in ("on", "off"):
                 out.append(flag)

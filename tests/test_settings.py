@@ -226,6 +226,8 @@ def test_add_flags_shows_a_command_s_own_default_and_requires_what_it_must():
     (["run", "--early-reject", "off"], ["run", "--no-early-reject"], "--early-reject off is now --no-early-reject"),
     (["run", "--early-reject", "--budget", "4"], ["run", "--early-reject", "--budget", "4"], None),
     (["run", "--seeds", "2"], ["run", "--seeds", "2"], None),  # only the command's own renames
+    # a command without the switch: left for its parser to refuse, not told of a --no-early-reject it lacks
+    (["compare", "--early-reject", "off"], ["compare", "--early-reject", "off"], None),
 ])
 def test_a_renamed_flag_still_works_and_says_its_new_name(typed, expected, warned, capsys):
     assert cli.renamed(typed) == expected

@@ -16,7 +16,8 @@ def register(sub) -> None:
     p = sub.add_parser("select", help="choose a finished run's final program on the validation suite (never the "
                                       "test suite): the member of its last population with the best metric there")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a finished run directory")
-    add_flags(p, ("per_dataset", "out", "workers"), helps={"out": "also write the chosen program to this .py file"})
+    add_flags(p, ("per_dataset", "out", "workers"), helps={"out": "also write the chosen program to this .py file"},
+              shown={"out": "none: the choice is recorded in RUN_DIR/selection.json only"})
     p.set_defaults(func=run)
 
 

@@ -9,6 +9,7 @@ from raise_plugin.errors import UserError
 from raise_plugin.harness import api
 from raise_plugin.harness.robustness_profile import save_profile
 from raise_plugin.commands.flags import add_flags
+from tasks.common.classical import classical_rules
 
 
 PROFILE_DEFAULTS = {"epsilons": api.PROFILE_EPSILONS, "out": "profile-out"}
@@ -37,10 +38,11 @@ def run(args) -> int:
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
     wanted = list(task.baselines) if args.compare == "all" else [c.strip() for c in args.compare.split(",") if c.strip()]
-    lookup = {b.lower(): b for b in task.baselines}
+    rules = list(classical_rules(task))  # the paper's baselines, then the task's other classical rules
+    lookup = {b.lower(): b for b in rules}
     for b in wanted:
         if b.lower() not in lookup:
-            raise UserError(f"--compare: unknown baseline {b!r}; choose from {', '.join(task.baselines)}")
+            raise UserError(f"--compare: unknown baseline {b!r}; choose from {', '.join(rules)}")
     if not args.heuristics and not wanted:
         raise UserError("nothing to profile: give heuristic files or --compare baselines")
     try:
@@ -55,7 +57,7 @@ def run(args) -> int:
     written = save_profile(profile, Path(args.out))
     print(profile.markdown())
     for h in profile.heuristics():
-        failed = [p for p in profile.points if p.heuristic == h and p.reason and math.isnan(p.metric)]
+        failed = [p for p in profile.points if p.heuristic == h and p.reason and not math.isfinite(p.metric)]
         if failed:
             skipped = sum(p.skipped for p in failed)
             first = next((p.reason for p in failed if not p.skipped), failed[0].reason)
@@ -68,6 +70,7 @@ def run(args) -> int:
 
 
 def valid_somewhere(profile) -> set[str]:
-    """The heuristics with a metric on the nominal set or on one searched instance."""
-    return ({h for h, mean in profile.nominal.items() if not math.isnan(mean)}
-            | {p.heuristic for p in profile.points if not math.isnan(p.metric)})
+    """The heuristics with a metric on the nominal set or on one searched instance (an infinite one:
+    the search found where the heuristic fails)."""
+    return ({h for h, mean in profile.nominal.items() if math.isfinite(mean)}
+            | {p.heuristic for p in profile.points if math.isfinite(p.metric)})

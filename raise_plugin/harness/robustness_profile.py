@@ -27,6 +27,7 @@ from raise_plugin.harness.figure_style import band_style, legend_below, metric_a
 from raise_plugin.harness.figures import NO_BREAK, _label_shift_axis, finish_figure, new_figure, shift_axis
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.progress import open_progress
+from raise_plugin.rundir.files import jsonable
 from raise_plugin.selection import selects_on
 from raise_plugin.settings import default
 from tasks import get_task
@@ -73,7 +74,8 @@ class Profile:
     def summary(self, heuristic: str, epsilon: float) -> tuple[float, float]:
         """Mean over seeds of the worst metric found, and its standard deviation (sd) over seeds."""
         w = self.worst(heuristic, epsilon)
-        return float(np.mean(w)), float(np.std(w))
+        with np.errstate(invalid="ignore"):  # a search that found where the heuristic fails: inf, its sd NaN
+            return float(np.mean(w)), float(np.std(w))
 
     def half_width(self, heuristic: str, epsilon: float) -> float:
         """Half-width of the 95 % Student-t interval of that mean over seeds (NaN with one seed or a
@@ -124,7 +126,8 @@ class Profile:
 
 
 def _cell(value: float) -> str:
-    return f"{value:.3f}" if math.isfinite(value) else ("invalid" if math.isnan(value) else f"{value}")
+    """A metric in the table: NaN (the search failed) and inf (it found where the heuristic fails) are invalid."""
+    return f"{value:.3f}" if math.isfinite(value) else "invalid"
 
 
 def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int, inner_population: int,
@@ -137,6 +140,8 @@ def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int,
     result = search(task, priority, epsilon, seed=seed, inner_population=inner_population,
                     inner_generations=inner_generations, **switches)
     reason = getattr(result, "reason", "") or ""
+    if not reason and not math.isfinite(float(result.metric)):
+        reason = "invalid on the worst instance found (the heuristic fails there)"
     return ProfilePoint(heuristic.name, float(epsilon), int(seed), float(result.metric), float(result.distance),
                         np.asarray(result.distribution, dtype=float).tolist(), reason)
 
@@ -336,7 +341,7 @@ def save_profile(profile: Profile, out: str | Path) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "profile.json", out / "profile.md", out / "profile.png"]
-    (out / "profile.json").write_text(json.dumps(profile.to_json(), indent=1))
+    (out / "profile.json").write_text(json.dumps(jsonable(profile.to_json()), indent=1))  # invalid: null
     (out / "profile.md").write_text(f"# Robustness profile on {profile.task}\n\n{profile.markdown()}\n")
     plot_profile(profile, out / "profile.png")
     for h in profile.heuristics():

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -96,3 +97,21 @@ def test_profile_of_a_run_directory_and_of_its_llm4ad_log(tmp_path):
     assert set(data["nominal"]) == {"run", "host"}
     # the run's best program and the host log's best sample are the same heuristic
     assert data["nominal"]["run"] == pytest.approx(data["nominal"]["host"])
+
+
+def test_a_heuristic_that_fails_everywhere_is_invalid_in_the_table_null_in_the_json_and_exits_1(tmp_path, capsys):
+    raises = tmp_path / "raises.py"
+    raises.write_text("def select_next_node(customer_features, candidate_insertions):\n    raise ValueError('x')\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # numpy's "invalid value encountered" was printed
+        code = main(["profile", str(raises), "--task", "ovrp", "--epsilons", "0.002", "--adversary-seeds", "1",
+                     "--inner-population", "4", "--inner-generations", "1", "--workers", "1", "--no-progress",
+                     "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == 1 and "raise-ahd profile: the heuristic given (raises) invalid on every instance" in err  # was 0
+    assert "| eps=0.002: worst instance found | invalid |" in out  # was "inf"
+    assert "raises: 1 of 1 searches failed: invalid on the worst instance found" in out  # its reason was ""
+    text = (tmp_path / "out" / "profile.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text  # JSON that every parser reads: invalid is null
+    point = json.loads(text)["points"][0]
+    assert point["metric"] is None and point["reason"].startswith("invalid on the worst instance found")

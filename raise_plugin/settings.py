@@ -320,22 +320,32 @@ def section_of(name: str) -> tuple:
     return _SECTION[name]
 
 
-def flatten_tables(data: dict, source: str) -> dict:
+def flatten_tables(data: dict, source: str, table: tuple = ()) -> dict:
     """A TOML document's settings, flat: a table named after a section of the tree
-    (``[adversary]``, ``[adversary.inner_search]``, ``[run]``) holds that section's settings."""
+    (``[adversary]``, ``[adversary.inner_search]``, ``[run]``) holds that section's settings and
+    those of the sections under it; a setting of another section there is a ``SettingError``
+    naming its table (an unknown key is left for the caller to refuse)."""
     sections = {name for path in _SECTION.values() for name in path}
     flat: dict = {}
     for key, value in data.items():
         if key in sections and isinstance(value, dict):
-            for inner_key, inner_value in flatten_tables(value, source).items():
+            for inner_key, inner_value in flatten_tables(value, source, table + (key,)).items():
                 if inner_key in flat:
                     raise SettingError(inner_key, f"given twice in {source}")
                 flat[inner_key] = inner_value
         elif key in flat:
             raise SettingError(key, f"given twice in {source}")
         else:
+            if table and key in _SECTION and not _within(_SECTION[key], table):
+                raise SettingError(key, f"is a setting of [{'.'.join(_SECTION[key][1:]) or _SECTION[key][0]}], "
+                                        f"not of [{'.'.join(table)}] where {source} puts it")
             flat[key] = value
     return flat
+
+
+def _within(path: tuple, table: tuple) -> bool:
+    """Whether the sections ``table`` names, in turn, are among those above a setting (``path``)."""
+    return any(path[i:i + len(table)] == table for i in range(len(path) - len(table) + 1))
 
 
 def _all_sections(section: Section, path: tuple = ()) -> Iterable[tuple[tuple, Section]]:

@@ -207,6 +207,25 @@ def test_a_toml_file_may_hold_the_settings_flat_or_in_the_tree_s_sections(tmp_pa
         flatten_tables({"adversary": {"tau": 1}, "tau": 2}, "x")
 
 
+@pytest.mark.parametrize("tables, message", [
+    ({"engine": {"sandbox": {"budget": 4}}}, r"^budget: is a setting of \[budget\], not of \[engine.sandbox\] where x"),
+    ({"adversary": {"task": "ovrp"}}, r"^task: is a setting of \[run\], not of \[adversary\]"),
+    ({"adversary": {"inner_search": {"tau": 2}}},
+     r"^tau: is a setting of \[adversary\], not of \[adversary.inner_search"),
+])
+def test_a_setting_in_another_section_s_table_is_refused_naming_both(tables, message):
+    with pytest.raises(SettingError, match=message):  # it was taken as if at the top level, silently
+        flatten_tables(tables, "x")
+
+
+def test_a_section_s_table_holds_its_settings_and_those_of_the_sections_under_it():
+    given = {"run": {"seed": 1, "timeout": 5}, "engine": {"timeout": 6}, "sandbox": {"memory_mb": 512},
+             "adversary": {"inner_population": 4}, "budget": {"budget": 8}}
+    assert flatten_tables({k: v for k, v in given.items() if k != "engine"}, "x") == {
+        "seed": 1, "timeout": 5, "memory_mb": 512, "inner_population": 4, "budget": 8}
+    assert flatten_tables({"engine": {"timeout": 6}, "nope": 1}, "x") == {"timeout": 6, "nope": 1}  # unknown: later
+
+
 def test_add_flags_shows_a_command_s_own_default_and_requires_what_it_must():
     parser = argparse.ArgumentParser()
     add_flags(parser, ("task", "epsilons", "progress"), defaults={"epsilons": (0.001, 0.01)}, required=("task",))

@@ -27,18 +27,19 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
     back-end of ``config.llm``) and ``callbacks`` after the run's own."""
     task = parts.task
     nominal = nominal_set(task, config.nominal_seed, config.adversary.nominal)
-    # the aggregation A is the evaluation's, set here once for plain and robust runs alike
+    # the aggregation A is the evaluation's, set here once for plain and robust runs alike; its limit is the
+    # host's, on the whole nominal set (the task's own default is such a limit, shared among the instances),
+    # so --timeout, seconds per instance as in every command, is that many for each nominal instance
+    timeout = config.engine.sandbox.timeout
     evaluation = task.evaluation(instances=nominal, aggregation=config.adversary.aggregation,
-                                 timeout_seconds=config.engine.sandbox.timeout)
+                                 timeout_seconds=None if timeout is None else timeout * len(nominal))
     if llm is None:
         llm = make_llm(config.llm, seed=config.seed, task=config.task)
         hold_caps(llm, config.budget)
     executor, owned = _executor(config.engine, run_dir)
     own = _callbacks(config, parts)
     # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of its own)
-    timeout = config.engine.sandbox.timeout
-    per_instance = None if timeout is None else timeout / max(1, len(nominal))
-    check_limits(task, SandboxLimits.of(config.engine), executor, timeout=per_instance)
+    check_limits(task, SandboxLimits.of(config.engine), executor, timeout=timeout)
     profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name, method_name=config.method,
                             initial_num_samples=initial_samples) if config.engine.host_profiler else None
     return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler,

@@ -1,13 +1,16 @@
 """AdversarialInstanceCallback on a short robust EoH run: when it fires, what it adds, how it re-scores."""
 from __future__ import annotations
 
+import io
 import math
+from pathlib import Path
 
 import pytest
 from llm4ad.method.eoh import EoH
 
 from robust_helpers import ScriptedLLM, fake_search, small_obp_evaluation
 from raise_plugin.adversary.adversary_config import AdversaryConfig, AdversaryConfigError
+from raise_plugin.commands.run import print_summary
 from raise_plugin.config import AdversarySettings, InnerSearchSettings
 from raise_plugin.robust import AdversarialInstanceCallback
 from raise_plugin.robust.hooks import Callback, RunSnapshot
@@ -206,6 +209,13 @@ def test_an_inner_search_that_hangs_is_skipped_and_the_run_goes_on():
     assert callback.refreshes == 0 and len(callback.skipped) >= 2
     assert all("exceeded 0.5 s" in s["reason"] for s in callback.skipped)
     assert len(method.instance_entries()) == len(method.nominal_instances())
+    # the summary says so (it was only in the checkpoint: a run that trained as a plain one looked robust)
+    summary = method.summary(finished=True)
+    assert summary["refreshes"] == 0 and summary["refreshes_skipped"] == callback.skipped
+    printed = io.StringIO()
+    print_summary(summary, Path("run"), out=printed)
+    assert (f"skipped         {len(callback.skipped)} refreshes whose inner search failed, the run trained without "
+            "their instances: the inner search exceeded 0.5 s") in printed.getvalue()
 
 
 def test_an_inner_search_past_the_memory_cap_costs_one_refresh_not_the_run():

@@ -108,6 +108,11 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
              if 2 * repeated > summary["samples"] else ""), file=out)
     print(f"generations     {summary['generations']}", file=out)
     print(f"refreshes       {summary['refreshes']}", file=out)
+    skipped = summary.get("refreshes_skipped") or []
+    if skipped:  # the run trained without their instances: said, not left in the checkpoint
+        print(f"skipped         {len(skipped)} refresh{'es' * (len(skipped) > 1)} whose inner search failed, the "
+              f"run trained without their instances: {skipped[0]['reason']}"
+              + (" (and other reasons)" if len({s['reason'] for s in skipped}) > 1 else ""), file=out)
     distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)
     print(f"instance set    {len(sets) - len(adv)} nominal + {len(adv)} adversarial"
           + (f" (distance to nominal: {distances})" if distances else ""), file=out)

@@ -115,4 +115,5 @@ class Accounting:
             "seconds": time.time() - self._started,
             "llm": describe() if callable(describe) else type(llm).__name__,
             "llm_usage": usage,
+            **{k: v for cb in self.callbacks for k, v in getattr(cb, "summary_fields", dict)().items()},
         }

@@ -129,6 +129,11 @@ class Callback:
         so far is saved, and ``resume`` continues. To end a run early, call
         ``method.request_stop(reason)`` from any hook instead."""
 
+    def summary_fields(self) -> dict:
+        """What this callback adds to the run's summary (``summary()``, ``summary.json``): JSON-serialisable
+        fields under names of its own; none by default."""
+        return {}
+
     def state_dict(self) -> dict:
         """JSON-serialisable state that a resumed run needs."""
         return {}

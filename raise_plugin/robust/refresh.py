@@ -288,6 +288,11 @@ class AdversarialInstanceCallback(Callback):
         baselines = getattr(method.task, "baselines", None) or {}
         return list(baselines.items())
 
+    def summary_fields(self) -> dict:
+        """The refreshes whose inner search failed, when any (``refreshes_skipped``: refresh, generation,
+        program, reason, seconds): the run trained without the instances they would have added."""
+        return {"refreshes_skipped": list(self.skipped)} if self.skipped else {}
+
     def state_dict(self) -> dict:
         return {"refreshes": self.refreshes, "last_refresh_generation": self.last_refresh_generation,
                 "last_refresh_samples": self.last_refresh_samples,

@@ -85,7 +85,7 @@ def write_tables(study, task, variants: list[Variant], rows: list[dict], out: Pa
     tables = paper_tables(task.name, rows, order, ablations, ablation_names, baselines=baselines, twins=twins,
                           reference=chosen)
     named = ", ".join([", ".join(study.methods), *([f"budget {budget}"] if budget is not None else []),
-                       f"{len(study.seeds)} seeds"])
+                       f"{len(study.seeds)} seed{'s' * (len(study.seeds) != 1)}"])
     files = []
     for name, table in tables.items():
         table.title = f"{table.title} ({named})"

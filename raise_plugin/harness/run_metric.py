@@ -2,6 +2,7 @@
 run trained on, with its name, unit and direction; the host's score (minus that) only labelled."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from raise_plugin.errors import UserError
@@ -21,10 +22,14 @@ def best_line(score, program_id, recorded: dict) -> str:
         metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
     except (KeyError, ValueError, ImportError, UserError):  # a task no longer where it was recorded
         metric = "metric"
+    robust = recorded.get("robust", True)
     try:
-        words = Aggregation.parse(recorded.get("aggregation") or "mean").describe(metric)
+        aggregation = Aggregation.parse(recorded.get("aggregation") or "mean")
+        if aggregation.kind == "balanced" and not robust:  # no adversarial instance to weigh: the nominal mean
+            aggregation = dataclasses.replace(aggregation, kind="mean")
+        words = aggregation.describe(metric)
     except ValueError:
         words = metric
-    where = "the nominal set grown by adversarial instances" if recorded.get("robust", True) else "the nominal set"
+    where = "the nominal set grown by adversarial instances" if robust else "the nominal set"
     program = f"{program_id}; " if program_id else ""
     return f"{-score:.6g}: {words} on {where}, lower is better ({program}host score {score:.6g})"

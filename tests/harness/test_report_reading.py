@@ -209,3 +209,12 @@ def test_the_bootstrap_interval_with_two_or_three_seeds_is_the_range_of_the_per_
         diff = np.repeat(np.array(per_seed)[:, None], 4, axis=1)
         low, high, over = bootstrap_ci(diff)
         assert over == "seeds" and (low, high) == pytest.approx((min(per_seed), max(per_seed)))
+
+
+def test_a_plain_run_under_the_balanced_aggregation_is_described_as_the_nominal_mean():
+    from raise_plugin.harness.run_metric import best_line
+    plain = best_line(-1.25, "abc", {"task": "ovrp", "robust": False, "aggregation": "balanced:0.3"})
+    assert plain.startswith("1.25: mean route length (ratio to Clarke-Wright's) on the nominal set, lower is better")
+    assert "weighted" not in plain  # it had no adversarial mean to weigh, and said it did
+    robust = best_line(-1.25, "abc", {"task": "ovrp", "robust": True, "aggregation": "balanced:0.3"})
+    assert "nominal and adversarial means weighted 0.7 and 0.3 on the nominal set grown" in robust

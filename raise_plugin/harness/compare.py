@@ -6,7 +6,7 @@ Every training run and every suite evaluation is a job (``raise_plugin.harness.c
 run in this process, in local processes or on a Dask cluster; the tables are the same
 wherever they ran. Everything lands in one output folder and every finished piece is
 kept: a re-run skips finished training runs, resumes interrupted ones from their
-checkpoints, and re-uses evaluated results.
+checkpoints, and re-uses evaluated results while their runs are as they were evaluated.
 
     OUT/
       runs/<variant>-seed<S>/     one run directory per training run (see raise_plugin.rundir)
@@ -34,11 +34,12 @@ from raise_plugin.harness.compare_tables import write_tables
 from raise_plugin.harness.figures import finish_figure, plot_adversarial_distributions, plot_convergence
 from raise_plugin.harness.final_programs import final_program
 from raise_plugin.harness.html_report import write_compare_page
-from raise_plugin.harness.provenance import code_version, result_meta, recorded_code_version, write_result_meta
+from raise_plugin.harness.provenance import (code_version, recorded_code_version, result_meta, run_change, run_state,
+                                             write_result_meta)
 from raise_plugin.harness.job_place import place_jobs, say_notes
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
-from raise_plugin.harness.reuse import plan_reuse
+from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
@@ -88,17 +89,19 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     say_notes(task, drawn=runs.instance_seed != "public", offline=is_offline(runs.llm.backend))
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
-    records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress)
+    records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress, plan)
     failures = [r for r in records if r.status == "failed"]
     finished = {k: p for k, p in run_dirs.items() if run_finished(p)}
+    started = {k: p for k, p in run_dirs.items() if (p / "config.json").exists()}  # finished or not
     rows = collect_rows(out, task.baselines, [result_name(v.key, s, study.select_on) for v, s in cells])
+    in_tables = {(r["variant"], int(r["seed"])) for r in rows if r["kind"] != "baseline"}
     tables, comparisons, table_files = write_tables(study, task, variants, rows, out, budget=runs.budget.samples)
     figures = _write_figures(task, variants, study.seeds, finished, out, figure_formats)
     ledger = study_ledger({f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells
                            if run_dirs[(v.key, s)].exists()})
     (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=1) + "\n")
-    (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, finished, comparisons,
-                                                  failures=failures, plan=plan))
+    (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, started, comparisons,
+                                                  failures=failures, plan=plan, in_tables=in_tables))
     files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / LEDGER_FILE,
              out / "report.md", write_compare_page(out)]
     result = CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines),
@@ -107,10 +110,11 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
 
 
 def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[Variant], run_dirs: dict,
-                        quiet: bool, progress: bool = True) -> list[JobRecord]:
+                        quiet: bool, progress: bool, plan: ReusePlan) -> list[JobRecord]:
     """Every training run not finished before and every suite evaluation not done before, as jobs:
-    a finished training run queues the evaluation of its final program; each evaluation's rows
-    land in ``OUT/results/<name>.csv``."""
+    a training run that ends (finished or stopped by a cap) queues the evaluation of its final
+    program, again when the run changed since its earlier evaluation (which ``plan`` records as done
+    again); each evaluation's rows land in ``OUT/results/<name>.csv``."""
     study = config.study
     cells = [(v, s) for v in variants for s in study.seeds]
     place, evaluation, workers = place_jobs(study.executor, study.jobs, study.workers)
@@ -122,15 +126,26 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     sandbox = config.evaluation_limits()
     progress = progress if place.kind == "here" and not quiet else False  # a mode (raise_plugin.progress) kept
 
+    made_from = {}  # result name -> (the run's state, its program) as the evaluation was queued
+
     def evaluation_of(v: Variant, s: int) -> EvalJob | None:
-        """The suite evaluation of a finished run's best program (None: done before, or no valid program)."""
-        name = result_name(v.key, s, study.select_on)
-        if (out / "results" / f"{name}.csv").exists():
-            return None
-        code = final_program(run_dirs[(v.key, s)], task, study.select_on, workers)
+        """The suite evaluation of a run's final program (None: done before from the run as it is now, or
+        no valid program)."""
+        name, run = result_name(v.key, s, study.select_on), run_dirs[(v.key, s)]
+        done = out / "results" / f"{name}.csv"
+        if done.exists():
+            changed = run_change(done, run)
+            if not changed:
+                return None
+            set_aside(done, plan.superseded)
+            plan.moved.append(f"{name}: {changed}")
+            _say(f"  {v.label}, seed {s}: {changed}; evaluated again, the earlier result moved to "
+                 f"{plan.superseded}", quiet)
+        code = final_program(run, task, study.select_on, workers)
         if code is None:
             _say(f"  {v.label}, seed {s}: no valid program, left out of the tables", quiet)
             return None
+        made_from[name] = (run_state(run), code)
         return EvalJob(name, f"{v.label}, seed {s}", config.runs.task, Heuristic(v.label, code=code),
                        study.suite_instances, (v.label, v.key, v.kind, s), progress=progress, **common, **sandbox)
 
@@ -156,7 +171,8 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
         write_rows(out / "results" / f"{job.name}.csv", outcome.rows)
         run = out / "runs" / job.name.removesuffix(f"-{study.select_on}-selected")
         evaluated = job.name if job.name.startswith("baseline-") else f"{run.name} ({recorded_code_version(run)})"
-        write_result_meta(out / "results" / f"{job.name}.csv", result_meta(study.suite_instances, evaluated))
+        write_result_meta(out / "results" / f"{job.name}.csv",
+                          result_meta(study.suite_instances, evaluated, *made_from.get(job.name, (None, None))))
         return []
 
     if not (training or evaluations):

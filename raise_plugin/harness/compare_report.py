@@ -1,11 +1,14 @@
-"""Compare's ``report.md``: the settings, what is significant, the tables, the figures, the runs and
-what their LLM calls cost; ``report.html`` is the same text as one page (``html_report``)."""
+"""Compare's ``report.md``: the settings, what is significant, the tables, the figures, the runs (those a
+cap or a failure stopped short of their budget too, marked) and what their LLM calls cost; ``report.html``
+is the same text as one page (``html_report``)."""
 from __future__ import annotations
 
 import json
 
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.provenance import code_version, recorded_code_version
+from raise_plugin.harness.study_budget import run_spent
+from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config
 
 __all__ = ["compare_report", "failure_section"]
@@ -13,7 +16,7 @@ __all__ = ["compare_report", "failure_section"]
 OFFLINE_NOTE = ("No LLM was used: programs came from the offline program sampler, an LLM-free search that "
                 "rewrites parent programs. Results show the harness, not what an LLM would reach.")
 RUNS_HEADER = ["variant", "seed", "budget", "population", "tau", "eps", "LLM", "code version", "samples",
-               "generations", "refreshes", "trained on", "best on its set", "run"]
+               "generations", "refreshes", "trained on", "best on its set", "ended", "run"]
 COST_HEADER = ["variant", "seed", "LLM (model)", "requests", "failed requests", "input tokens", "output tokens",
                "cost (USD)"]
 FAILURE_HEADER = ["job", "reason", "a retry"]
@@ -24,14 +27,19 @@ def report_title(config, task) -> str:
 
 
 def compare_report(config, task, variants, tables, figures, run_dirs, comparisons=(), *, failures=(),
-                   plan=None) -> str:
-    """``report.md``: the settings, failed jobs, what is significant, the tables, the figures, one line
-    per finished run with the settings and code version it was trained with, and its LLM usage."""
+                   plan=None, in_tables=None) -> str:
+    """``report.md``: the settings, the runs in the tables that stopped short of their budget, failed
+    jobs, what is significant, the tables, the figures, one line per run that started (``run_dirs``:
+    (variant key, seed) -> run directory; finished or not, each marked with how it ended) with the
+    settings and code version it was trained with, and its LLM usage with the sum over runs.
+    ``in_tables`` holds the (variant key, seed) of the runs whose results the tables hold (``None``:
+    every run's)."""
     lines = [f"# {report_title(config, task)}", ""]
     for paragraph in settings_paragraphs(config, task):
         lines += [paragraph, ""]
     if config.runs.llm.backend == "offline":
         lines += [f"> {OFFLINE_NOTE}", ""]
+    lines += short_runs_section(config, variants, run_dirs, in_tables)
     if failures:
         lines += failure_section(failures)
     if comparisons:
@@ -41,17 +49,16 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
     for name, table in tables.items():
         lines += [table.markdown(), "", f"([{name}.md]({name}.md))", ""]
     if figures:
-        lines += ["## Figures", ""]
-        for f in figures:
-            lines += [f"![{f.stem}]({f.name})", ""]
+        lines += ["## Figures", ""] + figure_lines(figures)
     lines += ["## Runs", "", runs_intro(), "", _markdown_row(RUNS_HEADER),
-              "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|---:|---|"]
+              "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|---:|---|---|"]
     lines += [_markdown_row(row) for row in run_rows(variants, run_dirs)]
     for note in runs_notes(plan, task):
         lines += ["", note]
     costs = cost_rows(variants, run_dirs)
     if costs:
-        lines += ["", "## LLM usage", "", "What each run's LLM calls cost, from the ledger its summary records.", "",
+        lines += ["", "## LLM usage", "", "What each run's LLM calls cost, from the ledger its summary records (a "
+                  "run that wrote no summary: from its request journal, its failed requests unknown, shown as ?).", "",
                   _markdown_row(COST_HEADER), "|---|---|---|---:|---:|---:|---:|---:|"]
         lines += [_markdown_row(row) for row in costs]
     return "\n".join(lines) + "\n"
@@ -89,6 +96,21 @@ def significance_parts(seeds: int, task, tables, comparisons) -> tuple[str, list
             "p and pairs; how they are computed: docs/harness.md)")
 
 
+def figure_lines(figures) -> list[str]:
+    """Each figure once: its PNG shown (a Markdown viewer shows no PDF or SVG as an image), its other
+    formats linked beside it; a figure written in no PNG is linked in each format."""
+    lines = []
+    for stem in dict.fromkeys(f.stem for f in figures):
+        files = [f for f in figures if f.stem == stem]
+        shown = next((f for f in files if f.suffix == ".png"), None)
+        others = ", ".join(f"[{f.suffix[1:].upper()}]({f.name})" for f in files if f is not shown)
+        if shown is not None:
+            lines += [f"![{stem}]({shown.name})"] + ([f"({stem} also as {others})"] if others else []) + [""]
+        else:
+            lines += [f"{stem}: {others}", ""]
+    return lines
+
+
 def runs_intro() -> str:
     return (f"This compare's code version: `{code_version()}` (the package's version and a hash of the plugin's "
             "and the tasks' sources). Each run's settings below are read from its own `config.json`, its code "
@@ -96,11 +118,36 @@ def runs_intro() -> str:
 
 
 def _read(path) -> tuple[dict, dict]:
-    return json.loads((path / "summary.json").read_text()), load_config(path)
+    """A run's ``summary.json`` (empty when it wrote none: it did not end) and its ``config.json``."""
+    try:
+        summary = json.loads((path / "summary.json").read_text())
+    except (OSError, ValueError):
+        summary = {}
+    try:
+        recorded = load_config(path)
+    except RunDirectoryDamaged:
+        recorded = {}
+    return summary, recorded
+
+
+def how_it_ended(summary: dict, budget) -> str:
+    """How a run ended, from its ``summary.json``: ``finished``, or where and why it stopped short."""
+    if summary.get("finished"):
+        return "finished"
+    if not summary:
+        return "did not end: it wrote no summary (its job failed or was interrupted)"
+    at = f"at {summary.get('samples')} of {budget} samples"
+    if summary.get("failure"):
+        return f"failed {at}: {summary['failure']}"
+    return f"stopped {at}" + (f": {summary['stopped']}" if summary.get("stopped") else "")
+
+
+def _cell(text) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
 
 
 def run_rows(variants, run_dirs) -> list[list[str]]:
-    """One row per finished run (``RUNS_HEADER``), its cells in the harness's Markdown."""
+    """One row per run that started (``RUNS_HEADER``), finished or not, its cells in the harness's Markdown."""
     rows = []
     for (key, seed), path in run_dirs.items():
         summary, recorded = _read(path)
@@ -113,29 +160,67 @@ def run_rows(variants, run_dirs) -> list[list[str]]:
         if version != code_version():
             version = f"**{version}**"
         rows.append([variant.label, seed, recorded.get("budget"), recorded.get("pop_size"), recorded.get("tau"),
-                     "" if eps is None else f"{eps:g}", llm, version, summary.get("samples"),
-                     summary.get("generations"), summary.get("refreshes"), trained_on,
-                     "" if best is None else f"{-best:.4f}", f"[{path.name}](runs/{path.name})"])
+                     "" if eps is None else f"{eps:g}", llm, version, summary.get("samples", ""),
+                     summary.get("generations", ""), summary.get("refreshes", ""), trained_on,
+                     "" if best is None else f"{-best:.4f}", _cell(how_it_ended(summary, recorded.get("budget"))),
+                     f"[{path.name}](runs/{path.name})"])
     return rows
 
 
 def cost_rows(variants, run_dirs) -> list[list[str]]:
-    """One row per finished run that recorded its LLM usage (``COST_HEADER``), then the total."""
+    """One row per run that recorded its LLM usage or sent requests (``COST_HEADER``), a run that did not
+    finish marked beside its name, then the sum over them."""
     rows, totals = [], [0, 0, 0, 0, 0.0]
     for (key, seed), path in run_dirs.items():
-        usage = _read(path)[0].get("llm_usage")
-        if not usage:
-            continue
-        total = usage.get("total", {})
-        counts = [total.get("requests", total.get("calls", 0)), total.get("failures", 0),
-                  total.get("input_tokens", 0), total.get("output_tokens", 0), total.get("cost_usd", 0.0)]
-        totals = [a + (b or 0) for a, b in zip(totals, counts)]
+        summary, recorded = _read(path)
+        usage = summary.get("llm_usage")
+        if usage:
+            total = usage.get("total", {})
+            counts = [total.get("requests", total.get("calls", 0)), total.get("failures", 0),
+                      total.get("input_tokens", 0), total.get("output_tokens", 0), total.get("cost_usd", 0.0)]
+            model, priced = f"{usage.get('backend', '?')} ({usage.get('model', '?')})", usage.get("priced", True)
+        else:  # no summary: what its request journal says it sent
+            spent = run_spent(path)
+            if not spent["requests"]:
+                continue
+            counts = [spent["requests"], "?", spent["input_tokens"], spent["output_tokens"], spent["cost_usd"]]
+            model, priced = recorded.get("llm", "?"), True
+        totals = [a + (b if isinstance(b, (int, float)) else 0) for a, b in zip(totals, counts)]
         label = next(v.label for v in variants if v.key == key)
-        cost = f"{counts[4]:.4f}" if usage.get("priced", True) else "unknown (no price for this model)"
-        rows.append([label, seed, f"{usage.get('backend', '?')} ({usage.get('model', '?')})", *counts[:4], cost])
-    if len(rows) > 1:
+        if not summary.get("finished"):  # "stopped at 4 of 8 samples", "failed at ...", "did not end"
+            label += f" ({how_it_ended(summary, recorded.get('budget')).split(':')[0]})"
+        cost = f"{counts[4]:.4f}" if priced else "unknown (no price for this model)"
+        rows.append([label, seed, model, *counts[:4], cost])
+    if rows:
         rows.append(["**all runs**", "", "", *(f"**{n}**" for n in totals[:4]), f"**{totals[4]:.4f}**"])
     return rows
+
+
+def short_runs_section(config, variants, run_dirs, in_tables=None) -> list[str]:
+    """The runs in the tables that stopped short of their budget (a cap, a failure) as Markdown lines: a
+    paragraph saying so, then one item per run with where it stopped and why; none when every run in
+    the tables finished."""
+    tabled = [(k, s) for k, s in run_dirs if in_tables is None or (k, s) in in_tables]
+    items = []
+    for key, seed in tabled:
+        summary, recorded = _read(run_dirs[(key, seed)])
+        if summary and not summary.get("finished"):
+            label = next(v.label for v in variants if v.key == key)
+            items.append(f"- {label}, seed {seed}: {' '.join(how_it_ended(summary, recorded.get('budget')).split())}")
+    if not items:
+        return []
+    caps = [f"`--{k.replace('_', '-')}`" for k in ("max_llm_calls", "max_cost_usd")
+            if getattr(config.study, k, None) is not None]
+    more = (f" The same compare run again with a higher {' or '.join(caps)} resumes such a run and evaluates its "
+            "final program again." if caps else "")
+    if len(items) == 1:
+        said = (f"1 of the {len(tabled)} run{'' if len(tabled) == 1 else 's'} in the tables stopped short of its "
+                "budget of {} samples; its cells show the final program it had when it stopped")
+    else:
+        said = (f"{len(items)} of the {len(tabled)} runs in the tables stopped short of their budget of {{}} "
+                "samples; their cells show the final program each had when it stopped")
+    return [f"**Not every run reached its budget.** {said.format(config.runs.budget.samples)}, from a shorter "
+            f"search than a finished run's.{more}", ""] + items + [""]
 
 
 def runs_notes(plan, task) -> list[str]:

@@ -6,7 +6,9 @@ The code version is the package's version and a hash of the plugin's and the tas
 process. A training run's is written to ``RUN/code_version.json`` when it starts (its settings
 are in the ``config.json`` the run writes itself); a suite evaluation's results file
 ``results/<name>.csv`` gets ``results/<name>.json`` with the code version, the suite size and
-what it evaluated.
+what it evaluated: a baseline's name, or a run's name, the state the run was in (``run_state``) and
+a hash of the program it handed on, so that a result whose run has changed since (a run a cap
+stopped, resumed later) is not taken for the new program's.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
-           "run_differences", "result_meta", "write_result_meta", "read_result_meta", "IGNORED_FIELDS"]
+           "run_differences", "run_state", "result_meta", "write_result_meta", "read_result_meta", "run_change",
+           "IGNORED_FIELDS"]
 
 CODE_FILE = "code_version.json"
 # where and how fast a run ran, never what it found: results do not depend on them (tested in the engine);
@@ -119,10 +122,53 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def result_meta(suite_instances: int | None, evaluated: str) -> dict:
+def run_state(run_dir: Path) -> dict | None:
+    """The state of the run in ``run_dir`` its final program comes from, as its ``summary.json`` says:
+    ``samples``, ``finished`` and ``best_program_id``; ``None`` for a run that wrote no summary."""
+    try:
+        summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return {"samples": summary.get("samples"), "finished": bool(summary.get("finished")),
+            "best_program_id": (summary.get("best") or {}).get("program_id")}
+
+
+def result_meta(suite_instances: int | None, evaluated: str, run: dict | None = None,
+                program: str | None = None) -> dict:
     """What shaped a suite evaluation: the code, the suite's size and what it evaluated (a baseline's
-    name, or the run directory's name with its own code version)."""
-    return {"code_version": code_version(), "suite_instances": suite_instances, "evaluated": evaluated}
+    name, or the run directory's name with its own code version, the run's state, ``run_state``, and
+    the SHA-256 of the program it handed on)."""
+    meta = {"code_version": code_version(), "suite_instances": suite_instances, "evaluated": evaluated}
+    if run is not None:
+        meta["run"] = run
+    if program is not None:
+        meta["program_sha256"] = hashlib.sha256(program.encode()).hexdigest()
+    return meta
+
+
+def run_change(csv_path: Path, run_dir: Path) -> str | None:
+    """Why the result ``csv_path`` no longer shows the final program of its run in ``run_dir`` (the run
+    has other samples or another best since it was evaluated), or ``None``. A result of earlier code,
+    which recorded no run state, holds while its run's ``summary.json`` is not newer than it."""
+    recorded = (read_result_meta(csv_path) or {}).get("run")
+    summary = Path(run_dir) / "summary.json"
+    if recorded is None:
+        try:
+            written_after = summary.stat().st_mtime_ns > Path(csv_path).stat().st_mtime_ns
+        except OSError:
+            return None
+        return ("its run was written after its suite evaluation (a result of earlier code, which recorded no "
+                "run state)") if written_after else None
+    now = run_state(run_dir)
+    if now is None:
+        return None
+    if now["samples"] != recorded.get("samples"):
+        return (f"its run changed since its suite evaluation ({recorded.get('samples')} samples then, "
+                f"{now['samples']} now)")
+    if now["best_program_id"] != recorded.get("best_program_id"):
+        return (f"its run's best program changed since its suite evaluation ({recorded.get('best_program_id')} "
+                f"then, {now['best_program_id']} now)")
+    return None
 
 
 def write_result_meta(csv_path: Path, meta: dict) -> None:

@@ -1,7 +1,8 @@
 """What a compare reuses of the work an earlier compare left in its folder: only runs and results
 whose every setting and code version match (``--reuse matching``), none (``never``), or those of
-another code version too (``any``, said in the report). What does not match is moved aside to
-``OUT/superseded/<time>/`` (never deleted) and done again.
+another code version too (``any``, said in the report); and a run's result only while the run is in
+the state it was evaluated in (``provenance.run_change``), under every choice. What does not match
+is moved aside to ``OUT/superseded/<time>/`` (never deleted) and done again.
 """
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from pathlib import Path
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_jobs import run_finished
 from raise_plugin.harness.provenance import (code_version, expected_run_config, read_result_meta,
-                                             recorded_code_version, run_differences)
+                                             recorded_code_version, run_change, run_differences)
 from raise_plugin.harness.variants import result_name
 
-__all__ = ["REUSE", "ReusePlan", "plan_reuse"]
+__all__ = ["REUSE", "ReusePlan", "plan_reuse", "set_aside"]
 
 REUSE = {
     "matching": "reuse a finished run or result only when every setting and the code version match; "
@@ -35,6 +36,7 @@ class ReusePlan:
     interrupted: int = 0              # unfinished runs kept, to resume
     results: int = 0                  # suite evaluations planned
     evaluated: int = 0                # results kept
+    provisional: int = 0              # of those, results of unfinished runs: kept only if resuming changes nothing
     moved: list[str] = field(default_factory=list)     # what was moved aside, each "name: why"
     other_code: list[str] = field(default_factory=list)  # kept under --reuse any: "name (code version)"
     superseded: Path | None = None
@@ -46,7 +48,8 @@ class ReusePlan:
         kept = [f"{self.finished} of {self.runs} training runs finished",
                 f"{self.evaluated} of {self.results} suite evaluations"]
         if self.interrupted:
-            kept.append(f"{self.interrupted} interrupted run{'s' if self.interrupted > 1 else ''} to resume")
+            kept.append(f"{self.interrupted} interrupted run{'s' if self.interrupted > 1 else ''} to resume"
+                        + self._provisional())
         text = f"{out_name} holds an earlier compare; reusing {', '.join(kept)}"
         if self.moved:
             reasons = sorted({why for _, why in (m.split(": ", 1) for m in self.moved)})
@@ -60,6 +63,16 @@ class ReusePlan:
             text += f"; {runs} runs and {results} results of another code version accepted (--reuse any)"
         return text + f" (to start afresh, delete {out_name} or give another --out)"
 
+    def _provisional(self) -> str:
+        """What becomes of the suite evaluations of the runs to resume, said after their count."""
+        p, several = self.provisional, self.provisional > 1
+        if not p:
+            return ""
+        if self.interrupted == 1:
+            return " (its suite evaluation is done again if resuming changes the run)"
+        return (f" (the suite evaluation{'s' if several else ''} of {p} of them {'are' if several else 'is'} done "
+                f"again if resuming changes {'their runs' if several else 'its run'})")
+
 
 def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> ReusePlan:
     """Check every run directory and results file an earlier compare left in ``out`` against this
@@ -72,10 +85,11 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
     study = config.study
     cells = [(v, s) for v in variants for s in study.seeds]
     plan.runs = len(cells)
-    dropped_runs = set()
+    dropped_runs, run_of, unfinished = set(), {}, set()
     for v, s in cells:
         name = f"{v.key}-seed{s}"
         path = out / "runs" / name
+        run_of[result_name(v.key, s, study.select_on)] = path
         if not (path / "config.json").exists():
             if path.exists() and any(path.iterdir()) and reuse == "never":
                 _move(path, stamp / "runs" / name)
@@ -92,6 +106,7 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
             plan.finished += 1
         else:
             plan.interrupted += 1
+            unfinished.add(result_name(v.key, s, study.select_on))
     names = [f"baseline-{b}" for b in task.baselines] + [result_name(v.key, s, study.select_on) for v, s in cells]
     plan.results = len(names)
     for name in names:
@@ -99,11 +114,10 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
         if not csv.exists():
             continue
         why = ("its run is trained again" if name in dropped_runs
-               else _result_mismatch(csv, study.suite_instances, now, reuse))
+               else _result_mismatch(csv, study.suite_instances, now, reuse)
+               or (run_change(csv, run_of[name]) if name in run_of else None))
         if why:
-            for part in (csv, csv.with_suffix(".json")):
-                if part.exists():
-                    _move(part, stamp / "results" / part.name)
+            set_aside(csv, stamp)
             if name not in dropped_runs:
                 plan.moved.append(f"{name}: {why}")
             continue
@@ -111,7 +125,15 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
         if meta.get("code_version") != now:
             plan.other_code.append(f"results/{name}.csv ({meta.get('code_version')})")
         plan.evaluated += 1
+        plan.provisional += name in unfinished
     return plan
+
+
+def set_aside(csv: Path, stamp: Path) -> None:
+    """Move the result ``csv`` and its record of what shaped it to ``stamp/results/`` (never deleted)."""
+    for part in (csv, csv.with_suffix(".json")):
+        if part.exists():
+            _move(part, stamp / "results" / part.name)
 
 
 def _run_mismatch(path: Path, run_fields: tuple, now: str, reuse: str) -> str | None:

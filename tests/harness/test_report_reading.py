@@ -218,3 +218,13 @@ def test_a_plain_run_under_the_balanced_aggregation_is_described_as_the_nominal_
     assert "weighted" not in plain  # it had no adversarial mean to weigh, and said it did
     robust = best_line(-1.25, "abc", {"task": "ovrp", "robust": True, "aggregation": "balanced:0.3"})
     assert "nominal and adversarial means weighted 0.7 and 0.3 on the nominal set grown" in robust
+
+
+def test_report_md_shows_each_figure_once_as_its_png_and_links_its_other_formats():
+    from pathlib import Path
+    from raise_plugin.harness.compare_report import figure_lines
+    written = [Path("out") / name for name in ("convergence.png", "convergence.pdf", "profile.svg")]
+    lines = figure_lines(written)
+    assert lines == ["![convergence](convergence.png)", "(convergence also as [PDF](convergence.pdf))", "",
+                     "profile: [SVG](profile.svg)", ""]
+    assert not any(line.startswith("![") and not line.endswith(".png)") for line in lines)  # it embedded the PDF

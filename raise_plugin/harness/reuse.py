@@ -16,6 +16,7 @@ from raise_plugin.harness.compare_jobs import run_finished
 from raise_plugin.harness.provenance import (code_version, expected_run_config, read_result_meta,
                                              recorded_code_version, run_change, run_differences)
 from raise_plugin.harness.variants import result_name
+from raise_plugin.settings import SETTINGS, section_of
 
 __all__ = ["REUSE", "ReusePlan", "plan_reuse", "set_aside"]
 
@@ -136,11 +137,22 @@ def set_aside(csv: Path, stamp: Path) -> None:
             _move(part, stamp / "results" / part.name)
 
 
+# what only a robust run's inner loop reads: a plain run trained under other values is the same run (tau and
+# tau_unit are not here: they set the interval of a plain run's validation trace too)
+ROBUST_ONLY = frozenset(("epsilon", "adversary_objective", "allow_no_refresh", "max_adversarial",
+                         "instances_per_refresh", *(name for name, setting in SETTINGS.items()
+                                                    if section_of(name)[-1] == "inner_search")))
+
+
 def _run_mismatch(path: Path, run_fields: tuple, now: str, reuse: str) -> str | None:
-    """Why the run in ``path`` is not to be reused, or ``None``."""
+    """Why the run in ``path`` is not to be reused, or ``None``; a plain run's is not its robust-only
+    settings' (``ROBUST_ONLY``)."""
     if reuse == "never":
         return "--reuse never"
-    differences = run_differences(path, expected_run_config(run_fields))
+    expected = expected_run_config(run_fields)
+    if not dict(run_fields).get("robust", True):
+        expected = {k: v for k, v in expected.items() if k not in ROBUST_ONLY}
+    differences = run_differences(path, expected)
     if differences:
         return "settings differ: " + ", ".join(differences[:3]) + (", ..." if len(differences) > 3 else "")
     recorded = recorded_code_version(path)

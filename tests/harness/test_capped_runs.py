@@ -160,3 +160,25 @@ def test_the_first_line_says_which_kept_results_wait_on_a_resumed_run():
             "run)") in line(2, 1)
     assert "2 interrupted runs to resume (the suite evaluations of 2 of them are done again" in line(2, 2)
     assert "2 interrupted runs to resume (to start afresh" in line(2, 0)
+
+
+def test_a_plain_run_is_reused_when_only_settings_its_search_never_reads_changed(tmp_path):
+    """A plain run reads no inner-search setting nor eps: a study that changes only those keeps it (it
+    was trained again, the same programs at the same cost); tau still counts, as it sets the interval
+    of its validation trace."""
+    from raise_plugin.harness.provenance import code_version, expected_run_config, record_code_version
+    from raise_plugin.harness.reuse import _run_mismatch
+
+    def fields(robust: bool, **kw):
+        study = CompareConfig(**{"task": "ovrp", "budget": 8, "pop_size": 4, "seeds": (0,), **kw})
+        return study.run_fields("eoh", robust, 0.002 if robust else None, 0, {})
+
+    run = tmp_path / "eoh-plain-seed0"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(expected_run_config(fields(False, inner_population=8))))
+    record_code_version(run)
+    now = code_version()
+    assert _run_mismatch(run, fields(False, inner_population=4, inner_generations=2), now, "matching") is None
+    assert "inner_population 8 (here 4)" in _run_mismatch(run, fields(True, inner_population=4), now, "matching")
+    assert "tau" in _run_mismatch(run, fields(False, inner_population=8, tau=2), now, "matching")
+    assert "budget 8 (here 12)" in _run_mismatch(run, fields(False, inner_population=8, budget=12), now, "matching")

@@ -119,8 +119,7 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
                or (run_change(csv, run_of[name]) if name in run_of else None))
         if why:
             set_aside(csv, stamp)
-            if name not in dropped_runs:
-                plan.moved.append(f"{name}: {why}")
+            plan.moved.append(f"{name}: {why}")  # a retrained run's result too: the line counts all it moves
             continue
         meta = read_result_meta(csv) or {}
         if meta.get("code_version") != now:

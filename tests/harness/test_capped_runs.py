@@ -182,3 +182,28 @@ def test_a_plain_run_is_reused_when_only_settings_its_search_never_reads_changed
     assert "inner_population 8 (here 4)" in _run_mismatch(run, fields(True, inner_population=4), now, "matching")
     assert "tau" in _run_mismatch(run, fields(False, inner_population=8, tau=2), now, "matching")
     assert "budget 8 (here 12)" in _run_mismatch(run, fields(False, inner_population=8, budget=12), now, "matching")
+
+
+def test_reuse_never_counts_everything_it_moves_aside(tmp_path):
+    """Under --reuse never the first line's count is what was moved: a retrained run's result with it
+    (it said 5 earlier runs or results, and moved 7)."""
+    from raise_plugin.harness.provenance import expected_run_config, record_code_version
+    from raise_plugin.harness.variants import plan_variants, result_name
+    from tasks import get_task
+
+    config = CompareConfig(task="ovrp", budget=8, pop_size=4, seeds=(0,), methods=("eoh",), epsilons=(0.002,),
+                           ablations=False, out=str(tmp_path / "study"))
+    variants, task = plan_variants(["eoh"], [0.002], ablations=False), get_task("ovrp")
+    (tmp_path / "study" / "results").mkdir(parents=True)
+    for v in variants:
+        run = tmp_path / "study" / "runs" / f"{v.key}-seed0"
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps(expected_run_config(
+            config.run_fields(v.method, v.robust, v.epsilon, 0, v.switches))))
+        record_code_version(run)
+        (tmp_path / "study" / "results" / f"{result_name(v.key, 0, 'robust')}.csv").write_text("")
+    (tmp_path / "study" / "results" / "baseline-SP-Insert.csv").write_text("")
+    plan = plan_reuse(config, task, variants, tmp_path / "study", "never")
+    moved = [p for p in plan.superseded.rglob("*") if p.parent.name in ("runs", "results")]
+    assert len(plan.moved) == len(moved) == 2 * len(variants) + 1
+    assert f"; {len(moved)} earlier runs or results did not match" in plan.line("study")

@@ -300,7 +300,9 @@ def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared,
     assert (plan.finished, plan.evaluated, plan.moved) == (18, 21, [])
     # another budget: every run is trained again, never reused under this compare's heading
     plan = plan_reuse(tiny(out, budget=6), task, variants, out)
-    assert plan.finished == 0 and len(plan.moved) == 18 and plan.evaluated == 3  # the baselines' results hold
+    # each run and its result moved aside, all counted; the baselines' results hold
+    assert plan.finished == 0 and len(plan.moved) == 18 + 18 and plan.evaluated == 3
+    assert "36 earlier runs or results did not match" in plan.line(str(out))
     assert "settings differ: budget 8 (here 6)" in plan.line(str(out))
     assert not list((out / "runs").iterdir()) and len(list(plan.superseded.glob("runs/*"))) == 18
     shutil.rmtree(out)

@@ -12,6 +12,7 @@ from raise_plugin.harness.compare import FIGURE_FORMATS, failure_line, run_compa
 from raise_plugin.harness.compare_config import DEFAULT_OUT, RUN_CONTROLS, STUDY_CAPS, CompareConfig
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.reuse import REUSE
+from raise_plugin.settings import SettingError, check_settings
 
 
 # Named settings of whole studies; any flag given beside --preset overrides its value.
@@ -104,7 +105,7 @@ def _apply_config_file(args) -> None:
             raise UserError(f"config file {path}: compare does not take {key!r} (it takes: "
                             f"{', '.join(sorted(taken))})")
         if key not in given and f"no_{key}" not in given:
-            setattr(args, key, tuple(value) if isinstance(value, list) else value)
+            setattr(args, key, value)  # as written: CompareConfig reads a list or a comma string alike
     args.given = set(given) | set(data)  # the preset fills only what neither the flags nor the file gave
 
 
@@ -113,6 +114,11 @@ def config_from(args) -> CompareConfig:
     _apply_preset(args)
     prices = parse_prices(getattr(args, "price_items", None))
     fields = {name: getattr(args, name) for name in FIELDS}
+    try:  # the settings only the command line reads: a config file may give them of any type
+        check_settings({"seeds": args.seeds, "progress": args.progress})
+    except SettingError as exc:
+        hint = " (a count: the runs take seeds 0..N-1)" if exc.name == "seeds" and isinstance(args.seeds, list) else ""
+        raise UserError(f"{exc}{hint}") from None
     return CompareConfig(**fields, seeds=tuple(range(args.seeds)),
                          prices={**(getattr(args, "prices", None) or {}), **(prices or {})} or None)
 

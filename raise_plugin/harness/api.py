@@ -14,7 +14,7 @@ from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.robustness_profile import Profile, robustness_profile, save_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
-from raise_plugin.settings import SettingError, check_settings, default, fallback
+from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback
 from tasks import get_task, list_tasks
 from tasks.common.classical import classical_rules
 
@@ -42,13 +42,13 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     """
     if _progress(progress) == "off":
         progress = False  # run_compare reads it as a truth value, and "off" is a true string
-    if isinstance(seeds, int):
+    if isinstance(seeds, int) and not isinstance(seeds, bool):  # a count; anything else, CompareConfig checks
+        try:
+            SETTINGS["seeds"].check(seeds)
+        except SettingError as exc:
+            raise UserError(str(exc)) from None
         seeds = tuple(range(seeds))
-    if "methods" in fields and isinstance(fields["methods"], str):
-        fields["methods"] = tuple(m.strip() for m in fields["methods"].split(",") if m.strip())
-    if "epsilons" in fields and isinstance(fields["epsilons"], (int, float)):
-        fields["epsilons"] = (float(fields["epsilons"]),)
-    return run_compare(CompareConfig(task=task, seeds=tuple(seeds), **fields), quiet=quiet, progress=progress,
+    return run_compare(CompareConfig(task=task, seeds=seeds, **fields), quiet=quiet, progress=progress,
                        reuse=reuse, figure_formats=figure_formats)
 
 

@@ -1,7 +1,11 @@
 """What ``raise-ahd compare`` runs: ``CompareConfig``, checked on creation with one-line errors naming the field."""
 from __future__ import annotations
 
+import math
+import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from numbers import Real
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -68,9 +72,12 @@ class CompareConfig:
     of the same name in the tree, ``raise_plugin.settings``, with its default), from the sections,
     or both (the named settings over the sections); checked on creation, one-line errors naming the
     field. ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii (the task's eps
-    when not given). The run's controls (``RUN_CONTROLS``: sandbox limits, endpoint, tokens,
-    timeouts, prices) pass to every run as they are; the caps (``STUDY_CAPS``) hold for the whole
-    study; ``to_dict`` gives the settings flat, as ``compare.json`` records them."""
+    when not given); ``methods`` and ``epsilons`` are each a list or, as on the command line, a
+    comma-separated string (``"eoh,reevo"``; ``epsilons`` one number too), and no item of these
+    three may be given twice; ``out`` is a path or its text. The run's controls (``RUN_CONTROLS``:
+    sandbox limits, endpoint, tokens, timeouts, prices) pass to every run as they are; the caps
+    (``STUDY_CAPS``) hold for the whole study; ``to_dict`` gives the settings flat, as
+    ``compare.json`` records them."""
 
     runs: RunConfig = field(default_factory=RunConfig)
     study: StudySettings = field(default_factory=StudySettings)
@@ -90,7 +97,7 @@ class CompareConfig:
             raise UserError(f"task: unknown {task!r}; choose from {', '.join(list_tasks())}")
         if is_task_reference(task):  # the file's absolute path: jobs and re-runs find it from anywhere
             flat["task"] = task = task_reference(task)
-        flat["methods"] = tuple(flat["methods"])
+        flat["methods"] = _once("methods", _listed("methods", flat["methods"]))
         for m in flat["methods"]:
             if m not in METHODS:
                 raise UserError(f"methods: unknown {m!r}; choose from {', '.join(sorted(METHODS))}")
@@ -99,16 +106,19 @@ class CompareConfig:
         if flat["select_on"] is None:
             flat["select_on"] = final_selection(task)
         try:
+            _text("select_on", flat["select_on"])
             check_selection_suite(flat["select_on"], ("robust", "validation"))
-        except UserError as exc:
-            raise UserError(f"select_on: {exc}") from None
+        except UserError as exc:  # its message names the setting but for select_on='test'
+            raise UserError(str(exc) if str(exc).startswith("select_on: ") else f"select_on: {exc}") from None
         defaults = robust_defaults(task)
         if flat["epsilons"] is None:
             flat["epsilons"] = (defaults["epsilon"],)
         for name in ("aggregation", "adversary_objective", "projection"):
             if flat[name] is None:
                 flat[name] = defaults[name]
-        flat["epsilons"], flat["seeds"] = tuple(flat["epsilons"]), tuple(flat["seeds"])
+        flat["epsilons"], flat["seeds"] = _radii(flat["epsilons"]), _seeds(flat["seeds"])
+        flat["out"] = _directory(flat["out"])
+        _text("executor", flat["executor"])
         if not flat["seeds"]:
             raise UserError("seeds: give at least one seed")
         if flat["ablations"] and not flat["epsilons"]:
@@ -119,12 +129,6 @@ class CompareConfig:
                 "suite_instances", "workers", "jobs", "ship_runs", "ablations", "max_cost_usd", "max_llm_calls")})
         except SettingError as exc:
             raise UserError(str(exc)) from None
-        flat["epsilons"] = tuple(float(e) for e in flat["epsilons"])
-        for seed in flat["seeds"]:
-            try:
-                SETTINGS["seed"].check(seed)
-            except SettingError as exc:
-                raise UserError(f"seeds: {exc.reason}") from None
         object.__setattr__(self, "study", StudySettings(**{name: flat[name] for name in _STUDY}))
         try:  # every run's settings, then each method's first run as compare builds them: the run's own
             # checks (values, then names: a method that cannot take several programs in flight) hold
@@ -165,6 +169,77 @@ class CompareConfig:
 
 
 _STUDY = tuple(f.name for f in fields(StudySettings))
+
+
+def _listed(name: str, value: Any) -> tuple:
+    """The items of list setting ``name`` (``methods``, ``epsilons``): a list as it is, or a
+    comma-separated string split as its flag splits it (``"eoh,reevo"``)."""
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        what = "numbers" if name == "epsilons" else "names"
+        raise UserError(f"{name}: must be a list of {what} or a comma-separated string, got {value!r}")
+    return tuple(value)
+
+
+def _once(name: str, items: tuple, shown=repr) -> tuple:
+    """``items`` of setting ``name`` if none is given twice (a twice-trained variant, a test counted
+    twice in the Holm correction), else a one-line ``UserError`` naming the first repeated one."""
+    for i, item in enumerate(items):
+        if item in items[:i]:
+            raise UserError(f"{name}: {shown(item)} given twice")
+    return items
+
+
+def _radii(value: Any) -> tuple[float, ...]:
+    """The robust runs' radii eps as numbers, from a list, a comma-separated string or one number;
+    no two alike, nor alike in the name of their runs (``eps0.002``: ``variants.plan_variants``)."""
+    one = isinstance(value, Real) and not isinstance(value, bool)
+    radii = []
+    for item in _listed("epsilons", (value,) if one else value):
+        try:
+            eps = float(item) if isinstance(item, (Real, str)) and not isinstance(item, bool) else None
+        except ValueError:
+            eps = None
+        if eps is None:
+            raise UserError(f"epsilons: must be numbers, got {item!r}")
+        if not math.isfinite(eps):
+            raise UserError(f"epsilons: must be finite numbers, got {item!r}")
+        radii.append(eps)
+    _once("epsilons", tuple(radii), shown=lambda eps: f"{eps:g}")
+    named: dict[str, float] = {}
+    for eps in radii:
+        if f"{eps:g}" in named:
+            raise UserError(f"epsilons: {named[f'{eps:g}']!r} and {eps!r} both name the runs eps{eps:g}")
+        named[f"{eps:g}"] = eps
+    return tuple(radii)
+
+
+def _seeds(value: Any) -> tuple[int, ...]:
+    """The seeds themselves (the command line's ``--seeds N`` is the seeds 0..N-1), each given once."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise UserError(f"seeds: must be the seeds themselves (a list of integers), got {value!r}")
+    seeds = tuple(value)
+    for seed in seeds:
+        try:
+            SETTINGS["seed"].check(seed)
+        except SettingError as exc:
+            raise UserError(f"seeds: {exc.reason}") from None
+    return _once("seeds", seeds)
+
+
+def _directory(value: Any) -> str:
+    """The compare's directory ``out`` as text (``compare.json`` records it), from a path or a string."""
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(path, str) or not path.strip():
+        raise UserError(f"out: must be a directory's path, got {value!r}")
+    return path
+
+
+def _text(name: str, value: Any) -> None:
+    """``value`` of setting ``name`` is a string or unset (``None``); else a one-line ``UserError``."""
+    if value is not None and not isinstance(value, str):
+        raise UserError(f"{name}: must be a string, got {value!r}")
 
 
 def _check_llm(llm: LLMSettings, task: str, max_cost_usd: float | None = None) -> None:

@@ -39,10 +39,12 @@ class Variant:
     kind: str = "plain"  # plain | robust | ablation
 
 
-def plan_variants(methods: Iterable[str], epsilons: Iterable[float], ablations: bool = default("ablations")) -> list[Variant]:
+def plan_variants(methods: Iterable[str], epsilons: Iterable[float],
+                  ablations: bool = default("ablations")) -> list[Variant]:
     """Every method plain and robust at each eps; with ``ablations``, the paper's three
     component ablations of the robust method at the first eps (the fourth, "w/o robust
-    search", is the plain run)."""
+    search", is the plain run). Two variants of one key (a method or an eps given twice, two
+    radii alike in ``{eps:g}``) would share their runs and results: ``ValueError``."""
     epsilons = list(epsilons)
     out = []
     for m in methods:
@@ -55,6 +57,10 @@ def plan_variants(methods: Iterable[str], epsilons: Iterable[float], ablations: 
             for key, (suffix, switches) in ABLATIONS.items():
                 out.append(Variant(f"{m}-raise-eps{e:g}-{key}", f"RAISE-{name} {suffix}", m, True, float(e),
                                    tuple(sorted(switches.items())), "ablation"))
+    keys = [v.key for v in out]
+    repeated = next((key for i, key in enumerate(keys) if key in keys[:i]), None)
+    if repeated is not None:
+        raise ValueError(f"two variants named {repeated!r}: give each method and eps once")
     return out
 
 

@@ -47,7 +47,7 @@ def _enter_sandbox(limits: SandboxLimits, workdir: str, parent: int, method: str
     if method == "fork" and os.getppid() != parent:  # the engine died meanwhile
         os._exit(0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the engine's business
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the fork server ignores it (cleanstart._prepare_server); we need not
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # ignored by the fork server only (cleanstart._prepare_server)
     if hasattr(signal, "SIGXFSZ"):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails with EFBIG instead
     keep_environment(os.environ)

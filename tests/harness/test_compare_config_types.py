@@ -1,0 +1,163 @@
+"""A compare's settings of the wrong type or given twice stop it with one line naming the setting, from a
+``--config`` file, a flag, ``CompareConfig`` or ``rp.compare``; a list setting's TOML list and comma string
+(``methods = "eoh,reevo"``) mean what its flag means."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+import raise_plugin as rp
+from raise_plugin.cli import main
+from raise_plugin.commands import compare as compare_command
+from raise_plugin.errors import UserError
+from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.variants import plan_variants
+
+
+@pytest.fixture(autouse=True)
+def nothing_is_trained(monkeypatch, tmp_path):
+    """Every case here is refused (or compared) before training: a compare that starts is a failure."""
+    def started(*args, **kwargs):
+        raise AssertionError("the compare started")
+
+    monkeypatch.setattr(compare_command, "run_compare", started)
+    monkeypatch.setattr("raise_plugin.harness.api.run_compare", started)
+    monkeypatch.chdir(tmp_path)
+
+
+def _refused(capsys, argv) -> str:
+    """The one line ``raise-ahd`` stops with, having checked it stopped with status 2 and no traceback."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err.strip()
+
+
+def _from_toml(tmp_path, text: str) -> list:
+    path = tmp_path / "F.toml"
+    path.write_text(f'task = "ovrp"\n{text}\n')
+    return ["compare", "--config", str(path)] + ([] if text.startswith("progress") else ["--no-progress"])
+
+
+@pytest.mark.parametrize("line, message", [
+    ("seeds = [0, 1]", "seeds: must be an integer, got [0, 1] (a count: the runs take seeds 0..N-1)"),
+    ("seeds = 2.5", "seeds: must be an integer, got 2.5"),
+    ("seeds = 1e400", "seeds: must be an integer, got inf"),
+    ("seeds = true", "seeds: must be an integer, got True"),
+    ('epsilons = "0.002,x"', "epsilons: must be numbers, got 'x'"),
+    ('epsilons = ["a"]', "epsilons: must be numbers, got 'a'"),
+    ("epsilons = [true]", "epsilons: must be numbers, got True"),
+    ("epsilons = [1e400]", "epsilons: must be finite numbers, got inf"),
+    ("epsilons = {}", "epsilons: must be a list of numbers or a comma-separated string, got {}"),
+    ("epsilons = [0.002, 0.002]", "epsilons: 0.002 given twice"),
+    ('epsilons = "0.002,0.01,0.002"', "epsilons: 0.002 given twice"),
+    ("epsilons = [0.002, 0.0020000001]", "epsilons: 0.002 and 0.0020000001 both name the runs eps0.002"),
+    ("methods = 5", "methods: must be a list of names or a comma-separated string, got 5"),
+    ('methods = ["eoh", "eoh"]', "methods: 'eoh' given twice"),
+    ('methods = "eoh,reevo,eoh"', "methods: 'eoh' given twice"),
+    ("budget = 8\nout = 5", "out: must be a directory's path, got 5"),
+    ('out = ""', "out: must be a directory's path, got ''"),
+    ("executor = 3", "executor: must be a string, got 3"),
+    ("select_on = 3", "select_on: must be a string, got 3"),
+    ("progress = 5", "progress: must be true or false, got 5"),
+])
+def test_a_bad_value_in_a_config_file_is_one_line_naming_its_setting(tmp_path, capsys, line, message):
+    assert _refused(capsys, _from_toml(tmp_path, line)) == f"raise-ahd: error: {message}"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--methods", "eoh,eoh"], "methods: 'eoh' given twice"),
+    (["--epsilons", "0.002,0.002"], "epsilons: 0.002 given twice"),
+    (["--epsilons", "0.01,0.002,0.010"], "epsilons: 0.01 given twice"),
+])
+def test_a_value_given_twice_in_a_flag_is_refused_naming_it(capsys, flags, message):
+    argv = ["compare", "--task", "ovrp", "--no-progress", *flags]
+    assert _refused(capsys, argv) == f"raise-ahd: error: {message}"
+
+
+def _config(tmp_path, toml: str | None = None, flags: tuple = ()) -> dict:
+    parser = argparse.ArgumentParser()
+    compare_command.add_compare_arguments(parser)
+    argv = ["--task", "ovrp", *flags]
+    if toml is not None:
+        path = tmp_path / "F.toml"
+        path.write_text(toml + "\n")
+        argv += ["--config", str(path)]
+    args = parser.parse_args(argv)
+    args.given = {a[2:].replace("-", "_") for a in argv if a.startswith("--")}
+    return compare_command.config_from(args).to_dict()
+
+
+def test_a_toml_list_and_a_comma_string_mean_what_the_flag_means(tmp_path):
+    flag = _config(tmp_path, flags=("--methods", "eoh,reevo", "--epsilons", "0.002,0.01"))
+    assert (flag["methods"], flag["epsilons"]) == (("eoh", "reevo"), (0.002, 0.01))
+    assert _config(tmp_path, 'methods = ["eoh", "reevo"]\nepsilons = [0.002, 0.01]') == flag
+    assert _config(tmp_path, 'methods = "eoh, reevo"\nepsilons = "0.002,0.01"') == flag
+    one = _config(tmp_path, flags=("--epsilons", "0.002"))
+    assert _config(tmp_path, "epsilons = 0.002") == _config(tmp_path, "epsilons = [0.002]") == one
+    assert _config(tmp_path, 'methods = "eoh"') == _config(tmp_path) == _config(tmp_path, 'methods = ["eoh"]')
+    assert _config(tmp_path, "seeds = 2")["seeds"] == (0, 1)
+
+
+def test_compare_config_takes_a_comma_string_and_a_path_as_the_command_line_does(tmp_path):
+    base = dict(task="ovrp", budget=8, pop_size=4)
+    listed = CompareConfig(**base, methods=("eoh", "reevo"), epsilons=(0.002, 0.01), out=str(tmp_path / "c"))
+    assert CompareConfig(**base, methods="eoh,reevo", epsilons="0.002, 0.01", out=tmp_path / "c") == listed
+    assert CompareConfig(**base, epsilons=0.002).study.epsilons == (0.002,)
+    assert CompareConfig(**base, methods=["eoh"], seeds=[3, 1]).study.seeds == (3, 1)
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(seeds=3), "seeds: must be the seeds themselves (a list of integers), got 3"),
+    (dict(seeds=(0, 1, 0)), "seeds: 0 given twice"),
+    (dict(seeds="01"), "seeds: must be the seeds themselves (a list of integers), got '01'"),
+    (dict(methods="eoh,eoh"), "methods: 'eoh' given twice"),
+    (dict(methods=None), "methods: must be a list of names or a comma-separated string, got None"),
+    (dict(epsilons=(0.01, 0.002, 0.01)), "epsilons: 0.01 given twice"),
+    (dict(epsilons=float("nan")), "epsilons: must be finite numbers, got nan"),
+    (dict(out=5), "out: must be a directory's path, got 5"),
+    (dict(out=None), "out: must be a directory's path, got None"),
+    (dict(executor=2), "executor: must be a string, got 2"),
+    (dict(select_on=3), "select_on: must be a string, got 3"),
+])
+def test_compare_config_refuses_a_bad_type_or_a_repeat_in_one_line(settings, message):
+    with pytest.raises(UserError) as caught:
+        CompareConfig(task="ovrp", **settings)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(methods="eoh,eoh"), "methods: 'eoh' given twice"),
+    (dict(epsilons="0.002,0.002"), "epsilons: 0.002 given twice"),
+    (dict(seeds=(1, 1)), "seeds: 1 given twice"),
+    (dict(out=5), "out: must be a directory's path, got 5"),
+    (dict(seeds=2.5), "seeds: must be the seeds themselves (a list of integers), got 2.5"),  # a TypeError
+    (dict(seeds=True), "seeds: must be the seeds themselves (a list of integers), got True"),  # one seed
+    (dict(seeds=0), "seeds: must be >= 1 seeds, got 0"),
+    (dict(epsilons=True), "epsilons: must be a list of numbers or a comma-separated string, got True"),  # eps 1
+])
+def test_rp_compare_refuses_a_bad_type_or_a_repeat_in_one_line(settings, message):
+    with pytest.raises(UserError) as caught:
+        rp.compare("ovrp", **settings)
+    assert str(caught.value) == message
+
+
+def test_select_on_is_named_once_in_its_error():
+    with pytest.raises(UserError) as caught:
+        CompareConfig(task="ovrp", select_on="nominal")
+    assert str(caught.value).startswith("select_on: 'nominal' is not a suite to select on here")
+
+
+def test_plan_variants_refuses_two_variants_of_one_name():
+    with pytest.raises(ValueError, match="eoh-plain"):
+        plan_variants(["eoh", "eoh"], [])
+    with pytest.raises(ValueError, match="eoh-raise-eps0.002"):
+        plan_variants(["eoh"], [0.002, 0.0020000001])
+    assert [v.key for v in plan_variants(["eoh"], [0.002])] == ["eoh-plain", "eoh-raise-eps0.002"]
+
+
+def test_a_path_given_as_out_is_recorded_as_text(tmp_path):
+    assert CompareConfig(task="ovrp", out=Path(tmp_path / "c")).to_dict()["out"] == str(tmp_path / "c")

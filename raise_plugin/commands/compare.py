@@ -138,7 +138,6 @@ def run(args) -> int:
             print(f"- {line.replace('**', '')}")
     print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")
     if result.failures:
-        print(f"{sys.argv[0].rsplit('/', 1)[-1] or 'raise-ahd'}: {failure_line(result.failures, len(result.jobs))}",
-              file=sys.stderr)
+        print(f"raise-ahd: {failure_line(result.failures, len(result.jobs))}", file=sys.stderr)  # as every line
         return 1
     return 0

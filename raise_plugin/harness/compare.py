@@ -72,7 +72,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     variants = plan_variants(study.methods, study.epsilons, study.ablations)
     idle = runs.replace(robust=True).idle_adversary() if any(v.robust for v in variants) else None
     if idle and not runs.adversary.allow_no_refresh:  # refused before anything is trained or moved
-        raise UserError(f"{idle}, so every RAISE row would equal its plain twin's (or run it as it is with "
+        raise UserError(f"every RAISE row would equal its plain twin's: {idle} (or run it as it is with "
                         "--allow-no-refresh)")
     plan = plan_reuse(config, task, variants, out, reuse)
     reused = plan.line(study.out)
@@ -82,7 +82,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     (out / "compare.json").write_text(json.dumps({**config.to_dict(), "reuse": reuse,
                                                   "code_version": code_version()}, indent=1))
     if idle:  # allowed
-        warnings.warn(f"{idle}, so every RAISE row will equal its plain twin's", IdleAdversaryWarning, stacklevel=2)
+        warnings.warn(f"every RAISE row will equal its plain twin's: {idle}", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in study.seeds]
     stall = offline_stall(task, runs.llm.backend, runs.budget.samples, len(cells))
     if stall:

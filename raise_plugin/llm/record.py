@@ -78,6 +78,10 @@ class RecordingLLM(LLM):
         inner = self.inner.describe() if hasattr(self.inner, "describe") else type(self.inner).__name__
         return f"{inner}; recording to {self.path}"
 
+    def close(self) -> None:
+        """Close the recording (the back-end it wraps is the caller's to close)."""
+        self._out.close()
+
     def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
         samplers = self._samplers()
         response = self.inner.draw_sample(prompt, *args, **kwargs)

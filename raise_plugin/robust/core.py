@@ -16,6 +16,7 @@ from ..durable import write_failure
 from ..settings import default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
+from .host_profiler import HostProfiler
 from .host_lines import holding_back_host_advice
 from .in_flight import ProgramsInFlight, evaluation_pool
 from .instances import ADVERSARIAL, InstanceEntry, RunInstanceSet, instance_digest, score_function
@@ -271,12 +272,15 @@ class RobustCore:
                 raise
             self._fire("on_run_end", self.snapshot())
             summary = self.summary(finished=self.stop_reason is None)
-        finally:
+        finally:  # what the run opened is closed: many runs in one process (a notebook, compare's jobs) hold none
             self._evaluation_executor.close()
             self._evaluator.close()
-            usage = getattr(self._llm_guard, "usage", None)
-            if hasattr(usage, "close_journal"):
-                usage.close_journal()
+            profiler = getattr(self, "_profiler", None)
+            for part in (self._llm_guard, self._recorder, profiler if isinstance(profiler, HostProfiler) else None):
+                # the journals; the run directory's logs and its lock; the host's log file
+                closing = getattr(part, "close", None)
+                if closing is not None:
+                    closing()
         return summary
 
     def request_stop(self, reason: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+from pathlib import Path
 
 from llm4ad.method.eoh import EoHProfiler
 
@@ -27,3 +28,17 @@ class HostProfiler(EoHProfiler):
 
     def _record_and_print_verbose(self, function, *, resume_mode=False):
         super()._record_and_print_verbose(function, resume_mode=True)
+
+    def finish(self):
+        super().finish()
+        self.close()
+
+    def close(self) -> None:
+        """Close the log file the host's logger writes (``run_log.txt``): the host removes a handler
+        only when the next profiler is made, and never closes it, so each run's file stayed open."""
+        logger, folder = getattr(self, "_logger_txt", None), Path(self._log_dir).resolve()
+        for handler in list(getattr(logger, "handlers", ())):
+            if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == folder:
+                logger.removeHandler(handler)
+                handler.close()
+

@@ -69,11 +69,21 @@ class LLMGuard(LLM):
             if usage is not None and hasattr(usage, "open_journal"):
                 usage.open_journal(self.run_dir / REQUESTS_FILE)
         self.inner = inner
+        self._journal = inner if self.run_dir is not None else None  # the run directory's journal of answers
         self.calls = 0          # answered calls of the whole run (a resumed run's earlier ones included)
         self._method = None
         self._lock = threading.Lock()
         self._tail: deque[dict] = deque()
         self._local = threading.local()
+
+    def close(self) -> None:
+        """Close the run directory's journals (answers and requests) this guard opened; the back-end
+        stays the caller's."""
+        if self._journal is not None:
+            self._journal.close()
+        usage = getattr(self.backend, "usage", None)
+        if hasattr(usage, "close_journal"):
+            usage.close_journal()
 
     def bind(self, method) -> None:
         self._method = method

@@ -125,6 +125,32 @@ def test_resume_can_raise_the_budget(tmp_path):
     check_complete(tmp_path / "run", 14)
 
 
+def _open_under(folder: Path) -> list[str]:
+    """The files under ``folder`` this process holds open."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(folder)):
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads the open files from /proc")
+def test_a_run_that_ended_holds_none_of_its_files_nor_its_lock(tmp_path):
+    """A run, stopped or finished, closes its logs and journals and releases its lock as run() returns:
+    each run held six descriptors until its process ended (the lock too, so a shell could not resume
+    it while a notebook lived), and a compare's jobs in one process ran out of them."""
+    for k in range(3):
+        start_run(config(tmp_path / f"run{k}", budget=8), llm=ScriptedLLM(0)).run()
+        assert _open_under(tmp_path) == []
+    resume_run(tmp_path / "run0", llm=ScriptedLLM(0), budget=12).run()
+    assert _open_under(tmp_path) == []
+    check_complete(tmp_path / "run0", 12)
+
+
 def test_resume_refuses_a_budget_below_the_samples_taken_and_changes_nothing(tmp_path):
     start_run(config(tmp_path / "run", budget=8), llm=ScriptedLLM(0)).run()
     recorded = {name: (tmp_path / "run" / name).read_bytes() for name in ("config.json", "summary.json")}

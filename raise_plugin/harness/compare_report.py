@@ -3,13 +3,12 @@ cap or a failure stopped short of their budget too, marked) and what their LLM c
 is the same text as one page (``html_report``)."""
 from __future__ import annotations
 
-import json
 
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.provenance import code_version, recorded_code_version
 from raise_plugin.harness.study_budget import run_spent
 from raise_plugin.rundir.files import RunDirectoryDamaged
-from raise_plugin.rundir.reader import load_config
+from raise_plugin.rundir.reader import load_config, read_summary
 
 __all__ = ["compare_report", "failure_section"]
 
@@ -119,10 +118,7 @@ def runs_intro() -> str:
 
 def _read(path) -> tuple[dict, dict]:
     """A run's ``summary.json`` (empty when it wrote none: it did not end) and its ``config.json``."""
-    try:
-        summary = json.loads((path / "summary.json").read_text())
-    except (OSError, ValueError):
-        summary = {}
+    summary = read_summary(path) or {}
     try:
         recorded = load_config(path)
     except RunDirectoryDamaged:

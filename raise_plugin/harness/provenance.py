@@ -23,7 +23,7 @@ from raise_plugin.config import RunConfig
 from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.resolve import started, task_defaults
 from raise_plugin.rundir.files import RunDirectoryDamaged
-from raise_plugin.rundir.reader import load_config
+from raise_plugin.rundir.reader import load_config, read_summary
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
            "run_differences", "run_state", "result_meta", "write_result_meta", "read_result_meta", "run_change",
@@ -125,9 +125,8 @@ def _same(a, b) -> bool:
 def run_state(run_dir: Path) -> dict | None:
     """The state of the run in ``run_dir`` its final program comes from, as its ``summary.json`` says:
     ``samples``, ``finished`` and ``best_program_id``; ``None`` for a run that wrote no summary."""
-    try:
-        summary = json.loads((Path(run_dir) / "summary.json").read_text())
-    except (OSError, ValueError):
+    summary = read_summary(Path(run_dir))
+    if summary is None:
         return None
     return {"samples": summary.get("samples"), "finished": bool(summary.get("finished")),
             "best_program_id": (summary.get("best") or {}).get("program_id")}

@@ -14,7 +14,7 @@ from .lock import LOCK_NAME
 from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
                      valid_score)
 
-__all__ = ["RunLog", "load_config", "check_holds_run"]
+__all__ = ["RunLog", "load_config", "read_summary", "check_holds_run"]
 
 _log = logging.getLogger("raise_plugin.rundir")
 
@@ -119,6 +119,15 @@ def load_config(p: Path) -> dict:
     if not isinstance(data, dict):
         raise RunDirectoryDamaged(f"{path} is damaged (a JSON {type(data).__name__}, not an object of fields)")
     return data
+
+
+def read_summary(p: Path) -> dict | None:
+    """``RUN_DIR/summary.json``, or ``None`` when the run wrote none (it did not end) or it cannot be read."""
+    try:
+        data = json.loads((Path(p) / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def check_holds_run(path: str | os.PathLike) -> None:

@@ -139,8 +139,8 @@ class CompareConfig:
                                                          self.study.seeds[0]))))
         except ConfigError as exc:
             raise UserError(str(exc).replace("config field ", "")) from None
-        if self.study.executor is not None:
-            parse_executor_spec(self.study.executor)  # a bad spec fails here, before any training
+        if self.study.executor is not None:  # a bad spec, or one the other job settings contradict, fails here
+            _check_job_place(self.study.executor, self.study.jobs, self.study.workers)
         # a bad back-end fails here, not in every job
         _check_llm(self.runs.llm, self.runs.task, self.study.max_cost_usd)
 
@@ -169,6 +169,20 @@ class CompareConfig:
 
 
 _STUDY = tuple(f.name for f in fields(StudySettings))
+
+
+def _check_job_place(executor: str, jobs: int | None, workers: int | None) -> None:
+    """A ``UserError`` when ``jobs`` or ``workers`` asks for what ``executor`` does not do (``place_jobs``):
+    ``serial`` runs one job at a time on one worker, Dask one job per worker thread on as many workers
+    as its Dask worker has threads (or ``workers``), and ``process:W`` gives each job W workers."""
+    kind, arg = parse_executor_spec(executor)
+    if kind in ("serial", "dask") and jobs is not None and jobs > 1:
+        raise UserError(f"jobs: {jobs} jobs at once with --executor {executor}, which runs "
+                        + ("one job at a time" if kind == "serial" else "one job per Dask worker thread")
+                        + "; leave out --jobs, or use --executor process")
+    if workers is not None and ((kind == "serial" and workers > 1) or (kind == "process" and arg and arg != workers)):
+        said = "evaluates on one worker" if kind == "serial" else f"gives each job {arg} workers"
+        raise UserError(f"workers: {workers} with --executor {executor}, which {said}; give one of the two")
 
 
 def _listed(name: str, value: Any) -> tuple:

@@ -38,7 +38,7 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
         lines += [paragraph, ""]
     if config.runs.llm.backend == "offline":
         lines += [f"> {OFFLINE_NOTE}", ""]
-    lines += short_runs_section(config, variants, run_dirs, in_tables)
+    lines += short_runs_section(config, variants, run_dirs, in_tables, drawn=bool(figures))
     if failures:
         lines += failure_section(failures)
     if comparisons:
@@ -192,10 +192,11 @@ def cost_rows(variants, run_dirs) -> list[list[str]]:
     return rows
 
 
-def short_runs_section(config, variants, run_dirs, in_tables=None) -> list[str]:
+def short_runs_section(config, variants, run_dirs, in_tables=None, drawn=True) -> list[str]:
     """The runs in the tables that stopped short of their budget (a cap, a failure) as Markdown lines: a
-    paragraph saying so, then one item per run with where it stopped and why; none when every run in
-    the tables finished."""
+    paragraph saying so (and that the figures, which show finished runs only, leave them out; ``drawn``:
+    the compare drew figures), then one item per run with where it stopped and why; none when every run
+    in the tables finished."""
     tabled = [(k, s) for k, s in run_dirs if in_tables is None or (k, s) in in_tables]
     items = []
     for key, seed in tabled:
@@ -215,8 +216,10 @@ def short_runs_section(config, variants, run_dirs, in_tables=None) -> list[str]:
     else:
         said = (f"{len(items)} of the {len(tabled)} runs in the tables stopped short of their budget of {{}} "
                 "samples; their cells show the final program each had when it stopped")
+    figures = (" The figures show finished runs only, so they leave these out." if drawn else
+               " No figure is drawn: the figures show finished runs only.")
     return [f"**Not every run reached its budget.** {said.format(config.runs.budget.samples)}, from a shorter "
-            f"search than a finished run's.{more}", ""] + items + [""]
+            f"search than a finished run's.{figures}{more}", ""] + items + [""]
 
 
 def runs_notes(plan, task) -> list[str]:

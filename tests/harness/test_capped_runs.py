@@ -128,6 +128,9 @@ def test_the_report_lists_a_capped_run_with_its_llm_usage_and_says_it_stopped_sh
     assert "**Not every run reached its budget.** 1 of the 1 run in the tables stopped short of its budget" in said
     assert "- EoH, seed 1: stopped at 8 of 12 samples: the cap of 8 LLM requests is reached" in said
     assert "a higher `--max-llm-calls` resumes such a run and evaluates its final program again" in said
+    drawn = any((capped.out / f"{stem}.png").exists() for stem in ("convergence", "adversarial_distributions"))
+    assert ("The figures show finished runs only, so they leave these out." if drawn else
+            "No figure is drawn: the figures show finished runs only.") in said
     page = (capped.out / "report.html").read_text()
     assert "stopped at 8 of 12 samples" in page and "<h2>LLM usage</h2>" in page
 

@@ -166,10 +166,23 @@ def test_default_jobs_is_half_the_cores():
     assert [default_jobs(c) for c in (1, 2, 3, 4, 16)] == [1, 1, 1, 2, 8]
 
 
-@pytest.mark.parametrize("flags, field", [(["--jobs", "0"], "jobs"), (["--executor", "ray://x"], "executor"),
-                                          (["--llm", "nope"], "nope")])
+@pytest.mark.parametrize("flags, field", [
+    (["--jobs", "0"], "jobs"), (["--executor", "ray://x"], "executor"), (["--llm", "nope"], "nope"),
+    # job settings the executor would ignore: refused, not run otherwise than asked
+    (["--executor", "serial", "--jobs", "2"], "jobs: 2 jobs at once with --executor serial"),
+    (["--executor", "dask://local", "--jobs", "2"], "jobs: 2 jobs at once with --executor dask://local"),
+    (["--executor", "serial", "--workers", "2"], "workers: 2 with --executor serial"),
+    (["--executor", "process:2", "--workers", "3"], "workers: 3 with --executor process:2")])
 def test_bad_job_settings_are_one_line_before_any_job(flags, field, tmp_path, capsys):
     code = main(["compare", "--out", str(tmp_path / "c"), *flags])
     err = capsys.readouterr().err
     assert code == 2 and field in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "c" / "runs").exists()
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("where", [{"executor": "serial", "jobs": 1, "workers": 1},
+                                   {"executor": "process:2", "workers": 2, "jobs": 2},
+                                   {"executor": "dask://local", "workers": 2}])
+def test_job_settings_that_agree_with_the_executor_are_taken(where, tmp_path):
+    config = small(tmp_path / "c", **where)
+    assert {name: getattr(config.study, name) for name in where} == where

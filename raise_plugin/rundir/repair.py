@@ -162,6 +162,8 @@ def checked_checkpoint(p: Path, instances: dict, sets: list[dict], populations: 
     if last_set is not None:
         rebuilt.update(instance_set=list(last_set["members"]), instance_set_version=last_set["version"],
                        refreshes=int(last_set.get("refreshes") or 0))
+    if problem == "missing" and not populations and all(_made_at(s, instances) == 0 for s in sets):
+        return rebuilt  # stopped before its first generation ended, which writes the first checkpoint: nothing lost
     repaired(f"checkpoint.json is {problem}; rebuilt from instances/index.jsonl and population.jsonl "
              f"(generation {rebuilt['generation']}, instance set version {rebuilt.get('instance_set_version', 0)}; "
              "the random states of selection and search start afresh)")

@@ -125,6 +125,17 @@ def test_resume_can_raise_the_budget(tmp_path):
     check_complete(tmp_path / "run", 14)
 
 
+def test_a_run_stopped_before_its_first_generation_ended_resumes_with_nothing_to_repair(tmp_path):
+    # no generation had ended, so no checkpoint was written: resume called that damage and rebuilt one
+    start_run(config(tmp_path / "whole", task="ovrp", budget=8)).run()
+    start_run(config(tmp_path / "run", task="ovrp", budget=8, max_llm_calls=2)).run()
+    assert not (tmp_path / "run" / "checkpoint.json").exists()
+    said = []
+    resume_run(tmp_path / "run", max_llm_calls=100, on_repair=said.append).run()
+    assert said == []
+    assert _comparable(tmp_path / "run") == _comparable(tmp_path / "whole")
+
+
 def _open_under(folder: Path) -> list[str]:
     """The files under ``folder`` this process holds open."""
     found = []

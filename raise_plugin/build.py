@@ -9,7 +9,7 @@ from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
 from .instance_seeds import nominal_set
 from .llm import make_llm
-from .llm.usage import hold_caps
+from .llm.run_usage import hold_caps
 from .resolve import RunParts
 from .robust import AdversarialInstanceCallback, Callback, robust
 from .robust.budget import LLMBudget

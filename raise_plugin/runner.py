@@ -11,7 +11,7 @@ from .config import ConfigError, IdleAdversaryWarning, RunConfig, bad_field
 from .errors import UserError
 from .llm import SamplerStallWarning, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
-from .llm.usage import carry_usage
+from .llm.run_usage import carry_usage
 from .robust import Callback
 from .robust.llm_guard import REQUESTS_FILE
 from .resolve import default_out, recorded_settings, resolve, started

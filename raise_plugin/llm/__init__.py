@@ -37,7 +37,8 @@ from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said
 from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash, recording_path
-from .usage import DEFAULT_PRICES, Price, UsageLedger
+from .prices import DEFAULT_PRICES, Price
+from .usage import UsageLedger
 
 __all__ = [
     "make_llm", "check_llm", "OpenAIBackend", "OfflineSampler", "RecordingLLM", "ReplayLLM", "UsageLedger", "Price",

@@ -30,9 +30,10 @@ from raise_plugin.settings import default, fallback
 from .errors import EndpointFailed, LLMAborted, LLMConfigError
 from .openai_request import Outcome, WaitingNotice, one_line, send, to_messages
 from .operators import infer_operator
-from .usage import DEFAULT_PRICES, LENGTH, OK, Price, UsageLedger
+from .prices import DEFAULT_PRICES, Price, price_for
+from .usage import LENGTH, OK, UsageLedger
 
-__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url", "price_for"]
+__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -47,15 +48,6 @@ OPENAI_API_URL = "https://api.openai.com/v1"  # the endpoint when neither an arg
 def endpoint_url(base_url: str | None = None) -> str:
     """The endpoint an ``openai`` back-end calls: ``base_url``, else ``OPENAI_BASE_URL``, else the OpenAI API."""
     return base_url or os.environ.get(ENV_BASE_URL) or OPENAI_API_URL
-
-
-def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price of ``model``: an exact entry, else the longest entry it starts with
-    (``gpt-5-mini-2025-08-07`` is priced as ``gpt-5-mini``)."""
-    if model in prices:
-        return prices[model]
-    matches = [name for name in prices if model.startswith(name)]
-    return prices[max(matches, key=len)] if matches else None
 
 
 class OpenAIBackend(LLM):
@@ -77,7 +69,8 @@ class OpenAIBackend(LLM):
         prices: entries added to / overriding ``DEFAULT_PRICES`` (model -> ``Price`` or (in, out)).
         request_options: extra keyword arguments for ``chat.completions.create`` (``temperature``, ...).
         wait_notice: seconds into a request before the run says it is waiting (0: never).
-        sleep, seed: injectable waiting function and jitter seed (tests).
+        sleep, seed: injectable waiting function (by default the ledger's ``pause``, which a stop of
+            the run ends) and jitter seed (tests).
     """
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
@@ -86,7 +79,7 @@ class OpenAIBackend(LLM):
                  max_tokens: int | None = None, max_failed_requests: int | None = DEFAULT_MAX_FAILED_REQUESTS,
                  prices: Mapping[str, Price | tuple[float, float]] | None = None,
                  request_options: Mapping[str, Any] | None = None, wait_notice: float = 10.0,
-                 sleep: Callable[[float], None] = time.sleep, seed: int | None = None,
+                 sleep: Callable[[float], None] | None = None, seed: int | None = None,
                  do_auto_trim: bool = True):
         super().__init__(do_auto_trim=do_auto_trim)
         env_model = next((os.environ[v] for v in ENV_MODEL if os.environ.get(v)), None)
@@ -120,7 +113,7 @@ class OpenAIBackend(LLM):
         self.prices: dict[str, Price] = dict(DEFAULT_PRICES)
         for name, price in dict(prices or {}).items():
             self.set_price(name, price)
-        self._sleep = sleep
+        self._sleep = sleep  # None: the ledger's pause, which a stop of the run ends at once
         self._jitter = random.Random(seed)
         self._jitter_lock = threading.Lock()
         self._fatal: str | None = None
@@ -193,6 +186,10 @@ class OpenAIBackend(LLM):
             try:
                 outcome = send(self._client, self.model, messages, timeout=self.timeout,
                                connect_timeout=self.connect_timeout, request_options=self.request_options)
+            except Exception as exc:  # noqa: BLE001 - a fault of ours or the client's, counted as a failed
+                # request: raised past the ledger, the host would ask again at once, uncounted and without end
+                outcome = Outcome("client_error", why=f"the request failed in the client ({type(exc).__name__}: "
+                                                      f"{one_line(exc, 120)})")
             finally:
                 waiting.close()
             price = price_for(self.model, self.prices)
@@ -215,7 +212,7 @@ class OpenAIBackend(LLM):
                 self.usage.check()  # a cap or the failure bound reached: stop now, not after the back-off
                 delay = self._delay(attempt, outcome.retry_after)
                 log.info("LLM request failed (%s); retry %d in %.2f s", outcome.why, attempt + 1, delay)
-                self._sleep(delay)
+                (self._sleep or self.usage.pause)(delay)
                 continue
             break
         self.usage.call_failed(op)

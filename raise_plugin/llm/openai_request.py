@@ -2,6 +2,7 @@
 its end or to its deadline, a failure classified (retryable or not), and a notice while it waits."""
 from __future__ import annotations
 
+import datetime
 import email.utils
 import json
 import logging
@@ -44,10 +45,14 @@ def _retry_after(exc: Exception) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
+        pass
+    try:  # an HTTP date; anything else (which Python's parser refuses with an error) asks nothing
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:  # a date without a zone: HTTP dates are in GMT
+        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 def to_messages(prompt: Any) -> list[dict]:

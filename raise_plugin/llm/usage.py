@@ -15,42 +15,19 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ..config import BudgetSettings
 from ..durable import AppendLog
-from ..errors import UserError
 from .errors import EndpointFailed, LLMCapReached
 
-__all__ = ["Price", "DEFAULT_PRICES", "OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY", "carry_usage",
-           "hold_caps"]
+__all__ = ["OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY"]
 
 REPLAY = "replay"   # the back-end name of a ledger that counts answers replayed from a recording
 OK = "ok"
 LENGTH = "length"   # an answer cut off at the completion-token cap: paid for, returned, often unusable
-
-
-@dataclass(frozen=True)
-class Price:
-    """US dollars per one million input and output tokens."""
-
-    input_per_million: float
-    output_per_million: float
-
-    def __post_init__(self):
-        if self.input_per_million < 0 or self.output_per_million < 0:
-            raise ValueError(f"prices must be >= 0, got {self.input_per_million} / {self.output_per_million}")
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1e6
-
-
-# List prices the paper uses (its cost appendix); users add or override entries.
-DEFAULT_PRICES: dict[str, Price] = {
-    "gpt-5-mini": Price(0.25, 2.00),
-}
 
 
 @dataclass
@@ -104,6 +81,8 @@ class UsageLedger:
     _interrupted: int = 0
     _classified: set = field(default_factory=set, repr=False)   # calls already counted as unusable
     _journal: AppendLog | None = field(default=None, repr=False)
+    _stop_reason: str = ""
+    _journal_endpoint: str | None = None   # the endpoint the journal's latest requests went to
 
     # -- the journal -----------------------------------------------------------------------------
     def open_journal(self, path: str | os.PathLike) -> None:
@@ -112,6 +91,10 @@ class UsageLedger:
         if path.exists():
             self.load_journal(path)
         self._journal = AppendLog(path, sync=False)
+        if self.endpoint and self.endpoint != self._journal_endpoint:  # the requests from here on go there
+            with self._lock:
+                self._write({"e": "endpoint", "at": self.endpoint})
+                self._moved_to(self.endpoint)
 
     def close_journal(self) -> None:
         if self._journal is not None:
@@ -154,6 +137,8 @@ class UsageLedger:
                         self._classified.add(e["call"])
                 elif kind == "usable":
                     self._streak = 0
+                elif kind == "endpoint":
+                    self._moved_to(e.get("at"))
             # requests sent that never ended: the process was killed while they were under way
             if opened:
                 self._interrupted += len(opened)
@@ -208,6 +193,18 @@ class UsageLedger:
             if self._streak:
                 self._streak = 0
                 self._write({"e": "usable"})
+
+    def stop(self, reason: str | None) -> None:
+        """No request from now on: ``begin_request`` and ``check`` raise ``LLMCapReached(reason)`` and a
+        back-off under way (``pause``) ends within 0.1 s (the run is stopping: a signal, a cap, a callback);
+        ``None`` lifts it (the run has ended). It takes no lock: a signal handler calls it."""
+        self._stop_reason = reason or ""
+
+    def pause(self, seconds: float) -> None:
+        """The back-off before a retry: ``seconds``, or until the ledger is stopped."""
+        end = time.monotonic() + seconds
+        while not self._stop_reason and time.monotonic() < end:
+            time.sleep(min(0.1, max(0.0, end - time.monotonic())))
 
     def check(self) -> None:
         """Raise what ``begin_request`` would raise now (before an answer served without a request)."""
@@ -264,6 +261,12 @@ class UsageLedger:
         elif self.reset_on_answer:
             self._streak = 0
 
+    def _moved_to(self, endpoint) -> None:
+        """Requests go to ``endpoint`` from here on: the failures in a row of another endpoint stop counting."""
+        if self._journal_endpoint is not None and endpoint != self._journal_endpoint:
+            self._streak = 0
+        self._journal_endpoint = endpoint
+
     def _count_unusable(self, op) -> None:
         self._entry(op).unusable += 1
         self._kinds["unusable"] = self._kinds.get("unusable", 0) + 1
@@ -276,6 +279,8 @@ class UsageLedger:
         return self.backend == REPLAY
 
     def _check_locked(self) -> None:
+        if self._stop_reason:
+            raise LLMCapReached(self._stop_reason)
         total = OperatorUsage()
         for usage in self._per_operator.values():
             total.add(usage)
@@ -362,32 +367,6 @@ class UsageLedger:
                 self._entry(name).add(OperatorUsage(**known))
             for kind, n in dict(data.get("failures_by_kind", {})).items():
                 self._kinds[kind] = self._kinds.get(kind, 0) + int(n)
-
-
-def hold_caps(llm, budget: BudgetSettings) -> None:
-    """The caps of a run's ``budget`` that ``llm``'s ledger holds at every request, retries included
-    (``LLMBudget``'s docstring); a cost cap needs the model's price (a one-line ``UserError`` naming
-    the flag)."""
-    backend = getattr(llm, "inner", llm)
-    if budget.max_cost_usd is not None and getattr(backend, "priced", True) is False:
-        raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
-                        f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")
-    usage = getattr(backend, "usage", None)
-    if usage is not None:
-        usage.max_requests, usage.max_cost_usd, usage.max_failed_requests = (
-            budget.max_llm_calls, budget.max_cost_usd, budget.max_failed_requests)
-
-
-def carry_usage(llm, path: Path) -> None:
-    """Add the usage recorded in ``path`` (a run's ``llm_usage.json``) to ``llm``'s ledger, so cost
-    caps count it: run directories written before the request journal, which the ledger reads itself."""
-    usage = getattr(llm, "usage", None)
-    if usage is None or not hasattr(usage, "merge") or not Path(path).exists():
-        return
-    try:
-        usage.merge(json.loads(Path(path).read_text()))
-    except (ValueError, TypeError, KeyError):
-        pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)
 
 
 def _rounded(d: dict) -> dict:

@@ -289,6 +289,8 @@ class RobustCore:
         if self.stop_reason is None:
             self.stop_reason = str(reason)
             log.warning("stopping: %s", reason)
+            if self._llm_guard is not None:  # no request after this one, not even a retry under way
+                self._llm_guard.stop_requests(self.stop_reason)
 
     def _ended_after_init(self, held: list[str]) -> None:
         """The host ended the search after its initial population (``held``: its advice, held back): a

@@ -84,6 +84,14 @@ class LLMGuard(LLM):
         usage = getattr(self.backend, "usage", None)
         if hasattr(usage, "close_journal"):
             usage.close_journal()
+        self.stop_requests(None)  # the run has ended: the back-end may serve another
+
+    def stop_requests(self, reason: str | None) -> None:
+        """The run is stopping (``None``: it has ended): the back-end's ledger refuses any further request,
+        a retry or back-off under way included (``UsageLedger.stop``); a request in flight ends as it ends."""
+        usage = getattr(self.backend, "usage", None)
+        if hasattr(usage, "stop"):
+            usage.stop(reason)
 
     def bind(self, method) -> None:
         self._method = method

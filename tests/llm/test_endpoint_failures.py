@@ -128,6 +128,24 @@ def test_the_failure_bound_is_configurable(tmp_path, monkeypatch, capsys):
     assert "5 LLM requests in a row gave no usable program" in capsys.readouterr().err
 
 
+def test_a_run_resumed_on_another_endpoint_does_not_carry_the_failures_of_the_first(tmp_path, monkeypatch, capsys):
+    # before, the resume sent nothing and said the new endpoint's requests had failed
+    from llm_chat_server import ChatServer
+
+    with ChatServer() as failing, ChatServer(answer=offline_answers()) as healthy:
+        failing.default = "500"
+        code, _, out = run_cli(tmp_path, failing.base_url, "--max-failed-requests", "3", monkeypatch=monkeypatch)
+        assert code == ENDPOINT_FAILED and len(failing.requests) == 3
+        assert main(["resume", str(out), "--base-url", healthy.base_url, "--no-progress"]) == 0
+        received = len(failing.requests) + len(healthy.requests)
+        assert len(healthy.requests) == 6 and len(failing.requests) == 3
+    usage = json.loads((out / "llm_usage.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["finished"] and summary["samples"] == 6
+    assert usage["total"]["requests"] == received == journal(out)[1]
+    assert [e["at"] for e in journal(out)[0] if e["e"] == "endpoint"] == [failing.base_url, healthy.base_url]
+
+
 def test_unusable_answers_between_usable_ones_count_but_the_run_finishes(tmp_path, monkeypatch, capsys):
     from llm_chat_server import ChatServer
 
@@ -144,6 +162,44 @@ def test_unusable_answers_between_usable_ones_count_but_the_run_finishes(tmp_pat
     assert "failed requests by kind:" in printed and "unusable 2" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["samples"] == 6 and summary["finished"] and summary["failure"] is None
+
+
+@pytest.mark.parametrize("retry_after", ["soon", "Thu, 99 Foo 2026 25:61:00 GMT"])
+def test_a_rate_limit_asking_no_time_we_can_read_is_backed_off_as_one_asking_none(tmp_path, monkeypatch, capsys,
+                                                                                   retry_after):
+    # a Retry-After neither seconds nor an HTTP date made the request raise past its ledger: the run
+    # then asked again at once, without end, none of it counted as a failure
+    from llm_chat_server import ChatServer
+
+    waits = []
+    monkeypatch.setitem(OpenAIBackend.__init__.__kwdefaults__, "sleep", waits.append)
+    with ChatServer(answer=offline_answers(), retry_after=retry_after) as server:
+        server.script("429", "429", "ok")
+        code, _, out = run_cli(tmp_path, server.base_url, monkeypatch=monkeypatch)
+        received = len(server.requests)
+    assert code == 0, capsys.readouterr().err
+    usage = json.loads((out / "llm_usage.json").read_text())
+    assert received == 8 and usage["total"]["requests"] == journal(out)[1] == received
+    assert usage["total"]["retries"] == 2 and usage["failures_by_kind"] == {"rate_limited": 2}
+    assert 0.25 <= waits[0] <= 0.5 and 0.5 <= waits[1] <= 1.0 and len(waits) == 2  # the back-off's own
+
+
+def test_a_request_that_raises_in_the_client_is_a_counted_failure_and_the_bound_ends_the_run(tmp_path, monkeypatch,
+                                                                                              capsys):
+    from llm_chat_server import ChatServer
+    from raise_plugin.llm import openai_request
+
+    def broken(body, status):
+        raise RuntimeError("a fault in reading the answer")
+
+    monkeypatch.setattr(openai_request, "_parse", broken)
+    with ChatServer(answer=offline_answers()) as server:
+        code, seconds, out = run_cli(tmp_path, server.base_url, monkeypatch=monkeypatch)
+        received = len(server.requests)
+    err = capsys.readouterr().err
+    assert code == ENDPOINT_FAILED and received == 10 and journal(out)[1] == received
+    assert "the request failed in the client (RuntimeError: a fault in reading the answer)" in err.splitlines()[-1]
+    assert json.loads((out / "llm_usage.json").read_text())["failures_by_kind"] == {"client_error": 10}
 
 
 @pytest.mark.parametrize("cap", [1, 5])

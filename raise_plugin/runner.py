@@ -2,6 +2,8 @@
 directory to resume it."""
 from __future__ import annotations
 
+import os
+import shutil
 import warnings
 from pathlib import Path
 from typing import Iterable
@@ -32,6 +34,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         raise ConfigError(f"{parts.idle} (or start it as it is with --allow-no-refresh)")  # refused, with the fix
     config = started(config, parts.task)
     out = Path(config.out)
+    before = set(os.listdir(out)) if out.is_dir() else None  # a run refused as it is built leaves nothing new
     lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
     try:
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
@@ -41,6 +44,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         method = build_run(config, parts, run_dir, llm, callbacks)
     except BaseException:
         lock.release()
+        _remove_new(out, before)
         raise
     if parts.idle:  # allowed: said once the run is built (a run that cannot start says only why), before it samples
         warnings.warn(parts.idle, IdleAdversaryWarning, stacklevel=2)
@@ -48,6 +52,20 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     return method
+
+
+def _remove_new(out: Path, before: set | None) -> None:
+    """What a new run refused as it was built (a back-end without its key, a method that cannot take the
+    task) wrote in ``out``: the folder if it made it, else the entries it added."""
+    if before is None:
+        shutil.rmtree(out, ignore_errors=True)
+        return
+    for name in set(os.listdir(out)) - before if out.is_dir() else ():
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: int | None = None, on_repair=None,

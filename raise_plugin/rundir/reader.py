@@ -48,7 +48,7 @@ class RunLog:
         """Read ``path``; ``on_repair(message)`` is told of every repair (default: a log warning)."""
         p = Path(path)
         if not p.is_dir():
-            raise RunDirectoryDamaged(f"{p} is not a run directory (no such directory)")
+            raise RunDirectoryDamaged(f"{p} is not a run directory ({'a file' if p.exists() else 'no such directory'})")
         repairs: list[str] = []
 
         def repaired(message: str) -> None:
@@ -140,5 +140,5 @@ def check_holds_run(path: str | os.PathLike) -> None:
                                              or f.stat().st_size == 0 for f in folder.rglob("*")):
         raise UserError(f"{path} holds no run yet: it stopped before its configuration was written; start "
                         f"it again with `raise-ahd run ... --out {path}`")
-    missing = "no config.json" if folder.is_dir() else "no such directory"
+    missing = "no config.json" if folder.is_dir() else "a file" if folder.exists() else "no such directory"
     raise UserError(f"{path} is not a run directory ({missing})")

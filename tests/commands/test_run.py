@@ -191,3 +191,28 @@ def test_a_search_that_ends_after_its_initial_population_says_why_and_fails(tmp_
     assert ("raise-ahd: error: the run stopped: the search ended after its initial population: 1 of its 4 initial "
             "programs were valid, fewer than the 2 its operators need") in captured.err
     assert json.loads((out / "summary.json").read_text())["samples"] == 4
+
+
+@pytest.mark.parametrize("given", ["none", "empty", "with a file"])
+def test_a_run_refused_as_it_is_built_leaves_nothing_behind_and_its_out_can_be_used_again(tmp_path, capsys, given):
+    # before, the refused run's config.json, lock and logs stayed: the same --out then said it held a run
+    out = tmp_path / "out"
+    if given != "none":
+        out.mkdir()
+    if given == "with a file":
+        (out / "notes.txt").write_text("mine")
+    flags = ["run", "--task", "knapsack", "--method", "gp", "--budget", "20", "--no-robust", "--out", str(out),
+             "--no-progress"]
+    for _ in range(2):  # the second refusal is the same one, not "already holds a run"
+        assert main(flags) == 2
+        assert "gp evolves functions that return one score per candidate" in capsys.readouterr().err
+        left = sorted(p.name for p in out.iterdir()) if out.exists() else None
+        assert left == {"none": None, "empty": [], "with a file": ["notes.txt"]}[given]
+
+
+def test_resuming_a_file_says_it_is_a_file(tmp_path, capsys):
+    # it said "no such directory" of a path that exists (a run's summary.json given for its folder)
+    given = tmp_path / "summary.json"
+    given.write_text("{}")
+    assert main(["resume", str(given), "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == f"raise-ahd: error: {given} is not a run directory (a file)"

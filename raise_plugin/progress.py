@@ -17,6 +17,8 @@ from typing import Callable, TextIO
 
 from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
 
+from raise_plugin.errors import PluginWarning
+
 __all__ = ["MODES", "ENVIRONMENT", "EVERY", "check_progress", "progress_mode", "watched", "open_progress", "LineProgress",
            "NoProgress"]
 
@@ -44,7 +46,7 @@ def _from_environment(environ) -> str | None:
     if not value:
         return None
     if value not in MODES:
-        warnings.warn(f"{ENVIRONMENT}={value!r} is not one of {', '.join(MODES)}: ignored", RuntimeWarning,
+        warnings.warn(f"{ENVIRONMENT}={value!r} is not one of {', '.join(MODES)}: ignored", PluginWarning,
                       stacklevel=3)
         return None
     return value

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from tqdm.auto import tqdm
 
-from raise_plugin.errors import UserError
+from raise_plugin.errors import PluginWarning, UserError
 from raise_plugin.harness import api
 from raise_plugin.progress import ENVIRONMENT, LineProgress, NoProgress, open_progress, progress_mode
 from raise_plugin.robust.progress import ProgressBar, show_progress_by_default
@@ -127,7 +127,7 @@ def test_a_run_from_python_shows_lines_when_the_environment_says_so(monkeypatch)
 
 
 def test_a_bad_environment_value_is_said_and_ignored():
-    with pytest.warns(RuntimeWarning, match=ENVIRONMENT):
+    with pytest.warns(PluginWarning, match=ENVIRONMENT):  # the command line's one "raise-ahd: warning:" line
         assert progress_mode(True, io.StringIO(), environ={ENVIRONMENT: "loud"}) == "lines"
 
 

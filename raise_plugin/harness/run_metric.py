@@ -32,4 +32,5 @@ def best_line(score, program_id, recorded: dict) -> str:
         words = metric
     where = "the nominal set grown by adversarial instances" if robust else "the nominal set"
     program = f"{program_id}; " if program_id else ""
-    return f"{-score:.6g}: {words} on {where}, lower is better ({program}host score {score:.6g})"
+    value = 0.0 - score  # not -score: a host score of 0 is a metric of 0, not -0
+    return f"{value:.6g}: {words} on {where}, lower is better ({program}host score {score:.6g})"

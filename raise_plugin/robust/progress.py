@@ -35,7 +35,7 @@ class ProgressBar(Callback):
 
     def _post(self, method, snapshot):
         best = snapshot.best
-        text = f"gen {snapshot.generation} best {-best.score:.4g} set {snapshot.instance_set_size}" if best else \
+        text = f"gen {snapshot.generation} best {0.0 - best.score:.4g} set {snapshot.instance_set_size}" if best else \
             f"gen {snapshot.generation} set {snapshot.instance_set_size}"
         used = llm_usage_total(method)
         if used["requests"]:

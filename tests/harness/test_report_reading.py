@@ -228,3 +228,10 @@ def test_report_md_shows_each_figure_once_as_its_png_and_links_its_other_formats
     assert lines == ["![convergence](convergence.png)", "(convergence also as [PDF](convergence.pdf))", "",
                      "profile: [SVG](profile.svg)", ""]
     assert not any(line.startswith("![") and not line.endswith(".png)") for line in lines)  # it embedded the PDF
+
+
+def test_a_best_score_of_zero_is_shown_as_0_not_minus_0():
+    # a regret of 0 against the task's rule (OBP's default aggregation, a program that is that rule) read "-0"
+    from raise_plugin.harness.run_metric import best_line
+    line = best_line(0.0, "abc", {"task": "obp", "robust": True, "aggregation": "regret:bestfit:min"})
+    assert line.startswith("0: ") and "host score 0)" in line

@@ -36,6 +36,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     out = Path(config.out)
     before = set(os.listdir(out)) if out.is_dir() else None  # a run refused as it is built leaves nothing new
     lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
+    run_dir = None
     try:
         if (out / "samples.jsonl").exists() or (out / "config.json").exists():
             raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
@@ -43,6 +44,8 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         run_dir = RunDirectory(out, lock=lock)
         method = build_run(config, parts, run_dir, llm, callbacks)
     except BaseException:
+        if run_dir is not None:
+            run_dir.close()  # its logs (and the lock)
         lock.release()
         _remove_new(out, before)
         raise

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -208,6 +209,10 @@ def test_a_run_refused_as_it_is_built_leaves_nothing_behind_and_its_out_can_be_u
         assert "gp evolves functions that return one score per candidate" in capsys.readouterr().err
         left = sorted(p.name for p in out.iterdir()) if out.exists() else None
         assert left == {"none": None, "empty": [], "with a file": ["notes.txt"]}[given]
+        held = [os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+                if os.path.exists(f"/proc/self/fd/{fd}")]
+        records = ("samples.jsonl", "scores.jsonl", "population.jsonl", "index.jsonl", "lock")
+        assert not [p for p in held if p.startswith(str(out)) and p.split()[0].endswith(records)]  # nor held open
 
 
 def test_resuming_a_file_says_it_is_a_file(tmp_path, capsys):

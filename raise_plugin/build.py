@@ -14,7 +14,7 @@ from .resolve import RunParts
 from .robust import AdversarialInstanceCallback, Callback, robust
 from .robust.budget import LLMBudget
 from .robust.host_profiler import HostProfiler
-from .robust.owned_executor import CompiledPathReport, OwnedExecutor
+from .robust.owned import CompiledPathReport, OwnedExecutor, OwnedLLM
 from .rundir.writer import RunDirectory
 from .validation import ValidationTrace
 
@@ -33,23 +33,31 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
     timeout = config.engine.sandbox.timeout
     evaluation = task.evaluation(instances=nominal, aggregation=config.adversary.aggregation,
                                  timeout_seconds=None if timeout is None else timeout * len(nominal))
-    if llm is None:
-        llm = make_llm(config.llm, seed=config.seed, task=config.task)
-        hold_caps(llm, config.budget)
-    executor, owned = _executor(config.engine, run_dir)
-    own = _callbacks(config, parts)
-    # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of its own)
-    check_limits(task, SandboxLimits.of(config.engine), executor, timeout=timeout)
-    profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name, method_name=config.method,
-                            initial_num_samples=initial_samples) if config.engine.host_profiler else None
-    return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler,
-                                max_sample_nums=config.budget.samples, max_generations=None,
-                                pop_size=config.budget.pop_size, num_samplers=config.llm.num_samplers,
-                                num_evaluators=config.engine.num_evaluators,
-                                programs_in_flight=config.engine.programs_in_flight,
-                                callbacks=[*own, *callbacks, *owned], seed=config.seed,
-                                recorder=run_dir, executor=executor, generation_size=config.budget.pop_size,
-                                early_reject=config.engine.early_reject)
+    owned = []  # what the run makes itself, closed when it ends (or here, when it cannot be built)
+    try:
+        if llm is None:
+            llm = make_llm(config.llm, seed=config.seed, task=config.task)
+            owned.append(OwnedLLM(llm))
+            hold_caps(llm, config.budget)
+        executor = _executor(config.engine, run_dir, owned)
+        own = _callbacks(config, parts)
+        # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of
+        # its own)
+        check_limits(task, SandboxLimits.of(config.engine), executor, timeout=timeout)
+        profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name, method_name=config.method,
+                                initial_num_samples=initial_samples) if config.engine.host_profiler else None
+        return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler,
+                                    max_sample_nums=config.budget.samples, max_generations=None,
+                                    pop_size=config.budget.pop_size, num_samplers=config.llm.num_samplers,
+                                    num_evaluators=config.engine.num_evaluators,
+                                    programs_in_flight=config.engine.programs_in_flight,
+                                    callbacks=[*own, *callbacks, *owned], seed=config.seed,
+                                    recorder=run_dir, executor=executor, generation_size=config.budget.pop_size,
+                                    early_reject=config.engine.early_reject)
+    except BaseException:
+        for part in owned:
+            part.close()
+        raise
 
 
 def _callbacks(config: RunConfig, parts: RunParts) -> list[Callback]:
@@ -64,10 +72,11 @@ def _callbacks(config: RunConfig, parts: RunParts) -> list[Callback]:
     return own
 
 
-def _executor(engine: EngineSettings, run_dir: RunDirectory) -> tuple:
-    """Where the run's programs are evaluated, and the callback that stops the workers the run
-    started itself (with limits or a compiled path of its own: properties of the workers)."""
+def _executor(engine: EngineSettings, run_dir: RunDirectory, owned: list):
+    """Where the run's programs are evaluated; workers the run starts itself (with limits or a compiled
+    path of its own: properties of the workers) join ``owned``, to be stopped when it ends."""
     if not engine.sandbox_limits():
-        return engine.evaluation_executor(), []  # made by the evaluator, with the engine's own limits
+        return engine.evaluation_executor()  # made by the evaluator, with the engine's own limits
     executor = make_executor(engine)
-    return executor, [(CompiledPathReport if engine.jit else OwnedExecutor)(executor, run_dir.path)]
+    owned.append((CompiledPathReport if engine.jit else OwnedExecutor)(executor, run_dir.path))
+    return executor

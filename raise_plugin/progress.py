@@ -17,7 +17,7 @@ from typing import Callable, TextIO
 
 from tqdm.auto import tqdm  # a notebook gets its widget, a terminal the text bar
 
-from raise_plugin.errors import PluginWarning
+from raise_plugin.errors import PluginWarning, UserError
 
 __all__ = ["MODES", "ENVIRONMENT", "EVERY", "check_progress", "progress_mode", "watched", "open_progress", "LineProgress",
            "NoProgress"]
@@ -54,14 +54,14 @@ def _from_environment(environ) -> str | None:
 
 def check_progress(progress: bool | str | None) -> str | None:
     """What ``progress`` asks for: a mode of ``MODES``, or None (the caller did not say); a value
-    that is not ``True``, ``False``, ``None`` or a mode is a ``ValueError`` saying so."""
+    that is not ``True``, ``False``, ``None`` or a mode is a ``UserError`` saying so."""
     if progress is None:
         return None
     if isinstance(progress, bool):
         return "auto" if progress else "off"
     if isinstance(progress, str) and progress.lower() in MODES:
         return progress.lower()
-    raise ValueError(f"progress: must be true, false or one of {', '.join(MODES)}, got {progress!r}")
+    raise UserError(f"progress: must be true, false or one of {', '.join(MODES)}, got {progress!r}")
 
 
 def progress_mode(progress: bool | str | None = True, stream: TextIO | None = None, environ=None) -> str:
@@ -69,7 +69,7 @@ def progress_mode(progress: bool | str | None = True, stream: TextIO | None = No
     (default stderr). ``True``/``"auto"``: a bar where a person watches (``watched``), lines
     elsewhere (a log, CI, nohup); ``None``: a bar where a person watches, nothing elsewhere;
     either way ``RAISE_PROGRESS`` (from ``environ``, default ``os.environ``) decides first when
-    set. A value that is none of these is a ``ValueError``."""
+    set. A value that is none of these is a ``UserError``."""
     asked = check_progress(progress)
     if asked in ("bar", "lines", "off"):
         return asked

@@ -51,8 +51,8 @@ def fresh_registry(monkeypatch):
 def pytest_addoption(parser):
     parser.addoption("--full-size", action="store_true",
                      help="run the slow end-to-end cases at their full sizes (make test-full): the characterisation's "
-                          "60 samples, the kill matrix's six moments; without it each runs once in a small size "
-                          "(docs/testing.md)")
+                          "60 samples, the kill matrix's six moments, OBP's three improvement cases; without it "
+                          "each runs once in a small size (docs/testing.md)")
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,12 @@ from types import SimpleNamespace
 import pytest
 from tqdm.auto import tqdm
 
+from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.errors import PluginWarning, UserError
 from raise_plugin.harness import api
 from raise_plugin.progress import ENVIRONMENT, LineProgress, NoProgress, open_progress, progress_mode
 from raise_plugin.robust.progress import ProgressBar, show_progress_by_default
+from tasks import get_task
 
 
 class Terminal(io.StringIO):
@@ -132,10 +134,13 @@ def test_a_bad_environment_value_is_said_and_ignored():
 
 
 def test_a_bad_progress_value_is_refused():
-    with pytest.raises(ValueError, match="progress: must be"):
+    with pytest.raises(UserError, match="progress: must be"):
         progress_mode("loud")
     with pytest.raises(UserError, match="progress: must be"):
         api.profile("ovrp", ["SP-Insert"], progress="loud")
+    with pytest.raises(UserError, match="progress: must be"):  # before any heuristic is evaluated
+        evaluate_suite("ovrp", [Heuristic("SP-Insert", baseline="SP-Insert")], get_task("ovrp").validation_suite()[:1],
+                       progress="bogus")
 
 
 def test_a_runs_callback_in_lines_mode_prints_its_generation_and_best():

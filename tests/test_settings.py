@@ -82,6 +82,13 @@ def test_switches_are_one_style_and_the_shown_default_is_the_tree_s():
     assert "(default 1000 samples)" in compare["--budget"].help and "(default 5 seeds)" in compare["--seeds"].help
 
 
+def test_an_out_that_names_a_file_says_file_and_one_that_names_a_folder_says_dir():
+    metavars = {command: dict(_long_options(parser))["--out"].metavar
+                for command, parser in _parsers().items() if "--out" in dict(_long_options(parser))}
+    assert metavars["select"] == metavars["evaluate"] == "FILE"  # a .py file, a CSV file
+    assert metavars["run"] == metavars["compare"] == metavars["profile"] == "DIR"
+
+
 def test_the_configs_take_their_fields_and_defaults_from_the_tree():
     flat = RunConfig().to_dict()
     assert set(flat) == {s.name for _, s in TREE.walk()} and list(flat) == list(RECORDED_ORDER)

@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("heuristics", nargs="*", metavar="HEURISTIC.py", help="Python files defining the priority function")
     add_flags(p, ("task", "suite", "baselines", "out", "workers", "executor", "timeout", *SANDBOX_LIMITS, "jit",
                   "jit_after", "progress"), required=("task",),
-              shown={"out": "none: the table is printed, nothing written"},
+              shown={"out": "none: the table is printed, nothing written"}, metavars={"out": "FILE"},
               helps={"out": "write every (heuristic, instance) result to this CSV file",
                      "suite": "instances to use: the nominal set, the validation suite (for choices) or the test "
                               "suite (for the final report)",

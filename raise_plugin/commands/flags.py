@@ -35,14 +35,14 @@ def _parse_list(setting: Setting):
 
 def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, unset: bool = False,
               groups: dict | None = None, required: Iterable[str] = (), helps: dict | None = None,
-              shown: dict | None = None) -> None:
+              shown: dict | None = None, metavars: dict | None = None) -> None:
     """Add the flags of settings ``names`` to ``parser`` in groups named after their sections, each
     with its help text and shown default. ``defaults`` replaces a setting's default for this command
     (``Setting.default`` otherwise); ``unset=True`` gives every flag the default ``None`` (a config
     file fills the rest in), the help still showing the default. Switches are ``--x/--no-x``.
     ``required`` names the flags this command cannot do without; ``helps`` says what a setting
-    means to this command where the tree's words are too general (``out``: a file or a folder), and
-    ``shown`` its default in words."""
+    means to this command where the tree's words are too general (``out``: a file or a folder),
+    ``shown`` its default in words and ``metavars`` the placeholder its help shows (``FILE``)."""
     defaults = defaults or {}
     helps = helps or {}
     required = set(required)
@@ -68,7 +68,7 @@ def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, uns
                 setting.kind, str)
             if setting.choices:
                 options["choices"] = setting.choices
-            options["metavar"] = setting.metavar or (
+            options["metavar"] = (metavars or {}).get(name) or setting.metavar or (
                 "{" + ",".join(setting.choices) + "}" if setting.choices else
                 {"int": "N", "float": "X", "list": "A,B,..."}.get(setting.kind, name.upper()))
         group.add_argument(setting.flag, **options)

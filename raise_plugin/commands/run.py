@@ -14,7 +14,7 @@ from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_report import write_run_page
 from raise_plugin.llm.record import run_directory_of
 from raise_plugin.llm.usage import REPLAY
-from raise_plugin.robust.owned_executor import CompiledPathReport
+from raise_plugin.robust.owned import CompiledPathReport
 from raise_plugin.robust.progress import ProgressBar
 from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
 from raise_plugin.rundir.reader import load_config

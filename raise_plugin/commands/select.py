@@ -17,7 +17,7 @@ def register(sub) -> None:
                                       "test suite): the member of its last population with the best metric there")
     p.add_argument("run_dir", metavar="RUN_DIR", help="a finished run directory")
     add_flags(p, ("per_dataset", "out", "workers"), helps={"out": "also write the chosen program to this .py file"},
-              shown={"out": "none: the choice is recorded in RUN_DIR/selection.json only"})
+              shown={"out": "none: the choice is recorded in RUN_DIR/selection.json only"}, metavars={"out": "FILE"})
     p.set_defaults(func=run)
 
 

@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 from raise_plugin.engine import Engine, FailureKind, ProgramSpec, SandboxLimits
 from raise_plugin.engine.fanout import index_chunks
 from raise_plugin.programs import compile_priority
-from raise_plugin.progress import open_progress
+from raise_plugin.progress import check_progress, open_progress
 from tasks import get_task
 from tasks.common.classical import classical_rules
 
@@ -82,6 +82,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     end with the compiled path's line (programs compiled, left on Python, not evaluated long
     enough to compile).
     """
+    check_progress(progress)  # a bad value refused before any worker starts
     heuristics = list(heuristics)
     datasets = list(datasets)
     instances = [inst for d in datasets for inst in d.instances]

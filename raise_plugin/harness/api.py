@@ -40,7 +40,7 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     the figures' files (png, pdf, svg). ``progress``: ``True`` (a bar where a person watches,
     plain lines in a log), ``False``, or a mode (``"bar"``, ``"lines"``, ``"off"``, ``"auto"``).
     """
-    if _progress(progress) == "off":
+    if check_progress(progress) == "off":
         progress = False  # run_compare reads it as a truth value, and "off" is a true string
     if isinstance(seeds, int) and not isinstance(seeds, bool):  # a count; anything else, CompareConfig checks
         try:
@@ -76,7 +76,7 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     or notebook watches, else nothing; ``RAISE_PROGRESS`` overrides). Each keyword is the
     setting of the same name (``raise_plugin.settings``); bad input is a one-line ``UserError``.
     """
-    _progress(progress)
+    check_progress(progress)
     task = _task(task)
     chosen = _heuristics(task, heuristics)
     radii = _epsilons(task, epsilons)
@@ -99,14 +99,6 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     if out is not None:
         save_profile(result, out)
     return result
-
-
-def _progress(progress) -> str | None:
-    """The mode ``progress`` asks for (``check_progress``); a bad value is a ``UserError``."""
-    try:
-        return check_progress(progress)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
 
 
 def _task(task):

@@ -36,7 +36,7 @@ from raise_plugin.harness.final_programs import final_program
 from raise_plugin.harness.html_report import write_compare_page
 from raise_plugin.harness.provenance import (code_version, recorded_code_version, result_meta, run_change, run_state,
                                              write_result_meta)
-from raise_plugin.harness.job_place import place_jobs, say_notes
+from raise_plugin.harness.job_place import check_place, place_jobs, say_notes
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
 from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside
@@ -74,6 +74,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     if idle and not runs.adversary.allow_no_refresh:  # refused before anything is trained or moved
         raise UserError(f"every RAISE row would equal its plain twin's: {idle} (or run it as it is with "
                         "--allow-no-refresh)")
+    check_place(study.executor)  # a scheduler that does not answer: nothing written
     plan = plan_reuse(config, task, variants, out, reuse)
     reused = plan.line(study.out)
     if reused:

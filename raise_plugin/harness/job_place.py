@@ -23,13 +23,13 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from raise_plugin.engine.executors import (DaskExecutor, default_workers, parse_executor_spec, say_if_weakened,
-                                           worker_width)
+from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_reachable, default_workers,
+                                           parse_executor_spec, say_if_weakened, worker_width)
 from raise_plugin.errors import SandboxNote, UserError
 from raise_plugin.instance_seeds import say_fixed_nominal
 from raise_plugin.llm import notice_said, say_notice
 
-__all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs", "say_notes"]
+__all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs", "check_place", "say_notes"]
 
 
 def say_notes(task, drawn: bool, offline: bool) -> None:
@@ -172,6 +172,17 @@ def default_jobs(cores: int | None = None) -> int:
     least two workers on machines with four cores or more."""
     cores = default_workers() if cores is None else cores
     return max(1, cores // 2)
+
+
+def check_place(executor: str | None) -> None:
+    """A ``UserError`` when ``executor`` names a Dask scheduler that does not answer: said before a
+    compare writes anything, not when its first job is placed."""
+    kind, arg = parse_executor_spec(executor)
+    if kind == "dask" and isinstance(arg, str):
+        try:
+            check_reachable(arg)
+        except ExecutorSpecError as exc:
+            raise UserError(str(exc)) from None
 
 
 def place_jobs(executor: str | None, jobs: int | None,

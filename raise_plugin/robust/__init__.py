@@ -14,7 +14,7 @@ the parts that hold the search state. The files, one idea each:
 - ``hooks.py``      the hook protocol (``Callback``) and the frozen views its hooks receive
 - ``refresh.py`` ``AdversarialInstanceCallback``, RAISE's inner loop as a callback;
   ``budget.py`` ``LLMBudget``, the LLM spend caps; ``progress.py`` the progress bar;
-  ``owned_executor.py`` the workers a run started, stopped at its end (and the compiled path's tally)
+  ``owned.py`` what a run made itself (its workers, its LLM back-end), closed at its end
 - ``instances.py``  the instance set (nominal first, then adversarial), versioned
 - ``scores.py``     the score book: per-program, per-instance metrics
 - ``evaluator.py``  the one evaluator (engine jobs, counted by purpose)

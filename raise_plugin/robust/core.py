@@ -27,7 +27,7 @@ from .recording import RunRecorder
 from .scores import ProgramRecord, ScoreBook, program_id_of
 from .tags import retag, tags
 
-__all__ = ["RobustCore", "QuietProfiler", "state_keys"]
+__all__ = ["RobustCore", "QuietProfiler"]
 log = logging.getLogger("raise_plugin.robust")
 
 
@@ -51,16 +51,6 @@ def _bind_host_arguments(host_init, args, kwargs) -> dict:
     extra = params.pop("kwargs", {}) if "kwargs" in inspect.signature(host_init).parameters else {}
     params.update(extra)
     return params
-
-
-def state_keys(callbacks: list[Callback]) -> list[str]:
-    """Checkpoint keys: a callback's ``state_key``, with ``#2``, ``#3``... for later ones sharing it."""
-    keys, seen = [], {}
-    for cb in callbacks:
-        key = cb.state_key
-        seen[key] = seen.get(key, 0) + 1
-        keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
-    return keys
 
 
 class RobustCore:
@@ -88,10 +78,20 @@ class RobustCore:
         if llm is not None and not isinstance(llm, LLMGuard):
             params["llm"] = LLMGuard(llm, getattr(recorder, "path", None))
         self._llm_guard = params.get("llm")
-        host_init(**params)
+        try:  # a refusal here (the method's own check, a callback's) leaves nothing of the run open
+            host_init(**params)
+            self._set_up(evaluation, callbacks, seed, recorder, executor, generation_size, programs_in_flight)
+        except BaseException:
+            self._close_parts(params["profiler"])
+            raise
+        self._progress = progress
+        self._early_reject = bool(early_reject)
+        if self._early_reject and self._admission_supported() is None:
+            self._evaluator.admission = self._admission  # (it asks the aggregation for a bound each time)
+
+    def _set_up(self, evaluation, callbacks, seed, recorder, executor, generation_size, programs_in_flight) -> None:
         if self._llm_guard is not None:
             self._llm_guard.bind(self)
-
         self.evaluation = evaluation
         self.task = getattr(evaluation, "task", None)
         self.callbacks: list[Callback] = list(self._bound_callbacks) + list(callbacks or [])
@@ -133,10 +133,6 @@ class RobustCore:
         self._in_flight = self._evaluation_executor if isinstance(self._evaluation_executor, ProgramsInFlight) \
             else None
         self._install_shape()
-        self._progress = progress
-        self._early_reject = bool(early_reject)
-        if self._early_reject and self._admission_supported() is None:
-            self._evaluator.admission = self._admission  # (it asks the aggregation for a bound each time)
 
     @property
     def programs_in_flight(self) -> int:
@@ -275,13 +271,16 @@ class RobustCore:
         finally:  # what the run opened is closed: many runs in one process (a notebook, compare's jobs) hold none
             self._evaluation_executor.close()
             self._evaluator.close()
-            profiler = getattr(self, "_profiler", None)
-            for part in (self._llm_guard, self._recorder, profiler if isinstance(profiler, HostProfiler) else None):
-                # the journals; the run directory's logs and its lock; the host's log file
-                closing = getattr(part, "close", None)
-                if closing is not None:
-                    closing()
+            self._close_parts(getattr(self, "_profiler", None))
         return summary
+
+    def _close_parts(self, profiler) -> None:
+        """Close the journals, the run directory's logs and its lock, and the host's log file."""
+        for part in (self._llm_guard, getattr(self, "_recorder", None),
+                     profiler if isinstance(profiler, HostProfiler) else None):
+            closing = getattr(part, "close", None)
+            if closing is not None:
+                closing()
 
     def request_stop(self, reason: str) -> None:
         """End the run cleanly before its budget (a callback's ``should_stop``): no new sample is

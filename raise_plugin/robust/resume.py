@@ -4,11 +4,21 @@ from __future__ import annotations
 from llm4ad.base import Function, TextFunctionProgramConverter
 
 from ..rundir.files import RunDirectoryDamaged, save_instance
-from .core import state_keys
+from .hooks import Callback
 from .instances import InstanceEntry
 from .tags import retag
 
-__all__ = ["Checkpoints", "function_from_record"]
+__all__ = ["Checkpoints", "function_from_record", "state_keys"]
+
+
+def state_keys(callbacks: list[Callback]) -> list[str]:
+    """Checkpoint keys: a callback's ``state_key``, with ``#2``, ``#3``... for later ones sharing it."""
+    keys, seen = [], {}
+    for cb in callbacks:
+        key = cb.state_key
+        seen[key] = seen.get(key, 0) + 1
+        keys.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return keys
 
 
 def function_from_record(sample: dict, duplicate: bool = False) -> Function:

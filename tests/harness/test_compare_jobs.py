@@ -172,7 +172,9 @@ def test_default_jobs_is_half_the_cores():
     (["--executor", "serial", "--jobs", "2"], "jobs: 2 jobs at once with --executor serial"),
     (["--executor", "dask://local", "--jobs", "2"], "jobs: 2 jobs at once with --executor dask://local"),
     (["--executor", "serial", "--workers", "2"], "workers: 2 with --executor serial"),
-    (["--executor", "process:2", "--workers", "3"], "workers: 3 with --executor process:2")])
+    (["--executor", "process:2", "--workers", "3"], "workers: 3 with --executor process:2"),
+    # a scheduler that does not answer (a closed port here): refused before compare.json is written
+    (["--executor", "dask://127.0.0.1:1"], "no Dask scheduler answers at 127.0.0.1:1")])
 def test_bad_job_settings_are_one_line_before_any_job(flags, field, tmp_path, capsys):
     code = main(["compare", "--out", str(tmp_path / "c"), *flags])
     err = capsys.readouterr().err

@@ -160,6 +160,9 @@ def test_a_run_that_ended_holds_none_of_its_files_nor_its_lock(tmp_path):
     resume_run(tmp_path / "run0", llm=ScriptedLLM(0), budget=12).run()
     assert _open_under(tmp_path) == []
     check_complete(tmp_path / "run0", 12)
+    # a back-end the run made from its settings: its recording too (it stayed open)
+    start_run(config(tmp_path / "made", budget=8, record=str(tmp_path / "calls.jsonl"))).run()
+    assert _open_under(tmp_path) == [] and (tmp_path / "calls.jsonl").read_text().count("\n") == 8
 
 
 def test_resume_refuses_a_budget_below_the_samples_taken_and_changes_nothing(tmp_path):

@@ -150,12 +150,13 @@ def run_rows(variants, run_dirs) -> list[list[str]]:
         variant = next(v for v in variants if v.key == key)
         trained_on = "nominal + adversarial" if variant.robust else "nominal set"
         best = (summary.get("best") or {}).get("robust_score")
-        eps = recorded.get("epsilon")
+        eps = recorded.get("epsilon") if variant.robust else None  # a plain run records its task's, unused
+        tau = recorded.get("tau") if variant.robust else ""
         llm = recorded.get("llm", "") + (f" at {recorded['base_url']}" if recorded.get("base_url") else "")
         version = recorded_code_version(path) or "not recorded"
         if version != code_version():
             version = f"**{version}**"
-        rows.append([variant.label, seed, recorded.get("budget"), recorded.get("pop_size"), recorded.get("tau"),
+        rows.append([variant.label, seed, recorded.get("budget"), recorded.get("pop_size"), tau,
                      "" if eps is None else f"{eps:g}", llm, version, summary.get("samples", ""),
                      summary.get("generations", ""), summary.get("refreshes", ""), trained_on,
                      "" if best is None else f"{-best:.4f}", _cell(how_it_ended(summary, recorded.get("budget"))),

@@ -141,7 +141,8 @@ def test_the_profile_compares_the_worst_instance_found_with_the_worst_nominal_in
 
 def write_run(path, robust: bool, score: float = -1.25):
     path.mkdir(parents=True)
-    (path / "config.json").write_text(json.dumps({"task": "ovrp", "robust": robust}))
+    (path / "config.json").write_text(json.dumps({"task": "ovrp", "robust": robust, "budget": 8, "pop_size": 4,
+                                                  "tau": 1, "epsilon": 0.002}))  # a plain run records them too
     summary = {"finished": True, "samples": 8, "budget": 8, "generations": 2, "refreshes": 2 if robust else 0,
                "best": {"program_id": "abc", "robust_score": score}, "evaluations": 40, "seconds": 1.0,
                "instance_set": [{"origin": "nominal"}] + ([{"origin": "adversarial", "distance": 0.001}] * robust)}
@@ -176,6 +177,8 @@ def test_a_plain_run_is_never_labelled_robust(tmp_path, capsys):
     runs = report.split("## Runs")[1]
     assert "best robust" not in runs and "| 8 | 2 | 0 | nominal set | 1.2500 |" in runs
     assert "| 8 | 2 | 2 | nominal + adversarial | 1.2500 |" in runs
+    # tau and eps only where the adversary ran: a plain run's recorded ones are its task's defaults, unused
+    assert "| EoH | 0 | 8 | 4 |  |  | " in runs and "| RAISE-EoH (eps=0.002) | 0 | 8 | 4 | 1 | 0.002 | " in runs
     assert f"Metric: {task.metric_label}." in report
 
     selection = {"program_id": "abc", "robust_best": "abc", "candidates": [

@@ -211,10 +211,9 @@ class AdversaryConfig(AdversarySettings):
                 except ValueError as exc:
                     raise AdversaryConfigError(name, str(exc)) from None
         if reach and self.inner_search.constraint != "none":
-            farthest = check_epsilon(task, self.epsilon)
-            if farthest is not None:
-                raise AdversaryConfigError("epsilon", f"{self.epsilon:g} is beyond the largest distance {task.name}'s "
-                                           f"distributions can reach from its nominal histograms ({farthest:.4g})")
+            beyond = check_epsilon(task, self.epsilon)
+            if beyond is not None:
+                raise AdversaryConfigError("epsilon", beyond)
 
     @property
     def objective_rule(self) -> Objective:

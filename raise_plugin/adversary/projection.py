@@ -51,13 +51,17 @@ def reachable_epsilon(task) -> float:
     return largest_reachable_distance(np.stack([task.histogram(s) for s in task.nominal_instances()]))
 
 
-def check_epsilon(task, epsilon: float) -> float | None:
-    """The largest reachable distance when ``epsilon`` is beyond it, else None."""
+def check_epsilon(task, epsilon: float) -> str | None:
+    """Why ``epsilon`` can never be reached (beyond the largest distance ``task``'s distributions can
+    reach from its nominal histograms), else None."""
     cells = int(task.shift.cells)
     if epsilon <= 2.0 * (1.0 - 1.0 / cells) / cells:
         return None
     reach = reachable_epsilon(task)
-    return reach if epsilon > reach else None
+    if epsilon <= reach:
+        return None
+    return (f"{epsilon:g} is beyond the largest distance {task.name}'s distributions can reach from its nominal "
+            f"histograms ({reach:.4g})")
 
 
 @dataclass(frozen=True)

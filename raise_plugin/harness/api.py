@@ -152,8 +152,7 @@ def _epsilons(task, epsilon) -> list[float]:
     if not values or not all(isinstance(v, Real) and v > 0 for v in values):
         raise UserError(f"epsilons: give one or more positive radii, got {epsilon!r}")
     values = sorted({float(v) for v in values})
-    reach = check_epsilon(task, values[-1])
-    if reach is not None:
-        raise UserError(f"epsilons: {values[-1]:g} is beyond the largest distance {task.name}'s distributions can "
-                        f"reach from its nominal histograms ({reach:.4g})")
+    beyond = check_epsilon(task, values[-1])
+    if beyond is not None:
+        raise UserError(f"epsilons: {beyond}")
     return values

@@ -130,15 +130,19 @@ class CompareConfig:
         except SettingError as exc:
             raise UserError(str(exc)) from None
         object.__setattr__(self, "study", StudySettings(**{name: flat[name] for name in _STUDY}))
-        try:  # every run's settings, then each method's first run as compare builds them: the run's own
-            # checks (values, then names: a method that cannot take several programs in flight) hold
+        try:  # every run's settings, then each method's run at the largest eps as compare builds them: the
+            # run's own checks (values, then names: an eps beyond the task's reach, a method that cannot take
+            # several programs in flight) hold before any job, not at the job that meets them
             object.__setattr__(self, "runs", RunConfig(**{name: flat[name] for name in RUN_SETTINGS}))
             robust = bool(self.study.epsilons)  # no radius: plain runs only
             for method in self.study.methods:
-                resolve(RunConfig(**dict(self.run_fields(method, robust, self.study.epsilons[0] if robust else None,
+                resolve(RunConfig(**dict(self.run_fields(method, robust, max(self.study.epsilons) if robust else None,
                                                          self.study.seeds[0]))))
         except ConfigError as exc:
-            raise UserError(str(exc).replace("config field ", "")) from None
+            said = str(exc).replace("config field ", "")
+            if said.startswith("'epsilon': "):  # compare's setting is epsilons, and its plain rows need no flag
+                said = "epsilons: " + said.removeprefix("'epsilon': ").removesuffix(" (a plain run is --no-robust)")
+            raise UserError(said) from None
         if self.study.executor is not None:  # a bad spec, or one the other job settings contradict, fails here
             _check_job_place(self.study.executor, self.study.jobs, self.study.workers)
         # a bad back-end fails here, not in every job

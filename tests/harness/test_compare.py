@@ -195,6 +195,14 @@ def test_bad_configs_name_the_field(tmp_path, field, value, message):
         tiny(tmp_path, **{field: value})
 
 
+def test_every_radius_is_checked_against_the_task_s_reach_before_any_job(tmp_path):
+    # only the first was: a compare with --epsilons 0.002,5 trained its plain and eps=0.002 rows, then its eps=5
+    # jobs failed, saying "(a plain run is --no-robust)", a flag compare does not have
+    with pytest.raises(UserError, match=r"^epsilons: 5 is beyond the largest distance ovrp's distributions can reach "
+                                        r"from its nominal histograms \(0\.188\)$"):
+        tiny(tmp_path, epsilons=(0.002, 5.0))
+
+
 def test_each_method_is_checked_for_several_programs_in_flight_before_any_job(tmp_path):
     assert tiny(tmp_path, methods=("eoh", "reevo"), programs_in_flight=3).runs.engine.programs_in_flight == 3
     with pytest.raises(UserError, match="method 'hillclimb' evaluates one program at a time, not 2"):

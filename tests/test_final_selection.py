@@ -64,6 +64,7 @@ def test_the_select_command_prints_the_candidates_and_writes_the_program(finishe
 @pytest.mark.parametrize("argv, message", [
     (["select", "{tmp}/nowhere"], "not a run directory"),
     (["select", "{run}", "--per-dataset", "0"], "--per-dataset"),
+    (["select", "{run}", "--out", "{tmp}"], ": is a directory"),  # before the suite is run, not after
 ])
 def test_select_refuses_bad_input_in_one_line(finished_run, tmp_path, capsys, argv, message):
     argv = [a.format(tmp=tmp_path, run=finished_run) for a in argv]

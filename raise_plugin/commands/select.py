@@ -7,6 +7,7 @@ from pathlib import Path
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import render_table
 from raise_plugin.rundir.reader import load_config
+from raise_plugin.commands.evaluate import check_output
 from raise_plugin.commands.flags import add_flags, check_flags
 from raise_plugin.validation import SELECTION_FILE, select_final
 from tasks import get_task
@@ -28,6 +29,7 @@ def run(args) -> int:
     if not summary.exists() or not json.loads(summary.read_text()).get("finished"):
         raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")
     check_flags(args, ("per_dataset", "workers"))
+    check_output(args.out)  # a folder, or a place that cannot be written: refused before the suite is run
     task = get_task(config["task"])
     chosen = select_final(path, task, per_dataset=args.per_dataset, workers=args.workers)
     if chosen is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from llm4ad.base import LLM
@@ -121,12 +122,19 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
 
 def check_llm(settings: LLMSettings) -> None:
     """What a run's ``llm`` section names, before anything is made: a replay's source holds a
-    recording (``SettingError`` naming the field ``llm``)."""
+    recording (``SettingError`` naming the field ``llm``), and a recording to write is a file that
+    can be made (not a folder, nor under a file: ``record``)."""
     if settings.kind == "replay":
         try:
             recording_path(settings.backend.partition(":")[2])
         except UserError as exc:
             raise SettingError("llm", str(exc)) from None
+    if settings.record:
+        path = Path(settings.record)
+        above = next((p for p in path.parents if p.exists()), None)
+        if path.is_dir() or (above is not None and not above.is_dir()):
+            where = "is a folder" if path.is_dir() else f"{above} is a file"
+            raise SettingError("record", f"{path}: {where}; give the JSONL file to record to")
 
 
 def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:

@@ -95,8 +95,12 @@ def test_a_toml_config_with_flags_overriding_it(tmp_path):
     (["--memory-mb", "8"], "memory_mb"),
     (["--file-mb", "-1"], "file_mb"),
     (["--output-mb", "-0.5"], "output_mb"),
+    # a recording that cannot be written: refused before the run, not "Not a directory" once it is built
+    (["--record", "{tmp}"], "record"),
+    (["--record", "{file}/calls.jsonl"], "record"),
 ])
 def test_bad_values_give_one_line_errors_naming_the_field(argv, field, capsys, tmp_path):
+    argv = [a.format(tmp=tmp_path, file=__file__) for a in argv]
     assert main(["run", "--out", str(tmp_path / "x"), *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and (f"'{field}'" in err or f"--{field.replace('_', '-')}:" in err), err

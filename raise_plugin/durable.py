@@ -15,7 +15,7 @@ from typing import Callable
 
 from .errors import UserError
 
-__all__ = ["WriteFailed", "AppendLog", "replace_file", "write_failure"]
+__all__ = ["WriteFailed", "AppendLog", "replace_file", "write_failure", "unwritable"]
 
 # what a full, read-only or over-quota disk answers
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
@@ -58,6 +58,23 @@ def _cut_torn_tail(fd: int) -> None:
             return
         start = max(0, start - (1 << 16))
         tail = os.pread(fd, min(1 << 16, size - start), start)
+
+
+def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
+    """Why ``path`` cannot be written as a file (``folder``: as a folder), else None: a folder where a
+    file is wanted (or the reverse), or a place under a file or without write permission. Missing
+    folders on the way do not count: the writer makes them."""
+    p = Path(path)
+    if p.exists() and p.is_dir() != folder:
+        return "not a directory" if folder else "is a directory"
+    parent = p if folder and p.exists() else p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not writable"
+    return None
 
 
 class AppendLog:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ from raise_plugin.engine import SandboxLimits
 from raise_plugin.engine.executors import parse_executor_spec
 from raise_plugin.engine.selfcheck import check_limits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.durable import unwritable
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, check_program
@@ -70,19 +70,9 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
 def check_output(path, *, folder: bool = False) -> None:
     """Refuse, before any work, an output path that cannot be written: a directory where a
     file is wanted (or the reverse), or a place under a file or without write permission."""
-    if path is None:
-        return
-    p = Path(path)
-    flag = "--out"
-    if p.exists() and p.is_dir() != folder:
-        raise UserError(f"{flag} {p}: {'not a directory' if folder else 'is a directory'}")
-    parent = p if folder and p.exists() else p.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UserError(f"{flag} {p}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"{flag} {p}: {parent} is not writable")
+    why = None if path is None else unwritable(path, folder=folder)
+    if why is not None:
+        raise UserError(f"--out {Path(path)}: {why}")
 
 
 def check_executor(spec) -> None:

@@ -23,7 +23,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_reachable, default_workers,
+from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_spec, default_workers,
                                            parse_executor_spec, say_if_weakened, worker_width)
 from raise_plugin.errors import SandboxNote, UserError
 from raise_plugin.instance_seeds import say_fixed_nominal
@@ -177,12 +177,10 @@ def default_jobs(cores: int | None = None) -> int:
 def check_place(executor: str | None) -> None:
     """A ``UserError`` when ``executor`` names a Dask scheduler that does not answer: said before a
     compare writes anything, not when its first job is placed."""
-    kind, arg = parse_executor_spec(executor)
-    if kind == "dask" and isinstance(arg, str):
-        try:
-            check_reachable(arg)
-        except ExecutorSpecError as exc:
-            raise UserError(str(exc)) from None
+    try:
+        check_spec(executor)
+    except ExecutorSpecError as exc:
+        raise UserError(str(exc)) from None
 
 
 def place_jobs(executor: str | None, jobs: int | None,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 from typing import Any
 
 from llm4ad.base import LLM
@@ -29,6 +28,7 @@ from llm4ad.base import LLM
 from tasks import Task
 
 from ..config import LLMSettings
+from ..durable import unwritable
 from ..errors import UserError
 from ..settings import SettingError
 
@@ -129,12 +129,9 @@ def check_llm(settings: LLMSettings) -> None:
             recording_path(settings.backend.partition(":")[2])
         except UserError as exc:
             raise SettingError("llm", str(exc)) from None
-    if settings.record:
-        path = Path(settings.record)
-        above = next((p for p in path.parents if p.exists()), None)
-        if path.is_dir() or (above is not None and not above.is_dir()):
-            where = "is a folder" if path.is_dir() else f"{above} is a file"
-            raise SettingError("record", f"{path}: {where}; give the JSONL file to record to")
+    why = unwritable(settings.record) if settings.record else None
+    if why is not None:
+        raise SettingError("record", f"{settings.record}: {why}; give the JSONL file to record to")
 
 
 def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:

@@ -4,8 +4,8 @@ one thing at a time (``local``); foreign ones, a ``concurrent.futures`` pool or 
 from .foreign import DaskExecutor, SandboxedCalls, run_call, run_job, worker_width
 from .local import ProcessExecutor, SerialExecutor, default_workers, executor_workers, say_if_weakened
 from .make import check_engine, make_executor
-from .spec import ExecutorSpecError, check_reachable, parse_executor_spec
+from .spec import ExecutorSpecError, check_spec, parse_executor_spec
 
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_call", "run_job", "worker_width", "ProcessExecutor", "SerialExecutor",
            "default_workers", "executor_workers", "say_if_weakened", "make_executor", "check_engine",
-           "ExecutorSpecError", "check_reachable", "parse_executor_spec"]
+           "ExecutorSpecError", "check_spec", "parse_executor_spec"]

@@ -17,7 +17,7 @@ from ...settings import SettingError
 from ..limits import SandboxLimits
 from .foreign import DaskExecutor
 from .local import ProcessExecutor, SerialExecutor
-from .spec import ExecutorSpecError, check_reachable, parse_executor_spec
+from .spec import ExecutorSpecError, check_spec, parse_executor_spec
 
 __all__ = ["make_executor", "check_engine"]
 
@@ -32,11 +32,10 @@ def check_engine(engine: EngineSettings) -> None:
         kind, count = parse_executor_spec(engine.executor)
     except ExecutorSpecError as exc:
         raise SettingError("executor", f"{exc}, got {engine.executor!r}") from None
-    if kind == "dask" and isinstance(count, str):  # a scheduler's address: one that does not answer stops here
-        try:
-            check_reachable(count)
-        except ExecutorSpecError as exc:
-            raise SettingError("executor", str(exc)) from None
+    try:  # a scheduler's address: one that does not answer stops here
+        check_spec(engine.executor)
+    except ExecutorSpecError as exc:
+        raise SettingError("executor", str(exc)) from None
     if engine.workers is not None and (kind != "process" or count is not None):
         raise SettingError("workers", f"counts the local worker processes, and executor {engine.executor!r} already "
                                       f"says where programs run: give --workers N or --executor process:N, not both, "

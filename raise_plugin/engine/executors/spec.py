@@ -7,7 +7,7 @@ import socket
 
 from raise_plugin.errors import UserError
 
-__all__ = ["ExecutorSpecError", "parse_executor_spec", "check_reachable", "CONNECT_SECONDS"]
+__all__ = ["ExecutorSpecError", "parse_executor_spec", "check_spec", "check_reachable", "CONNECT_SECONDS"]
 
 
 # how long a Dask scheduler may take to answer before a run or an evaluation refuses it
@@ -48,6 +48,15 @@ def parse_executor_spec(spec) -> tuple[str, object]:
 
 def _positive(count: str) -> bool:
     return count.isdigit() and int(count) > 0
+
+
+def check_spec(spec) -> tuple[str, object]:
+    """``parse_executor_spec(spec)``, and when it names a Dask scheduler's address, one that answers
+    (``check_reachable``): an ``ExecutorSpecError`` otherwise."""
+    kind, arg = parse_executor_spec(spec)
+    if kind == "dask" and isinstance(arg, str):
+        check_reachable(arg)
+    return kind, arg
 
 
 def check_reachable(target: str, seconds: float = CONNECT_SECONDS) -> None:

@@ -121,7 +121,8 @@ def markdown_html(text: str, folder: Path, special: dict[str, str] | None = None
     sections (``special`` gives some a CSS class: ``{"Failed jobs": "failures"}``), pipe tables become
     tables (right-aligned where the Markdown says ``---:``), ``- `` items a list, ``> `` a note, and an
     image line ``![name](file)`` the figure embedded from ``folder`` (a PNG or SVG; a PDF beside an
-    embedded figure of the same name is named under it, a PDF alone linked)."""
+    embedded figure of the same name is named under it, a PDF alone linked), the lines after it in its
+    paragraph a caption."""
     body, open_section, embedded = [], False, set()
     blocks = [b.splitlines() for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
     for lines in blocks:
@@ -152,8 +153,10 @@ def markdown_html(text: str, folder: Path, special: dict[str, str] | None = None
             body.append('<ul class="verdicts">' + "".join(f"<li>{inline(i)}</li>" for i in items) + "</ul>")
         elif first.startswith("> "):
             body.append(f'<p class="note">{inline(" ".join(line.removeprefix("> ") for line in lines))}</p>')
-        elif len(lines) == 1 and re.fullmatch(r"!\[[^\]]*\]\([^)]+\)", first):
+        elif re.fullmatch(r"!\[[^\]]*\]\([^)]+\)", first):  # a figure, and what follows it (its other formats)
             body.append(_image(first, folder, embedded))
+            if lines[1:]:
+                body.append(f'<p class="caption">{inline(" ".join(lines[1:]))}</p>')
         elif len(lines) == 1 and re.fullmatch(r"\*\*[^*]+\*\*", first):
             body.append(f"<h3>{escape(first[2:-2])}</h3>")  # a table's title
         else:

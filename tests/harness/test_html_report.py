@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.harness.compare_config import CompareConfig
-from raise_plugin.harness.compare_report import compare_report
+from raise_plugin.harness.compare_report import compare_report, figure_lines
 from raise_plugin.harness.html_page import inline, markdown_html
 from raise_plugin.harness.html_report import compare_page
 from raise_plugin.harness.run_report import run_page, write_run_page
@@ -64,6 +64,17 @@ def test_the_markdown_of_a_report_becomes_tags_only_after_escaping():
     assert inline("<b>x</b> & y") == "&lt;b&gt;x&lt;/b&gt; &amp; y"
     body = "\n".join(markdown_html("| a | b |\n|---|---:|\n| x \\| y | 1.5 |\n", "."))
     assert "<td>x | y</td>" in body and '<td class="num">1.5</td>' in body
+
+
+def test_a_figure_written_as_png_and_pdf_is_embedded_and_its_pdf_linked(tmp_path):
+    # make demo writes both: its page showed "!convergence" as a link, the figure not embedded, since the
+    # image line was followed by the line naming its PDF
+    files = [tmp_path / "convergence.png", tmp_path / "convergence.pdf"]
+    for f in files:
+        f.write_bytes(b"\x89PNG\r\n\x1a\n" if f.suffix == ".png" else b"%PDF-1.4")
+    body = "\n".join(markdown_html("\n".join(figure_lines(files)), tmp_path))
+    assert body.count('<img alt="convergence" src="data:image/png;base64,') == 1
+    assert '<a href="convergence.pdf">PDF</a>' in body and "!<a" not in body
 
 
 def failed_compare_page(tmp_path):

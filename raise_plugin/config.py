@@ -20,12 +20,7 @@ __all__ = ["RunConfig", "BudgetSettings", "AdversarySettings", "InnerSearchSetti
 
 
 class ConfigError(UserError):
-    """A bad config value; the message names the field (``field`` and ``reason``, where a part's check
-    gave them, for a caller that names the setting its own way)."""
-
-    def __init__(self, message: str, field: str | None = None, reason: str | None = None):
-        super().__init__(message)
-        self.field, self.reason = field, reason
+    """A bad config value; the message names the field."""
 
 
 class IdleAdversaryWarning(PluginWarning):

@@ -122,7 +122,7 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
         check_engine(config.engine)
     except SettingError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
-        raise ConfigError(f"config field {exc.name!r}: {why}", exc.name, exc.reason) from None
+        raise ConfigError(f"config field {exc.name!r}: {why}") from None
     method = get_method(config.method)
     in_flight = config.engine.programs_in_flight
     if in_flight > 1:

@@ -5,45 +5,26 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import math
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, NoReturn
 
-from .errors import PluginWarning, UserError
+from .errors import UserError
 from .settings import SETTINGS, TREE, SettingError, default, fallback, flatten_tables
 
 __all__ = ["RunConfig", "BudgetSettings", "AdversarySettings", "InnerSearchSettings", "LLMSettings", "EngineSettings",
-           "SandboxSettings", "Settings", "ConfigError", "IdleAdversaryWarning", "idle_adversary", "SANDBOX_LIMITS",
+           "SandboxSettings", "Settings", "ConfigError", "SANDBOX_LIMITS",
            "RECORDED_ORDER", "check_setting", "bad_field"]
 
 
 class ConfigError(UserError):
-    """A bad config value; the message names the field."""
+    """A bad config value; the message names the field (``field`` and ``reason`` too, where a check
+    gave them, for a caller that names the setting its own way)."""
 
-
-class IdleAdversaryWarning(PluginWarning):
-    """A robust run whose budget allows no refresh: its adversary never runs."""
-
-
-def idle_adversary(budget: int, pop_size: int, tau: int, tau_unit: str = default("tau_unit")) -> str | None:
-    """Why a robust run of ``budget`` samples can never refresh its instance set, or ``None``. A
-    host generation is ``pop_size`` samples; a refresh comes at the end of every ``tau``-th
-    generation (``tau_unit="generations"``) or of the first generation after ``tau`` samples."""
-    generations = budget // pop_size
-    if tau_unit == "samples":
-        if generations and generations * pop_size >= tau:
-            return None
-        needed = max(1, math.ceil(tau / pop_size)) * pop_size
-        return (f"budget {budget} at pop_size {pop_size} ends its last generation after {generations * pop_size} "
-                f"samples, before tau {tau} samples: the adversary never runs and this robust run is a plain one; "
-                f"raise budget to {needed}" + (f" or lower tau to {generations * pop_size}" if generations else ""))
-    if generations >= tau:
-        return None
-    return (f"budget {budget} at pop_size {pop_size} makes {generations} host generations, fewer than tau {tau}: "
-            f"the adversary never runs and this robust run is a plain one; raise budget to {tau * pop_size}"
-            + (f" or lower tau to {generations}" if generations else ""))
+    def __init__(self, message: str, field: str | None = None, reason: str | None = None):
+        super().__init__(message)
+        self.field, self.reason = field, reason
 
 
 # the sandbox's limits a run, an evaluation and a compare set (``SandboxLimits`` fields of the same names)
@@ -234,12 +215,12 @@ def check_setting(name: str, value: Any) -> None:
     try:
         SETTINGS[name].check(value)
     except SettingError as exc:
-        raise ConfigError(f"config field {name!r}: {exc.reason}") from None
+        raise ConfigError(f"config field {name!r}: {exc.reason}", name, exc.reason) from None
 
 
 def bad_field(name: str, value: Any, why: str) -> NoReturn:
     """Raise the one-line ``ConfigError`` of config field ``name``: ``why``, then the value given."""
-    raise ConfigError(f"config field {name!r}: {why}, got {value!r}")
+    raise ConfigError(f"config field {name!r}: {why}, got {value!r}", name, f"{why}, got {value!r}")
 
 
 # the run's sections, by the tree's names; the run's own settings (task, method, ...) are RunConfig's fields
@@ -373,11 +354,6 @@ class RunConfig:
         for section in (self.budget, self.adversary, self.llm, self.engine):
             flat = {**flat, **section.flat()}
         return copy.deepcopy({name: flat[name] for name in RECORDED_ORDER})
-
-    def idle_adversary(self) -> str | None:
-        """Why this run's adversary can never run (``idle_adversary``), or ``None``."""
-        return (idle_adversary(self.budget.samples, self.budget.pop_size, self.adversary.tau, self.adversary.tau_unit)
-                if self.robust else None)
 
     @property
     def nominal_seed(self) -> int | None:

@@ -18,7 +18,7 @@ from .instance_seeds import resolve_instance_seed
 from .llm import check_llm
 from .llm.endpoint import started_base_url
 from .methods import METHODS, get_method
-from .robust import shape_of
+from .robust import idle_adversary, shape_of
 from .settings import SETTINGS, SettingError, section_of
 
 __all__ = ["PAPER_DEFAULTS", "robust_defaults", "task_defaults", "final_selection", "recorded_settings",
@@ -94,7 +94,7 @@ def started(config: RunConfig, task: Task) -> RunConfig:
 class RunParts:
     """What a run's settings name, looked up: its task, its method's class (not yet wrapped), its
     adversary's settings (what the adversarial callback is made from) and why that adversary can
-    never run (``RunConfig.idle_adversary``; ``None``: it can)."""
+    never run (``robust.idle_adversary``; ``None``: it can)."""
 
     task: Task
     method: type
@@ -114,7 +114,7 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
         bad_field("task", config.task, f"must be one of {', '.join(list_tasks())}")
     task = get_task(config.task)
     config = config.with_unset(task_defaults(task))
-    idle = config.idle_adversary()
+    idle = idle_adversary(config.budget, config.adversary) if config.robust else None
     try:  # each part checks what its section names (a bad value: a one-line error naming the field)
         adversary = AdversaryConfig.checked(config.adversary)
         adversary.check_task(task, reach=config.robust)
@@ -122,7 +122,7 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
         check_engine(config.engine)
     except SettingError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
-        raise ConfigError(f"config field {exc.name!r}: {why}") from None
+        raise ConfigError(f"config field {exc.name!r}: {why}", exc.name, exc.reason) from None
     method = get_method(config.method)
     in_flight = config.engine.programs_in_flight
     if in_flight > 1:

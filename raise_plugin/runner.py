@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Iterable
 
 from .build import build_run
-from .config import ConfigError, IdleAdversaryWarning, RunConfig, bad_field
+from .config import ConfigError, RunConfig, bad_field
 from .errors import UserError
 from .llm import SamplerStallWarning, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
 from .llm.run_usage import carry_usage
-from .robust import Callback
+from .robust import Callback, IdleAdversaryWarning
 from .robust.llm_guard import REQUESTS_FILE
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic

@@ -49,9 +49,11 @@ def test_a_given_setting_wins_and_is_still_checked():
     ({"llm": "replay:nowhere"}, "^config field 'llm': replay:nowhere: no such recording")])
 def test_a_bad_name_fails_when_the_run_starts_before_anything_is_written(tmp_path, fields, message):
     config = RunConfig(**{"task": "obp", "out": str(tmp_path / "r"), **fields})  # what each value is: fine
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ConfigError, match=message) as raised:
         start_run(config)
     assert not (tmp_path / "r").exists()
+    field = message.split("'")[1]  # the error names its field for a caller that names the setting its own way
+    assert raised.value.field == field and str(raised.value).startswith(f"config field {field!r}: {raised.value.reason}")
 
 
 def test_the_run_directory_records_the_resolved_settings(tmp_path):

@@ -10,10 +10,12 @@ import warnings
 import pytest
 
 from raise_plugin.cli import main
-from raise_plugin.config import ConfigError, IdleAdversaryWarning, RunConfig, idle_adversary
+from raise_plugin.config import AdversarySettings, BudgetSettings, ConfigError, RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.harness import compare
 from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.resolve import resolve
+from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 
 
 @pytest.mark.parametrize("budget, pop_size, tau, unit, says", [
@@ -23,7 +25,7 @@ from raise_plugin.harness.compare_config import CompareConfig
     (3, 4, 2, "samples", "ends its last generation after 0 samples"),
 ])
 def test_a_budget_that_allows_no_refresh_is_named_with_the_fix(budget, pop_size, tau, unit, says):
-    why = idle_adversary(budget, pop_size, tau, unit)
+    why = idle_adversary(BudgetSettings(samples=budget, pop_size=pop_size), AdversarySettings(tau=tau, tau_unit=unit))
     assert says in why and "the adversary never runs" in why
     if unit == "generations":
         assert f"raise budget to {tau * pop_size}" in why
@@ -35,11 +37,12 @@ def test_a_budget_that_allows_no_refresh_is_named_with_the_fix(budget, pop_size,
 @pytest.mark.parametrize("budget, pop_size, tau, unit", [(20, 4, 5, "generations"), (1000, 10, 5, "generations"),
                                                          (12, 4, 10, "samples"), (4, 4, 1, "generations")])
 def test_a_budget_that_allows_a_refresh_says_nothing(budget, pop_size, tau, unit):
-    assert idle_adversary(budget, pop_size, tau, unit) is None
+    assert idle_adversary(BudgetSettings(samples=budget, pop_size=pop_size), AdversarySettings(tau=tau, tau_unit=unit)) is None
 
 
 def test_a_plain_run_says_nothing():
-    assert RunConfig(robust=False, budget=4, pop_size=4, tau=5).idle_adversary() is None
+    assert resolve(RunConfig(task="ovrp", robust=False, budget=4, pop_size=4, tau=5))[1].idle is None
+    assert resolve(RunConfig(task="ovrp", budget=4, pop_size=4, tau=5, allow_no_refresh=True))[1].idle
 
 
 IDLE = ("budget 19 at pop_size 4 makes 4 host generations, fewer than tau 5: the adversary never runs and this "

@@ -23,7 +23,6 @@ import json
 import warnings
 from pathlib import Path
 
-from raise_plugin.config import IdleAdversaryWarning
 from raise_plugin.engine.suite import Heuristic
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_config import CompareConfig
@@ -45,6 +44,7 @@ from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBud
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
 from raise_plugin.llm import SamplerStallWarning, is_offline, offline_stall
 from raise_plugin.methods.gp_probe import probe_signature
+from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.reader import RunLog
 from tasks import get_task
 
@@ -70,7 +70,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     figure_formats = check_figure_formats(figure_formats)
     out = Path(study.out).resolve()
     variants = plan_variants(study.methods, study.epsilons, study.ablations)
-    idle = runs.replace(robust=True).idle_adversary() if any(v.robust for v in variants) else None
+    idle = idle_adversary(runs.budget, runs.adversary) if any(v.robust for v in variants) else None
     if idle and not runs.adversary.allow_no_refresh:  # refused before anything is trained or moved
         raise UserError(f"every RAISE row would equal its plain twin's: {idle} (or run it as it is with "
                         "--allow-no-refresh)")

@@ -139,10 +139,9 @@ class CompareConfig:
                 resolve(RunConfig(**dict(self.run_fields(method, robust, max(self.study.epsilons) if robust else None,
                                                          self.study.seeds[0]))))
         except ConfigError as exc:
-            said = str(exc).replace("config field ", "")
-            if said.startswith("'epsilon': "):  # compare's setting is epsilons, and its plain rows need no flag
-                said = "epsilons: " + said.removeprefix("'epsilon': ").removesuffix(" (a plain run is --no-robust)")
-            raise UserError(said) from None
+            if exc.field == "epsilon":  # compare's setting is epsilons, and its plain rows need no flag
+                raise UserError(f"epsilons: {exc.reason}") from None
+            raise UserError(str(exc).replace("config field ", "")) from None
         if self.study.executor is not None:  # a bad spec, or one the other job settings contradict, fails here
             _check_job_place(self.study.executor, self.study.jobs, self.study.workers)
         # a bad back-end fails here, not in every job

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raise_plugin import runner
-from raise_plugin.config import IdleAdversaryWarning, RunConfig
+from raise_plugin.config import RunConfig
 from raise_plugin.engine import SandboxLimits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.provenance import record_code_version
@@ -26,6 +26,7 @@ from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
 from raise_plugin.harness.study_budget import run_spent
 from raise_plugin.llm import SamplerStallWarning
+from raise_plugin.robust import IdleAdversaryWarning
 from tasks import get_task
 from tasks.common.suite import Dataset
 

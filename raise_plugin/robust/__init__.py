@@ -31,7 +31,7 @@ the parts that hold the search state. The files, one idea each:
 """
 from __future__ import annotations
 
-from .refresh import AdversarialInstanceCallback
+from .refresh import AdversarialInstanceCallback, IdleAdversaryWarning, idle_adversary
 from .core import QuietProfiler
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, InstanceView, ProgramView, RunSnapshot, SampleView
@@ -43,4 +43,4 @@ from .wrap import RobustMethodMixin, robust, shape_of
 __all__ = ["robust", "shape_of", "Callback", "AdversarialInstanceCallback", "RunSnapshot", "ProgramView",
            "InstanceView", "SampleView", "InstanceUpdate", "RobustMethodMixin", "RobustPopulationMixin", "InstanceSetEvaluator",
            "InstanceEntry", "ProgramRecord", "ScoreBook", "QuietProfiler", "instance_digest", "program_id_of",
-           "NOMINAL", "ADVERSARIAL"]
+           "NOMINAL", "ADVERSARIAL", "IdleAdversaryWarning", "idle_adversary"]

@@ -15,12 +15,13 @@ from ..adversary.objective import Objective
 from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
 from ..adversary.search import AdversaryReferenceError, default_draws, search
 from ..adversary.adversary_config import AdversaryConfig, SearchConfig
-from ..config import AdversarySettings
+from ..config import AdversarySettings, BudgetSettings
+from ..errors import PluginWarning
 from .hooks import Callback, ProgramView, RunSnapshot
 
 log = logging.getLogger("raise_plugin.robust")
 
-__all__ = ["AdversarialInstanceCallback"]
+__all__ = ["AdversarialInstanceCallback", "IdleAdversaryWarning", "idle_adversary"]
 
 
 class AdversarialInstanceCallback(Callback):
@@ -324,6 +325,31 @@ class AdversarialInstanceCallback(Callback):
         self.last_refresh_samples = int(state.get("last_refresh_samples", 0))
         self.history = list(state.get("history", []))
         self.skipped = list(state.get("skipped", []))
+
+
+class IdleAdversaryWarning(PluginWarning):
+    """A robust run whose budget allows no refresh: its adversary never runs."""
+
+
+def idle_adversary(budget: BudgetSettings, adversary: AdversarySettings) -> str | None:
+    """Why a robust run of ``budget`` can never refresh its instance set on ``adversary``'s schedule
+    (``AdversarialInstanceCallback.on_generation_end``), or ``None``. A host generation is
+    ``budget.pop_size`` samples; a refresh comes at the end of every ``tau``-th generation
+    (``tau_unit="generations"``) or of the first generation after ``tau`` samples."""
+    samples, pop_size, tau = budget.samples, budget.pop_size, adversary.tau
+    generations = samples // pop_size
+    if adversary.tau_unit == "samples":
+        if generations and generations * pop_size >= tau:
+            return None
+        needed = max(1, math.ceil(tau / pop_size)) * pop_size
+        return (f"budget {samples} at pop_size {pop_size} ends its last generation after {generations * pop_size} "
+                f"samples, before tau {tau} samples: the adversary never runs and this robust run is a plain one; "
+                f"raise budget to {needed}" + (f" or lower tau to {generations * pop_size}" if generations else ""))
+    if generations >= tau:
+        return None
+    return (f"budget {samples} at pop_size {pop_size} makes {generations} host generations, fewer than tau {tau}: "
+            f"the adversary never runs and this robust run is a plain one; raise budget to {tau * pop_size}"
+            + (f" or lower tau to {generations}" if generations else ""))
 
 
 def _found_name(refresh: int, draw: int | None = None) -> str:

@@ -28,12 +28,8 @@ def check_engine(engine: EngineSettings) -> None:
     naming the field, and the value given)."""
     if engine.executor is None:
         return
-    try:
-        kind, count = parse_executor_spec(engine.executor)
-    except ExecutorSpecError as exc:
-        raise SettingError("executor", f"{exc}, got {engine.executor!r}") from None
-    try:  # a scheduler's address: one that does not answer stops here
-        check_spec(engine.executor)
+    try:  # the message quotes the spec; a scheduler's address that does not answer stops here too
+        kind, count = check_spec(engine.executor)
     except ExecutorSpecError as exc:
         raise SettingError("executor", str(exc)) from None
     if engine.workers is not None and (kind != "process" or count is not None):

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from raise_plugin.errors import UserError
 from raise_plugin.settings import SECTIONS, SETTINGS, Setting, SettingError, check_settings, section_of
 
-__all__ = ["add_flags", "check_flags"]
+__all__ = ["add_flags", "check_flags", "in_flag_words"]
 
 
 def check_flags(args, names: Iterable[str]) -> None:
@@ -19,6 +19,13 @@ def check_flags(args, names: Iterable[str]) -> None:
         check_settings({name: getattr(args, name) for name in names})
     except SettingError as exc:
         raise UserError(f"{SETTINGS[exc.name].flag}: {exc.reason}") from None
+
+
+def in_flag_words(exc: UserError, names: Iterable[str]) -> UserError:
+    """An error of the Python API that names its setting (``name: why``) as the command line names it
+    (``--name: why``), where ``name`` is one of ``names``; any other unchanged."""
+    name, colon, rest = str(exc).partition(":")
+    return UserError(f"{SETTINGS[name].flag}{colon}{rest}" if name in names else str(exc))
 
 
 def _parse_list(setting: Setting):

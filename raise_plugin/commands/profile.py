@@ -8,7 +8,7 @@ from raise_plugin.commands.evaluate import all_invalid_status, check_output, che
 from raise_plugin.errors import UserError
 from raise_plugin.harness import api
 from raise_plugin.harness.robustness_profile import save_profile
-from raise_plugin.commands.flags import add_flags
+from raise_plugin.commands.flags import add_flags, in_flag_words
 from tasks.common.classical import classical_rules
 
 
@@ -51,9 +51,8 @@ def run(args) -> int:
                               inner_generations=args.inner_generations, projection=args.projection,
                               adversary_objective=args.adversary_objective, workers=args.workers,
                               timeout=args.timeout, progress=args.progress)
-    except UserError as exc:  # in the flags' words
-        name, colon, rest = str(exc).partition(":")
-        raise UserError(f"--{name.replace('_', '-')}{colon}{rest}" if name in PROFILE_FLAGS else str(exc)) from None
+    except UserError as exc:
+        raise in_flag_words(exc, PROFILE_FLAGS) from None
     written = save_profile(profile, Path(args.out))
     print(profile.markdown())
     for h in profile.heuristics():

@@ -2,16 +2,17 @@
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 
-from raise_plugin.commands.evaluate import check_output, check_timeout, report_invalid, resolve_task
+from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, report_invalid, resolve_task
 from raise_plugin.errors import UserError
-from raise_plugin.harness.rerank import load_run_programs, rerank, run_nominal_seed
+from raise_plugin.harness.rerank import (load_run_programs, recorded_run_config, rerank, robust_settings,
+                                        run_nominal_seed)
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
-from raise_plugin.commands.flags import add_flags, check_flags
-from raise_plugin.settings import fallback
+from raise_plugin.commands.flags import add_flags, check_flags, in_flag_words
 from tasks.common.suite import Dataset
 
 
@@ -20,7 +21,7 @@ def register(sub) -> None:
     p.add_argument("log_dir", metavar="LOG_DIR", help="an llm4ad log folder or a plugin run directory")
     add_flags(p, ("task", "epsilon", "refreshes", "top", "aggregation", "seed", "inner_population",
                   "inner_generations", "suite_instances", "workers", "timeout", "out", "progress"),
-              defaults={"epsilon": fallback("epsilon"), "aggregation": fallback("aggregation")}, required=("task",),
+              required=("task",), shown={"out": "none: the tables are printed, nothing written"},
               helps={"out": "write rerank.csv, rerank.md and the robust bests here",
                      "suite_instances": "at most N instances per test dataset when comparing the two bests",
                      "timeout": "seconds allowed per instance; a search may take that times the instances it "
@@ -34,15 +35,22 @@ def run(args) -> int:
                        "workers", "seed"))
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
+    recorded = recorded_run_config(args.log_dir)
+    if recorded.get("task") not in (None, args.task, task.name):
+        raise UserError(f"{args.log_dir} is a run on {recorded['task']}, not {task.name}: give --task {recorded['task']}")
     try:
         programs = load_run_programs(args.log_dir)
     except ProgramError as exc:
         raise UserError(str(exc)) from None
+    try:  # the task's eps and A where not given, checked as a run's
+        epsilon, aggregation = robust_settings(task, args.epsilon, args.aggregation)
+    except UserError as exc:
+        raise in_flag_words(exc, ("epsilon", "aggregation")) from None
     print(f"re-ranking the best {min(args.top, len(programs))} of {len(programs)} programs of {args.log_dir}")
-    out = rerank(task.name, programs, epsilon=args.epsilon, refreshes=args.refreshes, top=args.top,
-                 aggregation=args.aggregation, seed=args.seed, inner_population=args.inner_population,
-                 inner_generations=args.inner_generations, workers=args.workers, timeout=args.timeout,
-                 progress=args.progress, nominal_seed=run_nominal_seed(args.log_dir))
+    out = rerank(task.name, programs, epsilon=epsilon, refreshes=args.refreshes, top=args.top, aggregation=aggregation,
+                 seed=args.seed, inner_population=args.inner_population, inner_generations=args.inner_generations,
+                 workers=args.workers, timeout=args.timeout, progress=args.progress,
+                 nominal_seed=run_nominal_seed(args.log_dir, recorded))
     if out["skipped"]:
         print(f"{out['skipped']} evaluations skipped: their programs had already failed in a way that repeats")
     chosen = out["programs"]
@@ -55,7 +63,7 @@ def run(args) -> int:
     headers = ["program", "original rank", "original score (higher is better)", "nominal metric (lower is better)",
                "robust score (higher is better)", "robust rank"]
     found = sum("metric" in f for f in out["adversarial"])
-    caption = (f"Original score: the host's score the run recorded; robust score: minus the {args.aggregation} "
+    caption = (f"Original score: the host's score the run recorded; robust score: minus the {aggregation} "
                f"aggregation of the metric over the nominal set and the {found} adversarial instance(s) found; "
                f"nominal metric: the mean over the nominal set. Metric: {task.metric_label}.")
     print(caption)
@@ -86,10 +94,12 @@ def run(args) -> int:
             writer.writerows(body)
         (folder / "rerank.md").write_text(
             f"# Robust re-ranking of {args.log_dir} on {task.name}\n\n"
-            f"eps {args.epsilon:g}, {args.refreshes} adversarial instances, aggregation {args.aggregation}.\n\n"
+            f"eps {epsilon:g}, {found} adversarial instance(s) found in {args.refreshes} refresh(es), "
+            f"aggregation {aggregation}.\n\n"
             + caption + "\n\n" + render_table(headers, body, markdown=True) + "\n\n"
             + "\n".join(f"- {x}" for x in lines) + "\n")
         for i, p in enumerate(by_robust[:3]):
             (folder / f"robust_best_{i + 1}.py").write_text(p.code)
         print(f"wrote {folder / 'rerank.md'}")
-    return 0
+    valid = {p.name for p in chosen if math.isfinite(p.nominal_metric)} | {r.heuristic for r in rows if r.valid}
+    return all_invalid_status("rerank", [p.name for p in chosen], valid)

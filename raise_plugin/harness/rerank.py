@@ -18,19 +18,23 @@ from pathlib import Path
 import numpy as np
 
 from raise_plugin.adversary import search
+from raise_plugin.adversary.adversary_config import AdversaryConfig
+from raise_plugin.config import AdversarySettings, ConfigError
 from raise_plugin.engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.errors import UserError
 from raise_plugin.harness.robustness_profile import search_timeout
+from raise_plugin.resolve import task_defaults
 from raise_plugin.selection import selects_on
 from raise_plugin.programs import ProgramError, compile_priority
 from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config
-from raise_plugin.settings import default, fallback
+from raise_plugin.settings import SettingError, default
 from tasks import get_task
 from tasks.common.aggregation import Aggregation
 from tasks.common.suite import Dataset
 
-__all__ = ["RankedProgram", "load_run_programs", "rerank"]
+__all__ = ["RankedProgram", "load_run_programs", "rerank", "recorded_run_config", "run_nominal_seed", "robust_settings"]
 
 _HOST_PREFACE = "import math\nimport numpy as np\n\n"
 
@@ -44,22 +48,32 @@ class RankedProgram:
     nominal_metric: float = math.nan
 
 
-def run_nominal_seed(path: str | Path) -> int | None:
-    """The seed of the nominal set the run in ``path`` trained on (its ``config.json``'s
-    ``instance_seed``); ``None``: the task's public set (a host log folder, an older run)."""
+def recorded_run_config(path: str | Path) -> dict:
+    """The settings the run in ``path`` recorded (its ``config.json``, or its parent's: a host log
+    folder inside a run directory); empty for a host log folder of its own."""
     for folder in (Path(path), Path(path).parent):
         try:
-            seed = load_config(folder).get("instance_seed")
+            return load_config(folder)
         except RunDirectoryDamaged:
             continue
-        return int(seed) if isinstance(seed, str) and seed.isdigit() else None
-    return None
+    return {}
+
+
+def run_nominal_seed(path: str | Path, recorded: dict | None = None) -> int | None:
+    """The seed of the nominal set the run in ``path`` trained on (its ``config.json``'s
+    ``instance_seed``, or ``recorded``'s, read already); ``None``: the task's public set (a host log
+    folder, an older run)."""
+    seed = (recorded_run_config(path) if recorded is None else recorded).get("instance_seed")
+    return int(seed) if isinstance(seed, str) and seed.isdigit() else None
 
 
 def load_run_programs(path: str | Path) -> list[RankedProgram]:
-    """Distinct valid programs with their recorded scores, from either kind of run folder."""
+    """Distinct valid programs with their recorded scores, from either kind of run folder: named by
+    their program id in a run directory (as its summary and ``select`` name them), by their order
+    (``p000``, ...) in a host log folder, which records none."""
     p = Path(path)
     found: dict[str, float] = {}
+    ids: dict[str, str] = {}  # a run directory's own program ids, as its summary and select name them
     damaged: list[str] = []
     if (p / "samples.jsonl").is_file():
         for line in (p / "samples.jsonl").read_text(errors="replace").splitlines():
@@ -69,6 +83,8 @@ def load_run_programs(path: str | Path) -> list[RankedProgram]:
                 continue
             if isinstance(r, dict) and isinstance(r.get("score"), (int, float)) and isinstance(r.get("program"), str):
                 found.setdefault(r["program"], float(r["score"]))
+                if isinstance(r.get("program_id"), str):
+                    ids.setdefault(r["program"], r["program_id"])
     elif (p / "samples").is_dir():
         for f in sorted((p / "samples").glob("samples_*.json")):
             if f.name == "samples_best.json":
@@ -84,7 +100,8 @@ def load_run_programs(path: str | Path) -> list[RankedProgram]:
                     found.setdefault(_HOST_PREFACE + r["function"], float(score))
     else:
         raise ProgramError(f"{p}: neither a run directory (samples.jsonl) nor an llm4ad log (samples/)")
-    programs = [RankedProgram(f"p{i:03d}", code, s) for i, (code, s) in enumerate(found.items()) if math.isfinite(s)]
+    programs = [RankedProgram(ids.get(code, f"p{i:03d}"), code, s) for i, (code, s) in enumerate(found.items())
+                if math.isfinite(s)]
     if not programs:
         note = f" ({len(damaged)} damaged sample file(s), e.g. {damaged[0]})" if damaged else ""
         raise ProgramError(f"{p}: no program with a valid score{note}")
@@ -116,20 +133,24 @@ def _attack(task_name: str, code: str, epsilon: float, seed: int, inner_populati
 
 
 @selects_on("robust")  # ranks on the nominal set grown by adversarial instances
-def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = fallback("epsilon"),
-           refreshes: int = default("refreshes"), top: int = default("top"), aggregation: str = fallback("aggregation"),
+def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float | None = None,
+           refreshes: int = default("refreshes"), top: int = default("top"), aggregation: str | None = None,
            seed: int = default("seed"), inner_population: int = default("inner_population"),
            inner_generations: int = default("inner_generations"),
            workers: int | None = None, progress: bool = True, timeout: float | None = None,
            nominal_seed: int | None = None) -> dict:
     """Robust scores of the ``top`` programs on the nominal set grown by ``refreshes`` adversarial instances.
 
-    ``nominal_seed``: the seed of the run's own nominal set (``run_nominal_seed``; ``None``: the
-    task's public set), so that the programs are ranked on the set they were scored on.
+    ``epsilon`` and ``aggregation``: a run's, the task's where ``None`` (``resolve.task_defaults``),
+    each checked as a run's is before anything runs (a ``UserError`` naming the setting; the result
+    says which were taken). ``nominal_seed``: the seed of the run's own nominal set
+    (``run_nominal_seed``; ``None``: the task's public set), so that the programs are ranked on the
+    set they were scored on.
 
     ``timeout``: seconds per instance (default: the task's limit of each instance); a
     search may take that times the instances it evaluates (``robustness_profile.search_timeout``)."""
     task = get_task(task_name)
+    epsilon, aggregation = robust_settings(task, epsilon, aggregation)
     scorer = task.evaluation(aggregation=Aggregation.parse(aggregation))  # scores only: A, nominal count, references
     chosen = sorted(programs, key=lambda p: -p.original_score)[:top]
     nominal = task.nominal_instances(seed=nominal_seed)
@@ -147,7 +168,23 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float = fa
     for p, m in zip(chosen, metrics):
         p.nominal_metric = float(np.mean(m[: len(nominal)]))
         p.robust_score = _robust_score(scorer, m, instances) if np.all(np.isfinite(m)) else -math.inf
-    return {"programs": chosen, "adversarial": found, "instances": instances, "skipped": skipped[0]}
+    return {"programs": chosen, "adversarial": found, "instances": instances, "skipped": skipped[0],
+            "epsilon": epsilon, "aggregation": aggregation}
+
+
+def robust_settings(task, epsilon: float | None, aggregation: str | None) -> tuple[float, str]:
+    """eps and A as a robust run of ``task`` would take them: the task's where ``None``, each
+    checked as a run's are (``AdversaryConfig``), or a ``UserError`` naming the setting."""
+    defaults = task_defaults(task)
+    epsilon = defaults["epsilon"] if epsilon is None else epsilon
+    aggregation = defaults["aggregation"] if aggregation is None else aggregation
+    try:
+        AdversaryConfig.checked(AdversarySettings(epsilon=epsilon, aggregation=aggregation)).check_task(task)
+    except ConfigError as exc:
+        raise UserError(f"{exc.field}: {exc.reason}") from None
+    except SettingError as exc:
+        raise UserError(f"{exc.name}: {exc.reason}") from None
+    return float(epsilon), str(aggregation)
 
 
 def _robust_score(evaluation, metrics, instances) -> float:

@@ -1,14 +1,17 @@
 """Re-ranking a finished run by robust score, from a plugin run directory or an llm4ad log."""
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
 
 import pytest
 
+from raise_plugin.cli import main
 from raise_plugin.config import RunConfig
-from raise_plugin.harness.rerank import load_run_programs, rerank, run_nominal_seed
+from raise_plugin.errors import UserError
+from raise_plugin.harness.rerank import load_run_programs, rerank, robust_settings, run_nominal_seed
 from raise_plugin.programs import ProgramError
 from raise_plugin.runner import start_run
 
@@ -59,3 +62,53 @@ def test_cli(run_dir, tmp_path):
     assert "robust rank" in proc.stdout and (tmp_path / "rerank.md").exists()
     assert "evaluating on" not in proc.stderr  # --no-progress holds for the test-suite evaluation too
     assert (tmp_path / "robust_best_1.py").exists()
+    # each program is named by its id in the run (as its summary and select name it), and the report says
+    # which eps (the task's: --epsilon not given) and how many instances the refreshes found
+    ids = {json.loads(line)["program_id"] for line in (run_dir / "samples.jsonl").read_text().splitlines()}
+    names = [line.split(",")[0] for line in (tmp_path / "rerank.csv").read_text().splitlines()[1:]]
+    assert len(names) == 4 and set(names) <= ids
+    assert "eps 0.002, 1 adversarial instance(s) found in 1 refresh(es), aggregation mean." in (
+        tmp_path / "rerank.md").read_text()
+
+
+TINY = ["--refreshes", "1", "--top", "2", "--inner-population", "2", "--inner-generations", "1",
+        "--suite-instances", "1", "--workers", "1", "--no-progress"]
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--task", "ojsp", "--aggregation", "bogus"], "--aggregation: aggregation 'bogus': use mean, min"),
+    (["--task", "ojsp", "--aggregation", "cvar:2"], "--aggregation: aggregation 'cvar:2': cvar alpha must be in"),
+    (["--task", "ojsp", "--aggregation", "regret:nosuch:mean"], "--aggregation: task 'ojsp' has no classical baseline "
+                                                                "'nosuch'"),
+    (["--task", "ojsp", "--epsilon", "5"], "--epsilon: 5 is beyond the largest distance ojsp's distributions"),
+    (["--task", "ovrp"], "is a run on ojsp, not ovrp: give --task ojsp")])
+def test_a_bad_setting_or_another_task_is_one_line_before_any_work(run_dir, tmp_path, capsys, flags, says):
+    assert main(["rerank", str(run_dir), *flags, *TINY, "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and says in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_api_takes_the_task_s_settings_and_refuses_a_bad_one_by_name(run_dir):
+    programs = load_run_programs(run_dir)[:2]
+    with pytest.raises(UserError, match="^aggregation: aggregation 'bogus'"):
+        rerank("ojsp", programs, aggregation="bogus", workers=1, progress=False)
+    with pytest.raises(UserError, match="^epsilon: "):
+        rerank("ojsp", programs, epsilon=5, workers=1, progress=False)
+    from tasks import get_task
+    assert robust_settings(get_task("obp"), None, None) == (0.01, "regret:bestfit:min")  # OBP's, not the paper's
+    assert robust_settings(get_task("obp"), 0.005, "mean") == (0.005, "mean")
+
+
+def test_programs_invalid_everywhere_exit_one(tmp_path, capsys):
+    """A host log folder records no task: its programs are run on the task given, and when every one is
+    invalid everywhere the command says so and fails."""
+    samples = tmp_path / "log" / "samples"
+    samples.mkdir(parents=True)
+    records = [{"sample_order": i, "algorithm": "x", "score": -1.0 - i,
+                "function": f"def priority(customer_features, candidate_insertions):\n    raise ValueError('no {i}')"}
+               for i in range(3)]
+    (samples / "samples_1~200.json").write_text(json.dumps(records))
+    assert main(["rerank", str(tmp_path / "log"), "--task", "ovrp", *TINY]) == 1
+    captured = capsys.readouterr()
+    assert "invalid on every instance" in captured.err and "p000" in captured.out

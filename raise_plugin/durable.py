@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Callable
@@ -74,6 +75,13 @@ def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
         return f"{parent} is not a directory"
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"{parent} is not writable"
+    if p.exists() and not folder and not os.access(p, os.W_OK):
+        return f"{p} is not writable"
+    try:  # a folder the permissions allow may still hold no file (/proc, a read-only mount): try one, unnamed
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        return f"{parent} cannot hold a file ({exc.strerror or exc})"
     return None
 
 

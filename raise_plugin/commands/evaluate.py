@@ -49,8 +49,15 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
         if b.lower() not in lookup:
             raise UserError(f"unknown baseline {b!r} for {task.name}; choose from {', '.join(rules)}")
         chosen.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
-    for f in files:
-        path = Path(f)
+    paths = [Path(f) for f in files]
+    seen = set()
+    for path in paths:
+        if path.resolve() in seen:
+            raise UserError(f"{path}: given twice")
+        seen.add(path.resolve())
+    stems = [p.stem for p in paths]
+    clash = {n for n in stems if stems.count(n) > 1} | {h.name for h in chosen}
+    for path in paths:
         try:
             code = path.read_text()
             # fail early with a one-line reason; parsed, never run here: its code runs in the sandbox only
@@ -61,7 +68,8 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
             raise UserError(str(exc)) from None
         except UnicodeDecodeError:
             raise UserError(f"{path}: not a Python file (not UTF-8 text)") from None
-        chosen.append(Heuristic(path.stem, code=code))
+        # named by the file's stem, or by its path where another file or a baseline has that name
+        chosen.append(Heuristic(str(path) if path.stem in clash else path.stem, code=code))
     if not chosen:
         raise UserError("nothing to evaluate: give heuristic files or --baselines")
     return chosen
@@ -108,6 +116,8 @@ def run(args) -> int:
     check_flags(args, SANDBOX_LIMITS)
     check_executor(args.executor)
     check_output(args.out)
+    if args.out and Path(args.out).resolve() in {Path(f).resolve() for f in args.heuristics}:
+        raise UserError(f"--out {args.out}: is one of the heuristic files evaluated; the table would replace it")
     compiled = []
     try:  # a file evaluated on its own has every job checked for look-ahead
         limits = SandboxLimits(foresight=1.0, jit=bool(args.jit), jit_after=args.jit_after,

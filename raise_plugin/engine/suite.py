@@ -13,18 +13,20 @@ The suite's instances are sent to each worker once.
 from __future__ import annotations
 
 import concurrent.futures as cf
+from collections import abc
 import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Callable, Iterable
 
 from raise_plugin.engine import Engine, FailureKind, ProgramSpec, SandboxLimits
 from raise_plugin.engine.fanout import index_chunks
+from raise_plugin.errors import UserError
 from raise_plugin.programs import compile_priority
 from raise_plugin.progress import check_progress, open_progress
 from tasks import get_task
 from tasks.common.classical import classical_rules
 
-__all__ = ["Heuristic", "Row", "evaluate_suite"]
+__all__ = ["Heuristic", "Row", "evaluate_suite", "check_heuristics"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,11 @@ class Heuristic:
     name: str
     code: str | None = None
     baseline: str | None = None
+
+    def __post_init__(self):
+        if (self.code is None) == (self.baseline is None):
+            raise UserError(f"Heuristic {self.name!r}: give exactly one of code (a program's text) and baseline "
+                            "(the name of one of the task's rules)")
 
     def resolve(self, task) -> Callable:
         if self.baseline is not None:
@@ -82,14 +89,21 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     end with the compiled path's line (programs compiled, left on Python, not evaluated long
     enough to compile).
     """
-    check_progress(progress)  # a bad value refused before any worker starts
-    heuristics = list(heuristics)
+    check_progress(progress)  # a bad value, as every argument below, refused before any worker starts
+    try:
+        task = get_task(task_name)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise UserError(f"task: {exc.args[0] if exc.args else exc}") from None
+    heuristics = check_heuristics(task, heuristics)
     datasets = list(datasets)
     instances = [inst for d in datasets for inst in d.instances]
+    if not instances:
+        raise UserError("datasets: no instance to evaluate on")
+    if workers is not None and not (isinstance(workers, int) and workers >= 1):
+        raise UserError(f"workers: must be a whole number of at least 1, got {workers!r}")
     if executor is None:
-        executor = f"process:{max(1, int(workers))}" if workers is not None else "process"
+        executor = f"process:{workers}" if workers is not None else "process"
     if timeout is None:
-        task = get_task(task_name)
         timeouts = [task.instance_timeout(inst) for inst in instances]
         timeout = max(timeouts, default=None)
     else:
@@ -130,3 +144,22 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                                 unchecked))
                 flat += 1
     return rows
+
+
+def check_heuristics(task, heuristics) -> list[Heuristic]:
+    """``heuristics`` as ``evaluate_suite`` takes them: ``Heuristic`` s, each baseline one of the task's
+    rules (``classical_rules``), no name twice (the rows and tables are by name); else a one-line
+    ``UserError`` saying what is wrong."""
+    given = list(heuristics) if isinstance(heuristics, abc.Iterable) and not isinstance(heuristics, str) else None
+    if given is None or not all(isinstance(h, Heuristic) for h in given):
+        raise UserError("heuristics: give a list of Heuristic(name, code=...) or Heuristic(name, baseline=...)")
+    heuristics = given
+    rules = classical_rules(task)
+    for h in heuristics:
+        if h.baseline is not None and h.baseline not in rules:
+            raise UserError(f"heuristics: {task.name} has no baseline {h.baseline!r}; choose from {', '.join(rules)}")
+    names = [h.name for h in heuristics]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"heuristics: {', '.join(twice)} named twice; name them apart with Heuristic(name, code=...)")
+    return heuristics

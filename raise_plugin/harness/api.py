@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Iterable
 
 from raise_plugin.adversary.projection import check_epsilon
-from raise_plugin.engine.suite import Heuristic
+from raise_plugin.engine.suite import Heuristic, check_heuristics
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import CompareResult, run_compare
 from raise_plugin.harness.compare_config import CompareConfig
@@ -120,9 +120,6 @@ def _heuristics(task, given) -> list[Heuristic]:
     chosen = []
     for h in given:
         if isinstance(h, Heuristic):
-            if h.baseline is not None and h.baseline not in rules:
-                raise UserError(f"heuristics: {task.name} has no baseline {h.baseline!r}; choose from "
-                                f"{', '.join(rules)}")
             chosen.append(h)
         elif Path(h).exists():
             try:
@@ -140,11 +137,7 @@ def _heuristics(task, given) -> list[Heuristic]:
                             f"({', '.join(rules)})")
     if not chosen:
         raise UserError("nothing to profile: give heuristic files or baseline names")
-    names = [h.name for h in chosen]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise UserError(f"heuristics: {', '.join(twice)} named twice; name them apart with Heuristic(name, code=...)")
-    return chosen
+    return check_heuristics(task, chosen)  # each baseline the task's, no name twice
 
 
 def _epsilons(task, epsilon) -> list[float]:

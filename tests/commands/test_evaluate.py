@@ -40,6 +40,37 @@ def test_evaluate_file_and_baselines_on_nominal(tmp_path, capsys):
     assert mine == best  # the file is BestFit
 
 
+FIRST = "import numpy as np\n\ndef priority(item, bins):\n    return np.arange(len(bins), 0, -1.0)\n"
+
+
+def test_files_of_one_name_are_named_apart_by_their_paths_each_scoring_as_it_does_alone(tmp_path, capsys):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "good.py").write_text(GOOD)  # best fit
+    (tmp_path / "b" / "good.py").write_text(FIRST)  # first fit
+    (tmp_path / "b" / "BestFit.py").write_text(FIRST)  # named as a baseline evaluated beside it
+    files = [str(tmp_path / "a" / "good.py"), str(tmp_path / "b" / "good.py"), str(tmp_path / "b" / "BestFit.py")]
+    out = tmp_path / "r.csv"
+    assert main(["evaluate", *files, "--task", "obp", "--suite", "nominal", "--out", str(out), "--workers", "1",
+                 "--no-progress"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    metrics = {h: [float(r["metric"]) for r in rows if r["heuristic"] == h] for h in {r["heuristic"] for r in rows}}
+    assert set(metrics) == {*files, "BestFit", "FirstFit"} and all(len(m) == 5 for m in metrics.values())
+    assert metrics[files[0]] == metrics["BestFit"] and metrics[files[1]] == metrics[files[2]] == metrics["FirstFit"]
+    assert metrics["BestFit"] != metrics["FirstFit"]
+
+
+def test_a_file_given_twice_or_an_out_that_is_an_input_or_cannot_be_written_is_refused_first(tmp_path, capsys):
+    f = tmp_path / "mine.py"
+    f.write_text(GOOD)
+    for args, says in [([str(f), str(tmp_path / "." / "mine.py")], f"{tmp_path / '.' / 'mine.py'}: given twice"),
+                       ([str(f), "--out", str(f)], f"--out {f}: is one of the heuristic files evaluated"),
+                       ([str(f), "--out", "/proc/r.csv"], "--out /proc/r.csv: /proc cannot hold a file")]:
+        assert main(["evaluate", *args, "--task", "obp", "--suite", "nominal", "--workers", "1", "--no-progress"]) == 2
+        assert says in capsys.readouterr().err
+    assert f.read_text() == GOOD
+
+
 def test_a_heuristic_invalid_everywhere_is_reported_and_the_exit_status_is_one(tmp_path, capsys):
     f = tmp_path / "broken.py"
     f.write_text("import numpy as np\n\ndef priority(item, bins):\n    return np.full(len(bins), np.nan)\n")

@@ -7,6 +7,7 @@ import pytest
 
 from raise_plugin.engine import Engine
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.errors import UserError
 from tasks import get_task
 from tasks.common.classical import classical_rules
 
@@ -47,3 +48,21 @@ def test_a_baseline_past_its_limit_fails_on_every_instance_of_its_job_with_the_r
                           timeout=1e-4)
     assert len(rows) == sum(len(d.instances) for d in datasets)
     assert all(not r.valid and r.kind == "timeout" and r.reason.startswith("timed out after") for r in rows), rows
+
+
+BEST = Heuristic("best", baseline="BestFit")
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda ds: evaluate_suite("nosuch", [BEST], ds), "^task: unknown task 'nosuch'"),
+    (lambda ds: evaluate_suite("obp", [Heuristic("x", baseline="Nope")], ds), "^heuristics: obp has no baseline 'Nope'"),
+    (lambda ds: evaluate_suite("obp", "BestFit", ds), "^heuristics: give a list of Heuristic"),
+    (lambda ds: evaluate_suite("obp", [BEST, Heuristic("best", code="def priority(item, bins):\n    return -bins")], ds),
+     "^heuristics: best named twice"),
+    (lambda ds: evaluate_suite("obp", [BEST], ds, workers=0), "^workers: must be a whole number of at least 1, got 0"),
+    (lambda ds: evaluate_suite("obp", [BEST], []), "^datasets: no instance to evaluate on"),
+    (lambda ds: Heuristic("x"), "^Heuristic 'x': give exactly one of code"),
+    (lambda ds: Heuristic("x", code="", baseline="BestFit"), "^Heuristic 'x': give exactly one of code")])
+def test_a_bad_argument_is_one_user_error_before_any_worker_starts(call, says):
+    with pytest.raises(UserError, match=says):
+        call(get_task("obp").suite("nominal"))

@@ -28,6 +28,7 @@ from .durable import AppendLog
 from .engine.suite import Heuristic, evaluate_suite
 from .robust.hooks import Callback, RunSnapshot
 from .rundir.files import read_jsonl, write_json_atomic
+from .rundir.reader import load_summary
 from .selection import selects_on
 from .settings import default
 
@@ -237,7 +238,7 @@ def final_candidates(run_dir) -> dict | None:
     re-scores the members after their population is recorded, so ``scores.jsonl`` has the
     last word) and ``summary``. ``None`` when the run has no valid program."""
     path = Path(run_dir)
-    summary = json.loads((path / "summary.json").read_text())
+    summary = load_summary(path) or {}
     best = summary.get("best") or {}
     if not best.get("program"):
         return None
@@ -271,7 +272,7 @@ def select_final(run_dir, task, *, per_dataset: int = default("per_dataset"), wo
     """
     path = Path(run_dir)
     recorded = path / SELECTION_FILE
-    samples = json.loads((path / "summary.json").read_text()).get("samples")
+    samples = (load_summary(path) or {}).get("samples")
     if recorded.exists():
         previous = json.loads(recorded.read_text())
         if previous.get("per_dataset") == per_dataset and previous.get("samples") == samples:

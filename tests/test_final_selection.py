@@ -91,6 +91,22 @@ def test_select_refuses_an_unfinished_run(finished_run, tmp_path, capsys):
     assert "has not finished" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text, says", [
+    ("garbage", "summary.json is damaged (not valid JSON at line 1 column 1); resume the run to write it again"),
+    ("[]", "summary.json is damaged (a JSON list, not an object of fields); resume the run"),
+    ('{"finished": true}', "summary.json records no best program: it is damaged; resume the run")])
+def test_select_names_a_damaged_summary_and_its_fix_in_one_line(finished_run, tmp_path, capsys, text, says):
+    """It was a traceback (JSONDecodeError, AttributeError), or "the run has no valid program" of a run
+    whose population was whole."""
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    (run / "summary.json").write_text(text)
+    assert main(["select", str(run), "--workers", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and says in err and f"(raise-ahd resume {run})" in err
+
+
 def test_compare_can_hand_every_run_s_validation_choice_to_the_report(tmp_path):
     config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, seeds=(0,),
                            out=str(tmp_path / "c"), tau=1, inner_population=4, inner_generations=1,

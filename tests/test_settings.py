@@ -63,6 +63,11 @@ def test_every_flag_of_every_command_is_a_setting_of_the_tree_with_its_default_i
             if not action.required and action.help != argparse.SUPPRESS and option == SETTINGS[name].flag:
                 assert "(default " in action.help, (command, option, action.help)
             seen.setdefault(name, set()).add(command)
+    # the flags that are no settings show their defaults too
+    for command, parser in _parsers().items():
+        for option, action in _long_options(parser):
+            if option in NOT_SETTINGS - {"--help"}:
+                assert "(default " in action.help, (command, option, action.help)
     # the dialects once spoken: gone, each setting under its one flag
     flags = {o for p in _parsers().values() for o, _ in _long_options(p)}
     assert not flags & {"--robust-eps", "--eps", "--population", "--generations"}

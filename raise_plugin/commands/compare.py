@@ -49,9 +49,10 @@ def add_compare_arguments(p, **defaults) -> None:
     p.add_argument("--preset", choices=sorted(PRESETS),
                    help="a named study: obp-validated (the README's 300-sample OBP table), obp-1000 (OBP's "
                         "defaults at the paper's 1000 samples) or paper-obp (the paper's setting at 1000 "
-                        "samples); flags given beside it override it")
+                        "samples); flags given beside it override it (default none: the settings' defaults)")
     p.add_argument("--config", metavar="FILE", help="TOML file of settings (flat or in tables named after the "
-                                                     "sections; flags override it, it overrides --preset)")
+                                                     "sections; flags override it, it overrides --preset) "
+                                                     "(default none: the settings' defaults)")
     groups: dict = {}
     add_flags(p, SETTINGS, defaults={"out": DEFAULT_OUT, **defaults}, groups=groups,
               helps={"tau": "refresh interval: a refresh every tau generations (pop-size samples each)",

@@ -42,14 +42,15 @@ def _parse_list(setting: Setting):
 
 def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, unset: bool = False,
               groups: dict | None = None, required: Iterable[str] = (), helps: dict | None = None,
-              shown: dict | None = None, metavars: dict | None = None) -> None:
+              shown: dict | None = None, metavars: dict | None = None, choices: dict | None = None) -> None:
     """Add the flags of settings ``names`` to ``parser`` in groups named after their sections, each
     with its help text and shown default. ``defaults`` replaces a setting's default for this command
     (``Setting.default`` otherwise); ``unset=True`` gives every flag the default ``None`` (a config
     file fills the rest in), the help still showing the default. Switches are ``--x/--no-x``.
     ``required`` names the flags this command cannot do without; ``helps`` says what a setting
     means to this command where the tree's words are too general (``out``: a file or a folder),
-    ``shown`` its default in words and ``metavars`` the placeholder its help shows (``FILE``)."""
+    ``shown`` its default in words, ``metavars`` the placeholder its help shows (``FILE``) and
+    ``choices`` the values of a setting this command takes, where it takes fewer than the tree's."""
     defaults = defaults or {}
     helps = helps or {}
     required = set(required)
@@ -73,9 +74,10 @@ def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, uns
         else:
             options["type"] = {"int": int, "float": float, "str": str, "list": _parse_list(setting)}.get(
                 setting.kind, str)
-            if setting.choices:
-                options["choices"] = setting.choices
+            allowed = (choices or {}).get(name, setting.choices)
+            if allowed:
+                options["choices"] = allowed
             options["metavar"] = (metavars or {}).get(name) or setting.metavar or (
-                "{" + ",".join(setting.choices) + "}" if setting.choices else
+                "{" + ",".join(allowed) + "}" if allowed else
                 {"int": "N", "float": "X", "list": "A,B,..."}.get(setting.kind, name.upper()))
         group.add_argument(setting.flag, **options)

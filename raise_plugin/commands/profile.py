@@ -24,7 +24,9 @@ def register(sub) -> None:
     add_flags(p, ("task", "epsilons", "adversary_seeds", "compare", "inner_population", "inner_generations",
                   "projection", "adversary_objective", "workers", "timeout", "out", "progress"),
               defaults={**PROFILE_DEFAULTS, "projection": "paper", "adversary_objective": "metric"}, required=("task",),
+              choices={"projection": ("paper", "sphere")},
               helps={"epsilons": "radii eps to profile, comma-separated",
+                     "projection": "the eps-projection: paper or sphere (a profile searches within the ball)",
                      "adversary_objective": "what the search maximises: metric or regret:baselines (the regret "
                                             "against the task's baselines on the same instance); the profile "
                                             "reports the metric of the instance found",

@@ -39,7 +39,8 @@ def register(sub) -> None:
                                    "--no-robust). Flags override the --config file (a TOML file of the same "
                                    "settings, flat or in tables named after the sections below); every run "
                                    "writes a run directory that `raise-ahd resume` continues.")
-    p.add_argument("--config", metavar="FILE", help="TOML file of settings (flags override it)")
+    p.add_argument("--config", metavar="FILE", help="TOML file of settings (flags override it) (default none: the "
+                                                     "settings' defaults)")
     groups: dict = {}
     add_flags(p, [name for name in FLAGS if name != "prices"], unset=True, groups=groups)  # a table: --price
     add_price_flag(groups)
@@ -51,7 +52,8 @@ def add_price_flag(groups: dict) -> None:
     """``--price MODEL=IN,OUT`` (repeatable), in the LLM group: the ``prices`` setting is a table."""
     groups["llm"].add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
                                help="add a model to the price table: dollars per million input and output tokens "
-                                    "(repeatable; the [prices] table of a TOML config likewise)")
+                                    "(repeatable; the [prices] table of a TOML config likewise) (default none: "
+                                    "the built-in table)")
 
 
 def parse_prices(items) -> dict | None:

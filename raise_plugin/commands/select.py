@@ -1,12 +1,11 @@
 """``raise-ahd select``: a finished run's final program, chosen on the validation suite."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import render_table
-from raise_plugin.rundir.reader import load_config
+from raise_plugin.rundir.reader import load_config, load_summary
 from raise_plugin.commands.evaluate import check_output
 from raise_plugin.commands.flags import add_flags, check_flags
 from raise_plugin.validation import SELECTION_FILE, select_final
@@ -25,9 +24,12 @@ def register(sub) -> None:
 def run(args) -> int:
     path = Path(args.run_dir)
     config = load_config(path)
-    summary = path / "summary.json"
-    if not summary.exists() or not json.loads(summary.read_text()).get("finished"):
+    summary = load_summary(path) or {}
+    if not summary.get("finished"):
         raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")
+    if "best" not in summary:  # a finished run records its best, None when no program was valid
+        raise UserError(f"{path / 'summary.json'} records no best program: it is damaged; resume the run to write "
+                        f"it again (raise-ahd resume {path})")
     check_flags(args, ("per_dataset", "workers"))
     check_output(args.out)  # a folder, or a place that cannot be written: refused before the suite is run
     task = get_task(config["task"])

@@ -139,9 +139,9 @@ def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int,
         switches["references"] = [(n, f) for n, f in task.baselines.items() if n != heuristic.baseline]
     result = search(task, priority, epsilon, seed=seed, inner_population=inner_population,
                     inner_generations=inner_generations, **switches)
-    reason = getattr(result, "reason", "") or ""
-    if not reason and not math.isfinite(float(result.metric)):
-        reason = "invalid on the worst instance found (the heuristic fails there)"
+    reason = ""
+    if not math.isfinite(float(result.metric)):  # the search found where the heuristic fails, and why
+        reason = f"invalid on the worst instance found: {result.failure or 'the heuristic fails there'}"
     return ProfilePoint(heuristic.name, float(epsilon), int(seed), float(result.metric), float(result.distance),
                         np.asarray(result.distribution, dtype=float).tolist(), reason)
 

@@ -14,7 +14,7 @@ from .lock import LOCK_NAME
 from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
                      valid_score)
 
-__all__ = ["RunLog", "load_config", "read_summary", "check_holds_run"]
+__all__ = ["RunLog", "load_config", "load_summary", "read_summary", "check_holds_run"]
 
 _log = logging.getLogger("raise_plugin.rundir")
 
@@ -105,19 +105,31 @@ class RunLog:
 
 def load_config(p: Path) -> dict:
     """``RUN_DIR/config.json``, or a one-line ``RunDirectoryDamaged`` saying why it cannot be read."""
-    path = p / "config.json"
+    if not (Path(p) / "config.json").exists():
+        raise RunDirectoryDamaged(f"{p} is not a run directory (no config.json)")
+    return _json_object(Path(p) / "config.json", "the run's configuration cannot be rebuilt from the other files: "
+                                                 "restore it from a copy")
+
+
+def load_summary(p: Path) -> dict | None:
+    """``RUN_DIR/summary.json``; ``None`` when the run wrote none (it has not ended), a one-line
+    ``RunDirectoryDamaged`` when it cannot be read (``raise-ahd resume`` writes it again)."""
+    if not (Path(p) / "summary.json").exists():
+        return None
+    return _json_object(Path(p) / "summary.json", f"resume the run to write it again (raise-ahd resume {p})")
+
+
+def _json_object(path: Path, fix: str) -> dict:
+    """The JSON object in ``path``, or a one-line ``RunDirectoryDamaged`` saying why not, and ``fix``."""
     try:
         data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise RunDirectoryDamaged(f"{p} is not a run directory (no config.json)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise RunDirectoryDamaged(f"{path} is damaged (not valid JSON{where}); the run's configuration cannot "
-                                  "be rebuilt from the other files: restore it from a copy") from None
+        raise RunDirectoryDamaged(f"{path} is damaged (not valid JSON{where}); {fix}") from None
     except OSError as exc:
         raise RunDirectoryDamaged(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if not isinstance(data, dict):
-        raise RunDirectoryDamaged(f"{path} is damaged (a JSON {type(data).__name__}, not an object of fields)")
+        raise RunDirectoryDamaged(f"{path} is damaged (a JSON {type(data).__name__}, not an object of fields); {fix}")
     return data
 
 

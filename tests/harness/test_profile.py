@@ -110,8 +110,18 @@ def test_a_heuristic_that_fails_everywhere_is_invalid_in_the_table_null_in_the_j
     out, err = capsys.readouterr()
     assert code == 1 and "raise-ahd profile: the heuristic given (raises) invalid on every instance" in err  # was 0
     assert "| eps=0.002: worst instance found | invalid |" in out  # was "inf"
-    assert "raises: 1 of 1 searches failed: invalid on the worst instance found" in out  # its reason was ""
+    # with why: the search's own failure (it said only "the heuristic fails there")
+    assert "raises: 1 of 1 searches failed: invalid on the worst instance found: priority raised " \
+           "ValueError: x" in out
     text = (tmp_path / "out" / "profile.json").read_text()
     assert "NaN" not in text and "Infinity" not in text  # JSON that every parser reads: invalid is null
     point = json.loads(text)["points"][0]
-    assert point["metric"] is None and point["reason"].startswith("invalid on the worst instance found")
+    assert point["metric"] is None and point["reason"].endswith("invalid on the worst instance found: "
+                                                                "priority raised ValueError: x")
+
+
+def test_the_projection_a_profile_refuses_is_not_offered(tmp_path, capsys):
+    """--help offered none, which the profile then refused: only what it takes is offered now."""
+    assert main(["profile", "--help"]) == 0 and "--projection {paper,sphere}" in capsys.readouterr().out
+    assert main(["profile", str(tmp_path / "h.py"), "--task", "obp", "--projection", "none"]) == 2
+    assert "invalid choice: 'none' (choose from 'paper', 'sphere')" in capsys.readouterr().err

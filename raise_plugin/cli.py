@@ -18,10 +18,14 @@ COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", 
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage mistakes in one line (argparse's usage block stays behind ``--help``)."""
+    """Usage mistakes in one line (argparse's usage block stays behind ``--help``), pointing at the help
+    of the command typed (``command``): words it does not take are found by the parser of them all."""
+
+    command: str | None = None
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        helps = f"{self.prog} {self.command}" if self.command and message.startswith("unrecognized") else self.prog
+        self.exit(2, f"{self.prog}: error: {message} (see {helps} --help)\n")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -29,6 +33,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     runs on (scipy, the LLM back-ends, the harness), so loading only the one typed starts it,
     and lets it write its first record, seconds sooner."""
     parser = _Parser(prog="raise-ahd", description="Robust LLM-driven heuristic design (RAISE) for LLM4AD.")
+    parser.command = command if command in COMMANDS else None
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in (command,) if command in COMMANDS else COMMANDS:

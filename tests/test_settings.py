@@ -63,6 +63,8 @@ def test_every_flag_of_every_command_is_a_setting_of_the_tree_with_its_default_i
             if not action.required and action.help != argparse.SUPPRESS and option == SETTINGS[name].flag:
                 assert "(default " in action.help, (command, option, action.help)
             seen.setdefault(name, set()).add(command)
+    from raise_plugin.harness.api import PROFILE_EPSILONS
+    assert f"default is {','.join(map(str, PROFILE_EPSILONS))})" in SETTINGS["epsilons"].help  # settings.md's row
     # the flags that are no settings show their defaults too
     for command, parser in _parsers().items():
         for option, action in _long_options(parser):

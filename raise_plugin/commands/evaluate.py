@@ -20,7 +20,7 @@ from tasks.common.classical import classical_rules
 
 
 def register(sub) -> None:
-    p = sub.add_parser("evaluate", help="evaluate heuristic files on a task's nominal set or test suite")
+    p = sub.add_parser("evaluate", help="evaluate heuristic files on a task's nominal set, validation or test suite")
     p.add_argument("heuristics", nargs="*", metavar="HEURISTIC.py", help="Python files defining the priority function")
     add_flags(p, ("task", "suite", "baselines", "out", "workers", "executor", "timeout", *SANDBOX_LIMITS, "jit",
                   "jit_after", "progress"), required=("task",),

@@ -8,7 +8,7 @@ from raise_plugin.commands.evaluate import all_invalid_status, check_output, che
 from raise_plugin.errors import UserError
 from raise_plugin.harness import api
 from raise_plugin.harness.robustness_profile import save_profile
-from raise_plugin.commands.flags import add_flags, in_flag_words
+from raise_plugin.commands.flags import add_flags, check_flags, in_flag_words
 from tasks.common.classical import classical_rules
 
 
@@ -20,7 +20,8 @@ PROFILE_FLAGS = ("epsilons", "adversary_seeds", "inner_population", "inner_gener
 def register(sub) -> None:
     p = sub.add_parser("profile", help="worst metric the adversary finds within eps, for growing eps")
     p.add_argument("heuristics", nargs="*", metavar="HEURISTIC",
-                   help="a .py file, a run directory or an llm4ad log directory")
+                   help="a .py file, a run directory, an llm4ad log directory or the name of one of the task's "
+                        "classical rules")
     add_flags(p, ("task", "epsilons", "adversary_seeds", "compare", "inner_population", "inner_generations",
                   "projection", "adversary_objective", "workers", "timeout", "out", "progress"),
               defaults={**PROFILE_DEFAULTS, "projection": "paper", "adversary_objective": "metric"}, required=("task",),
@@ -37,6 +38,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     task = resolve_task(args.task)
+    check_flags(args, ("adversary_seeds", "inner_population", "inner_generations", "workers"))  # a count, here
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
     wanted = list(task.baselines) if args.compare == "all" else [c.strip() for c in args.compare.split(",") if c.strip()]

@@ -210,6 +210,13 @@ def test_eps_beyond_reach_names_the_largest_reachable_distance(files, capsys, mo
     assert code == 2 and "largest distance obp's distributions can reach" in err and "(0.02)" in err
 
 
+def test_a_word_a_command_does_not_take_points_at_that_command_s_help(capsys):
+    assert main(["tasks", "obp"]) == 2  # `tasks --task obp` describes one task
+    assert capsys.readouterr().err == "raise-ahd: error: unrecognized arguments: obp (see raise-ahd tasks --help)\n"
+    assert main(["nosuch"]) == 2
+    assert capsys.readouterr().err.endswith("(see raise-ahd --help)\n")
+
+
 def test_a_command_that_succeeds_prints_nothing_on_stderr(files, capsys):
     code, err = run_cli(["evaluate", str(files / "good.py"), "--task", "obp", "--suite",
                          "nominal", "--baselines", "none", "--workers", "1", "--no-progress"], capsys)

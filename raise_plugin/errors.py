@@ -3,9 +3,9 @@
 ``UserError`` is defined with the tasks (the lowest layer), so a task's own errors are ones too."""
 import warnings
 
-from tasks.common.errors import UserError
+from tasks.common.errors import UnknownName, UserError
 
-__all__ = ["UserError", "PluginWarning", "SandboxNote", "note_once"]
+__all__ = ["UserError", "UnknownName", "PluginWarning", "SandboxNote", "note_once"]
 
 
 class PluginWarning(UserWarning):

@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import Task
-from .common.errors import UserError
+from .common.errors import UnknownName, UserError
 
 __all__ = ["get_task", "list_tasks", "register_task", "registered_here", "task_reference", "reference_of",
            "is_task_reference", "TaskReferenceError", "Task"]
@@ -129,7 +129,7 @@ def get_task(name: str) -> Task:
     if key not in targets and _is_bare_file(text):
         raise TaskReferenceError(_class_missing(text))
     if key not in targets:
-        raise KeyError(f"unknown task {name!r}; registered: {', '.join(sorted(targets))}")
+        raise UnknownName(f"unknown task {name!r}; registered: {', '.join(sorted(targets))}")
     module_name, _, attr = targets[key].partition(":")
     obj = __import__(module_name, fromlist=[attr])
     for part in attr.split("."):

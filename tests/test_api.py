@@ -101,6 +101,18 @@ def test_profile_refuses_bad_input_in_one_line(keywords, message):
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("call, kind, message", [
+    (lambda: rp.get_task("tsp"), KeyError, "^unknown task 'tsp'; registered: cvrp, knapsack, obp, ojsp, ovrp$"),
+    (lambda: rp.get_method("gpt"), KeyError, "^unknown method 'gpt'; registered: eoh, "),
+    (lambda: rp.AdversarialInstanceCallback(epsilon=-1), ValueError, "^epsilon: must be > 0, got -1$")])
+def test_a_bad_name_or_setting_is_a_user_error_and_still_the_error_python_expects(call, kind, message):
+    """api.md: a bad argument is a UserError (one line; the command line exits 2); a lookup stays a
+    KeyError and a bad setting a ValueError for the code that catches those."""
+    with pytest.raises(rp.UserError, match=message) as caught:
+        call()
+    assert isinstance(caught.value, kind)
+
+
 def test_every_exported_name_is_described_in_the_api_reference():
     page = (ROOT / "docs" / "api.md").read_text()
     missing = [name for name in rp.__all__ if f"`{name}" not in page and f"`rp.{name}" not in page]

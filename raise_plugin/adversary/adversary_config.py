@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from raise_plugin.config import AdversarySettings, InnerSearchSettings
+from raise_plugin.errors import UserError
 from raise_plugin.settings import (CONSTRAINTS, ENCODINGS, LENGTHS, PER_REFRESH, PROJECTIONS, SETTINGS, TAU_UNITS,
                                    SettingError, default, fallback)
 from tasks.common.aggregation import Aggregation
@@ -102,8 +103,9 @@ class SearchConfig:
         return bool(self.enabled) and self.inner_generations > 0
 
 
-class AdversaryConfigError(SettingError):
-    """A bad adversary setting: ``name`` names it (the tree's name), ``reason`` says why."""
+class AdversaryConfigError(SettingError, UserError):
+    """A bad adversary setting: ``name`` names it (the tree's name), ``reason`` says why (a
+    ``ValueError`` as every bad setting is, and a ``UserError``: one line for the user)."""
 
 
 @dataclass(frozen=True)

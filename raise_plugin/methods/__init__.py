@@ -14,6 +14,7 @@ from llm4ad.method.funsearch import FunSearch
 from llm4ad.method.hillclimb import HillClimb
 from llm4ad.method.randsample import RandSample
 
+from ..errors import UnknownName
 from ..robust import shape_of
 from .eohs import EoHS
 from .gp import GP
@@ -46,7 +47,7 @@ def get_method(name: str) -> type:
     try:
         return METHODS[name]
     except KeyError:
-        raise KeyError(f"unknown method {name!r}; registered: {', '.join(sorted(METHODS))}") from None
+        raise UnknownName(f"unknown method {name!r}; registered: {', '.join(sorted(METHODS))}") from None
 
 
 def method_table() -> list[tuple[str, str, str]]:

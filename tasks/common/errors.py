@@ -2,12 +2,20 @@
 user can fix (shown as one line)."""
 from __future__ import annotations
 
-__all__ = ["HeuristicError", "UserError", "one_line", "printable"]
+__all__ = ["HeuristicError", "UserError", "UnknownName", "one_line", "printable"]
 
 
 class UserError(Exception):
     """Errors a user can fix (bad flags, files, configs, task references): a one-line message for
     the user, never a traceback; the command exits with status 2."""
+
+
+class UnknownName(UserError, KeyError):
+    """A name no registry holds (a task, a method): a ``KeyError`` for the lookup, a ``UserError`` for
+    the user, its message naming the registered ones (not quoted as a ``KeyError``'s key is)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class HeuristicError(Exception):

@@ -53,7 +53,8 @@ def test_a_bad_name_fails_when_the_run_starts_before_anything_is_written(tmp_pat
         start_run(config)
     assert not (tmp_path / "r").exists()
     field = message.split("'")[1]  # the error names its field for a caller that names the setting its own way
-    assert raised.value.field == field and str(raised.value).startswith(f"config field {field!r}: {raised.value.reason}")
+    assert raised.value.field == field
+    assert str(raised.value).startswith(f"config field {field!r}: {raised.value.reason}")
 
 
 def test_the_run_directory_records_the_resolved_settings(tmp_path):

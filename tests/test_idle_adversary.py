@@ -37,7 +37,8 @@ def test_a_budget_that_allows_no_refresh_is_named_with_the_fix(budget, pop_size,
 @pytest.mark.parametrize("budget, pop_size, tau, unit", [(20, 4, 5, "generations"), (1000, 10, 5, "generations"),
                                                          (12, 4, 10, "samples"), (4, 4, 1, "generations")])
 def test_a_budget_that_allows_a_refresh_says_nothing(budget, pop_size, tau, unit):
-    assert idle_adversary(BudgetSettings(samples=budget, pop_size=pop_size), AdversarySettings(tau=tau, tau_unit=unit)) is None
+    budget_settings = BudgetSettings(samples=budget, pop_size=pop_size)
+    assert idle_adversary(budget_settings, AdversarySettings(tau=tau, tau_unit=unit)) is None
 
 
 def test_a_plain_run_says_nothing():

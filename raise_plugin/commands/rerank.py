@@ -37,7 +37,8 @@ def run(args) -> int:
     check_output(args.out, folder=True)
     recorded = recorded_run_config(args.log_dir)
     if recorded.get("task") not in (None, args.task, task.name):
-        raise UserError(f"{args.log_dir} is a run on {recorded['task']}, not {task.name}: give --task {recorded['task']}")
+        raise UserError(f"{args.log_dir} is a run on {recorded['task']}, not {task.name}: "
+                        f"give --task {recorded['task']}")
     try:
         programs = load_run_programs(args.log_dir)
     except ProgramError as exc:

@@ -55,9 +55,11 @@ BEST = Heuristic("best", baseline="BestFit")
 
 @pytest.mark.parametrize("call, says", [
     (lambda ds: evaluate_suite("nosuch", [BEST], ds), "^task: unknown task 'nosuch'"),
-    (lambda ds: evaluate_suite("obp", [Heuristic("x", baseline="Nope")], ds), "^heuristics: obp has no baseline 'Nope'"),
+    (lambda ds: evaluate_suite("obp", [Heuristic("x", baseline="Nope")], ds),
+     "^heuristics: obp has no baseline 'Nope'"),
     (lambda ds: evaluate_suite("obp", "BestFit", ds), "^heuristics: give a list of Heuristic"),
-    (lambda ds: evaluate_suite("obp", [BEST, Heuristic("best", code="def priority(item, bins):\n    return -bins")], ds),
+    (lambda ds: evaluate_suite("obp", [BEST, Heuristic("best", code="def priority(item, bins):\n    return -bins")],
+                               ds),
      "^heuristics: best named twice"),
     (lambda ds: evaluate_suite("obp", [BEST], ds, workers=0), "^workers: must be a whole number of at least 1, got 0"),
     (lambda ds: evaluate_suite("obp", [BEST], []), "^datasets: no instance to evaluate on"),

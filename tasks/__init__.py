@@ -190,6 +190,10 @@ def _load_reference(text: str) -> Task:
         reference = text
         module, path_entry = _module_by_name(text, target)
     task = _task_from(text, module, attr)
+    try:  # what its code gives, once: a task that cannot work is refused here, not in a worker mid-run
+        task.check_behaviour()
+    except ValueError as exc:
+        raise TaskReferenceError(f"task {text!r}: {exc}") from None
     key = str(task.name).strip().lower()
     taken = _registered.get(key)
     if taken is not None and _references.get(key) != reference or taken is None and key in _entry_points():

@@ -28,6 +28,10 @@ class ShiftDimension:
     low: int = 1
 
     def __post_init__(self):
+        for field in ("cells", "low"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValueError(f"{field} must be a whole number, got {value!r}")
         if self.cells < 1:
             raise ValueError(f"cells must be >= 1, got {self.cells}")
 

@@ -114,6 +114,43 @@ def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_reg
         get_task(f"{bad}:LoadBalance")
 
 
+NOMINAL = "        return [self.make_instance(rng.integers(20, 61, size=200), rng) for rng in rngs]"
+
+
+@pytest.mark.parametrize("mend, says", [
+    ((NOMINAL, "        return [1, 2, 3]"), "LoadBalance.make_nominal gave int 1 as instance 0, not an instance (a dict)"),
+    ((NOMINAL, "        return []"), "LoadBalance.make_nominal gave no instance"),
+    ((NOMINAL, "        raise OSError('no data')"), "LoadBalance.make_nominal raised OSError: no data"),
+    (('return instance["jobs"], MAX_SIZE', 'return instance["jobs"] * 10, MAX_SIZE'),
+     "LoadBalance.shift_values gave values from 200 to 600 on nominal instance 0, outside [shift.low, high] = [1, 100]"),
+    (('return instance["jobs"], MAX_SIZE', 'return instance["jobs"]'), "LoadBalance.shift_values gave a ndarray, not "
+                                                                         "(values, high)"),
+    (('cells=20)', 'cells=20, low=200)'), "outside [shift.low, high] = [200, 100]"),
+    (('cells=20)', 'cells=2.5)'), "ValueError: cells must be a whole number, got 2.5"),
+    (("template_program = '''\n", "template_program = '''\ndef oops(,):\n    pass\n"),
+     "LoadBalance.template_program does not parse: line 2: invalid syntax"),
+    (('{"LeastLoaded": least_loaded,', '{"LeastLoaded": 3,'), "LoadBalance.baselines['LeastLoaded'] is int 3, not a "
+                                                               "function")])
+def test_a_task_whose_code_cannot_work_is_refused_when_it_is_loaded_naming_the_part(tmp_path, fresh_registry, capsys,
+                                                                                     mend, says):
+    """Each was a traceback in some command (or a run that exited 0 on a histogram of clipped values)."""
+    text = EXAMPLE.read_text()
+    assert mend[0] in text
+    (tmp_path / "lb.py").write_text(text.replace(mend[0], mend[1], 1))
+    for argv in (["tasks", "--task", f"{tmp_path}/lb.py:LoadBalance"],
+                 ["run", "--task", f"{tmp_path}/lb.py:LoadBalance", "--budget", "4", "--out", str(tmp_path / "r")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"raise-ahd: error: task '{tmp_path}/lb.py:LoadBalance': ") and says in err
+        assert err.count("\n") == 1
+    assert not (tmp_path / "r").exists() and "load_balance" not in list_tasks()
+
+
+def test_every_task_of_the_project_passes_the_check_of_a_loaded_one():
+    for name in ("obp", "ojsp", "ovrp", "knapsack", "cvrp"):
+        get_task(name).check_behaviour()
+
+
 def test_a_name_taken_by_another_task_is_refused(tmp_path, fresh_registry):
     clash = tmp_path / "clash.py"
     clash.write_text(EXAMPLE.read_text().replace('name = "load_balance"', 'name = "obp"'))
@@ -140,3 +177,11 @@ def test_the_tasks_command_describes_a_task_from_its_file(task_file, capsys):
     out = capsys.readouterr().out
     assert out.startswith("load_balance LoadBalance: shift job size, K = 20")
     assert "baselines: LeastLoaded, FullestThatFits" in out and "test suite 10 datasets, 30 instances" in out
+
+
+def test_the_tasks_command_describes_a_task_of_one_nominal_instance(tmp_path, fresh_registry, capsys):
+    """Its spread is 0: eps as a multiple of it was a ZeroDivisionError."""
+    (tmp_path / "one.py").write_text(EXAMPLE.read_text().replace(NOMINAL[:-1] + "]", NOMINAL[:-1] + "][:1]"))
+    assert main(["tasks", "--task", f"{tmp_path}/one.py:LoadBalance"]) == 0
+    assert "nominal 1 instances, spread 0 (mean d between two of them); eps 0.002 = no multiple of the spread" in (
+        capsys.readouterr().out)

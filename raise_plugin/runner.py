@@ -10,6 +10,7 @@ from typing import Iterable
 
 from .build import build_run
 from .config import ConfigError, RunConfig, bad_field
+from .durable import unwritable
 from .errors import UserError
 from .llm import SamplerStallWarning, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
@@ -19,7 +20,7 @@ from .robust.llm_guard import REQUESTS_FILE
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
 from .rundir.lock import RunLock
-from .rundir.reader import RunLog, check_holds_run
+from .rundir.reader import RunLog, check_holds_run, holds
 from .rundir.writer import RunDirectory
 
 __all__ = ["start_run", "resume_run", "default_out"]
@@ -34,12 +35,19 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         raise ConfigError(f"{parts.idle} (or start it as it is with --allow-no-refresh)")  # refused, with the fix
     config = started(config, parts.task)
     out = Path(config.out)
+    why = unwritable(out, folder=True)
+    if why:  # a file there, or a place that holds none: refused before the lock makes the folder
+        bad_field("out", str(out), why)
     before = set(os.listdir(out)) if out.is_dir() else None  # a run refused as it is built leaves nothing new
     lock = RunLock(out).acquire()  # refused, naming the holder, when another process writes there
     run_dir = None
     try:
-        if (out / "samples.jsonl").exists() or (out / "config.json").exists():
-            raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or choose another --out")
+        held = holds(out)
+        if held == "a run":
+            raise UserError(f"{out} already holds a run; continue it with `raise-ahd resume {out}` or "
+                            "choose another --out")
+        if held:  # a compare's report.html and the rest would be a run's
+            raise UserError(f"{out} holds {held}; a run writes a folder of its own: choose another --out")
         write_json_atomic(out / "config.json", recorded_settings_of(config.to_dict()))  # first: resume goes on from here
         run_dir = RunDirectory(out, lock=lock)
         method = build_run(config, parts, run_dir, llm, callbacks)

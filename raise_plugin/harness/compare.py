@@ -45,7 +45,7 @@ from raise_plugin.harness.variants import Variant, plan_variants, result_name
 from raise_plugin.llm import SamplerStallWarning, is_offline, offline_stall
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
-from raise_plugin.rundir.reader import RunLog
+from raise_plugin.rundir.reader import RunLog, holds
 from tasks import get_task
 
 __all__ = ["CompareResult", "run_compare"]
@@ -75,6 +75,8 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         raise UserError(f"every RAISE row would equal its plain twin's: {idle} (or run it as it is with "
                         "--allow-no-refresh)")
     check_place(study.executor)  # a scheduler that does not answer: nothing written
+    if holds(out) == "a run":  # its report.html and the rest would be the compare's
+        raise UserError(f"{out} holds a run; a compare writes a folder of its own: choose another --out")
     plan = plan_reuse(config, task, variants, out, reuse)
     reused = plan.line(study.out)
     if reused:

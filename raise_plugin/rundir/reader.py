@@ -14,7 +14,7 @@ from .lock import LOCK_NAME
 from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
                      valid_score)
 
-__all__ = ["RunLog", "load_config", "load_summary", "read_summary", "check_holds_run"]
+__all__ = ["RunLog", "load_config", "load_summary", "read_summary", "holds", "check_holds_run"]
 
 _log = logging.getLogger("raise_plugin.rundir")
 
@@ -140,6 +140,15 @@ def read_summary(p: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def holds(folder: str | os.PathLike) -> str | None:
+    """What ``folder`` already holds that a run or a compare must not write into: ``"a run"`` (its
+    ``config.json`` or ``samples.jsonl``), ``"a compare"`` (its ``compare.json``), else ``None``."""
+    folder = Path(folder)
+    if (folder / "config.json").exists() or (folder / "samples.jsonl").exists():
+        return "a run"
+    return "a compare" if (folder / "compare.json").exists() else None
 
 
 def check_holds_run(path: str | os.PathLike) -> None:

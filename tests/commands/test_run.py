@@ -98,6 +98,9 @@ def test_a_toml_config_with_flags_overriding_it(tmp_path):
     # a recording that cannot be written: refused before the run, not "Not a directory" once it is built
     (["--record", "{tmp}"], "record"),
     (["--record", "{file}/calls.jsonl"], "record"),
+    # an --out that is a file, or where no folder can be made: one line naming it, not "File exists" (exit 1)
+    (["--budget", "4", "--allow-no-refresh", "--out", "{file}"], "out"),
+    (["--budget", "4", "--allow-no-refresh", "--out", "/proc/run"], "out"),
 ])
 def test_bad_values_give_one_line_errors_naming_the_field(argv, field, capsys, tmp_path):
     argv = [a.format(tmp=tmp_path, file=__file__) for a in argv]
@@ -225,3 +228,20 @@ def test_resuming_a_file_says_it_is_a_file(tmp_path, capsys):
     given.write_text("{}")
     assert main(["resume", str(given), "--no-progress"]) == 2
     assert capsys.readouterr().err.strip() == f"raise-ahd: error: {given} is not a run directory (a file)"
+
+
+def test_a_run_and_a_compare_never_write_into_each_other_s_folder(tmp_path, capsys):
+    """Each went ahead (exit 0) and replaced the other's report.html."""
+    compare_dir, run_dir = tmp_path / "cmp", tmp_path / "run"
+    compare_dir.mkdir()
+    (compare_dir / "compare.json").write_text("{}")
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text("{}")
+    tiny = ["--task", "ovrp", "--budget", "4", "--pop-size", "4", "--tau", "1", "--workers", "1", "--no-progress"]
+    assert main(["run", *tiny, "--out", str(compare_dir)]) == 2
+    assert capsys.readouterr().err == (f"raise-ahd: error: {compare_dir} holds a compare; a run writes a folder of its "
+                                       "own: choose another --out\n")
+    assert main(["compare", *tiny, "--seeds", "1", "--jobs", "1", "--out", str(run_dir)]) == 2
+    assert capsys.readouterr().err.endswith(f"raise-ahd: error: {run_dir} holds a run; a compare writes a folder of "
+                                            "its own: choose another --out\n")
+    assert sorted(os.listdir(compare_dir)) == ["compare.json"] and sorted(os.listdir(run_dir)) == ["config.json"]

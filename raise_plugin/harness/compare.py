@@ -19,6 +19,7 @@ checkpoints, and re-uses evaluated results while their runs are as they were eva
 """
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from pathlib import Path
@@ -214,7 +215,9 @@ def check_figure_formats(formats) -> tuple:
     for f in formats:
         if f not in FIGURE_FORMATS:
             raise UserError(f"figure_format: {f!r} is not one of {', '.join(FIGURE_FORMATS)}")
-    return formats or ("png",)
+    if not formats:
+        raise UserError(f"figure_format: give one or more of {', '.join(FIGURE_FORMATS)}")
+    return formats
 
 
 def check_methods(methods, task) -> None:
@@ -233,7 +236,10 @@ def _write_figures(task, variants: list[Variant], seeds, run_dirs: dict, out: Pa
     """The convergence and adversarial-distribution figures of the finished runs (``run_dirs``), each in
     every format of ``formats``: convergence over every seed, all variants in one figure (plain runs too:
     their validation trace shows where a search starts to overfit); adversarial distributions of the
-    first seed's RAISE runs."""
+    first seed's RAISE runs. An earlier compare's figure files in ``out`` that this one does not write
+    (another format, a figure not drawn now) are removed: none stands beside the new ones, stale."""
+    for stem, fmt in itertools.product(("convergence", "adversarial_distributions"), FIGURE_FORMATS):
+        (out / f"{stem}.{fmt}").unlink(missing_ok=True)
     drawn = [v for v in variants if v.kind in ("plain", "robust")]
     runs = {v.label: [RunLog.load(run_dirs[(v.key, s)]) for s in seeds if (v.key, s) in run_dirs] for v in drawn}
     runs = {label: logs for label, logs in runs.items() if logs}

@@ -483,3 +483,17 @@ def test_a_browser_shows_the_compare_page_with_its_tables_and_every_figure_embed
     assert len(sources) == 2 and all(s.startswith("data:image/png;base64,") for s in sources)  # both figures
     pixels = (np.asarray(shot)[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
     assert shot.shape[1] == 1280 and len(np.unique(pixels, axis=0)) > 8  # not a blank page
+
+
+def test_figures_of_another_format_do_not_stand_beside_the_new_ones(compared, tmp_path):
+    """A re-run in svg left the png figures of the run before, which a reader would take for current."""
+    import shutil
+
+    out = tmp_path / "cmp"
+    shutil.copytree(compared.out, out)
+    result = run_compare(tiny(out), quiet=True, figure_formats="svg")  # nothing trained again
+    figures = sorted(p.name for p in out.iterdir() if p.stem in ("convergence", "adversarial_distributions"))
+    assert figures == ["adversarial_distributions.svg", "convergence.svg"]
+    assert {p.name for p in result.files} >= set(figures)
+    with pytest.raises(UserError, match="^figure_format: give one or more of png, pdf, svg$"):
+        run_compare(tiny(out), quiet=True, figure_formats="")

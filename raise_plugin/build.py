@@ -8,7 +8,7 @@ from .config import EngineSettings, RunConfig
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
 from .instance_seeds import nominal_set
-from .llm import make_llm
+from .llm import is_offline, make_llm, say_notice
 from .llm.run_usage import hold_caps
 from .resolve import RunParts
 from .robust import AdversarialInstanceCallback, Callback, robust
@@ -39,6 +39,8 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
             llm = make_llm(config.llm, seed=config.seed, task=config.task)
             owned.append(OwnedLLM(llm))
             hold_caps(llm, config.budget)
+        if getattr(parts.method, "asks_llm", True) and is_offline(llm):  # GP asks its back-end nothing
+            say_notice()  # before the run: what stands in for an LLM, said once in a process
         executor = _executor(config.engine, run_dir, owned)
         own = _callbacks(config, parts)
         # before a sample: limits that fail the task's baseline (a spec, not yet made, is checked in a worker of

@@ -44,6 +44,7 @@ from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
 from raise_plugin.llm import SamplerStallWarning, is_offline, offline_stall
+from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.reader import RunLog, holds
@@ -91,7 +92,8 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     stall = offline_stall(task, runs.llm.backend, runs.budget.samples, len(cells))
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
-    say_notes(task, drawn=runs.instance_seed != "public", offline=is_offline(runs.llm.backend))
+    asks = any(getattr(get_method(m), "asks_llm", True) for m in study.methods)  # GP asks its back-end nothing
+    say_notes(task, drawn=runs.instance_seed != "public", offline=asks and is_offline(runs.llm.backend))
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress, plan)
     failures = [r for r in records if r.status == "failed"]

@@ -99,13 +99,13 @@ class OfflineSampler(LLM):
         self._lock = threading.Lock()
         self._asked: dict[str, int] = {}
         self._written: set[str] = set()
-        say_notice()
 
     def describe(self) -> str:
         return f"{NO_LLM_NOTICE} (seed {self.seed})"
 
     # -- the host interface --------------------------------------------------------
     def draw_sample(self, prompt: str | Any, *args, operator: str | None = None, **kwargs) -> str:
+        say_notice()  # at the first answer: a method that asks nothing (GP) is told no tale of programs
         text = prompt_text(prompt)
         op = operator or infer_operator(text)
         digest = hashlib.sha256(text.encode()).digest()

@@ -74,6 +74,7 @@ class GP(MethodBase):
     """
 
     method_name = "gp"
+    asks_llm = False  # its llm argument keeps the host's constructor shape; nothing is asked of it
 
     def __init__(self, llm, evaluation, profiler=None, max_generations: Optional[int] = None,
                  max_sample_nums: Optional[int] = 100, pop_size: Optional[int] = None, num_samplers: int = 1,

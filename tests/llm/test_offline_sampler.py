@@ -138,7 +138,10 @@ def test_the_sampler_says_plainly_that_no_llm_is_used(caplog, monkeypatch):
     monkeypatch.setattr(offline_module, "_warned", offline_module.threading.Event())
     with caplog.at_level(logging.WARNING, logger="raise_plugin.llm"):
         sampler = OfflineSampler(seed=0)
-        OfflineSampler(seed=1)
+        assert not caplog.records  # made, asked nothing (GP keeps a back-end it never asks): nothing to say
+        prompt = "Implement the following Python function:\ndef priority(item, bins):\n"
+        sampler.draw_sample(prompt)
+        OfflineSampler(seed=1).draw_sample(prompt)
     assert [r.getMessage() for r in caplog.records].count(NO_LLM_NOTICE) == 1
     assert "NO LLM IS USED" in sampler.describe()
 

@@ -186,3 +186,20 @@ def test_compare_runs_gp_beside_eoh(tmp_path):
                          quiet=True)
     methods = result.tables["table_all_distributions"].methods
     assert "GP" in methods and "EoH" in methods and any(m.startswith("RAISE-GP") for m in methods)
+
+
+@pytest.mark.parametrize("method, said", [("gp", 0), ("eoh", 1)])
+def test_the_offline_sampler_s_notice_is_said_only_to_a_method_that_asks_it(tmp_path, caplog, monkeypatch, method,
+                                                                             said):
+    """A GP run printed "programs are rule-based transformations ... of the parents found in each prompt":
+    GP asks its back-end nothing."""
+    import logging
+    import threading
+
+    from raise_plugin.llm import NO_LLM_NOTICE, offline
+
+    monkeypatch.setattr(offline, "_warned", threading.Event())  # as in a fresh process
+    with caplog.at_level(logging.WARNING, logger="raise_plugin.llm"):
+        start_run(RunConfig(task="ovrp", method=method, budget=4, pop_size=4, tau=1, out=str(tmp_path / "r"),
+                            workers=1, validation_trace=False, host_profiler=False)).run()
+    assert [r.getMessage() for r in caplog.records].count(NO_LLM_NOTICE) == said

@@ -213,7 +213,8 @@ def _load_reference(text: str) -> Task:
 
 def _module_from_file(text: str, path: Path):
     if not path.is_file():
-        raise TaskReferenceError(f"task {text!r}: no such file {path}")
+        what = f"{path} is a folder, not a file" if path.is_dir() else f"no such file {path}"
+        raise TaskReferenceError(f"task {text!r}: {what} (a task file is named path/to/file.py:ClassName)")
     module_name = f"raise_task_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
     if module_name in sys.modules:
         return sys.modules[module_name]

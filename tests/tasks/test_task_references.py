@@ -61,6 +61,7 @@ def test_a_child_process_finds_a_loaded_task_by_its_name(task_file):
 
 @pytest.mark.parametrize("reference, message", [
     ("missing.py:LoadBalance", "no such file"),
+    ("{dir}:LoadBalance", "{dir} is a folder, not a file (a task file is named path/to/file.py:ClassName)"),
     ("my_task.py:Nope", "has no 'Nope'; it declares LoadBalance"),
     ("my_task.py:least_loaded", "least_loaded() did not make a task"),
     ("my_task.py:np", "np is a module, not a tasks.Task"),
@@ -70,8 +71,8 @@ def test_a_child_process_finds_a_loaded_task_by_its_name(task_file):
 def test_a_bad_reference_is_one_line_naming_what_is_wrong(task_file, monkeypatch, reference, message):
     monkeypatch.chdir(task_file.parent)
     with pytest.raises(UserError) as caught:
-        get_task(reference)
-    assert message in str(caught.value) and "\n" not in str(caught.value)
+        get_task(reference.format(dir=task_file.parent))
+    assert message.format(dir=task_file.parent) in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_file_named_without_its_class_is_told_to_name_it(task_file, monkeypatch, capsys):

@@ -40,7 +40,8 @@ def run(args) -> int:
         suite = task.test_suite()
         validation = task.validation_suite()
         spread = task.nominal_spread
-        yardstick = f"{0.002 / spread:.3g} x spread" if spread > 0 else "no multiple of the spread (the nominal histograms are all one)"
+        yardstick = (f"{0.002 / spread:.3g} x spread" if spread > 0
+                     else "no multiple of the spread (the nominal histograms are all one)")
         print(f"{task.name:8s} {type(task).__name__}: shift {task.shift.name}, K = {task.shift.cells}\n"
               f"       nominal {len(nominal)} instances, spread {spread:.3g} (mean d between two of them); "
               f"eps 0.002 = {yardstick}, an L1 shift of {task.shift.cells * 0.002:.3g}\n"

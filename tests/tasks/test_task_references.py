@@ -119,11 +119,13 @@ NOMINAL = "        return [self.make_instance(rng.integers(20, 61, size=200), rn
 
 
 @pytest.mark.parametrize("mend, says", [
-    ((NOMINAL, "        return [1, 2, 3]"), "LoadBalance.make_nominal gave int 1 as instance 0, not an instance (a dict)"),
+    ((NOMINAL, "        return [1, 2, 3]"),
+     "LoadBalance.make_nominal gave int 1 as instance 0, not an instance (a dict)"),
     ((NOMINAL, "        return []"), "LoadBalance.make_nominal gave no instance"),
     ((NOMINAL, "        raise OSError('no data')"), "LoadBalance.make_nominal raised OSError: no data"),
     (('return instance["jobs"], MAX_SIZE', 'return instance["jobs"] * 10, MAX_SIZE'),
-     "LoadBalance.shift_values gave values from 200 to 600 on nominal instance 0, outside [shift.low, high] = [1, 100]"),
+     "LoadBalance.shift_values gave values from 200 to 600 on nominal instance 0, outside [shift.low, high] = "
+     "[1, 100]"),
     (('return instance["jobs"], MAX_SIZE', 'return instance["jobs"]'), "LoadBalance.shift_values gave a ndarray, not "
                                                                          "(values, high)"),
     (('cells=20)', 'cells=20, low=200)'), "outside [shift.low, high] = [200, 100]"),

@@ -192,7 +192,7 @@ def _load_reference(text: str) -> Task:
     task = _task_from(text, module, attr)
     try:  # what its code gives, once: a task that cannot work is refused here, not in a worker mid-run
         task.check_behaviour()
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:  # TypeError: a high that is no number, compared
         raise TaskReferenceError(f"task {text!r}: {exc}") from None
     key = str(task.name).strip().lower()
     taken = _registered.get(key)

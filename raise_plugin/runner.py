@@ -14,9 +14,9 @@ from .durable import unwritable
 from .errors import UserError
 from .llm import SamplerStallWarning, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
-from .llm.run_usage import carry_usage
+from .llm.run_usage import carry_usage, check_caps_left
 from .robust import Callback, IdleAdversaryWarning
-from .robust.llm_guard import REQUESTS_FILE
+from .llm.usage import REQUESTS_FILE
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
 from .rundir.lock import RunLock
@@ -102,6 +102,7 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         data = recorded_settings(log.config)
         changes = {k: v for k, v in {"budget": budget, **overrides}.items() if v is not None}
         changes, endpoint_note = resumed_endpoint(data, changes)
+        check_caps_left(path, changes)  # a cap at what was sent already: refused, as a budget below the samples
         data.update(changes)
         config, parts = resolve(RunConfig.from_dict(data, source=str(Path(path) / "config.json")))
         run_dir = RunDirectory(path, lock=lock)

@@ -76,3 +76,18 @@ def test_bad_caps_and_prices_name_the_field(tmp_path, kw, field):
         config(tmp_path, **kw)
     with pytest.raises(ValueError):
         LLMBudget(max_cost_usd=-1)
+
+
+def test_a_resume_that_sets_a_cap_at_or_below_what_was_sent_is_refused_and_changes_nothing(tmp_path):
+    """It went on, exit 0, recorded the lower cap and stopped at once ("the cap of 2 ... is reached (8 sent)")."""
+    out = tmp_path / "r"
+    start_run(RunConfig(task="ovrp", budget=12, pop_size=4, tau=1, max_llm_calls=4, out=str(out), workers=1,
+                        validation_trace=False, host_profiler=False)).run()
+    sent = json.loads((out / "llm_usage.json").read_text())["total"]["requests"]
+    recorded = (out / "config.json").read_text()
+    for cap in (2, sent):
+        with pytest.raises(ConfigError, match=rf"^config field 'max_llm_calls': must be above the {sent} requests "
+                                              rf"the run has sent .*, got {cap}$"):
+            resume_run(out, max_llm_calls=cap)
+        assert (out / "config.json").read_text() == recorded
+    assert resume_run(out, max_llm_calls=sent + 4).run()["samples"] > 4  # a cap above it: the run goes on

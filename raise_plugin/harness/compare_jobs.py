@@ -24,7 +24,7 @@ from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.provenance import record_code_version
 from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
-from raise_plugin.harness.study_budget import run_spent
+from raise_plugin.llm.run_usage import run_spent
 from raise_plugin.llm import SamplerStallWarning
 from raise_plugin.robust import IdleAdversaryWarning
 from tasks import get_task
@@ -48,7 +48,7 @@ class TrainOutcome:
     host: str = ""
     archive: bytes | None = None  # the run directory as a tar.gz, when the worker does not share the disk
     robust: bool = True         # RAISE (its best is scored on the grown set) or plain (on the nominal set)
-    llm_spent: dict | None = None  # what the run sent to its endpoint in all (study_budget.run_spent)
+    llm_spent: dict | None = None  # what the run sent to its endpoint in all (llm.run_usage.run_spent)
     recorded: dict | None = None  # the run's config.json: what its best is, in the task's metric (run_report.best_line)
 
     def summary(self) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from raise_plugin.harness.paper_tables import significance_summary
 from raise_plugin.harness.provenance import code_version, recorded_code_version
-from raise_plugin.harness.study_budget import run_spent
+from raise_plugin.llm.run_usage import run_spent
 from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config, read_summary
 

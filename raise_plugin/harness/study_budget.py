@@ -12,38 +12,16 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
-import json
 import math
 import threading
 from pathlib import Path
 
 from raise_plugin.harness.job_place import JobFailed
-from raise_plugin.llm.usage import REPLAY, UsageLedger
-from raise_plugin.robust.llm_guard import REQUESTS_FILE
+from raise_plugin.llm.run_usage import LEDGER_FIELDS, run_spent
 
-__all__ = ["LEDGER_FIELDS", "LEDGER_FILE", "run_spent", "study_ledger", "StudyBudget", "CappedPlace"]
+__all__ = ["LEDGER_FILE", "study_ledger", "StudyBudget", "CappedPlace"]
 
-LEDGER_FIELDS = ("requests", "input_tokens", "output_tokens", "cost_usd")
 LEDGER_FILE = "llm_ledger.json"  # OUT/llm_ledger.json: ``study_ledger`` of every run of the compare
-
-
-def run_spent(run_dir: Path) -> dict:
-    """What the run in ``run_dir`` has sent to its endpoint: requests (retries included), tokens and
-    dollars, from its request journal (every request, even of a run killed mid-way), else its
-    ``llm_usage.json``; zeros for a run that sent nothing (offline, a replay, not started)."""
-    run_dir = Path(run_dir)
-    try:
-        recorded = json.loads((run_dir / "llm_usage.json").read_text())
-    except (OSError, ValueError):
-        recorded = {}
-    if recorded.get("backend") == REPLAY:  # answers read from a recording: nothing was spent
-        return dict.fromkeys(LEDGER_FIELDS, 0)
-    if (run_dir / REQUESTS_FILE).exists():
-        ledger = UsageLedger()
-        ledger.load_journal(run_dir / REQUESTS_FILE)
-        recorded = ledger.to_dict()
-    total = recorded.get("total") or {}
-    return {name: total.get(name, 0) for name in LEDGER_FIELDS}
 
 
 def study_ledger(run_dirs: dict) -> dict:

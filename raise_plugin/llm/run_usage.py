@@ -1,14 +1,18 @@
 """A run's settings and records applied to its back-end's ledger: the caps of its budget
-(``hold_caps``) and the usage a run directory recorded before the request journal (``carry_usage``)."""
+(``hold_caps``), the usage a run directory recorded before the request journal (``carry_usage``),
+what a run has sent (``run_spent``) and a resume's caps against it (``check_caps_left``)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..config import BudgetSettings
+from ..config import BudgetSettings, bad_field
 from ..errors import UserError
+from .usage import REPLAY, REQUESTS_FILE, UsageLedger
 
-__all__ = ["hold_caps", "carry_usage"]
+__all__ = ["hold_caps", "carry_usage", "run_spent", "check_caps_left", "LEDGER_FIELDS"]
+
+LEDGER_FIELDS = ("requests", "input_tokens", "output_tokens", "cost_usd")
 
 
 def hold_caps(llm, budget: BudgetSettings) -> None:
@@ -35,3 +39,34 @@ def carry_usage(llm, path: Path) -> None:
         usage.merge(json.loads(Path(path).read_text()))
     except (ValueError, TypeError, KeyError):
         pass  # a damaged ledger: the new one starts from zero (resume has said what it repaired)
+
+
+def run_spent(run_dir: Path) -> dict:
+    """What the run in ``run_dir`` has sent to its endpoint: requests (retries included), tokens and
+    dollars, from its request journal (every request, even of a run killed mid-way), else its
+    ``llm_usage.json``; zeros for a run that sent nothing (offline, a replay, not started)."""
+    run_dir = Path(run_dir)
+    try:
+        recorded = json.loads((run_dir / "llm_usage.json").read_text())
+    except (OSError, ValueError):
+        recorded = {}
+    if recorded.get("backend") == REPLAY:  # answers read from a recording: nothing was spent
+        return dict.fromkeys(LEDGER_FIELDS, 0)
+    if (run_dir / REQUESTS_FILE).exists():
+        ledger = UsageLedger()
+        ledger.load_journal(run_dir / REQUESTS_FILE)
+        recorded = ledger.to_dict()
+    total = recorded.get("total") or {}
+    return {name: total.get(name, 0) for name in LEDGER_FIELDS}
+
+
+def check_caps_left(run_dir: Path, changes: dict) -> None:
+    """A call or cost cap that a resume of ``run_dir`` sets (``changes``) at or below what the run has
+    already sent (``run_spent``), so that it could send nothing more: a ``ConfigError`` naming it, as
+    a budget below the samples taken is."""
+    spent = run_spent(run_dir)
+    for name, used, unit in (("max_llm_calls", spent["requests"], "requests"),
+                             ("max_cost_usd", spent["cost_usd"], "dollars")):
+        if changes.get(name) is not None and changes[name] <= used:
+            bad_field(name, changes[name], f"must be above the {used:g} {unit} the run has sent (resume raises a "
+                                           "cap; without one it continues as recorded)")

@@ -23,8 +23,9 @@ from typing import Mapping
 from ..durable import AppendLog
 from .errors import EndpointFailed, LLMCapReached
 
-__all__ = ["OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY"]
+__all__ = ["OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY", "REQUESTS_FILE"]
 
+REQUESTS_FILE = "llm_requests.jsonl"  # a run directory's request journal (``UsageLedger.load_journal``)
 REPLAY = "replay"   # the back-end name of a ledger that counts answers replayed from a recording
 OK = "ok"
 LENGTH = "length"   # an answer cut off at the completion-token cap: paid for, returned, often unusable

@@ -33,12 +33,11 @@ from ..durable import WriteFailed
 from ..llm.errors import LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError
 from ..llm.operators import infer_operator, operator_kind
 from ..llm.record import CALLS_FILE, RecordingLLM, ReplayExhausted, prompt_hash
+from ..llm.usage import REQUESTS_FILE
 
 __all__ = ["LLMGuard", "LLMUnavailable", "CALLS_FILE", "REQUESTS_FILE"]
 
 log = logging.getLogger("raise_plugin.llm")
-
-REQUESTS_FILE = "llm_requests.jsonl"
 
 
 class LLMUnavailable(RuntimeError):

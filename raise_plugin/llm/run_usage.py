@@ -63,7 +63,9 @@ def run_spent(run_dir: Path) -> dict:
 def check_caps_left(run_dir: Path, changes: dict) -> None:
     """A call or cost cap that a resume of ``run_dir`` sets (``changes``) at or below what the run has
     already sent (``run_spent``), so that it could send nothing more: a ``ConfigError`` naming it, as
-    a budget below the samples taken is."""
+    a budget below the samples taken is. The journal is read only when a cap is set."""
+    if changes.get("max_llm_calls") is None and changes.get("max_cost_usd") is None:
+        return
     spent = run_spent(run_dir)
     for name, used, unit in (("max_llm_calls", spent["requests"], "requests"),
                              ("max_cost_usd", spent["cost_usd"], "dollars")):

@@ -231,14 +231,15 @@ def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = def
              "best_baseline": _best(baselines)} for pop, best in chosen]
 
 
-def final_candidates(run_dir) -> dict | None:
+def final_candidates(run_dir, summary: dict | None = None) -> dict | None:
     """What a finished run can hand on: its robust best and the valid members of its last
     population. ``best`` (the robust best's id), ``codes`` (id -> program text), ``robust_scores``
     (id -> robust score on the run's final instance set: a refresh in the last generation
     re-scores the members after their population is recorded, so ``scores.jsonl`` has the
-    last word) and ``summary``. ``None`` when the run has no valid program."""
+    last word) and ``summary`` (its ``summary.json``, read here unless given). ``None`` when the run
+    has no valid program."""
     path = Path(run_dir)
-    summary = load_summary(path) or {}
+    summary = (load_summary(path) or {}) if summary is None else summary
     best = summary.get("best") or {}
     if not best.get("program"):
         return None
@@ -272,12 +273,13 @@ def select_final(run_dir, task, *, per_dataset: int = default("per_dataset"), wo
     """
     path = Path(run_dir)
     recorded = path / SELECTION_FILE
-    samples = (load_summary(path) or {}).get("samples")
+    summary = load_summary(path) or {}
+    samples = summary.get("samples")
     if recorded.exists():
         previous = json.loads(recorded.read_text())
         if previous.get("per_dataset") == per_dataset and previous.get("samples") == samples:
             return previous
-    final = final_candidates(path)
+    final = final_candidates(path, summary)
     if final is None:
         return None
     best, codes, robust = final["best"], final["codes"], final["robust_scores"]

@@ -63,8 +63,9 @@ def _cut_torn_tail(fd: int) -> None:
 
 def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
     """Why ``path`` cannot be written as a file (``folder``: as a folder), else None: a folder where a
-    file is wanted (or the reverse), or a place under a file or without write permission. Missing
-    folders on the way do not count: the writer makes them."""
+    file is wanted (or the reverse), a place under a file or without write permission, or a folder
+    that holds no file however permitted (/proc, a read-only mount). Missing folders on the way do
+    not count: the writer makes them."""
     p = Path(path)
     if p.exists() and p.is_dir() != folder:
         return "not a directory" if folder else "is a directory"

@@ -15,8 +15,8 @@ from .errors import UserError
 from .llm import SamplerStallWarning, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
 from .llm.run_usage import carry_usage, check_caps_left
-from .robust import Callback, IdleAdversaryWarning
 from .llm.usage import REQUESTS_FILE
+from .robust import Callback, IdleAdversaryWarning
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
 from .rundir.lock import RunLock

@@ -112,7 +112,7 @@ class Accounting:
             "compute": compute,
             "early_rejection": self.early_rejection,
             "time_per_sample": self.time_per_sample(compute),
-            "seconds": time.time() - self._started,
+            "seconds": compute["wall_seconds"],  # over every process of the run, as its other times
             "llm": describe() if callable(describe) else type(llm).__name__,
             "llm_usage": usage,
             **{k: v for cb in self.callbacks for k, v in getattr(cb, "summary_fields", dict)().items()},

@@ -112,10 +112,14 @@ def run_killed_in_a_refresh(cfg: RunConfig) -> None:
 def test_resuming_a_finished_run_adds_nothing(tmp_path):
     method = start_run(config(tmp_path / "run", budget=10), llm=ScriptedLLM(0))
     method.run()
+    took = json.loads((tmp_path / "run" / "summary.json").read_text())["seconds"]
     again = resume_run(tmp_path / "run", llm=ScriptedLLM(0))
     assert again.samples == 10
     again.run()
     assert len(read_jsonl(tmp_path / "run" / "samples.jsonl")) == 10
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    # the run's time is over all its processes (the resume's own fraction of a second replaced it)
+    assert took <= summary["seconds"] == summary["compute"]["wall_seconds"]
 
 
 def test_resume_can_raise_the_budget(tmp_path):

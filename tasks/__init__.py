@@ -77,10 +77,12 @@ def registered_here() -> list[str]:
 
 class TaskNames(list):
     """The names of the registered tasks; ``in`` also accepts a file or module reference, which
-    it loads (a reference that cannot be loaded raises its one-line ``TaskReferenceError``)."""
+    it loads (a reference that cannot be loaded, or a file or module named without its class,
+    raises its one-line ``TaskReferenceError``)."""
 
     def __contains__(self, name) -> bool:
-        if isinstance(name, str) and (is_task_reference(name) or _is_bare_file(name)):
+        if isinstance(name, str) and (is_task_reference(name) or _is_bare_file(name) or (
+                not super().__contains__(name.strip().lower()) and _module_source(name) is not None)):
             get_task(name)
             return True
         return super().__contains__(name)
@@ -128,6 +130,9 @@ def get_task(name: str) -> Task:
     targets = _entry_points()
     if key not in targets and _is_bare_file(text):
         raise TaskReferenceError(_class_missing(text))
+    source = None if key in targets else _module_source(text)
+    if source is not None:
+        raise TaskReferenceError(_class_missing(text, source))
     if key not in targets:
         raise UnknownName(f"unknown task {name!r}; registered: {', '.join(sorted(targets))}")
     module_name, _, attr = targets[key].partition(":")
@@ -155,9 +160,25 @@ def _is_bare_file(text: str) -> bool:
     return str(text).strip().endswith(".py") and not is_task_reference(text)
 
 
-def _class_missing(text: str) -> str:
-    """What a file named without its class lacks, with the classes the file defines (read, not run)."""
-    path = Path(text).expanduser()
+def _module_source(text: str) -> Path | None:
+    """The source file of a module named without its class (``package.module``), found, not run
+    (its packages are imported, as ``package.module:Class`` imports them); None for any other name."""
+    parts = str(text).strip().split(".")
+    if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+        return None
+    try:
+        spec = importlib.util.find_spec(str(text).strip())
+    except Exception:  # a package that is not there, or whose own code fails: no module of that name
+        return None
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin and origin.endswith(".py") else None
+
+
+def _class_missing(text: str, path: Path | None = None) -> str:
+    """What a file or module named without its class lacks, with the classes its file defines
+    (read, not run)."""
+    if path is None:
+        path = Path(text).expanduser()
     if not path.is_file():
         return f"task {text!r}: no such file {path.resolve()} (a task file is named path/to/file.py:ClassName)"
     try:

@@ -99,6 +99,26 @@ def test_a_file_named_without_its_class_is_told_to_name_it(task_file, monkeypatc
                                            "my_task.py:LoadBalance (the one task class found in the file)\n")
 
 
+def test_a_module_named_without_its_class_is_told_to_name_it(task_file, monkeypatch, capsys):
+    """``package.module`` (no ``:Class``) said "unknown task"; the module is found and read, not run."""
+    package = task_file.parent / "own_tasks"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "balance.py").write_text(task_file.read_text())
+    monkeypatch.syspath_prepend(str(task_file.parent))
+    with pytest.raises(UserError) as caught:
+        get_task("own_tasks.balance")
+    assert str(caught.value) == ("task 'own_tasks.balance': name the class: own_tasks.balance:LoadBalance (the one "
+                                 "task class found in the file)")
+    assert "load_balance" not in list_tasks()  # nothing was run
+    assert main(["run", "--task", "own_tasks.balance", "--budget", "4"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    for unknown in ("own_tasks.missing", "no_such_package.balance", "balance"):  # no module: as any unknown name
+        with pytest.raises(KeyError, match="unknown task"):
+            get_task(unknown)
+    assert get_task("own_tasks.balance:LoadBalance").name == "load_balance"
+
+
 def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_registry):
     broken = tmp_path / "broken.py"
     broken.write_text("x = 1\nraise RuntimeError('no data here')\n")

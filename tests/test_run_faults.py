@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# OBP's defaults (the regret objective, early rejection under min) with a small inner search: the run
-# refreshes twice, and the matrix below runs it a dozen times
-RUN = ["run", "--task", "obp", "--budget", "8", "--pop-size", "4", "--tau", "1", "--nominal", "1", "--seed", "0",
+# what OBP's defaults run (the regret objective, early rejection under min) on OVRP, whose evaluations take
+# milliseconds where OBP's take a second, with a small inner search: the run refreshes twice, rejects
+# samples early, and the matrix below runs it a dozen times
+RUN = ["run", "--task", "ovrp", "--adversary-objective", "regret:SP-Insert", "--aggregation", "regret:SP-Insert:min",
+       "--budget", "8", "--pop-size", "4", "--tau", "1", "--nominal", "1", "--seed", "0",
        "--inner-population", "4", "--inner-generations", "1", "--no-progress"]
 
 # the command line, killed by SIGKILL right after the engine's N-th durable write (fsync) when N > 0;
@@ -82,6 +84,8 @@ def uninterrupted(tmp_path_factory):
     done = killed_at(0, out)
     assert done.returncode == 0, done.stderr[-2000:]
     writes = int(done.stderr.strip().splitlines()[-1].split()[-1])
+    summary = json.loads((out / "summary.json").read_text())  # what the faults below cut into
+    assert summary["refreshes"] == 2 and summary["compute"]["rejected_early"] > 0, summary
     return out, writes
 
 

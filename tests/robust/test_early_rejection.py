@@ -170,9 +170,11 @@ def test_under_mean_every_candidate_meets_the_whole_set(tmp_path):
     assert not any(s.get("rejected") for s in read_jsonl(tmp_path / "mean" / "samples.jsonl"))
 
 
-# -- through the runner: OBP's defaults, resume, the incumbent shapes ------------------------
+# -- through the runner: OBP's defaults (on OVRP, whose evaluations take milliseconds), resume, the
+# incumbent shapes --------------------------------------------------------------------------
 def _config(out, **kw) -> RunConfig:
-    base = dict(task="obp", robust=True, budget=16, pop_size=4, tau=1, nominal=2, seed=0, out=str(out),
+    base = dict(task="ovrp", robust=True, budget=16, pop_size=4, tau=1, nominal=2, seed=0, out=str(out),
+                adversary_objective="regret:SP-Insert", aggregation="regret:SP-Insert:min",
                 inner_population=4, inner_generations=1, validation_trace=False, host_profiler=False)
     return RunConfig(**{**base, **kw})
 

@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LLM4AD := llm4ad==1.11
 
-.PHONY: setup demo test test-full test-fast test-under-load bench clean
+.PHONY: setup bytecode demo test test-full test-fast test-under-load bench clean
 
 $(BIN)/raise-ahd: pyproject.toml setup.py tasks/common/fastcheck.h $(wildcard tasks/*/_fast*.c)
 	$(PYTHON) -m venv $(VENV)
@@ -18,22 +18,28 @@ $(BIN)/raise-ahd: pyproject.toml setup.py tasks/common/fastcheck.h $(wildcard ta
 
 setup: $(BIN)/raise-ahd
 
-demo: setup
+# every process a run or the suite starts (commands, the engine's fork server) imports the plugin: its
+# modules compiled once, as a non-editable install has them, where PYTHONDONTWRITEBYTECODE would have each
+# process compile them again (only what changed is compiled again)
+bytecode: setup
+	$(BIN)/python -m compileall -q raise_plugin tasks
+
+demo: bytecode
 	$(BIN)/raise-ahd demo --out demo-out
 
 # the whole suite in two test processes (what CI runs), the slow end-to-end cases once in a small size;
 # test-full runs them at their full sizes, test-fast leaves them out
-test: setup
+test: bytecode
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal
 
-test-full: setup
+test-full: bytecode
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal --full-size
 
-test-fast: setup
+test-fast: bytecode
 	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "not slow"
 
 # the whole suite with two busy-loop processes beside it (the tests must hold on a busy machine)
-test-under-load: setup
+test-under-load: bytecode
 	$(BIN)/python tests/stress.py --busy 2 -- $(BIN)/python -m pytest -q -n 2 --dist worksteal
 
 bench: setup
@@ -41,3 +47,4 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache
+	find raise_plugin tasks -name __pycache__ -type d -prune -exec rm -rf {} +

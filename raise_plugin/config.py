@@ -218,6 +218,13 @@ def check_setting(name: str, value: Any) -> None:
         raise ConfigError(f"config field {name!r}: {exc.reason}", name, exc.reason) from None
 
 
+def check_names(names, source: str) -> None:
+    """Each of ``names`` a run's setting: else a ``ConfigError`` naming the first unknown one and ``source``."""
+    unknown = sorted(set(names) - _RUN_SETTINGS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_RUN_SETTINGS))})")
+
+
 def bad_field(name: str, value: Any, why: str) -> NoReturn:
     """Raise the one-line ``ConfigError`` of config field ``name``: ``why``, then the value given."""
     raise ConfigError(f"config field {name!r}: {why}, got {value!r}", name, f"{why}, got {value!r}")
@@ -319,9 +326,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "config") -> "RunConfig":
         data = {k.replace("-", "_"): v for k, v in data.items()}
-        unknown = sorted(set(data) - _RUN_SETTINGS)
-        if unknown:
-            raise ConfigError(f"{source}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_RUN_SETTINGS))})")
+        check_names(data, source)
         return cls(**data)  # every setting has a default, and a flat mapping holds no section whole
 
     @classmethod

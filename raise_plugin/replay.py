@@ -7,7 +7,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .config import ConfigError, RunConfig
+from .config import ConfigError, RunConfig, check_names
 from .errors import UserError
 from .instance_seeds import resolve_instance_seed
 from .llm.record import recording_path, run_directory_of
@@ -54,6 +54,7 @@ class RecordedRun:
         sampler it reproduces the run: the same prompts, samples and scores. Not taken from the
         recording: ``out`` (the run's own directory; give a new one, else the default), ``record``
         (the recorded run's file is not appended to) and ``base_url`` (no endpoint is called)."""
+        check_names(overrides, f"replaying {self.directory}, the settings given")
         if overrides.get("llm") is not None:
             raise ConfigError(f"replaying {self.directory}: its llm is the replay of its answers, not "
                               f"{overrides['llm']!r}")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .build import build_run
-from .config import ConfigError, RunConfig, bad_field
+from .config import ConfigError, RunConfig, bad_field, check_names, check_setting
 from .durable import unwritable
 from .errors import UserError
 from .llm import SamplerStallWarning, offline_stall
@@ -23,7 +23,12 @@ from .rundir.lock import RunLock
 from .rundir.reader import RunLog, check_holds_run, holds
 from .rundir.writer import RunDirectory
 
-__all__ = ["start_run", "resume_run", "default_out"]
+__all__ = ["start_run", "resume_run", "default_out", "ENDPOINT_CHANGES", "RESUME_CHANGES"]
+
+# what a resumed run may change: its caps and endpoint (resume's flags), and where its programs run (its
+# results do not depend on it); any other setting would leave its records describing another run
+ENDPOINT_CHANGES = ("max_cost_usd", "max_llm_calls", "max_tokens", "llm_timeout", "max_failed_requests", "base_url")
+RESUME_CHANGES = ENDPOINT_CHANGES + ("executor", "workers")
 
 
 def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()):
@@ -86,12 +91,20 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
 
     Refused when another process writes ``path``; damaged records are repaired or rebuilt first
     (``on_repair(message)`` hears of each), or refused in one line (``UserError``). ``budget`` and
-    ``overrides`` (``max_cost_usd``, ``max_llm_calls``, ``max_tokens``, ``llm_timeout``,
-    ``max_failed_requests``, ``base_url``; ``None`` leaves one as recorded) change the recorded config
-    before the run continues (a budget below the samples it has taken is a ``ConfigError``, and nothing
-    changes). The LLM usage recorded so far is carried over (the run's request
+    ``overrides`` (``RESUME_CHANGES``: ``max_cost_usd``, ``max_llm_calls``, ``max_tokens``, ``llm_timeout``,
+    ``max_failed_requests``, ``base_url``, ``executor``, ``workers``; ``None`` leaves one as recorded) change
+    the recorded config before the run continues (a budget below the samples it has taken, or any other
+    setting, is a ``ConfigError``, and nothing changes). The LLM usage recorded so far is carried over (the run's request
     journal), so caps count the whole run. An ``openai`` run calls the base URL it recorded (else
     one ``EndpointWarning`` says which it calls, and why: ``llm.endpoint.resumed_endpoint``)."""
+    check_names(overrides, "resume_run")
+    fixed = sorted(name for name, value in overrides.items() if value is not None and name not in RESUME_CHANGES)
+    if fixed:
+        raise ConfigError(f"resume_run: {fixed[0]!r} stays as the run recorded it (its records would describe "
+                          f"another run); a resume changes budget, {', '.join(RESUME_CHANGES)}: start a new run, "
+                          f"or replay this one with other settings (replaying)", fixed[0])
+    if budget is not None:
+        check_setting("budget", budget)
     check_holds_run(path)
     lock = RunLock(path).acquire()
     try:

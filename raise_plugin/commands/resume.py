@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import sys
 
-from raise_plugin.commands.run import ENDPOINT_FLAGS, execute
-from raise_plugin.runner import resume_run
+from raise_plugin.commands.run import execute
+from raise_plugin.runner import ENDPOINT_CHANGES, resume_run
 from raise_plugin.commands.flags import add_flags
 
 
 def register(sub) -> None:
     p = sub.add_parser("resume", help="continue a run directory until its budget (after a crash or kill -9)")
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory written by `raise-ahd run`")
-    recorded = ("budget",) + ENDPOINT_FLAGS
+    recorded = ("budget",) + ENDPOINT_CHANGES
     add_flags(p, recorded, unset=True, shown={name: "as recorded" for name in recorded},
               helps={"budget": "raise the sample budget before continuing",
                      "base_url": "move the run to this endpoint (recorded from then on)",
@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    method = resume_run(args.run_dir, budget=args.budget, **{name: getattr(args, name) for name in ENDPOINT_FLAGS},
+    method = resume_run(args.run_dir, budget=args.budget, **{name: getattr(args, name) for name in ENDPOINT_CHANGES},
                         on_repair=lambda message: print(f"raise-ahd: warning: {message}", file=sys.stderr))
     if method.samples >= method.budget:
         print(f"{args.run_dir}: already at its budget ({method.samples} samples); nothing to do")

@@ -28,7 +28,6 @@ from tasks import is_task_reference, task_reference
 
 # the run's settings, in the tree's order (raise_plugin.settings): each a flag of the same name
 FLAGS = tuple(s.name for _, s in TREE.walk())
-ENDPOINT_FLAGS = ("max_cost_usd", "max_llm_calls", "max_tokens", "llm_timeout", "max_failed_requests", "base_url")
 
 RUN_FAILED = 3  # the exit status of a run that could not go on: its LLM endpoint failed, its disk refused a write
 

@@ -12,6 +12,12 @@ _COUNTERS = ("_evaluations", "_seconds", "rejected_early", "evaluations_saved", 
 
 
 class Accounting:
+    def record_inner_search(self, evaluations: int, seconds: float) -> None:
+        """Account an inner (adversarial) search: its instance evaluations and wall time."""
+        with self._inner_lock:
+            self._inner[0] += int(evaluations)
+            self._inner[1] += float(seconds)
+
     def compute(self) -> dict:
         """Instance evaluations and wall time in the outer loop, the inner searches and re-scoring.
 

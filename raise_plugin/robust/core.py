@@ -21,6 +21,7 @@ from .host_lines import holding_back_host_advice
 from .in_flight import ProgramsInFlight, evaluation_pool
 from .instances import ADVERSARIAL, InstanceEntry, RunInstanceSet, instance_digest, score_function
 from .llm_guard import LLMGuard
+from .owned import RunOwned
 from ..progress import progress_mode
 from .progress import ProgressBar
 from .recording import RunRecorder
@@ -192,12 +193,6 @@ class RobustCore:
         self._fire("on_instances_updated", self.snapshot(), update)
         return update
 
-    def record_inner_search(self, evaluations: int, seconds: float) -> None:
-        """Account an inner (adversarial) search: its instance evaluations and wall time."""
-        with self._inner_lock:
-            self._inner[0] += int(evaluations)
-            self._inner[1] += float(seconds)
-
     def _rescore(self, entries: list[InstanceEntry]) -> tuple[ProgramView, ...]:
         ids = [e.instance_id for e in entries]
         version = self._instances.state()[1]
@@ -269,14 +264,17 @@ class RobustCore:
             self._fire("on_run_end", self.snapshot())
             summary = self.summary(finished=self.stop_reason is None)
         finally:  # what the run opened is closed: many runs in one process (a notebook, compare's jobs) hold none
-            self._evaluation_executor.close()
-            self._evaluator.close()
-            self._close_parts(getattr(self, "_profiler", None))
+            self.close()
         return summary
 
-    def _close_parts(self, profiler) -> None:
-        """Close the journals, the run directory's logs and its lock, and the host's log file."""
-        for part in (self._llm_guard, getattr(self, "_recorder", None),
+    def close(self) -> None:
+        """Close what the run opened, as its end does: a run object not run to its end lets its directory go so."""
+        self._close_parts(getattr(self, "_profiler", None), self._evaluation_executor, self._evaluator,
+                          *(c for c in self.callbacks if isinstance(c, RunOwned)))
+
+    def _close_parts(self, profiler, *first) -> None:
+        """Close ``first``, then the journals, the run directory's logs and its lock, and the host's log file."""
+        for part in (*first, self._llm_guard, getattr(self, "_recorder", None),
                      profiler if isinstance(profiler, HostProfiler) else None):
             closing = getattr(part, "close", None)
             if closing is not None:
@@ -319,6 +317,9 @@ class RobustCore:
                         continue
                     self.hook_errors += 1
                     log.exception("%s.%s failed", type(cb).__name__, hook)
+                except BaseException as exc:  # an interrupt: in a host's thread it would end that thread alone, and
+                    # the run would say it finished; it stops the run instead, to be resumed
+                    self.request_stop(f"{type(exc).__name__} raised in {type(cb).__name__}.{hook}")
 
     def sample_registered(self, n, func, rec, score, version, ids, joined, duplicate) -> None:
         """A sample joined (gate lock held): record it, queue ``on_sample_evaluated``. The shapes call

@@ -22,14 +22,14 @@ class RunDirectoryBusy(UserError):
     """Another process is writing the run directory."""
 
 
-_held: dict[str, list] = {}  # realpath of a run directory -> [fd, holders] held by this process
+_held: dict[str, int] = {}  # realpath of a run directory -> the descriptor this process holds its lock by
 _held_lock = threading.Lock()
 
 
 def _forget_locks_in_child() -> None:
     # A forked child (a sandbox worker, the inner search) must not keep a run directory
     # locked after its parent died; closing its copy leaves the parent's lock in place.
-    for fd, _ in _held.values():
+    for fd in _held.values():
         try:
             os.close(fd)
         except OSError:
@@ -48,8 +48,8 @@ class RunLock:
     writes the holder (pid, host, command, start time) into it; when another process holds
     it, ``RunDirectoryBusy`` names that process. The kernel drops the lock when the holder
     exits, crashes or is killed, so a lock file left by a dead process is simply taken
-    over. Within one process the lock is shared: acquiring it again is allowed and it is
-    released when the last holder releases it (or the process ends).
+    over. Within one process it is held once too: a second run object on the directory (a notebook's
+    cell run again) is refused until the first has run to its end or is closed.
     """
 
     def __init__(self, path: str | os.PathLike):
@@ -63,10 +63,9 @@ class RunLock:
         self.directory.mkdir(parents=True, exist_ok=True)
         key = os.path.realpath(self.directory)
         with _held_lock:
-            if key in _held:
-                _held[key][1] += 1
-                self._key = key
-                return self
+            if key in _held:  # a run object of this process writes there (one not yet run, or under way)
+                raise RunDirectoryBusy(f"{self.directory} is in use by a run of this process, started or resumed and "
+                                       "not run to its end: run it, or let it go with its close()")
             fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -85,7 +84,7 @@ class RunLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, record.encode(), 0)
             os.fsync(fd)
-            _held[key] = [fd, 1]
+            _held[key] = fd
             self._key = key
         return self
 
@@ -93,12 +92,9 @@ class RunLock:
         if self._key is None:
             return
         with _held_lock:
-            held = _held.get(self._key)
-            if held is not None:
-                held[1] -= 1
-                if held[1] <= 0:
-                    del _held[self._key]
-                    os.close(held[0])  # closing the only descriptor releases the flock
+            fd = _held.pop(self._key, None)
+            if fd is not None:
+                os.close(fd)  # closing the only descriptor releases the flock
             self._key = None
 
     @property

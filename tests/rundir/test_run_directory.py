@@ -179,6 +179,69 @@ def test_resume_refuses_a_budget_below_the_samples_taken_and_changes_nothing(tmp
     assert method.samples == 8 and method.budget == 8
 
 
+def test_resume_changes_only_what_leaves_the_records_true(tmp_path):
+    """resume_run took any setting, wrote it into config.json and went on: a knapsack run continued as an OJSP
+    hill climb, its private instance seed recorded as public; a typo was blamed on config.json."""
+    from raise_plugin.replay import replaying
+
+    start_run(config(tmp_path / "run", budget=4, tau=1), llm=ScriptedLLM(0)).run()
+    recorded = (tmp_path / "run" / "config.json").read_bytes()
+    for changes, says in ((dict(task="ojsp"), r"resume_run: 'task' stays as the run recorded it"),
+                          (dict(seed=7, max_llm_calls=9), r"resume_run: 'seed' stays"),
+                          (dict(budgett=9), r"resume_run: unknown field 'budgett'"),
+                          (dict(budget="20"), r"config field 'budget': must be an integer")):
+        with pytest.raises(ConfigError, match=says):
+            resume_run(tmp_path / "run", llm=ScriptedLLM(0), **changes)
+        assert (tmp_path / "run" / "config.json").read_bytes() == recorded
+    with pytest.raises(ConfigError, match=r"replaying .*run, the settings given: unknown field 'budgett'"):
+        replaying(tmp_path / "run", budgett=3)
+    resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=6, seed=None, max_llm_calls=40).run()  # None: as recorded
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["max_llm_calls"] == 40
+    check_complete(tmp_path / "run", 6)
+
+
+def test_a_second_run_object_on_a_directory_in_one_process_waits_for_the_first_to_end_or_close(tmp_path):
+    """Two run objects of one process on one directory (a notebook's cell run again) both ran: the
+    samples were numbered 1-6 and then 5-8 in one journal."""
+    from raise_plugin.rundir.lock import RunDirectoryBusy
+
+    unrun = start_run(config(tmp_path / "run", budget=4, tau=1), llm=ScriptedLLM(0))
+    with pytest.raises(RunDirectoryBusy, match=r"in use by a run of this process.*close\(\)$"):
+        resume_run(tmp_path / "run", llm=ScriptedLLM(0))
+    unrun.close()  # let go without running: the other may then resume it
+    resume_run(tmp_path / "run", llm=ScriptedLLM(0)).run()
+    first = resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=6)
+    with pytest.raises(RunDirectoryBusy):
+        resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=8)
+    first.run()
+    resume_run(tmp_path / "run", llm=ScriptedLLM(0), budget=8).run()  # the first ended: its lock went with it
+    check_complete(tmp_path / "run", 8)
+    assert _open_under(tmp_path) == []
+
+
+@pytest.mark.parametrize("hook", ["on_sample_evaluated", "on_generation_end"])
+def test_an_interrupt_raised_in_a_callback_stops_the_run_to_be_resumed(tmp_path, hook):
+    """A KeyboardInterrupt from a hook ended only the host's thread it ran in: the run said it had
+    finished, with 3 to 5 of its 8 samples."""
+    from raise_plugin.robust import Callback
+
+    class Interrupt(Callback):
+        def __init__(self):
+            self.raised = False
+
+        def _maybe(self, method, snapshot, *rest):
+            if not self.raised and snapshot.samples >= 3:
+                self.raised = True
+                raise KeyboardInterrupt
+
+    setattr(Interrupt, hook, Interrupt._maybe)
+    summary = start_run(config(tmp_path / "run", task="ovrp", budget=8, tau=1), callbacks=[Interrupt()]).run()
+    assert not summary["finished"] and summary["stopped"] == f"KeyboardInterrupt raised in Interrupt.{hook}"
+    assert summary["samples"] < 8 and summary["hook_errors"] == 0
+    assert resume_run(tmp_path / "run").run()["finished"]
+    assert [r["sample"] for r in read_jsonl(tmp_path / "run" / "samples.jsonl")] == list(range(1, 9))
+
+
 def test_resume_refuses_a_directory_that_is_not_a_run(tmp_path):
     with pytest.raises(UserError, match="not a run directory"):
         resume_run(tmp_path)

@@ -291,6 +291,8 @@ class RunConfig:
         if flat and {"budget", "llm"} & set(settings):  # dataclasses.replace(config, budget=N): the rest would reset
             raise TypeError("RunConfig: budget or llm as one setting beside whole sections: use config.replace(...)")
         flat = {**flat, **settings}
+        if type(flat.get("instance_seed")) is int:  # the setting's "or an integer": recorded as its digits
+            flat["instance_seed"] = str(flat["instance_seed"])
         for name in _OWN:
             object.__setattr__(self, name, flat.get(name, default(name)))
         for name, cls in SECTIONS.items():
@@ -343,7 +345,7 @@ class RunConfig:
         """The settings a TOML file gives, flat (not checked yet)."""
         p = Path(path)
         try:
-            data = tomllib.loads(p.read_text())
+            data = tomllib.loads(p.read_text(encoding="utf-8-sig"))  # a byte-order mark first (Notepad) is read past
         except OSError as exc:
             raise ConfigError(f"cannot read config file {p}: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:

@@ -87,3 +87,23 @@ def test_a_run_recorded_before_task_defaults_resumes_with_the_papers_settings(tm
         assert json.loads((out / "config.json").read_text())["projection"] == "paper"
     finally:
         resumed.recorder.close()
+
+
+def test_an_instance_seed_may_be_an_integer_as_its_setting_says(tmp_path):
+    """instance_seed=5 (and `instance_seed = 5` in a TOML file) said "must be a string"; its help says
+    "or an integer", and the flag took it."""
+    assert RunConfig(task="ovrp", instance_seed=5).instance_seed == "5"
+    (tmp_path / "seed.toml").write_text('task = "ovrp"\ninstance_seed = 7\n')
+    assert RunConfig.from_toml(tmp_path / "seed.toml").instance_seed == "7"
+    with pytest.raises(ConfigError, match=r"'instance_seed': must be 'private', 'drawn', 'public' or a non-negative "
+                                          r"integer, got '-1'$"):
+        RunConfig(task="ovrp", instance_seed=-1)
+    with pytest.raises(ConfigError, match="got True"):
+        RunConfig(task="ovrp", instance_seed=True)
+
+
+def test_a_settings_file_that_starts_with_a_byte_order_mark_is_read(tmp_path):
+    """A file saved by Notepad starts with one: it was refused as "Invalid statement (at line 1, column 1)"."""
+    (tmp_path / "bom.toml").write_bytes(b'\xef\xbb\xbftask = "ovrp"\nbudget = 9\n')
+    config = RunConfig.from_toml(tmp_path / "bom.toml")
+    assert (config.task, config.budget.samples) == ("ovrp", 9)

@@ -17,6 +17,8 @@ from typing import Iterable
 
 import numpy as np
 
+from ..errors import UserError
+
 __all__ = ["ALPHA", "LEVEL", "RESAMPLES", "BOOTSTRAP_SEED", "Paired", "Comparison", "pair_rows", "wilcoxon_p",
            "bootstrap_ci", "compare_paired", "mean_half_width", "row_is_valid", "format_p", "format_signed", "holm",
            "holm_adjust"]
@@ -68,12 +70,19 @@ def pair_rows(rows: Iterable[dict], method: str, reference: str, *, by_seed: boo
     """
     mine: dict[str, dict[tuple, float]] = {}
     theirs: dict[str, dict[tuple, float]] = {}
+    present = set()
     for r in rows:
+        present.add(r["method"])
         if r["method"] not in (method, reference):
             continue
         value = float(r["metric"]) if row_is_valid(r) else math.nan
         side = mine if r["method"] == method else theirs
         side.setdefault(str(r.get("seed", 0)), {})[_instance_key(r)] = value
+    for name in dict.fromkeys((method, reference)):  # a name with no row would pair nothing, silently (NaN)
+        if name not in present or method == reference:
+            raise UserError(f"cannot pair {method!r} with {reference!r}: " + (
+                "a method is paired with another" if method == reference else f"no row of {name!r}") +
+                f"; the rows hold {', '.join(sorted(map(str, present))) or 'none'}")
     seeds = tuple(sorted(mine, key=_seed_order))
     instances = sorted({k for per_seed in mine.values() for k in per_seed})
     diff = np.full((len(seeds), len(instances)), math.nan)

@@ -102,3 +102,18 @@ def test_holm_adjusts_a_family_of_p_values_as_worked_by_hand():
     assert holm([0.5, float("nan"), 0.001, 0.2])[::2] == pytest.approx([0.5, 0.003])
     assert holm([0.5, 0.001, 0.2])[2] == pytest.approx(0.4)
     assert holm([0.6, 0.7]) == [1.0, 1.0]  # capped at 1
+
+
+def test_a_name_with_no_row_is_refused_naming_those_present():
+    """A variant's key (`eoh-raise-eps0.002`, where the rows hold its label) or a misspelt baseline gave
+    a mean of NaN over 0 pairs, and the verdict "no valid pairs", as if every program had failed."""
+    from raise_plugin.errors import UserError
+
+    rows = results("A", range(2), noisy(1, (2, 6))) + results("B", range(2), noisy(2, (2, 6)))
+    for method, reference, says in (("a", "B", "no row of 'a'; the rows hold A, B$"),
+                                    ("A", "Bb", "no row of 'Bb'; the rows hold A, B$"),
+                                    ("A", "A", "a method is paired with another")):
+        with pytest.raises(UserError, match=says):
+            compare_paired(rows, method, reference, by_seed=True)
+    all_invalid = results("C", range(2), noisy(3, (2, 6)), valid=[[False] * 6] * 2)
+    assert compare_paired(rows + all_invalid, "C", "B", by_seed=True).pairs == 0  # present, all invalid: no pairs

@@ -35,6 +35,10 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     """A new run writing to ``config.out`` (refused when that directory already holds one); ``.run()`` runs it and
     returns its summary (the dict ``summary()`` gives and ``summary.json`` holds). What the config names is
     checked first (``resolve``): a bad name, as a bad value, writes nothing."""
+    if not isinstance(config, RunConfig):
+        raise UserError(f"start_run takes a RunConfig (rp.RunConfig(task=..., budget=...)), got "
+                        f"{type(config).__name__}")
+    _check_llm(llm)
     config, parts = resolve(config)
     if parts.idle and not config.adversary.allow_no_refresh:  # a robust run that would train as a plain one:
         raise ConfigError(f"{parts.idle} (or start it as it is with --allow-no-refresh)")  # refused, with the fix
@@ -70,6 +74,13 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     return method
 
 
+def _check_llm(llm) -> None:
+    """``llm``: a back-end object (an llm4ad ``LLM``: ``draw_sample``), or ``None`` for the config's."""
+    if llm is not None and not callable(getattr(llm, "draw_sample", None)):
+        raise UserError(f"llm: give a back-end object (an llm4ad LLM), or leave it out for the config's llm setting "
+                        f"(RunConfig(llm='offline'), 'openai:MODEL', ...), got {llm!r}")
+
+
 def _remove_new(out: Path, before: set | None) -> None:
     """What a new run refused as it was built (a back-end without its key, a method that cannot take the
     task) wrote in ``out``: the folder if it made it, else the entries it added."""
@@ -94,9 +105,10 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     ``overrides`` (``RESUME_CHANGES``: ``max_cost_usd``, ``max_llm_calls``, ``max_tokens``, ``llm_timeout``,
     ``max_failed_requests``, ``base_url``, ``executor``, ``workers``; ``None`` leaves one as recorded) change
     the recorded config before the run continues (a budget below the samples it has taken, or any other
-    setting, is a ``ConfigError``, and nothing changes). The LLM usage recorded so far is carried over (the run's request
-    journal), so caps count the whole run. An ``openai`` run calls the base URL it recorded (else
+    setting, is a ``ConfigError``, and nothing changes). The LLM usage recorded so far is carried over (the
+    run's request journal), so caps count the whole run. An ``openai`` run calls the base URL it recorded (else
     one ``EndpointWarning`` says which it calls, and why: ``llm.endpoint.resumed_endpoint``)."""
+    _check_llm(llm)
     check_names(overrides, "resume_run")
     fixed = sorted(name for name, value in overrides.items() if value is not None and name not in RESUME_CHANGES)
     if fixed:

@@ -113,6 +113,29 @@ def test_a_bad_name_or_setting_is_a_user_error_and_still_the_error_python_expect
     assert isinstance(caught.value, kind)
 
 
+def _ovrp_datasets():
+    return rp.get_task("ovrp").validation_suite()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda out: rp.start_run({"task": "ovrp"}), r"^start_run takes a RunConfig .*got dict$"),
+    (lambda out: rp.start_run(rp.RunConfig(task="ovrp", budget=4, tau=1, out=str(out)), llm="offline"),
+     r"^llm: give a back-end object .*got 'offline'$"),
+    (lambda out: rp.compare("ovrp", runs={"budget": 4}), r"^runs: give a RunConfig, or its settings as keywords"),
+    (lambda out: rp.compare("ovrp", budget=8, pop_size=4, tau=1, seeds=1, out=str(out.parent / "afile"),
+                            progress=False), r"^out: not a directory, got '.*afile'$"),
+    (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[0]),
+     r"^datasets: give a list of Datasets .*got Dataset$"),
+    (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[:1],
+                                   timeout=0), r"^timeout: seconds per instance, more than 0, got 0$")])
+def test_a_wrong_argument_to_the_api_is_one_line_and_writes_nothing(tmp_path, call, message):
+    """Each gave an AttributeError, TypeError, ValueError or FileExistsError from deep inside."""
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(rp.UserError, match=message) as caught:
+        call(tmp_path / "out")
+    assert "\n" not in str(caught.value) and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 def test_every_exported_name_is_described_in_the_api_reference():
     page = (ROOT / "docs" / "api.md").read_text()
     missing = [name for name in rp.__all__ if f"`{name}" not in page and f"`rp.{name}" not in page]

@@ -25,6 +25,7 @@ from raise_plugin.programs import compile_priority
 from raise_plugin.progress import check_progress, open_progress
 from tasks import get_task
 from tasks.common.classical import classical_rules
+from tasks.common.suite import Dataset
 
 __all__ = ["Heuristic", "Row", "evaluate_suite", "check_heuristics"]
 
@@ -95,12 +96,18 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     except (KeyError, ValueError, TypeError) as exc:
         raise UserError(f"task: {exc.args[0] if exc.args else exc}") from None
     heuristics = check_heuristics(task, heuristics)
-    datasets = list(datasets)
+    given = list(datasets) if isinstance(datasets, abc.Iterable) and not isinstance(datasets, (str, Dataset)) else None
+    if given is None or not all(isinstance(d, Dataset) for d in given):
+        raise UserError("datasets: give a list of Datasets (the task's validation_suite() or test_suite(), or a "
+                        f"part of one), got {type(datasets).__name__}")
+    datasets = given
     instances = [inst for d in datasets for inst in d.instances]
     if not instances:
         raise UserError("datasets: no instance to evaluate on")
     if workers is not None and not (isinstance(workers, int) and workers >= 1):
         raise UserError(f"workers: must be a whole number of at least 1, got {workers!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+        raise UserError(f"timeout: seconds per instance, more than 0, got {timeout!r}")
     if executor is None:
         executor = f"process:{workers}" if workers is not None else "process"
     if timeout is None:

@@ -24,6 +24,7 @@ import json
 import warnings
 from pathlib import Path
 
+from raise_plugin.durable import unwritable
 from raise_plugin.engine.suite import Heuristic
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_config import CompareConfig
@@ -77,6 +78,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         raise UserError(f"every RAISE row would equal its plain twin's: {idle} (or run it as it is with "
                         "--allow-no-refresh)")
     check_place(study.executor)  # a scheduler that does not answer: nothing written
+    why = unwritable(out, folder=True)
+    if why:  # a file there, or a place that holds none: refused before anything is trained
+        raise UserError(f"out: {why}, got {str(study.out)!r}")
     if holds(out) == "a run":  # its report.html and the rest would be the compare's
         raise UserError(f"{out} holds a run; a compare writes a folder of its own: choose another --out")
     plan = plan_reuse(config, task, variants, out, reuse)

@@ -83,6 +83,10 @@ class CompareConfig:
     study: StudySettings = field(default_factory=StudySettings)
 
     def __init__(self, runs: RunConfig | None = None, study: StudySettings | None = None, **settings: Any):
+        for name, value, cls in (("runs", runs, RunConfig), ("study", study, StudySettings)):
+            if value is not None and not isinstance(value, cls):  # a mapping: its settings as keywords instead
+                raise UserError(f"{name}: give a {cls.__name__}, or its settings as keywords, got "
+                                f"{type(value).__name__}")
         given = {**({name: getattr(study, name) for name in _STUDY} if study is not None else {}),
                  **({name: value for name, value in runs.to_dict().items() if name in RUN_SETTINGS}
                     if runs is not None else {}),

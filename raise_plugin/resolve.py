@@ -123,6 +123,9 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     except SettingError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
         raise ConfigError(f"config field {exc.name!r}: {why}", exc.name, exc.reason) from None
+    available = len(task.nominal_instances())  # a run trains on the first N of its nominal set: no more than it has
+    if config.adversary.nominal is not None and config.adversary.nominal > available:
+        bad_field("nominal", config.adversary.nominal, f"{task.name} has {available} nominal instances")
     method = get_method(config.method)
     in_flight = config.engine.programs_in_flight
     if in_flight > 1:

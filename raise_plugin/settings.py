@@ -187,7 +187,8 @@ TREE = Section("run", "run", (
         _s("instances_per_refresh", "one", "str", "one (the paper's: the representative draw of the distribution a "
            "refresh finds) or draws (all --inner-draws of it; widen --max-adversarial to match)",
            choices=PER_REFRESH),
-        _s("nominal", None, "int", "use only the first N nominal instances", unit="instances", low=1, shown="all"),
+        _s("nominal", None, "int", "use only the first N nominal instances (at most the task's)", unit="instances", low=1,
+           shown="all"),
         _s("adversary_objective", None, "str", "what the inner search maximises: metric (the paper's), "
            "regret:baselines, regret:NAME or regret:population[:K]", task_default=True, fallback="metric",
            metavar="OBJECTIVE"),

@@ -93,6 +93,7 @@ def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(
     ({"adversary_objective": "regret"}, "adversary_objective metric or regret:baselines, got 'paper' and 'regret'"),
     ({"workers": 0}, "workers: must be >= 1"),
     ({"timeout": -1}, "timeout: must be > 0"),
+    ({"epsilons": [0.002, 0.01, 0.002]}, "^epsilons: 0.002 given twice$"),  # it searched the radius once, silently
 ])
 def test_profile_refuses_bad_input_in_one_line(keywords, message):
     given = {"task": "ovrp", "heuristics": ["SP-Insert"], "progress": False, **keywords}
@@ -127,13 +128,29 @@ def _ovrp_datasets():
     (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[0]),
      r"^datasets: give a list of Datasets .*got Dataset$"),
     (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[:1],
-                                   timeout=0), r"^timeout: seconds per instance, more than 0, got 0$")])
+                                   timeout=0), r"^timeout: seconds per instance, more than 0, got 0$"),
+    (lambda out: rp.robust(rp.get_method("eoh"), callbacks=[5]),  # each hook then failed, logged, all run long
+     r"^callbacks: 5 has no on_run_start: subclass raise_plugin.robust.Callback$"),
+    (lambda out: rp.robust(rp.get_method("eoh"), callbacks=rp.AdversarialInstanceCallback(epsilon=0.002)),
+     r"^callbacks: give a list of Callbacks, got AdversarialInstanceCallback$")])
 def test_a_wrong_argument_to_the_api_is_one_line_and_writes_nothing(tmp_path, call, message):
     """Each gave an AttributeError, TypeError, ValueError or FileExistsError from deep inside."""
     (tmp_path / "afile").write_text("")
     with pytest.raises(rp.UserError, match=message) as caught:
         call(tmp_path / "out")
     assert "\n" not in str(caught.value) and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_a_run_on_another_task_is_not_profiled_and_a_task_object_is_evaluated(tmp_path):
+    """profile scored a knapsack run's program on OBP (inf, "priority raised IndexError"); evaluate_suite
+    said "unknown task <Task ovrp>" of the task profile takes."""
+    rp.start_run(rp.RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, out=str(tmp_path / "run"))).run()
+    with pytest.raises(rp.UserError, match=r"^.*run is a run on ovrp, not obp: give --task ovrp$"):
+        rp.profile("obp", [str(tmp_path / "run")], progress=False)
+    task = rp.get_task("ovrp")
+    rows = rp.evaluate_suite(task, [rp.Heuristic("a", baseline="SP-Insert")], task.validation_suite()[:1],
+                             workers=1, progress=False)
+    assert [r.heuristic for r in rows] == ["a", "a"] and all(r.valid for r in rows)
 
 
 def test_every_exported_name_is_described_in_the_api_reference():

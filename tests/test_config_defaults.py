@@ -46,7 +46,8 @@ def test_a_given_setting_wins_and_is_still_checked():
     ({"task": "nosuch"}, "^config field 'task': must be one of .*, got 'nosuch'$"),
     ({"epsilon": 5.0}, "^config field 'epsilon': 5 is beyond the largest distance obp's distributions can reach"),
     ({"executor": "serial", "workers": 2}, "^config field 'workers': counts the local worker processes"),
-    ({"llm": "replay:nowhere"}, "^config field 'llm': replay:nowhere: no such recording")])
+    ({"llm": "replay:nowhere"}, "^config field 'llm': replay:nowhere: no such recording"),
+    ({"nominal": 6}, "^config field 'nominal': obp has 5 nominal instances, got 6$")])  # it trained on 5, silently
 def test_a_bad_name_fails_when_the_run_starts_before_anything_is_written(tmp_path, fields, message):
     config = RunConfig(**{"task": "obp", "out": str(tmp_path / "r"), **fields})  # what each value is: fine
     with pytest.raises(ConfigError, match=message) as raised:

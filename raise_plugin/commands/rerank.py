@@ -7,7 +7,7 @@ from pathlib import Path
 
 from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, report_invalid, resolve_task
 from raise_plugin.errors import UserError
-from raise_plugin.harness.rerank import (load_run_programs, recorded_run_config, rerank, robust_settings,
+from raise_plugin.harness.rerank import (check_recorded_task, load_run_programs, rerank, robust_settings,
                                         run_nominal_seed)
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
@@ -35,10 +35,7 @@ def run(args) -> int:
                        "workers", "seed"))
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
-    recorded = recorded_run_config(args.log_dir)
-    if recorded.get("task") not in (None, args.task, task.name):
-        raise UserError(f"{args.log_dir} is a run on {recorded['task']}, not {task.name}: "
-                        f"give --task {recorded['task']}")
+    recorded = check_recorded_task(args.log_dir, task)
     try:
         programs = load_run_programs(args.log_dir)
     except ProgramError as exc:

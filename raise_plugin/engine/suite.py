@@ -23,7 +23,7 @@ from raise_plugin.engine.fanout import index_chunks
 from raise_plugin.errors import UserError
 from raise_plugin.programs import compile_priority
 from raise_plugin.progress import check_progress, open_progress
-from tasks import get_task
+from tasks import Task, get_task
 from tasks.common.classical import classical_rules
 from tasks.common.suite import Dataset
 
@@ -91,10 +91,11 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     enough to compile).
     """
     check_progress(progress)  # a bad value, as every argument below, refused before any worker starts
-    try:
-        task = get_task(task_name)
+    try:  # a task's name or reference, or the task itself (as profile takes it)
+        task = task_name if isinstance(task_name, Task) else get_task(task_name)
     except (KeyError, ValueError, TypeError) as exc:
         raise UserError(f"task: {exc.args[0] if exc.args else exc}") from None
+    task_name = task.name
     heuristics = check_heuristics(task, heuristics)
     given = list(datasets) if isinstance(datasets, abc.Iterable) and not isinstance(datasets, (str, Dataset)) else None
     if given is None or not all(isinstance(d, Dataset) for d in given):

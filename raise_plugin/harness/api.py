@@ -10,7 +10,8 @@ from raise_plugin.adversary.projection import check_epsilon
 from raise_plugin.engine.suite import Heuristic, check_heuristics
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import CompareResult, run_compare
-from raise_plugin.harness.compare_config import CompareConfig
+from raise_plugin.harness.compare_config import CompareConfig, given_once
+from raise_plugin.harness.rerank import check_recorded_task
 from raise_plugin.harness.robustness_profile import Profile, robustness_profile, save_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
@@ -122,6 +123,7 @@ def _heuristics(task, given) -> list[Heuristic]:
         if isinstance(h, Heuristic):
             chosen.append(h)
         elif Path(h).exists():
+            check_recorded_task(h, task)  # a run on another task: its program meets instances it was not written for
             try:
                 name, code = read_program(h)
                 check_program(code, source=str(h), template=getattr(task, "template_program", None))
@@ -144,7 +146,7 @@ def _epsilons(task, epsilon) -> list[float]:
     values = [epsilon] if isinstance(epsilon, Real) else list(epsilon)
     if not values or not all(isinstance(v, Real) and v > 0 for v in values):
         raise UserError(f"epsilons: give one or more positive radii, got {epsilon!r}")
-    values = sorted({float(v) for v in values})
+    values = sorted(given_once("epsilons", tuple(float(v) for v in values), shown=lambda eps: f"{eps:g}"))
     beyond = check_epsilon(task, values[-1])
     if beyond is not None:
         raise UserError(f"epsilons: {beyond}")

@@ -19,7 +19,7 @@ from raise_plugin.selection import check_selection_suite
 from raise_plugin.settings import SETTINGS, SettingError, check_settings, default
 from tasks import is_task_reference, list_tasks, task_reference
 
-__all__ = ["CompareConfig", "StudySettings", "RUN_CONTROLS", "STUDY_CAPS", "DEFAULT_OUT"]
+__all__ = ["CompareConfig", "StudySettings", "RUN_CONTROLS", "STUDY_CAPS", "DEFAULT_OUT", "given_once"]
 
 # what every run of a compare is given as it is: the sandbox's limits and the endpoint's controls
 RUN_CONTROLS = ("timeout", "memory_mb", "file_mb", "output_mb", "base_url", "max_tokens", "llm_timeout",
@@ -101,7 +101,7 @@ class CompareConfig:
             raise UserError(f"task: unknown {task!r}; choose from {', '.join(list_tasks())}")
         if is_task_reference(task):  # the file's absolute path: jobs and re-runs find it from anywhere
             flat["task"] = task = task_reference(task)
-        flat["methods"] = _once("methods", _listed("methods", flat["methods"]))
+        flat["methods"] = given_once("methods", _listed("methods", flat["methods"]))
         for m in flat["methods"]:
             if m not in METHODS:
                 raise UserError(f"methods: unknown {m!r}; choose from {', '.join(sorted(METHODS))}")
@@ -203,7 +203,7 @@ def _listed(name: str, value: Any) -> tuple:
     return tuple(value)
 
 
-def _once(name: str, items: tuple, shown=repr) -> tuple:
+def given_once(name: str, items: tuple, shown=repr) -> tuple:
     """``items`` of setting ``name`` if none is given twice (a twice-trained variant, a test counted
     twice in the Holm correction), else a one-line ``UserError`` naming the first repeated one."""
     for i, item in enumerate(items):
@@ -227,7 +227,7 @@ def _radii(value: Any) -> tuple[float, ...]:
         if not math.isfinite(eps):
             raise UserError(f"epsilons: must be finite numbers, got {item!r}")
         radii.append(eps)
-    _once("epsilons", tuple(radii), shown=lambda eps: f"{eps:g}")
+    given_once("epsilons", tuple(radii), shown=lambda eps: f"{eps:g}")
     named: dict[str, float] = {}
     for eps in radii:
         if f"{eps:g}" in named:
@@ -246,7 +246,7 @@ def _seeds(value: Any) -> tuple[int, ...]:
             SETTINGS["seed"].check(seed)
         except SettingError as exc:
             raise UserError(f"seeds: {exc.reason}") from None
-    return _once("seeds", seeds)
+    return given_once("seeds", seeds)
 
 
 def _directory(value: Any) -> str:

@@ -30,7 +30,7 @@ from raise_plugin.programs import ProgramError, compile_priority
 from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config
 from raise_plugin.settings import SettingError, default
-from tasks import get_task
+from tasks import get_task, reference_of
 from tasks.common.aggregation import Aggregation
 from tasks.common.suite import Dataset
 
@@ -57,6 +57,15 @@ def recorded_run_config(path: str | Path) -> dict:
         except RunDirectoryDamaged:
             continue
     return {}
+
+
+def check_recorded_task(path: str | Path, task) -> dict:
+    """What the run in ``path`` recorded (``recorded_run_config``); a one-line ``UserError`` when it ran on
+    another task than ``task``: its programs would be scored on instances they were never written for."""
+    recorded = recorded_run_config(path)
+    if recorded.get("task") not in (None, task.name, reference_of(task)):
+        raise UserError(f"{path} is a run on {recorded['task']}, not {task.name}: give --task {recorded['task']}")
+    return recorded
 
 
 def run_nominal_seed(path: str | Path, recorded: dict | None = None) -> int | None:

@@ -15,7 +15,7 @@ from llm4ad.tools.profiler import ProfilerBase
 from ..durable import write_failure
 from ..settings import default
 from .evaluator import InstanceSetEvaluator
-from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView
+from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView, checked_callbacks
 from .host_profiler import HostProfiler
 from .host_lines import holding_back_host_advice
 from .in_flight import ProgramsInFlight, evaluation_pool
@@ -95,7 +95,7 @@ class RobustCore:
             self._llm_guard.bind(self)
         self.evaluation = evaluation
         self.task = getattr(evaluation, "task", None)
-        self.callbacks: list[Callback] = list(self._bound_callbacks) + list(callbacks or [])
+        self.callbacks: list[Callback] = list(self._bound_callbacks) + list(checked_callbacks(callbacks))
         for cb in self.callbacks:  # settings that need the task (a named baseline) or the evaluation fail here
             check = getattr(cb, "check_task", None)
             if check is not None and self.task is not None:

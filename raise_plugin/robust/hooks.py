@@ -18,9 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-__all__ = ["Callback", "RunSnapshot", "ProgramView", "InstanceView", "SampleView", "InstanceUpdate"]
+from ..errors import UserError
+
+__all__ = ["Callback", "RunSnapshot", "ProgramView", "InstanceView", "SampleView", "InstanceUpdate", "HOOKS",
+           "checked_callbacks"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +148,21 @@ class Callback:
         """On resume, when the checkpoint holds no state of this callback (a kill before the first
         checkpoint, or one rebuilt from the records after damage): restore what the run directory's
         records (``log``, a ``RunLog``) say of its first ``generation`` generations. Nothing by default."""
+
+
+HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
+
+
+def checked_callbacks(callbacks) -> tuple:
+    """``callbacks`` (a list, or ``None``) as a tuple, each with every hook (a ``Callback``); else a
+    one-line ``UserError``: an object without them failed at every event, logged, and the run went on."""
+    if callbacks is None:
+        return ()
+    if isinstance(callbacks, (Callback, str, bytes)) or not isinstance(callbacks, Iterable):
+        raise UserError(f"callbacks: give a list of Callbacks, got {type(callbacks).__name__}")
+    given = tuple(callbacks)
+    for cb in given:
+        missing = [hook for hook in HOOKS if not callable(getattr(cb, hook, None))]
+        if missing:
+            raise UserError(f"callbacks: {cb!r} has no {missing[0]}: subclass raise_plugin.robust.Callback")
+    return given

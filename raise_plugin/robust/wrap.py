@@ -6,7 +6,7 @@ from typing import Iterable
 from .accounting import Accounting
 from .core import RobustCore
 from .database import DatabaseShape
-from .hooks import Callback
+from .hooks import Callback, checked_callbacks
 from .incumbent import IncumbentShape
 from .population import PopulationShape
 from .resume import Checkpoints
@@ -42,12 +42,13 @@ def robust(method_cls: type, *, callbacks: Iterable[Callback] | None = None) -> 
     """
     if not isinstance(method_cls, type):
         raise TypeError(f"robust() takes a method class, got {type(method_cls).__name__}")
+    callbacks = checked_callbacks(callbacks)
     name = f"Robust{method_cls.__name__}"
     if issubclass(method_cls, RobustMethodMixin):
-        return type(name, (method_cls,), {"_bound_callbacks": tuple(method_cls._bound_callbacks) + tuple(callbacks or ())})
+        return type(name, (method_cls,), {"_bound_callbacks": tuple(method_cls._bound_callbacks) + callbacks})
     shape = shape_of(method_cls)
     if shape is None:
         raise TypeError(f"robust() cannot wrap {method_cls.__name__}: it keeps neither a population (EoH), "
                         f"a programs database (FunSearch) nor an incumbent (HillClimb, RandSample)")
-    return type(name, (RobustMethodMixin, shape, method_cls), {"_bound_callbacks": tuple(callbacks or ()),
+    return type(name, (RobustMethodMixin, shape, method_cls), {"_bound_callbacks": callbacks,
                                                               "__doc__": f"{method_cls.__name__} with callbacks (RAISE)."})

@@ -201,7 +201,7 @@ def plot_adversarial_distributions(runs: dict, path: str | Path | None = None, *
         ax = fig.add_subplot(1, 1, 1)
         ax.stairs(next(iter(drawn.values()))[0].mean(axis=0), edges, fill=True, color="lightgray",
                   label="nominal histograms, mean")
-        _label_shift_axis(ax, edges, axis)
+        label_shift_axis(ax, edges, axis)
         ax.set_ylabel("probability")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the data
     blocks_of = fig.subfigures(blocks, cols, squeeze=False).flat if shown else ()
@@ -209,7 +209,7 @@ def plot_adversarial_distributions(runs: dict, path: str | Path | None = None, *
         top, bottom = block.subplots(2, 1, sharex=True)
         _draw_run(block, top, bottom, nominal, found, edges)
         top.set_title(label, fontsize=10)
-        _label_shift_axis(bottom, edges, axis)
+        label_shift_axis(bottom, edges, axis)
     width = int(13 * 5.6 * cols)  # characters a line of the title holds
     title = [textwrap.fill(f"Adversarial distributions of {task.shift.name} on {task.name}, each against its "
                            "nearest nominal histogram (the centre of its eps-ball)", width)]
@@ -241,7 +241,7 @@ def _first_nominal(log):
     return log.instance(next(i for i, r in log.instances.items() if r.get("origin") == "nominal"))
 
 
-def _label_shift_axis(ax, edges: np.ndarray, axis: str) -> None:
+def label_shift_axis(ax, edges: np.ndarray, axis: str) -> None:
     """The shift dimension's name and range below ``ax``, which spans its cells, ticks at a few whole
     values of it."""
     from matplotlib.ticker import MaxNLocator

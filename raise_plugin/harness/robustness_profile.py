@@ -24,13 +24,14 @@ from raise_plugin.adversary import PAPER_DRAWS, search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
-from raise_plugin.harness.figures import NO_BREAK, _label_shift_axis, finish_figure, new_figure, shift_axis
+from raise_plugin.harness.figures import NO_BREAK, finish_figure, label_shift_axis, new_figure, shift_axis
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.progress import open_progress
 from raise_plugin.rundir.files import jsonable
 from raise_plugin.selection import selects_on
 from raise_plugin.settings import default
 from tasks import get_task
+from tasks.common.errors import UnknownName
 from tasks.common.suite import Dataset
 
 __all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions",
@@ -69,7 +70,15 @@ class Profile:
         return list(self.nominal)
 
     def worst(self, heuristic: str, epsilon: float) -> np.ndarray:
-        return np.array([p.metric for p in self.points if p.heuristic == heuristic and p.epsilon == epsilon])
+        return np.array([p.metric for p in self._searched(heuristic, epsilon)])
+
+    def _searched(self, heuristic: str, epsilon: float) -> list:
+        """The points of ``heuristic`` at ``epsilon``; an ``UnknownName`` naming those profiled where it has none
+        (a misspelt name or a radius not searched gave NaN, as if its searches had failed)."""
+        if heuristic not in self.nominal or epsilon not in self.epsilons:
+            raise UnknownName(f"the profile has no {heuristic!r} at eps {epsilon:g}; it has "
+                              f"{', '.join(self.nominal)} at eps {', '.join(f'{e:g}' for e in self.epsilons)}")
+        return [p for p in self.points if p.heuristic == heuristic and p.epsilon == epsilon]
 
     def summary(self, heuristic: str, epsilon: float) -> tuple[float, float]:
         """Mean over seeds of the worst metric found, and its standard deviation (sd) over seeds."""
@@ -88,7 +97,7 @@ class Profile:
         return sum(p.skipped for p in self.points)
 
     def worst_distribution(self, heuristic: str, epsilon: float) -> np.ndarray:
-        pts = [p for p in self.points if p.heuristic == heuristic and p.epsilon == epsilon and p.distribution]
+        pts = [p for p in self._searched(heuristic, epsilon) if p.distribution]
         if not pts:
             return np.full(len(self.nominal_histogram), math.nan)
         return np.asarray(max(pts, key=lambda p: p.metric).distribution)
@@ -310,7 +319,7 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
                          fontsize=9, loc="left")
         ax.grid(alpha=0.3)
     fig.supylabel("probability", fontsize=9)
-    _label_shift_axis(axes[-1], edges, axis)
+    label_shift_axis(axes[-1], edges, axis)
     seeds = (f"the worst of {len(profile.seeds)} adversary seeds" if len(profile.seeds) > 1
              else f"adversary seed {profile.seeds[0]}")
     fig.suptitle(f"Distributions of {profile.shift or task.shift.name} under which {heuristic} did worst on "

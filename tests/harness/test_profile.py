@@ -32,6 +32,14 @@ def test_worst_case_grows_with_eps_up_to_the_seed_spread(profile):
         assert stats[-1][0] >= profile.nominal[h]
 
 
+def test_a_heuristic_or_radius_the_profile_lacks_is_named_not_nan(profile):
+    """summary("zzz", eps) gave (nan, nan) and worst_distribution an array of NaN, as for failed searches."""
+    for args in (("SP-insert", EPS[0]), ("SP-Insert", 0.5)):
+        for read in (profile.summary, profile.worst_distribution, profile.worst, profile.half_width):
+            with pytest.raises(KeyError, match=r"the profile has no .* it has SP-Insert, NF-Insert at eps "):
+                read(*args)
+
+
 def test_points_stay_inside_their_ball(profile):
     for p in profile.points:
         assert p.distance <= p.epsilon + 1e-9

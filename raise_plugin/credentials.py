@@ -4,9 +4,11 @@ with a password (``https://user:PASSWORD@host/v1``) or a token as its user is sh
 command line alike."""
 from __future__ import annotations
 
+import logging
+import re
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["HIDDEN", "shown_url", "hides_credentials", "shown_command"]
+__all__ = ["HIDDEN", "shown_url", "hides_credentials", "shown_command", "shown_text", "HiddenCredentials"]
 
 HIDDEN = "***"  # what stands for a URL's credentials wherever it is shown or recorded
 
@@ -21,6 +23,26 @@ def shown_url(url: str | None) -> str | None:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=f"{HIDDEN}@{parts.netloc.rpartition('@')[2]}"))
+
+
+_URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]*@")
+
+
+def shown_text(text: str) -> str:
+    """``text`` with the credentials of every URL in it replaced, as ``shown_url`` replaces them."""
+    return _URL_CREDENTIALS.sub(rf"\1{HIDDEN}@", text)
+
+
+class HiddenCredentials(logging.Filter):
+    """A log handler's filter: each record's message with its URLs' credentials hidden (``shown_text``); the
+    HTTP client logs every request's URL, credentials and all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        shown = shown_text(message)
+        if shown != message:
+            record.msg, record.args = shown, ()
+        return True
 
 
 def hides_credentials(url: str | None) -> bool:

@@ -87,7 +87,10 @@ class OpenAIBackend(LLM):
         if not self.model:
             raise LLMConfigError(f"no model given: pass one (e.g. 'openai:gpt-5-mini') or set {ENV_MODEL[0]}")
         self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-        key = api_key or os.environ.get(ENV_API_KEY)
+        key = (api_key or os.environ.get(ENV_API_KEY) or "").strip()  # a key from a file or a .env ends in a newline
+        if not (key.isascii() and key.isprintable()):  # the HTTP client's error would quote it whole, in every record
+            raise LLMConfigError(f"the API key ({ENV_API_KEY}, or api_key) holds a control or a non-ASCII character: "
+                                 f"set it again as the provider gave it (it is not shown)")
         if not key:
             if self.official:
                 raise LLMConfigError(f"no API key: set {ENV_API_KEY} or pass an API key "

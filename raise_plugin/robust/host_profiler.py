@@ -8,6 +8,8 @@ from pathlib import Path
 
 from llm4ad.method.eoh import EoHProfiler
 
+from ..credentials import HiddenCredentials
+
 __all__ = ["HostProfiler"]
 
 
@@ -25,6 +27,8 @@ class HostProfiler(EoHProfiler):
         for handler in root.handlers[:]:
             if type(handler) is logging.StreamHandler:
                 root.removeHandler(handler)
+            else:  # its file (run_log.txt) takes every library's lines: the HTTP client's hold the base URL
+                handler.addFilter(HiddenCredentials())
 
     def _record_and_print_verbose(self, function, *, resume_mode=False):
         super()._record_and_print_verbose(function, resume_mode=True)

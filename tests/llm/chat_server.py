@@ -43,6 +43,7 @@ class ChatServer:
         self.default = "ok"
         self.on_request = None
         self.requests: list[dict] = []
+        self.authorizations: list[str | None] = []  # each request's Authorization header, in order
         self._script: deque[str] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -124,6 +125,7 @@ class ChatServer:
                 request = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(request)
+                    server.authorizations.append(self.headers.get("Authorization"))
                     count = len(server.requests)
                 if server.on_request is not None:
                     server.on_request(count)

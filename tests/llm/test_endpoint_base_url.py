@@ -117,7 +117,9 @@ def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
         capsys.readouterr()
-        args = ["run", *FLAGS, "--llm", "openai:m", "--base-url", url, "--max-llm-calls", "2", "--out", str(out)]
+        # with the host's log (run_log.txt), which takes the HTTP client's lines, each with the URL it called
+        args = ["run", *[f for f in FLAGS if f != "--no-host-profiler"], "--llm", "openai:m", "--base-url", url,
+                "--max-llm-calls", "2", "--out", str(out)]
         monkeypatch.setattr(sys, "argv", ["raise-ahd", *args])  # the run lock records its holder's command
         assert main(args) == 0
         assert len(server.requests) == 2
@@ -142,4 +144,5 @@ def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes
         printed = capsys.readouterr()
         assert len(server.requests) == 4 and warnings_of(printed.err) == [] and secret not in printed.out + printed.err
         assert json.loads((out / "config.json").read_text())["base_url"] == shown
+    assert "HTTP Request: POST http://***@" in (out / "host" / "run_log.txt").read_text()
     assert not [p.name for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]

@@ -141,6 +141,22 @@ def test_missing_model_or_key_is_a_one_line_error():
         OpenAIBackend("gpt-5-mini")
 
 
+def test_a_key_read_with_its_line_end_is_used_and_one_that_cannot_be_sent_is_refused_unshown(server, monkeypatch):
+    """A key ending in a newline or a carriage return (a file, a Windows .env) failed every request with
+    the HTTP client's "Illegal header value b'Bearer sk-...\\n'", the whole key in the console and in every
+    record; a non-ASCII one was retried as an answer cut mid-way."""
+    for given in ("sk-NLKEY456\n", "sk-CRKEY123\r", "  sk-SPACED  "):
+        monkeypatch.setenv("OPENAI_API_KEY", given)
+        llm, _ = backend(server, api_key=None)
+        assert llm.draw_sample("x").startswith("echo")
+        assert server.authorizations[-1] == f"Bearer {given.strip()}"
+    for bad in ("sk-KEY\u00e9789", "sk-A\nB"):
+        with pytest.raises(LLMConfigError, match=r"^the API key \(OPENAI_API_KEY, or api_key\) holds a control or a "
+                                                 r"non-ASCII character: .*\(it is not shown\)$") as caught:
+            backend(server, api_key=bad)
+        assert bad[3:7] not in str(caught.value)
+
+
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_refused_key_stops_a_host_eoh_run_instead_of_looping(server, tmp_path):
     from llm4ad.method.eoh import EoH, EoHProfiler

@@ -61,6 +61,13 @@ def test_a_call_cap_stops_during_the_initial_population(tmp_path):
     assert method.samples == 3 and "cap of 3 LLM requests" in method.stop_reason
 
 
+def test_a_run_whose_last_sample_meets_its_cap_has_finished(tmp_path):
+    """A budget of 8 with a cap of 8 requests said "stopped early: the cap ... is reached", finished false,
+    and resume then had nothing to do."""
+    summary = start_run(config(tmp_path, budget=8, max_llm_calls=8), llm=PricedLLM()).run()
+    assert summary["samples"] == 8 and summary["finished"] and summary["stopped"] is None
+
+
 def test_a_run_already_at_its_cap_stops_before_any_sample(tmp_path):
     method = start_run(config(tmp_path, max_llm_calls=3), llm=PricedLLM())
     method.run()

@@ -83,5 +83,6 @@ class LLMBudget(Callback):
 
     def _check(self, method) -> None:
         why = self.reason(method)
-        if why is not None:
+        done = method.budget is not None and method.samples >= method.budget  # it ends there anyway: not stopped
+        if why is not None and not done:
             method.request_stop(why)

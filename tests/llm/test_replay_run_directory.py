@@ -54,7 +54,9 @@ def test_a_run_replayed_from_its_directory_alone_gives_the_same_samples(recorded
 
 def test_a_replay_s_stop_and_usage_lines_say_answers_were_replayed_not_sent(recorded, tmp_path, capsys):
     capsys.readouterr()
-    assert main(["run", "--llm", f"replay:{recorded}", "--out", str(tmp_path / "again"), "--no-progress"]) == 0
+    # a budget past the 12 recorded answers: the replay stops at them (at the recorded budget it has finished)
+    assert main(["run", "--llm", f"replay:{recorded}", "--budget", "16", "--out", str(tmp_path / "again"),
+                 "--no-progress"]) == 0
     lines = {line[:16].strip(): line[16:] for line in capsys.readouterr().out.splitlines()}
     assert lines["llm usage"] == (f"replay ({recorded / 'llm_calls.jsonl'}): 12 answers replayed, no request sent; "
                                   "as recorded: retries 0, failures 0, unusable 0, input tokens 0, output tokens 0, "

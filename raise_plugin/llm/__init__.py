@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
+    "started_backend",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
@@ -55,6 +56,16 @@ def endpoint_configured() -> bool:
     """Whether the environment names an endpoint (key or base URL) and a model."""
     has_endpoint = bool(os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL))
     return has_endpoint and any(os.environ.get(v) for v in ENV_MODEL)
+
+
+def started_backend(spec: str) -> str:
+    """The back-end a new run records: ``openai`` without a model (or ``auto``) as it resolves now, the model
+    taken from the environment pinned (``openai:MODEL``), so that resume asks the model the run started with."""
+    kind, _, arg = str(spec).strip().partition(":")
+    if kind.lower() == "auto" and not arg:
+        return started_backend("openai") if endpoint_configured() else "offline"
+    model = next((os.environ[v] for v in ENV_MODEL if os.environ.get(v)), None)
+    return f"openai:{model}" if kind.lower() == "openai" and not arg and model else spec
 
 
 def is_offline(llm: LLM | str | None) -> bool:

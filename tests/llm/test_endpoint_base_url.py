@@ -146,3 +146,19 @@ def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes
         assert json.loads((out / "config.json").read_text())["base_url"] == shown
     assert "HTTP Request: POST http://***@" in (out / "host" / "run_log.txt").read_text()
     assert not [p.name for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+
+
+def test_the_model_taken_from_the_environment_is_recorded_and_resume_asks_it(tmp_path, monkeypatch, capsys):
+    """`--llm openai` with RAISE_LLM_MODEL recorded "openai" alone: a resume under another OPENAI_MODEL went on
+    with that model, without a word, and its usage priced the whole run as the new one's."""
+    out = tmp_path / "run"
+    with answering(OfflineSampler(seed=0, task="ovrp")) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        monkeypatch.setenv("RAISE_LLM_MODEL", "first-model")
+        assert main(["run", *FLAGS, "--llm", "openai", "--base-url", server.base_url, "--max-llm-calls", "2",
+                     "--out", str(out)]) == 0
+        assert json.loads((out / "config.json").read_text())["llm"] == "openai:first-model"
+        monkeypatch.delenv("RAISE_LLM_MODEL")
+        monkeypatch.setenv("OPENAI_MODEL", "other-model")
+        assert main(["resume", str(out), "--max-llm-calls", "4", "--no-progress"]) == 0
+        assert [r["model"] for r in server.requests] == ["first-model"] * 4

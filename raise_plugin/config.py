@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping, NoReturn
+from urllib.parse import urlsplit
 
 from .errors import UserError
 from .settings import SETTINGS, TREE, SettingError, default, fallback, flatten_tables
@@ -162,8 +164,15 @@ class LLMSettings(Settings):
             if not self.backend.startswith("openai"):
                 bad_field("base_url", self.base_url,
                           f"only an openai back-end has an endpoint (llm is {self.backend!r})")
-            if not self.base_url.startswith(("http://", "https://")):
-                bad_field("base_url", self.base_url, "must be an http:// or https:// URL")
+            parts = urlsplit(self.base_url)
+            try:
+                port = parts.port  # a port that is no number, or past 65535: a ValueError
+            except ValueError:
+                port = -1
+            if parts.scheme.lower() not in ("http", "https") or not parts.hostname or port == -1:
+                shown = re.sub(r"//[^/@]*@", "//***@", self.base_url)  # its credentials never shown
+                raise ConfigError(f"config field 'base_url': must be an http:// or https:// URL with a host (and "
+                                  f"a port of at most 65535), got {shown!r}", "base_url")
 
     @property
     def kind(self) -> str:

@@ -95,11 +95,17 @@ def test_an_unset_base_url_is_the_environment_s_else_the_openai_api_and_only_ope
 
 def test_a_base_url_for_another_back_end_or_not_a_url_is_a_one_line_error(tmp_path, capsys):
     for flags, why in ((["--base-url", "http://127.0.0.1:8080/v1"], "only an openai back-end has an endpoint"),
-                       (["--llm", "openai:m", "--base-url", "localhost:8080"], "must be an http:// or https:// URL")):
+                       (["--llm", "openai:m", "--base-url", "localhost:8080"], "must be an http:// or https:// URL"),
+                       # a port that is no number was a traceback (ValueError), exit 1; one past 65535 was tried
+                       (["--llm", "openai:m", "--base-url", "http://u:pw-7f3a@127.0.0.1:abc/v1"], "with a host"),
+                       (["--llm", "openai:m", "--base-url", "http://127.0.0.1:99999/v1"], "port of at most 65535"),
+                       (["--llm", "openai:m", "--base-url", "http:///v1"], "with a host")):
         assert main(["run", *FLAGS, *flags, "--out", str(tmp_path / "r")]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "config field 'base_url'" in err and why in err
+        assert err.count("\n") == 1 and "config field 'base_url'" in err and why in err and "pw-7f3a" not in err
     assert not Path(tmp_path / "r").exists()
+    config = RunConfig(task="ovrp", llm="openai:m", base_url="HTTP://127.0.0.1:8080/v1")  # a scheme is any case
+    assert config.llm.base_url == "HTTP://127.0.0.1:8080/v1"
 
 
 def test_credentials_in_the_base_url_are_never_written_or_shown_and_resume_takes_them_again(tmp_path, monkeypatch,

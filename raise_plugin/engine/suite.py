@@ -23,6 +23,7 @@ from raise_plugin.engine.fanout import index_chunks
 from raise_plugin.errors import UserError
 from raise_plugin.programs import compile_priority
 from raise_plugin.progress import check_progress, open_progress
+from raise_plugin.settings import SettingError, check_settings
 from tasks import Task, get_task
 from tasks.common.classical import classical_rules
 from tasks.common.suite import Dataset
@@ -107,8 +108,10 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
         raise UserError("datasets: no instance to evaluate on")
     if workers is not None and not (isinstance(workers, int) and workers >= 1):
         raise UserError(f"workers: must be a whole number of at least 1, got {workers!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
-        raise UserError(f"timeout: seconds per instance, more than 0, got {timeout!r}")
+    try:  # the setting's own check, as profile's
+        check_settings({"timeout": timeout})
+    except SettingError as exc:
+        raise UserError(str(exc)) from None
     if executor is None:
         executor = f"process:{workers}" if workers is not None else "process"
     if timeout is None:

@@ -35,7 +35,8 @@ from ..settings import SettingError
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
 from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said, say_notice
-from .openai_backend import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url
+from .openai_backend import (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url,
+                             environment_model)
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash, recording_path
 from .prices import DEFAULT_PRICES, Price
@@ -55,7 +56,7 @@ SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 
 def endpoint_configured() -> bool:
     """Whether the environment names an endpoint (key or base URL) and a model."""
     has_endpoint = bool(os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL))
-    return has_endpoint and any(os.environ.get(v) for v in ENV_MODEL)
+    return has_endpoint and environment_model() is not None
 
 
 def started_backend(spec: str) -> str:
@@ -64,7 +65,7 @@ def started_backend(spec: str) -> str:
     kind, _, arg = str(spec).strip().partition(":")
     if kind.lower() == "auto" and not arg:
         return started_backend("openai") if endpoint_configured() else "offline"
-    model = next((os.environ[v] for v in ENV_MODEL if os.environ.get(v)), None)
+    model = environment_model()
     return f"openai:{model}" if kind.lower() == "openai" and not arg and model else spec
 
 

@@ -33,7 +33,8 @@ from .operators import infer_operator
 from .prices import DEFAULT_PRICES, Price, price_for
 from .usage import LENGTH, OK, UsageLedger
 
-__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url"]
+__all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url",
+           "environment_model"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -48,6 +49,11 @@ OPENAI_API_URL = "https://api.openai.com/v1"  # the endpoint when neither an arg
 def endpoint_url(base_url: str | None = None) -> str:
     """The endpoint an ``openai`` back-end calls: ``base_url``, else ``OPENAI_BASE_URL``, else the OpenAI API."""
     return base_url or os.environ.get(ENV_BASE_URL) or OPENAI_API_URL
+
+
+def environment_model() -> str | None:
+    """The model the environment names (``ENV_MODEL``, in order), or ``None``."""
+    return next((os.environ[v] for v in ENV_MODEL if os.environ.get(v)), None)
 
 
 class OpenAIBackend(LLM):
@@ -82,8 +88,7 @@ class OpenAIBackend(LLM):
                  sleep: Callable[[float], None] | None = None, seed: int | None = None,
                  do_auto_trim: bool = True):
         super().__init__(do_auto_trim=do_auto_trim)
-        env_model = next((os.environ[v] for v in ENV_MODEL if os.environ.get(v)), None)
-        self.model = model or env_model
+        self.model = model or environment_model()
         if not self.model:
             raise LLMConfigError(f"no model given: pass one (e.g. 'openai:gpt-5-mini') or set {ENV_MODEL[0]}")
         self.base_url = base_url or os.environ.get(ENV_BASE_URL) or None

@@ -109,7 +109,7 @@ class RecordingLLM(LLM):
 def _recorded_counts(path: Path) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 try:
                     counts[json.loads(line)["hash"]] += 1
@@ -118,6 +118,32 @@ def _recorded_counts(path: Path) -> dict[str, int]:
     except FileNotFoundError:
         pass
     return counts
+
+
+def _recorded_answers(path: Path) -> list[dict]:
+    """The answers ``path`` records, in order; a last line left without its newline by a kill that
+    does not read as an answer is passed over (a resume cuts it likewise: ``durable.AppendLog``).
+    Any other line that is not an answer, or a file that is not UTF-8 text, is a one-line error."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read LLM recording {path}: {exc.strerror or exc}") from None
+    lines = data.split(b"\n")
+    entries = []
+    for number, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw.decode("utf-8"))
+            if not isinstance(entry, dict) or not isinstance(entry["hash"], str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            if number == len(lines):  # no newline after it: torn by a kill while being written
+                break
+            raise UserError(f"LLM recording {path} line {number} is not a recorded answer (a --record file, or a "
+                            f"run directory's {CALLS_FILE}, holds one JSON object per line)") from None
+        entries.append(entry)
+    return entries
 
 
 def run_directory_of(source: str | Path) -> Path | None:
@@ -161,18 +187,8 @@ class ReplayLLM(LLM):
         self._answers: dict[str, deque] = defaultdict(deque)  # hash -> indices, in occurrence order
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
-        try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise UserError(f"cannot read LLM recording {self.path}: {exc.strerror or exc}") from None
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-                self._answers[entry["hash"]].append(len(self._entries))
-            except (ValueError, KeyError, TypeError):
-                raise UserError(f"LLM recording {self.path} line {number} is not a recorded answer") from None
+        for entry in _recorded_answers(self.path):
+            self._answers[entry["hash"]].append(len(self._entries))
             self._entries.append(entry)
         self.size = len(self._entries)
         self.samplers = max((int(e.get("samplers") or 1) for e in self._entries), default=1)

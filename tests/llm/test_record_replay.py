@@ -97,6 +97,30 @@ def test_bad_recordings_and_specs_are_one_line_errors(tmp_path):
         make_llm("offline", model="x")
 
 
+def test_a_recording_that_is_not_text_is_a_one_line_error(tmp_path):
+    noise = tmp_path / "noise.jsonl"
+    noise.write_bytes(bytes(range(256)) * 4 + b"\n")
+    with pytest.raises(UserError, match="line 1 is not a recorded answer") as info:
+        make_llm(f"replay:{noise}")
+    assert "\n" not in str(info.value)
+    listed = tmp_path / "listed.jsonl"
+    listed.write_text('[1, 2]\n{"hash": "a", "response": "x"}\n')
+    with pytest.raises(UserError, match="line 1 is not a recorded answer"):
+        make_llm(f"replay:{listed}")
+
+
+def test_a_last_line_torn_by_a_kill_is_passed_over_as_a_resume_cuts_it(tmp_path):
+    whole = [json.dumps({"hash": prompt_hash(f"p{i}"), "response": f"r{i}"}) for i in range(3)]
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text("\n".join(whole) + "\n" + whole[0][:17])
+    replay = make_llm(f"replay:{torn}")
+    assert replay.size == 3 and [replay.draw_sample(f"p{i}") for i in range(3)] == ["r0", "r1", "r2"]
+    # a line that is not an answer with a newline after it was written whole: it is no tear
+    torn.write_text("\n".join(whole) + "\n" + whole[0][:17] + "\n")
+    with pytest.raises(UserError, match="line 4 is not a recorded answer"):
+        make_llm(f"replay:{torn}")
+
+
 def test_auto_is_offline_without_an_endpoint():
     llm = make_llm("auto")
     assert isinstance(llm, OfflineSampler) and "NO LLM" in llm.describe()

@@ -28,7 +28,7 @@ from raise_plugin.credentials import shown_url
 from raise_plugin.settings import default, fallback
 
 from .errors import EndpointFailed, LLMAborted, LLMConfigError
-from .openai_request import Outcome, WaitingNotice, one_line, send, to_messages
+from .openai_request import LONG_WAIT, Outcome, WaitingNotice, notices, one_line, send, to_messages
 from .operators import infer_operator
 from .prices import DEFAULT_PRICES, Price, price_for
 from .usage import LENGTH, OK, UsageLedger
@@ -84,7 +84,7 @@ class OpenAIBackend(LLM):
                  backoff_base: float = 0.5, backoff_max: float = 8.0, retry_after_max: float = 60.0,
                  max_tokens: int | None = None, max_failed_requests: int | None = DEFAULT_MAX_FAILED_REQUESTS,
                  prices: Mapping[str, Price | tuple[float, float]] | None = None,
-                 request_options: Mapping[str, Any] | None = None, wait_notice: float = 10.0,
+                 request_options: Mapping[str, Any] | None = None, wait_notice: float = LONG_WAIT,
                  sleep: Callable[[float], None] | None = None, seed: int | None = None,
                  do_auto_trim: bool = True):
         super().__init__(do_auto_trim=do_auto_trim)
@@ -211,7 +211,7 @@ class OpenAIBackend(LLM):
                 self.usage.set_last_call(op, input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
                                          cost_usd=cost, retries=attempt, kind=outcome.kind)
                 if outcome.kind == LENGTH:
-                    log.warning("LLM answer cut off at the completion-token cap (%s)", self.max_tokens or "the server's")
+                    notices.warning("LLM answer cut off at the completion-token cap (%s)", self.max_tokens or "the server's")
                 return outcome.text
             if outcome.fatal is not None:
                 self.usage.call_failed(op)
@@ -219,7 +219,8 @@ class OpenAIBackend(LLM):
             if outcome.retryable and attempt + 1 < self.max_attempts:
                 self.usage.check()  # a cap or the failure bound reached: stop now, not after the back-off
                 delay = self._delay(attempt, outcome.retry_after)
-                log.info("LLM request failed (%s); retry %d in %.2f s", outcome.why, attempt + 1, delay)
+                notices.log(logging.WARNING if delay >= LONG_WAIT else logging.INFO,
+                            "LLM request failed (%s); retry %d in %.2f s", outcome.why, attempt + 1, delay)
                 (self._sleep or self.usage.pause)(delay)
                 continue
             break
@@ -228,7 +229,7 @@ class OpenAIBackend(LLM):
         if not self._reached and outcome.kind == "connection":
             raise EndpointFailed(f"cannot reach the LLM at {self.where}: {outcome.why} ({attempt + 1} attempts); "
                                  f"check the base URL ({ENV_BASE_URL}) and that the server is running")
-        log.warning("LLM call failed: %s%s; counted as a failed sample", outcome.why,
+        notices.warning("LLM call failed: %s%s; counted as a failed sample", outcome.why,
                     f" after {attempt + 1} attempts" if outcome.retryable else "")
         return ""
 

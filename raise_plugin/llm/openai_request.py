@@ -13,9 +13,13 @@ from typing import Any
 
 from .usage import LENGTH, OK
 
-__all__ = ["Outcome", "WaitingNotice", "send", "to_messages", "one_line", "MAX_BODY"]
+__all__ = ["Outcome", "WaitingNotice", "send", "to_messages", "one_line", "MAX_BODY", "notices", "LONG_WAIT"]
 
 log = logging.getLogger("raise_plugin.llm")
+# what a person watching a run wants to see as it happens: waiting for the endpoint, long back-offs,
+# failed calls (the host's log takes the run's other lines; ``HostProfiler`` shows these on stderr too)
+notices = logging.getLogger("raise_plugin.llm.endpoint")
+LONG_WAIT = 10.0  # seconds: a wait from which the run says it is waiting
 
 _RETRYABLE_STATUS = {408, 409, 429}
 MAX_BODY = 16 * 2 ** 20   # bytes of one answer: far past any program, short of a runaway stream
@@ -98,7 +102,7 @@ class WaitingNotice:
     def _watch(self) -> None:
         wait = self.first
         while not self._done.wait(wait):
-            log.warning("waiting for the LLM at %s: %.0f s so far (given up at %.0f s; --llm-timeout)",
+            notices.warning("waiting for the LLM at %s: %.0f s so far (given up at %.0f s; --llm-timeout)",
                         self.where, time.monotonic() - self._start, self.timeout)
             wait = max(wait, 30.0)
 

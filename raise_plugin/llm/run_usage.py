@@ -22,7 +22,8 @@ def hold_caps(llm, budget: BudgetSettings) -> None:
     backend = getattr(llm, "inner", llm)
     if budget.max_cost_usd is not None and getattr(backend, "priced", True) is False:
         raise UserError(f"--max-cost-usd: model {backend.model!r} has no known price, so its cost cannot be "
-                        f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")
+                        f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens) when "
+                        f"the run starts (a resume keeps the run's prices: cap its calls with --max-llm-calls)")
     usage = getattr(backend, "usage", None)
     if usage is not None:
         usage.max_requests, usage.max_cost_usd, usage.max_failed_requests = (

@@ -4,13 +4,38 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import sys
 from pathlib import Path
 
 from llm4ad.method.eoh import EoHProfiler
+from tqdm.auto import tqdm
 
 from ..credentials import HiddenCredentials
+from ..llm.openai_request import notices
 
-__all__ = ["HostProfiler"]
+__all__ = ["HostProfiler", "ConsoleNotices"]
+
+
+class ConsoleNotices(logging.Handler):
+    """The endpoint's notices (``llm.openai_request.notices``: waiting, long back-offs, failed calls) on
+    stderr as they happen, above a progress bar: the host's log takes the root logger's lines to its
+    file alone, where Python would otherwise print a warning to stderr itself."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.addFilter(HiddenCredentials())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(self.format(record), file=sys.stderr)  # as Python prints a warning itself
+        except Exception:  # noqa: BLE001 - a notice never stops a run (a closed stream, a bad argument)
+            self.handleError(record)
+
+    @classmethod
+    def shown(cls) -> None:
+        """Show the notices on stderr from now on in this process (once, whatever the runs)."""
+        if not any(isinstance(handler, cls) for handler in notices.handlers):
+            notices.addHandler(cls())
 
 
 class HostProfiler(EoHProfiler):
@@ -29,6 +54,7 @@ class HostProfiler(EoHProfiler):
                 root.removeHandler(handler)
             else:  # its file (run_log.txt) takes every library's lines: the HTTP client's hold the base URL
                 handler.addFilter(HiddenCredentials())
+        ConsoleNotices.shown()
 
     def _record_and_print_verbose(self, function, *, resume_mode=False):
         super()._record_and_print_verbose(function, resume_mode=True)

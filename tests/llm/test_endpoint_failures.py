@@ -226,9 +226,17 @@ def test_a_cost_cap_needs_a_price(tmp_path, monkeypatch, capsys):
         assert code == 2 and not server.requests
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "has no known price" in err and "--price test-model=" in err
+        # a resume keeps the run's prices (resume takes no --price): it is told what it can cap instead
+        code, _, unpriced = run_cli(tmp_path / "unpriced", server.base_url, "--max-llm-calls", "2",
+                                    monkeypatch=monkeypatch)
+        assert code == 0 and len(server.requests) == 2
+        assert main(["resume", str(unpriced), "--max-cost-usd", "0.001", "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]  # after the sandbox's note, where it gives one
+        assert err.startswith("raise-ahd: ") and "has no known price" in err and "--max-llm-calls" in err
+        assert len(server.requests) == 2
         code, _, out = run_cli(tmp_path / "priced", server.base_url, "--max-cost-usd", "0.0001",
                                "--price", "test-model=10,10", monkeypatch=monkeypatch)
-        received = len(server.requests)
+        received = len(server.requests) - 2  # after the unpriced run's two
     assert code == 0
     usage = json.loads((out / "llm_usage.json").read_text())
     summary = json.loads((out / "summary.json").read_text())
@@ -266,3 +274,24 @@ def test_a_slow_endpoint_is_waited_for_and_the_run_says_so(caplog):
             assert llm.draw_sample("hello").startswith("echo")
     assert any("waiting for the LLM at " + server.base_url in r.getMessage() for r in caplog.records)
     assert llm.usage.total().seconds >= 0.6
+
+
+def test_a_run_watched_at_a_terminal_says_it_waits_for_the_endpoint_and_backs_off(tmp_path, monkeypatch, capsys):
+    # the host's log takes every logged line to RUN_DIR/host alone: the waits were said only there
+    from llm_chat_server import ChatServer
+
+    waits = []
+    monkeypatch.setitem(OpenAIBackend.__init__.__kwdefaults__, "sleep", waits.append)
+    monkeypatch.setitem(OpenAIBackend.__init__.__kwdefaults__, "wait_notice", 0.2)
+    with ChatServer(answer=offline_answers(), retry_after="45", slow_seconds=0.6) as server:
+        server.script("429", "slow")
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        code = main(["run", "--task", "ovrp", "--no-robust", "--budget", "4", "--pop-size", "4", "--nominal", "1",
+                     "--llm", "openai:test-model", "--base-url", server.base_url, "--out", str(tmp_path / "run"),
+                     "--no-progress", "--no-validation-trace"])
+    err = capsys.readouterr().err
+    assert code == 0 and waits == [45.0]
+    assert "LLM request failed (rate-limited" in err and "retry 1 in 45.00 s" in err
+    assert f"waiting for the LLM at {server.base_url}" in err
+    log = (tmp_path / "run" / "host" / "run_log.txt").read_text()
+    assert "retry 1 in 45.00 s" in log and "waiting for the LLM" in log  # the host's log keeps them too

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping, NoReturn
 from urllib.parse import urlsplit
 
-from .errors import UserError
+from .errors import UserError, unexpected_keyword
 from .settings import SETTINGS, TREE, SettingError, default, fallback, flatten_tables
 
 __all__ = ["RunConfig", "BudgetSettings", "AdversarySettings", "InnerSearchSettings", "LLMSettings", "EngineSettings",
@@ -152,10 +152,12 @@ class LLMSettings(Settings):
         super().__post_init__()
         if self.prices is not None:
             for model, pair in self.prices.items():
-                if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                        or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in pair)):
-                    bad_field("prices", self.prices,
-                              f"entry {model!r} must be [input, output] dollars per million tokens, both >= 0")
+                if not isinstance(model, str) or not model.strip():  # "" would price every model (by prefix)
+                    bad_field("prices", self.prices, "each entry names a model (MODEL=IN,OUT)")
+                if (not isinstance(pair, (list, tuple)) or len(pair) != 2 or not all(
+                        isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1e6 for x in pair)):
+                    bad_field("prices", self.prices, f"entry {model!r} must be [input, output] dollars per million "
+                                                     "tokens, both from 0 to 1e6")
         if not (self.backend == "offline" or self.backend.startswith(("openai", "replay:"))):
             bad_field("llm", self.backend, "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
         if self.backend.startswith("replay:") and not self.backend.partition(":")[2]:
@@ -296,7 +298,7 @@ class RunConfig:
                     raise TypeError(f"RunConfig: {name} must be {cls.__name__}, got {type(section).__name__}")
                 flat = {**flat, **section.flat()}
         for name in sorted(set(settings) - _RUN_SETTINGS)[:1]:
-            raise TypeError(f"RunConfig() got an unexpected keyword argument {name!r}")
+            raise unexpected_keyword("RunConfig", name, _RUN_SETTINGS | set(SECTIONS))
         if flat and {"budget", "llm"} & set(settings):  # dataclasses.replace(config, budget=N): the rest would reset
             raise TypeError("RunConfig: budget or llm as one setting beside whole sections: use config.replace(...)")
         flat = {**flat, **settings}

@@ -1,11 +1,12 @@
 """Errors a user can fix (bad flags, files, configs): shown as one line, never a traceback.
 
 ``UserError`` is defined with the tasks (the lowest layer), so a task's own errors are ones too."""
+import difflib
 import warnings
 
 from tasks.common.errors import UnknownName, UserError
 
-__all__ = ["UserError", "UnknownName", "PluginWarning", "SandboxNote", "note_once"]
+__all__ = ["UserError", "UnknownName", "PluginWarning", "SandboxNote", "note_once", "unexpected_keyword"]
 
 
 class PluginWarning(UserWarning):
@@ -28,3 +29,12 @@ def note_once(message: str, stacklevel: int = 2) -> None:
     if message not in _NOTED:
         _NOTED.add(message)
         warnings.warn(message, SandboxNote, stacklevel=stacklevel + 1)
+
+
+def unexpected_keyword(owner: str, name: str, known) -> TypeError:
+    """Python's own ``TypeError`` for a keyword ``owner`` does not take, with the known names closest
+    to it (``eps`` -> ``epsilon``)."""
+    known = sorted(known)
+    close = [k for k in known if len(name) >= 3 and k.startswith(name)][:2] or difflib.get_close_matches(name, known, n=2)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    return TypeError(f"{owner}() got an unexpected keyword argument {name!r}{hint}")

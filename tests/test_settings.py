@@ -296,5 +296,15 @@ def test_a_changed_copy_keeps_the_rest_of_the_section_and_replace_cannot_reset_i
     for flat in ({"budget": 50}, {"llm": "offline"}):  # one setting beside the other sections, whole
         with pytest.raises(TypeError, match=r"use config\.replace"):
             dataclasses.replace(config, **flat)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'$"):
         RunConfig(nope=1)
+
+
+def test_a_misspelt_or_shortened_keyword_is_told_the_setting_it_may_mean():
+    from raise_plugin.harness.compare_config import CompareConfig
+
+    for make, given, meant in ((RunConfig, "eps", "epsilon"), (RunConfig, "budgte", "budget"),
+                               (RunConfig, "pop", "pop_size"), (CompareConfig, "eps", "epsilons"),
+                               (CompareConfig, "sedes", "seeds")):
+        with pytest.raises(TypeError, match=rf"unexpected keyword argument '{given}' \(did you mean '{meant}'\?\)$"):
+            make(**{given: 1})

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from raise_plugin.config import ConfigError, LLMSettings, RunConfig
 from raise_plugin.engine.executors import parse_executor_spec
-from raise_plugin.errors import UserError
+from raise_plugin.errors import UserError, unexpected_keyword
 from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS
 from raise_plugin.resolve import final_selection, resolve, robust_defaults
@@ -93,7 +93,7 @@ class CompareConfig:
                  **settings}
         unknown = sorted(set(given) - set(RECORDED_ORDER))
         if unknown:
-            raise TypeError(f"CompareConfig() got an unexpected keyword argument {unknown[0]!r}")
+            raise unexpected_keyword("CompareConfig", unknown[0], RECORDED_ORDER)
         flat = {**{name: default(name) for name in RUN_SETTINGS}, **{f.name: f.default for f in fields(StudySettings)},
                 **given}
         task = flat["task"]

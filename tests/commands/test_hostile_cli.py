@@ -53,6 +53,11 @@ CASES = {
     "run: negative cost cap": RUN + ["--max-cost-usd", "-1", "--out", "{tmp}/r"],
     "run: zero call cap": RUN + ["--max-llm-calls", "0", "--out", "{tmp}/r"],
     "run: malformed price": RUN + ["--price", "model=1", "--out", "{tmp}/r"],
+    # these three were taken (a plain run, so nothing else refuses them): "" priced every model, and a cost
+    # past a float's range was written to the journal as Infinity
+    "run: price naming no model": RUN + ["--no-robust", "--task", "ovrp", "--price", "=1,2", "--out", "{tmp}/r"],
+    "run: price past any model's": RUN + ["--no-robust", "--task", "ovrp", "--price", "m=1e308,1", "--out", "{tmp}/r"],
+    "run: price not finite": RUN + ["--no-robust", "--task", "ovrp", "--price", "m=inf,1", "--out", "{tmp}/r"],
     "run: eps not a number": RUN + ["--epsilon", "small", "--out", "{tmp}/r"],
     "run: eps beyond reach": RUN + ["--epsilon", "5", "--out", "{tmp}/r"],
     "run: tau zero": RUN + ["--tau", "0", "--out", "{tmp}/r"],

@@ -38,7 +38,7 @@ from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said
 from .openai_backend import (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url,
                              environment_model)
 from .operators import OPERATOR_PHRASES, infer_operator
-from .record import RecordingLLM, ReplayLLM, prompt_hash, recording_path
+from .record import RecordingLLM, ReplayLLM, prompt_hash, recording_path, records_its_source
 from .prices import DEFAULT_PRICES, Price
 from .usage import UsageLedger
 
@@ -127,6 +127,8 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
             raise UnknownBackendError("replay needs a recording: 'replay:FILE' or 'replay:RUN_DIR'")
         _only(options, set(), kind)
         llm = ReplayLLM(arg)
+        if records_its_source(llm.path, record):
+            raise UserError(f"record: {records_its_source(llm.path, record)}")
     else:
         raise UnknownBackendError(f"unknown LLM back-end {spec!r}; expected {SPECS}")
     return RecordingLLM(llm, record) if record else llm
@@ -135,12 +137,14 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
 def check_llm(settings: LLMSettings) -> None:
     """What a run's ``llm`` section names, before anything is made: a replay's source holds a
     recording (``SettingError`` naming the field ``llm``), and a recording to write is a file that
-    can be made (not a folder, nor under a file: ``record``)."""
+    can be made (not a folder, nor under a file, nor the recording replayed: ``record``)."""
     if settings.kind == "replay":
         try:
-            recording_path(settings.backend.partition(":")[2])
+            source = recording_path(settings.backend.partition(":")[2])
         except UserError as exc:
             raise SettingError("llm", str(exc)) from None
+        if records_its_source(source, settings.record):
+            raise SettingError("record", records_its_source(source, settings.record))
     why = unwritable(settings.record) if settings.record else None
     if why is not None:
         raise SettingError("record", f"{settings.record}: {why}; give the JSONL file to record to")

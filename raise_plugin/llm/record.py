@@ -40,6 +40,7 @@ from .operators import infer_operator
 from .usage import REPLAY, UsageLedger
 
 __all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM", "ReplayExhausted", "CALLS_FILE", "recording_path",
+           "records_its_source",
            "run_directory_of"]
 
 log = logging.getLogger("raise_plugin.llm")
@@ -165,6 +166,14 @@ def recording_path(source: str | Path) -> Path:
     if not path.exists():
         raise UserError(f"replay:{source}: no such recording (a --record file) or run directory")
     return path
+
+
+def records_its_source(source: Path, record: str | Path | None) -> str | None:
+    """Why recording to ``record`` cannot go with replaying ``source`` (the recording it reads: it
+    would append every answer to itself, doubling it), else None."""
+    if record and Path(record).resolve() == Path(source).resolve():
+        return f"{record} is the recording this replay reads: record to another file"
+    return None
 
 
 class ReplayLLM(LLM):

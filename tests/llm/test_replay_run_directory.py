@@ -10,6 +10,7 @@ import pytest
 
 from raise_plugin.cli import main
 from raise_plugin.config import ConfigError, RunConfig
+from raise_plugin.errors import UserError
 from raise_plugin.llm import ReplayLLM, ReplayMissError, make_llm
 from raise_plugin.llm.errors import LLMCapReached
 from raise_plugin.replay import RecordedRun, replaying
@@ -91,6 +92,21 @@ def test_python_replays_a_run_directory_with_replaying(recorded, tmp_path):
     assert line.endswith("given here: pop size 3 (recorded 4)")
     with pytest.raises(ConfigError, match="its llm is the replay of its answers"):
         replaying(recorded, llm="offline")
+
+
+def test_recording_a_replay_into_the_journal_it_reads_is_refused_and_the_journal_stays(recorded, tmp_path, capsys):
+    # it appended every replayed answer to the journal it read, doubling it
+    journal = recorded / "llm_calls.jsonl"
+    before = journal.read_bytes()
+    capsys.readouterr()
+    assert main(["run", "--llm", f"replay:{recorded}", "--record", str(recorded / ".." / recorded.name / journal.name),
+                 "--out", str(tmp_path / "again"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is the recording this replay reads: record to another file" in err
+    assert journal.read_bytes() == before and not (tmp_path / "again").exists()
+    with pytest.raises(UserError, match="is the recording this replay reads"):
+        make_llm(f"replay:{journal}", record=journal)
+    assert journal.read_bytes() == before
 
 
 def test_replay_of_a_missing_or_non_run_directory_is_a_one_line_error(tmp_path, capsys):

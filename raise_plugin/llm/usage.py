@@ -286,16 +286,19 @@ class UsageLedger:
         for usage in self._per_operator.values():
             total.add(usage)
         requests = total.calls + total.retries
+        # a cap reached while the requests fail (a dead endpoint after a resume) must not read as a clean stop
+        failing = (f"; the last {self._streak} in a row gave no usable program, the last: {self._last_failure}"
+                   if self._streak and not self.replayed else "")
         if self.max_requests is not None and requests >= self.max_requests:
             done = (f"{total.calls} answers replayed" + (f" with their {total.retries} recorded retries"
                                                          if total.retries else "") + ", no request sent"
-                    if self.replayed else f"{requests} sent, retries included")
+                    if self.replayed else f"{requests} sent, retries included{failing}")
             raise LLMCapReached(f"the cap of {self.max_requests} LLM requests is reached ({done}); continue with "
                                 f"`raise-ahd resume RUN_DIR --max-llm-calls HIGHER`")
         # a relative tolerance: ten calls of $0.01 add up to 0.09999999999999999
         if self.max_cost_usd is not None and total.cost_usd >= self.max_cost_usd * (1 - 1e-9):
             spent = (f"${total.cost_usd:.4f} recorded in {total.calls} answers replayed, nothing spent"
-                     if self.replayed else f"${total.cost_usd:.4f} spent")
+                     if self.replayed else f"${total.cost_usd:.4f} spent{failing}")
             raise LLMCapReached(f"the LLM cost cap of ${self.max_cost_usd:g} is reached ({spent}); continue with "
                                 f"`raise-ahd resume RUN_DIR --max-cost-usd HIGHER`")
         if self.max_failed_requests is not None and self._streak >= self.max_failed_requests:

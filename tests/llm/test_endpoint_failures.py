@@ -146,6 +146,26 @@ def test_a_run_resumed_on_another_endpoint_does_not_carry_the_failures_of_the_fi
     assert [e["at"] for e in journal(out)[0] if e["e"] == "endpoint"] == [failing.base_url, healthy.base_url]
 
 
+def test_a_cap_reached_while_the_endpoint_is_dead_says_the_requests_failed(tmp_path, monkeypatch, capsys):
+    # a resume onto an endpoint that is down spent its raised cap on failed requests and said only
+    # "the cap is reached", as a clean stop says it
+    from llm_chat_server import ChatServer
+
+    with ChatServer(answer=offline_answers()) as server:
+        code, _, out = run_cli(tmp_path, server.base_url, "--max-llm-calls", "2", monkeypatch=monkeypatch)
+        assert code == 0 and len(server.requests) == 2
+    with socket.socket() as s:  # the server is gone; nobody listens on a fresh port either
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    monkeypatch.setitem(OpenAIBackend.__init__.__kwdefaults__, "sleep", lambda seconds: None)
+    capsys.readouterr()
+    assert main(["resume", str(out), "--max-llm-calls", "4", "--base-url", dead, "--no-progress"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert "the cap of 4 LLM requests is reached (4 sent, retries included; the last 2 in a row gave no usable " \
+           "program, the last: " in summary["stopped"] and not summary["finished"]
+    assert "the last 2 in a row gave no usable program" in capsys.readouterr().out
+
+
 def test_unusable_answers_between_usable_ones_count_but_the_run_finishes(tmp_path, monkeypatch, capsys):
     from llm_chat_server import ChatServer
 

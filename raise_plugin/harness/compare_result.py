@@ -77,8 +77,13 @@ class CompareResult:
         ``by_seed`` (default: chosen from the reference) pairs seed s with seed s, as for a
         trained reference (a plain twin, another variant); a baseline is deterministic and its
         one result per instance is paired with every seed."""
+        if by_seed is not None and not isinstance(by_seed, bool):
+            raise UserError(f"paired: by_seed must be True, False or None (chosen from the reference), got {by_seed!r}")
         mine, theirs = self._resolve(method), self._resolve(reference)
         trained = theirs is not None
+        if by_seed and (mine is None or theirs is None):  # it dropped every pair but seed 0's
+            raise UserError(f"paired: {method if mine is None else reference!r} is a baseline, one result per "
+                            "instance for every seed: it cannot be paired seed by seed (leave by_seed unset)")
         twin = (trained and mine is not None and mine.robust and not theirs.robust
                 and mine.method == theirs.method)
         relation = "plain twin" if twin else "" if trained else "baseline"

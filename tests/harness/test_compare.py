@@ -93,6 +93,11 @@ def test_paired_chooses_the_pairing_from_the_reference(compared):
     assert baseline.pairs + baseline.dropped == 2 * 15
     with pytest.raises(ValueError, match="by_seed=True"):
         compared.paired("eoh-raise-eps0.002", "eoh-plain", by_seed=False)
+    # a baseline paired seed by seed kept seed 0's pairs alone; "yes" was taken as True
+    with pytest.raises(UserError, match="'SP-Insert' is a baseline, one result per instance for every seed"):
+        compared.paired(compared.variant("eoh"), "SP-Insert", by_seed=True)
+    with pytest.raises(UserError, match="by_seed must be True, False or None"):
+        compared.paired("eoh-raise-eps0.002", "eoh-plain", by_seed="yes")
 
 
 def test_rows_and_columns(compared):

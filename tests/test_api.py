@@ -129,6 +129,8 @@ def _ovrp_datasets():
      r"^datasets: give a list of Datasets .*got Dataset$"),
     (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[:1],
                                    timeout=0), r"^timeout: must be > 0 seconds, got 0$"),
+    (lambda out: rp.evaluate_suite("obp", [rp.Heuristic("a", baseline="BestFit")], _ovrp_datasets()[:1]),
+     r"^datasets: beta_V\d+ is not obp's \(its instances are not the task's; give the task's validation_suite"),
     (lambda out: rp.robust(rp.get_method("eoh"), callbacks=[5]),  # each hook then failed, logged, all run long
      r"^callbacks: 5 has no on_run_start: subclass raise_plugin.robust.Callback$"),
     (lambda out: rp.robust(rp.get_method("eoh"), callbacks=rp.AdversarialInstanceCallback(epsilon=0.002)),

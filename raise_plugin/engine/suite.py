@@ -77,6 +77,20 @@ class Row:
         return asdict(self)
 
 
+def _own_timeouts(task, task_name: str, datasets: list) -> list[float]:
+    """Each instance's own time limit, read by ``task``: an instance it cannot read (another task's
+    dataset) is a ``UserError`` naming the dataset, before any worker starts."""
+    timeouts = []
+    for dataset in datasets:
+        for instance in dataset.instances:
+            try:
+                timeouts.append(float(task.instance_timeout(instance)))
+            except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+                raise UserError(f"datasets: {dataset.name} is not {task_name}'s (its instances are not the task's; "
+                                f"give the task's validation_suite() or test_suite())") from None
+    return timeouts
+
+
 def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *, workers: int | None = None,
                    timeout: float | None = None, progress: bool | str | None = True, executor=None,
                    limits: SandboxLimits | None = None, fail_fast: bool = True,
@@ -106,6 +120,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     instances = [inst for d in datasets for inst in d.instances]
     if not instances:
         raise UserError("datasets: no instance to evaluate on")
+    own = _own_timeouts(task, task_name, datasets)
     if workers is not None and not (isinstance(workers, int) and workers >= 1):
         raise UserError(f"workers: must be a whole number of at least 1, got {workers!r}")
     try:  # the setting's own check, as profile's
@@ -115,7 +130,7 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
     if executor is None:
         executor = f"process:{workers}" if workers is not None else "process"
     if timeout is None:
-        timeouts = [task.instance_timeout(inst) for inst in instances]
+        timeouts = own
         timeout = max(timeouts, default=None)
     else:
         timeouts = [float(timeout)] * len(instances)

@@ -8,14 +8,17 @@ laid out in a grid of at most ``COLUMNS`` columns, so a compare of many variants
 from __future__ import annotations
 
 import math
+import os
 import textwrap
 from pathlib import Path
 
 import numpy as np
 
 from raise_plugin.adversary import nearest
+from raise_plugin.errors import UserError
 from raise_plugin.harness.figure_style import (band_style, legend_below, metric_axis_label, sequential_colour,
                                                 series_style)
+from raise_plugin.rundir.reader import RunLog
 from raise_plugin.validation import read_trace
 from tasks import get_task
 
@@ -93,9 +96,7 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     with open ones (``figure_style.series_style``). Returns the ``Figure``.
     """
     from matplotlib.ticker import MaxNLocator
-    if not runs:
-        raise ValueError("plot_convergence: no runs to draw")
-    runs = {label: (logs if isinstance(logs, (list, tuple)) else [logs]) for label, logs in runs.items()}
+    runs = run_logs(runs, "plot_convergence", per_seed=True)
     task = _task_of({f"{k}{i}": log for k, logs in runs.items() for i, log in enumerate(logs)}, task)
     series = {label: [convergence_series(log) for log in logs] for label, logs in runs.items()}
     traced = any(s["validation"] for per_seed in series.values() for s in per_seed)
@@ -159,13 +160,32 @@ def adversarial_centres(task, log) -> tuple[np.ndarray, list[tuple[int, np.ndarr
     return nominal, found
 
 
+def run_logs(runs, function: str, *, per_seed: bool = False) -> dict:
+    """``runs`` as label -> ``RunLog`` (``per_seed``: label -> list of them, one per seed), a run
+    directory read where one is given; an empty or other ``runs`` is a one-line ``UserError``."""
+    if not isinstance(runs, dict) or not runs:
+        raise UserError(f"{function}: runs maps a label to a RunLog or a run directory, got "
+                        f"{'no runs' if isinstance(runs, dict) else type(runs).__name__}")
+
+    def read(label, log):
+        if isinstance(log, (str, os.PathLike)):
+            return RunLog.load(log)
+        if not isinstance(log, RunLog):
+            raise UserError(f"{function}: {label!r} is a {type(log).__name__}, not a RunLog or a run directory")
+        return log
+    if not per_seed:
+        return {label: read(label, log) for label, log in runs.items()}
+    return {label: [read(label, log) for log in (logs if isinstance(logs, (list, tuple)) else [logs])]
+            for label, logs in runs.items()}
+
+
 def _task_of(runs: dict, task):
     """The task given (an object or a name), else the one every run recorded."""
     if task is not None:
         return get_task(task) if isinstance(task, str) else task
     names = {log.config.get("task") for log in runs.values()}
     if len(names) != 1 or None in names:
-        raise ValueError(f"plot_adversarial_distributions: the runs record tasks {sorted(map(str, names))}; "
+        raise UserError(f"plot_adversarial_distributions: the runs record tasks {sorted(map(str, names))}; "
                          f"name one with task=")
     return get_task(names.pop())
 
@@ -188,8 +208,7 @@ def plot_adversarial_distributions(runs: dict, path: str | Path | None = None, *
     ``task``: a task or its name (default: the one the runs recorded). Returns the ``Figure``
     (saved to ``path`` when given).
     """
-    if not runs:
-        raise ValueError("plot_adversarial_distributions: no runs to draw")
+    runs = run_logs(runs, "plot_adversarial_distributions")
     task = _task_of(runs, task)
     drawn = {label: adversarial_centres(task, log) for label, log in runs.items()}
     shown = {label: found for label, found in drawn.items() if found[1]}

@@ -17,6 +17,7 @@ from matplotlib.patches import StepPatch
 
 from raise_plugin.adversary import distance
 from raise_plugin.cli import main
+from raise_plugin.errors import UserError
 from raise_plugin.harness.figures import (LEGEND_ENTRIES, SHIFT_TICKS, adversarial_centres, convergence_series,
                                           finish_figure, plot_adversarial_distributions, plot_convergence)
 from raise_plugin.rundir.reader import RunLog
@@ -42,6 +43,21 @@ def runs(tmp_path_factory):
                  "--out", str(root / "robust")]) == 0
     assert main(["run", *common, "--no-robust", "--budget", "8", "--out", str(root / "plain")]) == 0
     return RunLog.load(root / "robust"), RunLog.load(root / "plain")
+
+
+def test_figure_functions_read_a_run_directory_and_refuse_what_is_not_a_run_in_one_line(runs, tmp_path):
+    # each was an AttributeError from deep inside ('int' object has no attribute 'config')
+    robust = runs[0]
+    given = plot_adversarial_distributions({"robust": str(robust.path)})
+    assert [ax.get_title() for ax in given.axes] == [ax.get_title() for ax in
+                                                     plot_adversarial_distributions({"robust": robust}).axes]
+    assert panels(plot_convergence({"robust": [robust.path, robust]}))
+    for function in (plot_convergence, plot_adversarial_distributions):
+        for bad, said in (({}, "got no runs"), ([robust], "got list"), ({"a": 5}, "'a' is a int, not a RunLog"),
+                          ({"a": tmp_path / "none"}, "no such directory")):
+            with pytest.raises(UserError, match=said) as caught:
+                function(bad)
+            assert "\n" not in str(caught.value)
 
 
 def six_variants(runs) -> dict:
@@ -151,9 +167,9 @@ def test_axes_name_the_quantity_of_the_tasks_shift_dimension(runs):
 def test_runs_of_two_tasks_need_the_task_named_and_no_runs_is_refused(runs):
     other = copy.copy(runs[1])
     other.config = {**runs[1].config, "task": "obp"}
-    with pytest.raises(ValueError, match="name one with task="):
+    with pytest.raises(UserError, match="name one with task="):
         plot_adversarial_distributions({"robust": runs[0], "other": other})
-    with pytest.raises(ValueError, match="no runs"):
+    with pytest.raises(UserError, match="no runs"):
         plot_convergence({})
 
 

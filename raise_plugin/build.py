@@ -10,6 +10,7 @@ from .engine.selfcheck import check_limits
 from .instance_seeds import nominal_set
 from .llm import is_offline, make_llm, say_notice
 from .llm.run_usage import hold_caps
+from .replay import ends_as_recorded
 from .resolve import RunParts
 from .robust import AdversarialInstanceCallback, Callback, robust
 from .robust.budget import LLMBudget
@@ -37,6 +38,7 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
     try:
         if llm is None:
             llm = make_llm(config.llm, seed=config.seed, task=config.task)
+            ends_as_recorded(llm)
             owned.append(OwnedLLM(llm))
             hold_caps(llm, config.budget)
         if getattr(parts.method, "asks_llm", True) and is_offline(llm):  # GP asks its back-end nothing

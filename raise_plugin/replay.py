@@ -10,13 +10,13 @@ from typing import Any, Mapping
 from .config import ConfigError, RunConfig, check_names
 from .errors import UserError
 from .instance_seeds import resolve_instance_seed
-from .llm.record import recording_path, run_directory_of
+from .llm.record import ReplayLLM, recording_path, run_directory_of
 from .resolve import recorded_settings, robust_defaults
 from .rundir.files import RunDirectoryDamaged
-from .rundir.reader import load_config
+from .rundir.reader import load_config, load_summary
 from .settings import default
 
-__all__ = ["RecordedRun", "replaying", "NOT_REPLAYED"]
+__all__ = ["RecordedRun", "replaying", "ends_as_recorded", "NOT_REPLAYED"]
 
 # settings a replay of a run directory does not take from the recorded run
 NOT_REPLAYED = ("llm", "out", "record", "base_url")
@@ -79,6 +79,20 @@ class RecordedRun:
             answers = sum(1 for line in journal if line.strip())
         return (f"replaying {self.directory.resolve()}: its settings ({', '.join(kept)}) and its {answers} recorded answers"
                 + (f"; given here: {', '.join(given)}" if given else ""))
+
+
+def ends_as_recorded(llm) -> None:
+    """Tell a replay of a run directory (``llm``, or the back-end it records) the failure its run
+    ended on, read from its ``summary.json``: where its answers end, the replay ends on it too
+    (``ReplayLLM.failed_there``); a run that stopped cleanly, or has not ended, leaves it unset."""
+    replay = llm if isinstance(llm, ReplayLLM) else getattr(llm, "inner", None)
+    if not isinstance(replay, ReplayLLM) or replay.run_dir is None:
+        return
+    try:
+        summary = load_summary(replay.run_dir) or {}
+    except RunDirectoryDamaged:
+        return  # a damaged summary says nothing of how the run ended: the replay ends as one that stopped
+    replay.failed_there = summary.get("failure") or None
 
 
 def replaying(run_dir: str | Path, **overrides) -> RunConfig:

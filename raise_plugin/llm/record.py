@@ -35,7 +35,7 @@ from llm4ad.base import LLM
 from raise_plugin.durable import AppendLog
 from raise_plugin.errors import UserError
 
-from .errors import LLMAborted, ReplayMissError
+from .errors import EndpointFailed, LLMAborted, ReplayMissError
 from .operators import infer_operator
 from .usage import REPLAY, UsageLedger
 
@@ -208,6 +208,7 @@ class ReplayLLM(LLM):
         self.unanswered = 0    # prompts asked after every answer was served
         self._next_free = 0
         self._ran_out_at: float | None = None
+        self.failed_there: str | None = None  # the failure the recorded run ended on (``replay.ends_as_recorded``)
         self.usage = UsageLedger(backend=REPLAY, model=str(self.path), priced=True)
 
     def describe(self) -> str:
@@ -276,7 +277,10 @@ class ReplayLLM(LLM):
                                f"({kwargs.get('operator') or infer_operator(prompt)}) is {where}: this run asks "
                                f"prompts the recorded one did not{why}")
 
-    def _ended(self) -> ReplayExhausted:
+    def _ended(self) -> LLMAborted:
+        if self.failed_there:  # its failed requests are in no journal of answers: the replay fails where it did
+            return EndpointFailed(f"replay {self.path}: all {self.size} recorded answers are replayed; the recorded "
+                                  f"run failed there ({self.failed_there}), so the replay ends as it did")
         return ReplayExhausted(f"replay {self.path}: all {self.size} recorded answers are replayed; the recorded "
                                f"run asked no more (it stopped there), so the replay stops with it")
 

@@ -166,6 +166,26 @@ def test_a_cap_reached_while_the_endpoint_is_dead_says_the_requests_failed(tmp_p
     assert "the last 2 in a row gave no usable program" in capsys.readouterr().out
 
 
+def test_a_replay_of_a_run_that_failed_on_its_endpoint_ends_as_it_did(tmp_path, monkeypatch, capsys):
+    # the replay said "all answers replayed" and exited 0: the failed requests are in no journal of answers
+    from llm_chat_server import ChatServer
+
+    monkeypatch.setitem(OpenAIBackend.__init__.__kwdefaults__, "sleep", lambda seconds: None)
+    with ChatServer(answer=offline_answers()) as server:
+        server.default = "500"
+        server.script("ok", "ok", "ok")
+        code, _, out = run_cli(tmp_path, server.base_url, "--max-failed-requests", "3", monkeypatch=monkeypatch)
+    assert code == ENDPOINT_FAILED
+    failure = json.loads((out / "summary.json").read_text())["failure"]
+    capsys.readouterr()
+    assert main(["run", "--llm", f"replay:{out}", "--out", str(tmp_path / "again"), "--no-progress"]) == ENDPOINT_FAILED
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("raise-ahd: error: the run stopped: ") and "all 3 recorded answers are replayed" in last
+    assert f"the recorded run failed there ({failure})" in last
+    again = json.loads((tmp_path / "again" / "summary.json").read_text())
+    assert again["samples"] == json.loads((out / "summary.json").read_text())["samples"] and again["failure"]
+
+
 def test_unusable_answers_between_usable_ones_count_but_the_run_finishes(tmp_path, monkeypatch, capsys):
     from llm_chat_server import ChatServer
 

@@ -116,6 +116,10 @@ class Judge:
                     self.processes.drop(process)
                     return EvalResult.failed(count, FailureKind.WORKER_DIED, f"{died} during the evaluation",
                                              time.perf_counter() - start)
+                if record.compiled is not None and not self.limits.jit:  # only its own process can have said so
+                    self.processes.drop(process)
+                    return EvalResult.failed(count, FailureKind.TAMPERED, "its process said an instance ran on "
+                                             "the compiled path, which was not asked for", time.perf_counter() - start)
                 compiled.append(record.compiled)
                 note = record.note or note
                 try:

@@ -494,6 +494,24 @@ def test_looking_one_unit_ahead_is_caught_where_each_reveal_starts_the_run_again
     assert_clean(run)
 
 
+def test_saying_it_ran_compiled_to_escape_the_look_ahead_check_is_tampering(tmp_path):
+    """The judge took from the program's own process whether an instance ran compiled, and checks
+    only instances run in Python: a look-ahead behind a rewritten answer scored 1.598 on OVRP, valid
+    and never checked. Without the compiled path asked for, an answer saying it ran compiled is
+    tampering, every instance of it; the honest program after it scores as it does alone."""
+    from tasks import get_task
+    instances = [inst for dataset in get_task("ovrp").suite("nominal") for inst in dataset.instances]
+    namespace: dict = {}
+    exec(CHEAPEST, namespace)
+    alone = [get_task("ovrp").evaluate(namespace["priority"], inst) for inst in instances]
+    forged = attack("forged_compiled_flag") + "\n\n" + looking_ahead("ovrp_next_customer")
+    run = evaluate(tmp_path, [("forged", forged), (AFTER, CHEAPEST)], task="ovrp")
+    assert run.results("forged") == [None] * len(instances), run.out[-3000:]
+    assert "said an instance ran on the compiled path, which was not asked for" in run.out + run.err
+    assert_unchanged(run, alone)
+    assert_clean(run)
+
+
 @pytest.mark.parametrize("task, name", [("ojsp", "ojsp_next_job"), ("ovrp", "ovrp_next_customer")],
                          ids=["ojsp", "ovrp"])
 def test_looking_one_unit_ahead_is_caught_on_nearly_every_instance_checked(task, name):

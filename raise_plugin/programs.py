@@ -29,6 +29,8 @@ def _parse(code: str, source: str) -> ast.Module:
         raise ProgramError(f"{source}: syntax error at line {exc.lineno}: {exc.msg}") from None
     except (ValueError, TypeError) as exc:  # e.g. NUL bytes in the text
         raise ProgramError(f"{source}: cannot parse the program: {exc}") from None
+    except (RecursionError, MemoryError):  # an expression nested past what the parser holds (1+1+...+1)
+        raise ProgramError(f"{source}: cannot parse the program: it is nested too deeply") from None
 
 
 def _chosen(functions: dict, name: str | None, source: str):

@@ -22,6 +22,9 @@ def files(tmp_path):
     (tmp_path / "plain.txt").write_text("just a file\n")
     (tmp_path / "one_argument.py").write_text("def priority(item):\n    return item\n")
     (tmp_path / "folder").mkdir()
+    # nested past what Python's parser holds: a RecursionError and a MemoryError traceback each
+    (tmp_path / "deep_sum.py").write_text(GOOD + "\n_x = " + "+".join(["1"] * 200_000) + "\n")
+    (tmp_path / "deep_minus.py").write_text(GOOD + "\n_y = " + "-" * 200_000 + "1\n")
     (tmp_path / "syntax.toml").write_text("task = 'obp\nbudget = \n")
     (tmp_path / "unknown.toml").write_text("task = 'obp'\ncolour = 'blue'\n")
     (tmp_path / "types.toml").write_text("task = 'obp'\ntau = 'often'\n")
@@ -120,6 +123,8 @@ CASES = {
     "evaluate: a directory": ["evaluate", "{tmp}/folder", "--task", "obp"],
     "evaluate: not python": ["evaluate", "{tmp}/plain.txt", "--task", "obp"],
     "evaluate: binary file": ["evaluate", "{tmp}/binary.toml", "--task", "obp"],
+    "evaluate: nested too deeply": ["evaluate", "{tmp}/deep_sum.py", "--task", "obp"],
+    "evaluate: negated too deeply": ["evaluate", "{tmp}/deep_minus.py", "--task", "obp"],
     "evaluate: timeout zero": ["evaluate", "{tmp}/good.py", "--task", "obp", "--timeout", "0"],
     "evaluate: timeout negative": ["evaluate", "{tmp}/good.py", "--task", "obp", "--timeout", "-5"],
     "evaluate: workers zero": ["evaluate", "{tmp}/good.py", "--task", "obp", "--workers", "0"],

@@ -305,12 +305,43 @@ class Compiler:
                 return Verdict(None, f"fails on a probe instance in Python: {type(cause).__name__}")
         if not _same_random_state(saved, _random_state()):
             return Verdict(None, "draws from the global random state")
+        escape = _escape_hatch(compiled)
+        if escape is not None:
+            return Verdict(None, f"uses {escape}, which runs code the look-ahead check cannot see compiled")
         return Verdict(compiled, signatures=len(compiled.signatures))
 
     def _probe_set(self, task) -> list:
         if task.name not in self._probes:
             self._probes[task.name] = probe_instances(task)
         return self._probes[task.name]
+
+
+# what compiled code may use to reach past its arguments: Python run in object mode (``numba.objmode``),
+# C functions (ctypes, cffi), raw memory, numba's intrinsics and other compiled functions, which may
+# hold any of these. Compiled instances are not checked for look-ahead (the check runs in Python), so a
+# program using one stays on Python, where it is
+_ESCAPES = {"ExternalFunctionPointer": "a C function pointer (ctypes, cffi)", "ExternalFunction": "a C function",
+            "RawPointer": "a raw pointer", "CPointer": "a raw pointer", "Opaque": "a raw pointer",
+            "ContextManager": "numba's object mode (objmode)", "ObjModeDispatcher": "numba's object mode (objmode)",
+            "Dispatcher": "another compiled function", "Intrinsic": "a numba intrinsic"}
+_MODULES = ("numpy", "math", "cmath")  # the modules a compiled program may use
+
+
+def _escape_hatch(compiled) -> str | None:
+    """What of ``_ESCAPES`` the compiled function uses, in any signature it was compiled for; None
+    when it uses none."""
+    for result in compiled.overloads.values():
+        if result.lifted:  # a with-block or loop lifted out of nopython mode: objmode
+            return "numba's object mode (objmode)"
+        for value in result.type_annotation.typemap.values():
+            names = {type(value).__name__, type(getattr(value, "typing_key", None)).__name__.lstrip("_")}
+            found = next((_ESCAPES[name] for name in names if name in _ESCAPES), None)
+            module = getattr(value, "pymod", None) if type(value).__name__ == "Module" else None
+            if found is None and module is not None and module.__name__.split(".")[0] not in _MODULES:
+                found = f"the module {module.__name__}"
+            if found is not None:
+                return found
+    return None
 
 
 def program_key(task_name: str, spec) -> tuple:

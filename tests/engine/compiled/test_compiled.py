@@ -54,6 +54,31 @@ def test_a_program_drawing_random_numbers_stays_in_python_and_the_draws_are_undo
     assert np.array_equal(np.random.get_state()[1], before[0]) and random.getstate() == before[1]
 
 
+ESCAPES = {  # each compiled and decided as its Python function on the probes, so each ran compiled, unchecked
+    "numba's object mode (objmode)": (
+        "import builtins\nimport numba\nimport numpy as np\n\n"
+        "def _python(item, bins):\n    return -(bins - item) * 1.0\n\nbuiltins._python_priority = _python\n\n"
+        "def priority(item, bins):\n    with numba.objmode(out='float64[:]'):\n"
+        "        out = _python_priority(item, bins)\n    return out\n"),
+    "a C function pointer (ctypes, cffi)": (
+        "import ctypes\nimport numpy as np\n\n_labs = ctypes.CDLL(None).labs\n_labs.restype = ctypes.c_long\n"
+        "_labs.argtypes = [ctypes.c_long]\n\ndef priority(item, bins):\n    return -(bins - item) * _labs(-1)\n"),
+    "another compiled function": (
+        "import numba\nimport numpy as np\n\n_gap = numba.njit(lambda bins, item: bins - item)\n\n"
+        "def priority(item, bins):\n    return -_gap(bins, item)\n"),
+}
+
+
+@pytest.mark.parametrize("what", list(ESCAPES))
+def test_a_program_reaching_past_its_arguments_when_compiled_stays_in_python(task, what):
+    # compiled instances are not checked for look-ahead: object mode ran a look-ahead compiled, unchecked
+    verdict = Compiler().verdict(task, ProgramSpec(code=ESCAPES[what]))
+    assert not verdict.compiled
+    assert verdict.reason == f"uses {what}, which runs code the look-ahead check cannot see compiled"
+    # the same without it compiles (the program is otherwise one numba takes)
+    assert Compiler().verdict(task, ProgramSpec(code=FITTING)).compiled
+
+
 def test_a_verdict_is_kept_per_program(task):
     compiler = Compiler()
     first = compiler.verdict(task, ProgramSpec(code=BEST_FIT))

@@ -160,7 +160,7 @@ def _files_under(folder: Path) -> list[str]:
 
 
 def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = None, task: str = "obp",
-             seconds: str = SECONDS_PER_INSTANCE) -> Run:
+             seconds: str = SECONDS_PER_INSTANCE, flags: tuple = ()) -> Run:
     """``raise-ahd evaluate`` of ``programs`` ((name, text), in order) on the task's (OBP's) nominal
     set with one worker, in a process of its own whose environment holds ``SECRETS``, in ``root/work`` with
     a temporary directory of its own (``tmp/`` in ``written``; made under the system's, whose path
@@ -182,7 +182,7 @@ def evaluate(root: Path, programs: list[tuple[str, str]], marker: str | None = N
     env["TMPDIR"] = str(tmp)
     command = [sys.executable, "-m", "raise_plugin.cli", "evaluate", *paths, "--task", task, "--suite", "nominal",
                "--baselines", "none", "--workers", "1", "--timeout", seconds, "--no-progress",
-               "--out", str(out_csv)]
+               "--out", str(out_csv), *flags]
     process = subprocess.Popen(command, cwd=root / "work", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
     try:
@@ -508,6 +508,26 @@ def test_saying_it_ran_compiled_to_escape_the_look_ahead_check_is_tampering(tmp_
     run = evaluate(tmp_path, [("forged", forged), (AFTER, CHEAPEST)], task="ovrp")
     assert run.results("forged") == [None] * len(instances), run.out[-3000:]
     assert "said an instance ran on the compiled path, which was not asked for" in run.out + run.err
+    assert_unchanged(run, alone)
+    assert_clean(run)
+
+
+def test_object_mode_keeps_a_program_off_the_compiled_path_where_its_look_ahead_is_caught(tmp_path):
+    """Compiled at once (``--jit --jit-after 0``), a look-ahead run through numba's object mode was
+    compiled, never checked, and valid on every instance. Object mode (or a C function, a raw
+    pointer, an intrinsic, another compiled function) now keeps a program on Python, checked
+    there; the honest program after it runs compiled and scores as it does alone."""
+    from tasks import get_task
+    pytest.importorskip("numba")
+    instances = [inst for dataset in get_task("ovrp").suite("nominal") for inst in dataset.instances]
+    namespace: dict = {}
+    exec(CHEAPEST, namespace)
+    alone = [get_task("ovrp").evaluate(namespace["priority"], inst) for inst in instances]
+    escaping = looking_ahead("ovrp_next_customer") + "\n\n" + attack("objmode_escape")
+    run = evaluate(tmp_path, [("escaping", escaping), (AFTER, CHEAPEST)], task="ovrp",
+                   flags=("--jit", "--jit-after", "0"))
+    assert sum(r is None for r in run.results("escaping")) >= 2, run.out[-3000:]
+    assert "looks ahead" in run.out + run.err  # why it stays on Python: tests/engine/compiled/test_compiled.py
     assert_unchanged(run, alone)
     assert_clean(run)
 

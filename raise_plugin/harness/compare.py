@@ -182,7 +182,8 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
         run = out / "runs" / job.name.removesuffix(f"-{study.select_on}-selected")
         evaluated = job.name if job.name.startswith("baseline-") else f"{run.name} ({recorded_code_version(run)})"
         write_result_meta(out / "results" / f"{job.name}.csv",
-                          result_meta(study.suite_instances, evaluated, *made_from.get(job.name, (None, None))))
+                          result_meta(study.suite_instances, evaluated, *made_from.get(job.name, (None, None)),
+                                      sandbox=sandbox))
         return []
 
     if not (training or evaluations):

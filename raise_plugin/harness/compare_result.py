@@ -81,6 +81,9 @@ class CompareResult:
             raise UserError(f"paired: by_seed must be True, False or None (chosen from the reference), got {by_seed!r}")
         mine, theirs = self._resolve(method), self._resolve(reference)
         trained = theirs is not None
+        if mine is None and trained:  # paired seed by seed, it kept seed 0's pairs alone
+            raise UserError(f"paired: {method!r} is a baseline: give the trained {reference!r} first, "
+                            f"paired({reference!r}, {method!r}) (the difference is then theirs minus the baseline's)")
         if by_seed and (mine is None or theirs is None):  # it dropped every pair but seed 0's
             raise UserError(f"paired: {method if mine is None else reference!r} is a baseline, one result per "
                             "instance for every seed: it cannot be paired seed by seed (leave by_seed unset)")

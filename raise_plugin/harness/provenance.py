@@ -27,6 +27,7 @@ from raise_plugin.rundir.reader import load_config, read_summary
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
            "run_differences", "run_state", "result_meta", "write_result_meta", "read_result_meta", "run_change",
+           "sandbox_record",
            "IGNORED_FIELDS"]
 
 CODE_FILE = "code_version.json"
@@ -133,11 +134,14 @@ def run_state(run_dir: Path) -> dict | None:
 
 
 def result_meta(suite_instances: int | None, evaluated: str, run: dict | None = None,
-                program: str | None = None) -> dict:
-    """What shaped a suite evaluation: the code, the suite's size and what it evaluated (a baseline's
-    name, or the run directory's name with its own code version, the run's state, ``run_state``, and
-    the SHA-256 of the program it handed on)."""
+                program: str | None = None, *, sandbox: dict | None = None) -> dict:
+    """What shaped a suite evaluation: the code, the suite's size, the sandbox it ran in (``sandbox``:
+    ``CompareConfig.evaluation_limits``, as ``sandbox_record`` writes it) and what it evaluated (a
+    baseline's name, or the run directory's name with its own code version, the run's state,
+    ``run_state``, and the SHA-256 of the program it handed on)."""
     meta = {"code_version": code_version(), "suite_instances": suite_instances, "evaluated": evaluated}
+    if sandbox is not None:
+        meta["sandbox"] = sandbox_record(sandbox)
     if run is not None:
         meta["run"] = run
     if program is not None:
@@ -168,6 +172,11 @@ def run_change(csv_path: Path, run_dir: Path) -> str | None:
         return (f"its run's best program changed since its suite evaluation ({recorded.get('best_program_id')} "
                 f"then, {now['best_program_id']} now)")
     return None
+
+
+def sandbox_record(sandbox: dict) -> dict:
+    """``CompareConfig.evaluation_limits`` as a result's record holds it (JSON's own values)."""
+    return json.loads(json.dumps({"timeout": sandbox.get("timeout"), "limits": dict(sandbox.get("limits") or ())}))
 
 
 def write_result_meta(csv_path: Path, meta: dict) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_jobs import run_finished
 from raise_plugin.harness.provenance import (code_version, expected_run_config, read_result_meta,
-                                             recorded_code_version, run_change, run_differences)
+                                             recorded_code_version, run_change, run_differences, sandbox_record)
 from raise_plugin.harness.variants import result_name
 from raise_plugin.settings import SETTINGS, section_of
 
@@ -115,7 +115,7 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
         if not csv.exists():
             continue
         why = ("its run is trained again" if name in dropped_runs
-               else _result_mismatch(csv, study.suite_instances, now, reuse)
+               else _result_mismatch(csv, study.suite_instances, now, reuse, config.evaluation_limits())
                or (run_change(csv, run_of[name]) if name in run_of else None))
         if why:
             set_aside(csv, stamp)
@@ -161,7 +161,7 @@ def _run_mismatch(path: Path, run_fields: tuple, now: str, reuse: str) -> str | 
     return None
 
 
-def _result_mismatch(csv: Path, suite_instances: int | None, now: str, reuse: str) -> str | None:
+def _result_mismatch(csv: Path, suite_instances: int | None, now: str, reuse: str, sandbox: dict) -> str | None:
     if reuse == "never":
         return "--reuse never"
     meta = read_result_meta(csv)
@@ -171,6 +171,14 @@ def _result_mismatch(csv: Path, suite_instances: int | None, now: str, reuse: st
         shown = lambda n: "all" if n is None else n  # noqa: E731
         return (f"suite instances per dataset {shown(meta.get('suite_instances'))} "
                 f"(here {shown(suite_instances)})")
+    recorded, here = meta.get("sandbox"), sandbox_record(sandbox)
+    if recorded is not None and recorded != here:  # a result of earlier code, which recorded none, holds
+        before, now_set = {"timeout": recorded.get("timeout"), **recorded.get("limits", {})}, \
+            {"timeout": here["timeout"], **here["limits"]}
+        changed = sorted(k for k in set(before) | set(now_set) if before.get(k) != now_set.get(k))
+        shown = lambda v: "default" if v is None else v  # noqa: E731
+        return "evaluated under other sandbox limits: " + ", ".join(
+            f"{k} {shown(before.get(k))} (here {shown(now_set.get(k))})" for k in changed)
     if meta.get("code_version") != now and reuse != "any":
         return f"evaluated by code version {meta.get('code_version')} (this one is {now})"
     return None

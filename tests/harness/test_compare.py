@@ -98,6 +98,9 @@ def test_paired_chooses_the_pairing_from_the_reference(compared):
         compared.paired(compared.variant("eoh"), "SP-Insert", by_seed=True)
     with pytest.raises(UserError, match="by_seed must be True, False or None"):
         compared.paired("eoh-raise-eps0.002", "eoh-plain", by_seed="yes")
+    # a baseline as the method against a trained variant: seed 0's pairs alone, silently; now refused
+    with pytest.raises(UserError, match=r"'SP-Insert' is a baseline: give the trained 'eoh-plain' first"):
+        compared.paired("SP-Insert", "eoh-plain")
 
 
 def test_rows_and_columns(compared):
@@ -318,6 +321,14 @@ def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared,
     assert "36 earlier runs or results did not match" in plan.line(str(out))
     assert "settings differ: budget 8 (here 6)" in plan.line(str(out))
     assert not list((out / "runs").iterdir()) and len(list(plan.superseded.glob("runs/*"))) == 18
+    shutil.rmtree(out)
+    shutil.copytree(compared.out, out)
+    # other sandbox limits: the baselines' results too (they were kept, every instance invalid after a
+    # compare at a timeout too short, and dropped every baseline from the tables)
+    plan = plan_reuse(tiny(out, timeout=2.5), task, variants, out)
+    assert plan.evaluated == 0 and plan.finished == 0
+    assert [m for m in plan.moved if m.startswith("baseline-")] == [
+        f"baseline-{b}: evaluated under other sandbox limits: timeout default (here 2.5)" for b in task.baselines]
     shutil.rmtree(out)
     shutil.copytree(compared.out, out)
     monkeypatch.setattr(reuse, "code_version", lambda: "9.9.9+src.000000000000")  # the code changed since

@@ -131,6 +131,13 @@ def _ovrp_datasets():
                                    timeout=0), r"^timeout: must be > 0 seconds, got 0$"),
     (lambda out: rp.evaluate_suite("obp", [rp.Heuristic("a", baseline="BestFit")], _ovrp_datasets()[:1]),
      r"^datasets: beta_V\d+ is not obp's \(its instances are not the task's; give the task's validation_suite"),
+    *[(lambda out, kw=kw, h=heuristic: rp.profile("ovrp", [h], epsilons=[0.002], progress=False, **kw), said)
+      for heuristic, kw, said in (  # a seed twice read as a spread of 0; -1 failed every search; True was 1
+          ("SP-Insert", {"adversary_seeds": [0, 0]}, r"^adversary_seeds: 0 given twice$"),
+          ("SP-Insert", {"adversary_seeds": [-1]}, r"^adversary_seeds: give a count of at least 1, or seeds"),
+          ("SP-Insert", {"adversary_seeds": True}, r"^adversary_seeds: give a count of at least 1, or the seeds"),
+          ("SP-Insert", {"out": 123}, r"^out: give a folder's path, got 123$"),  # a TypeError
+          (None, {}, r"^heuristics: give each as a file, a baseline's name or a Heuristic, got None$"))],
     (lambda out: rp.robust(rp.get_method("eoh"), callbacks=[5]),  # each hook then failed, logged, all run long
      r"^callbacks: 5 has no on_run_start: subclass raise_plugin.robust.Callback$"),
     (lambda out: rp.robust(rp.get_method("eoh"), callbacks=rp.AdversarialInstanceCallback(epsilon=0.002)),

@@ -2,7 +2,8 @@
 ``raise-ahd profile``, with keywords, each returning its result."""
 from __future__ import annotations
 
-from numbers import Real
+import os
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Iterable
 
@@ -81,9 +82,7 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     task = _task(task)
     chosen = _heuristics(task, heuristics)
     radii = _epsilons(task, epsilons)
-    seeds = list(range(adversary_seeds)) if isinstance(adversary_seeds, int) else [int(s) for s in adversary_seeds]
-    if not seeds:
-        raise UserError("adversary_seeds: give a count of at least 1, or the seeds")
+    seeds = _adversary_seeds(adversary_seeds)
     try:
         check_settings({"inner_population": inner_population, "inner_generations": inner_generations,
                         "projection": projection, "workers": workers, "timeout": timeout})
@@ -92,6 +91,8 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     if projection == "none" or adversary_objective not in PROFILE_OBJECTIVES:
         raise UserError(f"a profile searches with projection paper or sphere and adversary_objective "
                         f"{' or '.join(PROFILE_OBJECTIVES)}, got {projection!r} and {adversary_objective!r}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise UserError(f"out: give a folder's path, got {out!r}")
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise UserError(f"out {out}: not a directory")
     result = robustness_profile(task.name, chosen, radii, seeds, inner_population=inner_population,
@@ -100,6 +101,22 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     if out is not None:
         save_profile(result, out)
     return result
+
+
+def _adversary_seeds(given) -> list[int]:
+    """The profile's adversary seeds from a count or the seeds themselves: whole numbers of at least 0,
+    none twice (a search counted twice reads as no spread); else a one-line ``UserError``."""
+    whole = lambda v: isinstance(v, Integral) and not isinstance(v, bool)  # noqa: E731 - True is no count
+    if whole(given):
+        seeds = list(range(given))
+    elif isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
+        seeds = list(given)
+    else:
+        raise UserError(f"adversary_seeds: give a count of at least 1, or the seeds, got {given!r}")
+    if not seeds or not all(whole(s) and s >= 0 for s in seeds):
+        raise UserError(f"adversary_seeds: give a count of at least 1, or seeds that are whole numbers >= 0, "
+                        f"got {given!r}")
+    return list(given_once("adversary_seeds", tuple(seeds)))
 
 
 def _task(task):
@@ -122,6 +139,8 @@ def _heuristics(task, given) -> list[Heuristic]:
     for h in given:
         if isinstance(h, Heuristic):
             chosen.append(h)
+        elif not isinstance(h, (str, os.PathLike)):
+            raise UserError(f"heuristics: give each as a file, a baseline's name or a Heuristic, got {h!r}")
         elif Path(h).exists():
             check_recorded_task(h, task)  # a run on another task: its program meets instances it was not written for
             try:

@@ -76,15 +76,17 @@ class Profile:
         """The points of ``heuristic`` at ``epsilon``; an ``UnknownName`` naming those profiled where it has none
         (a misspelt name or a radius not searched gave NaN, as if its searches had failed)."""
         if heuristic not in self.nominal or epsilon not in self.epsilons:
-            raise UnknownName(f"the profile has no {heuristic!r} at eps {epsilon:g}; it has "
+            shown = f"{epsilon:g}" if isinstance(epsilon, (int, float)) else repr(epsilon)
+            raise UnknownName(f"the profile has no {heuristic!r} at eps {shown}; it has "
                               f"{', '.join(self.nominal)} at eps {', '.join(f'{e:g}' for e in self.epsilons)}")
         return [p for p in self.points if p.heuristic == heuristic and p.epsilon == epsilon]
 
     def summary(self, heuristic: str, epsilon: float) -> tuple[float, float]:
-        """Mean over seeds of the worst metric found, and its standard deviation (sd) over seeds."""
+        """Mean over seeds of the worst metric found, and its sample standard deviation over seeds (the sd
+        the table's ± is made from; NaN with one seed)."""
         w = self.worst(heuristic, epsilon)
-        with np.errstate(invalid="ignore"):  # a search that found where the heuristic fails: inf, its sd NaN
-            return float(np.mean(w)), float(np.std(w))
+        with np.errstate(invalid="ignore", divide="ignore"):  # a failed search: inf, its sd NaN; one seed: NaN
+            return float(np.mean(w)), float(np.std(w, ddof=1)) if w.size > 1 else math.nan
 
     def half_width(self, heuristic: str, epsilon: float) -> float:
         """Half-width of the 95 % Student-t interval of that mean over seeds (NaN with one seed or a

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 
 from raise_plugin.cli import main
@@ -34,7 +35,9 @@ def test_worst_case_grows_with_eps_up_to_the_seed_spread(profile):
 
 def test_a_heuristic_or_radius_the_profile_lacks_is_named_not_nan(profile):
     """summary("zzz", eps) gave (nan, nan) and worst_distribution an array of NaN, as for failed searches."""
-    for args in (("SP-insert", EPS[0]), ("SP-Insert", 0.5)):
+    assert profile.summary("SP-Insert", EPS[0])[1] == pytest.approx(float(np.std(profile.worst("SP-Insert", EPS[0]),
+                                                                                ddof=1)))  # the table's sd
+    for args in (("SP-insert", EPS[0]), ("SP-Insert", 0.5), ("SP-Insert", str(EPS[0]))):  # a string: ValueError
         for read in (profile.summary, profile.worst_distribution, profile.worst, profile.half_width):
             with pytest.raises(KeyError, match=r"the profile has no .* it has SP-Insert, NF-Insert at eps "):
                 read(*args)

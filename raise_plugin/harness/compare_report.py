@@ -96,12 +96,13 @@ def significance_parts(seeds: int, task, tables, comparisons) -> tuple[str, list
 
 
 def figure_lines(figures) -> list[str]:
-    """Each figure once: its PNG shown (a Markdown viewer shows no PDF or SVG as an image), its other
-    formats linked beside it; a figure written in no PNG is linked in each format."""
+    """Each figure once: its PNG shown, else its SVG (a Markdown viewer shows no PDF as an image, and
+    report.html embeds what is shown), its other formats linked beside it; a figure written as a PDF
+    alone is linked."""
     lines = []
     for stem in dict.fromkeys(f.stem for f in figures):
         files = [f for f in figures if f.stem == stem]
-        shown = next((f for f in files if f.suffix == ".png"), None)
+        shown = next((f for suffix in (".png", ".svg") for f in files if f.suffix == suffix), None)
         others = ", ".join(f"[{f.suffix[1:].upper()}]({f.name})" for f in files if f is not shown)
         if shown is not None:
             lines += [f"![{stem}]({shown.name})"] + ([f"({stem} also as {others})"] if others else []) + [""]

@@ -77,6 +77,13 @@ def test_a_figure_written_as_png_and_pdf_is_embedded_and_its_pdf_linked(tmp_path
     assert '<a href="convergence.pdf">PDF</a>' in body and "!<a" not in body
 
 
+def test_a_figure_written_as_svg_alone_is_embedded(tmp_path):
+    svg = tmp_path / "convergence.svg"
+    svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>')
+    body = "\n".join(markdown_html("\n".join(figure_lines([svg])), tmp_path))
+    assert body.count('<img alt="convergence" src="data:image/svg+xml;base64,') == 1
+
+
 def failed_compare_page(tmp_path):
     """The page of a compare whose one training job failed with a reason full of markup."""
     config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, tau=1,

@@ -35,6 +35,7 @@ def unexpected_keyword(owner: str, name: str, known) -> TypeError:
     """Python's own ``TypeError`` for a keyword ``owner`` does not take, with the known names closest
     to it (``eps`` -> ``epsilon``)."""
     known = sorted(known)
-    close = [k for k in known if len(name) >= 3 and k.startswith(name)][:2] or difflib.get_close_matches(name, known, n=2)
+    close = ([k for k in known if len(name) >= 3 and k.startswith(name)][:2]  # pop -> pop_size
+             or difflib.get_close_matches(name, known, n=2))
     hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
     return TypeError(f"{owner}() got an unexpected keyword argument {name!r}{hint}")

@@ -211,7 +211,8 @@ class OpenAIBackend(LLM):
                 self.usage.set_last_call(op, input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
                                          cost_usd=cost, retries=attempt, kind=outcome.kind)
                 if outcome.kind == LENGTH:
-                    notices.warning("LLM answer cut off at the completion-token cap (%s)", self.max_tokens or "the server's")
+                    notices.warning("LLM answer cut off at the completion-token cap (%s)",
+                                    self.max_tokens or "the server's")
                 return outcome.text
             if outcome.fatal is not None:
                 self.usage.call_failed(op)

@@ -186,7 +186,7 @@ def _task_of(runs: dict, task):
     names = {log.config.get("task") for log in runs.values()}
     if len(names) != 1 or None in names:
         raise UserError(f"plot_adversarial_distributions: the runs record tasks {sorted(map(str, names))}; "
-                         f"name one with task=")
+                        f"name one with task=")
     return get_task(names.pop())
 
 

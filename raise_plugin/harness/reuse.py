@@ -109,13 +109,14 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
             plan.interrupted += 1
             unfinished.add(result_name(v.key, s, study.select_on))
     names = [f"baseline-{b}" for b in task.baselines] + [result_name(v.key, s, study.select_on) for v, s in cells]
+    sandbox = config.evaluation_limits()
     plan.results = len(names)
     for name in names:
         csv = out / "results" / f"{name}.csv"
         if not csv.exists():
             continue
         why = ("its run is trained again" if name in dropped_runs
-               else _result_mismatch(csv, study.suite_instances, now, reuse, config.evaluation_limits())
+               else _result_mismatch(csv, study.suite_instances, now, reuse, sandbox)
                or (run_change(csv, run_of[name]) if name in run_of else None))
         if why:
             set_aside(csv, stamp)
@@ -173,12 +174,12 @@ def _result_mismatch(csv: Path, suite_instances: int | None, now: str, reuse: st
                 f"(here {shown(suite_instances)})")
     recorded, here = meta.get("sandbox"), sandbox_record(sandbox)
     if recorded is not None and recorded != here:  # a result of earlier code, which recorded none, holds
-        before, now_set = {"timeout": recorded.get("timeout"), **recorded.get("limits", {})}, \
-            {"timeout": here["timeout"], **here["limits"]}
-        changed = sorted(k for k in set(before) | set(now_set) if before.get(k) != now_set.get(k))
+        before = {"timeout": recorded.get("timeout"), **recorded.get("limits", {})}
+        after = {"timeout": here["timeout"], **here["limits"]}
         shown = lambda v: "default" if v is None else v  # noqa: E731
         return "evaluated under other sandbox limits: " + ", ".join(
-            f"{k} {shown(before.get(k))} (here {shown(now_set.get(k))})" for k in changed)
+            f"{k} {shown(before.get(k))} (here {shown(after.get(k))})"
+            for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k))
     if meta.get("code_version") != now and reuse != "any":
         return f"evaluated by code version {meta.get('code_version')} (this one is {now})"
     return None

@@ -127,8 +127,9 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
             raise UnknownBackendError("replay needs a recording: 'replay:FILE' or 'replay:RUN_DIR'")
         _only(options, set(), kind)
         llm = ReplayLLM(arg)
-        if records_its_source(llm.path, record):
-            raise UserError(f"record: {records_its_source(llm.path, record)}")
+        why = records_its_source(llm.path, record)
+        if why:
+            raise UserError(f"record: {why}")
     else:
         raise UnknownBackendError(f"unknown LLM back-end {spec!r}; expected {SPECS}")
     return RecordingLLM(llm, record) if record else llm
@@ -143,8 +144,9 @@ def check_llm(settings: LLMSettings) -> None:
             source = recording_path(settings.backend.partition(":")[2])
         except UserError as exc:
             raise SettingError("llm", str(exc)) from None
-        if records_its_source(source, settings.record):
-            raise SettingError("record", records_its_source(source, settings.record))
+        why = records_its_source(source, settings.record)
+        if why:
+            raise SettingError("record", why)
     why = unwritable(settings.record) if settings.record else None
     if why is not None:
         raise SettingError("record", f"{settings.record}: {why}; give the JSONL file to record to")

@@ -231,7 +231,7 @@ class OpenAIBackend(LLM):
             raise EndpointFailed(f"cannot reach the LLM at {self.where}: {outcome.why} ({attempt + 1} attempts); "
                                  f"check the base URL ({ENV_BASE_URL}) and that the server is running")
         notices.warning("LLM call failed: %s%s; counted as a failed sample", outcome.why,
-                    f" after {attempt + 1} attempts" if outcome.retryable else "")
+                        f" after {attempt + 1} attempts" if outcome.retryable else "")
         return ""
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:

@@ -103,7 +103,7 @@ class WaitingNotice:
         wait = self.first
         while not self._done.wait(wait):
             notices.warning("waiting for the LLM at %s: %.0f s so far (given up at %.0f s; --llm-timeout)",
-                        self.where, time.monotonic() - self._start, self.timeout)
+                            self.where, time.monotonic() - self._start, self.timeout)
             wait = max(wait, 30.0)
 
     def close(self) -> None:

@@ -238,8 +238,8 @@ TREE = Section("run", "run", (
            "registered, and samples are registered in order, so a run depends on k but not on the workers or "
            "the executor (EoH family; docs/engine.md)", unit="programs", low=1, metavar="K"),
         _s("jit", False, "bool", "run each program compiled (numba: pip install 'raise-plugin[jit]') where its "
-           "decisions on the task's probe instances equal its Python function's; what runs compiled is not "
-           "checked for look-ahead (docs/engine.md)"),
+           "decisions on the task's probe instances equal its Python function's; its look-ahead check runs "
+           "compiled too (docs/engine.md)"),
         _s("jit_after", 0.5, "float", "with --jit: compile a program once its evaluations in a worker took this "
            "long in Python (0: at once)", unit="seconds", low=0, metavar="SECONDS"),
         _s("early_reject", True, "bool", "stop a candidate's evaluation once it provably cannot enter the "

@@ -318,8 +318,7 @@ class Compiler:
 
 # what compiled code may use to reach past its arguments: Python run in object mode (``numba.objmode``),
 # C functions (ctypes, cffi), raw memory, numba's intrinsics and other compiled functions, which may
-# hold any of these. Compiled instances are not checked for look-ahead (the check runs in Python), so a
-# program using one stays on Python, where it is
+# hold any of these. A program using one stays on Python, where the look-ahead check sees what it runs
 _ESCAPES = {"ExternalFunctionPointer": "a C function pointer (ctypes, cffi)", "ExternalFunction": "a C function",
             "RawPointer": "a raw pointer", "CPointer": "a raw pointer", "Opaque": "a raw pointer",
             "ContextManager": "numba's object mode (objmode)", "ObjModeDispatcher": "numba's object mode (objmode)",

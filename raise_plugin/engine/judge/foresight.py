@@ -4,7 +4,8 @@ replaced: after one random point (``Task.future_replaced``), or, where the task 
 (``Task.future_stages``), after each of many stage ends, the true part up to the next end being
 revealed only once the decisions before it are answered (in the copy's run in progress, or by
 starting it again, ``stages``). Up to the last decision whose arguments are the same on both,
-its decisions must be the same."""
+its decisions must be the same. The copy runs on the path the instance ran: compiled (compiled at
+once in the check's process, where the program compiles) or in Python."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +14,7 @@ import zlib
 import numpy as np
 
 from .one_cpu import on_one_cpu
-from .protocol import DONE, Malformed, STAGE, STOPPED
+from .protocol import COMPILED, DONE, Malformed, PYTHON, STAGE, STOPPED
 from .stages import apply_patch
 
 __all__ = ["looks_ahead", "same_inputs", "check_budget", "UNCHECKED"]
@@ -43,7 +44,7 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
     rng = np.random.default_rng()
     if rng.random() >= judge.limits.foresight:
         return None
-    index, decisions = decided[int(rng.integers(len(decided)))]
+    index, decisions, compiled = decided[int(rng.integers(len(decided)))]
     instance = instances[index]
     staged = _staging(task, instance, rng, decisions)
     if staged is None:
@@ -63,7 +64,8 @@ def looks_ahead(judge, task, job, instances: list, decided: list, deadline: floa
         except (OSError, RuntimeError):  # the machine's limits (the program can reach no other process's):
             return UNCHECKED              # counted and shown as unchecked, never silently valid
         try:
-            differ, why = _copy_decides(judge, task, job, process, start, stages, same, decisions, deadline)
+            differ, why = _copy_decides(judge, task, job, process, (start, stages, compiled), same, decisions,
+                                        deadline)
         finally:
             process.close()
     if why is _RAN_OUT:
@@ -98,15 +100,17 @@ def _staging(task, instance, rng, decisions):
     return None if probe is None else (probe, [], None)
 
 
-def _copy_decides(judge, task, job, process, start, stages, same: int, decisions, deadline):
-    """Run the copy: ``(the first decision that differs from ``decisions`` among the first
-    ``same``, or None; why the copy failed, or None)``. The copy's first ``same`` decisions have
-    the arguments of the job's: a program that decides from the past alone answers them as it
-    did, so failing, leaving, stopping or answering short is its own doing."""
+def _copy_decides(judge, task, job, process, copy, same: int, decisions, deadline):
+    """Run the copy (``(start, stages, compiled)``: compiled where the instance's process said it
+    ran so, and the program compiles; else in Python): ``(the first decision that differs from
+    ``decisions`` among the first ``same``, or None; why the copy failed, or None)``. The copy's
+    first ``same`` decisions have the arguments of the job's: a program that decides from the past
+    alone answers them as it did, so failing, leaving, stopping or answering short is its own doing."""
+    start, stages, compiled = copy
     ends = [end for end, _ in stages if end < same]
     bound = judge.bound(task, start)
     try:
-        process.send(("program", job.task, job.program, False), deadline)
+        process.send(("program", job.task, job.program, COMPILED if compiled else PYTHON), deadline)
         record = process.receive(deadline, 0)
         if record is not None and record.status == DONE:
             process.send(("staged", start, ends, same), deadline)  # it need decide no further than `same`

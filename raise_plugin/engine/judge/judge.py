@@ -28,7 +28,7 @@ from ..limits import SandboxLimits
 from ..results import EvalResult, FailureKind
 from ..role import current_judge
 from .foresight import UNCHECKED, check_budget, looks_ahead
-from .protocol import DONE, HEURISTIC, KINDS, MEMORY, Malformed, Record
+from .protocol import AS_THE_JOB, DONE, HEURISTIC, KINDS, MEMORY, Malformed, Record
 from .spawner import ProgramProcesses, reap_orphans
 
 __all__ = ["Judge", "evaluate_heuristic", "deadline_of"]
@@ -96,7 +96,7 @@ class Judge:
         originals: list[tuple[int, np.ndarray]] = []
         note = ""
         try:
-            process.send(("program", job.task, job.program, True), deadline)
+            process.send(("program", job.task, job.program, AS_THE_JOB), deadline)
             record = process.receive(deadline, 0)
             if record is None or record.status != DONE:
                 if record is None:
@@ -126,8 +126,8 @@ class Judge:
                     if record.status != DONE:
                         raise _Failure(KINDS.get(record.status, FailureKind.ERROR), record.reason)
                     metrics[k] = self.score(task, instance, record)
-                    if not record.compiled:  # a check runs in Python: compiled decisions may differ in ties
-                        originals.append((index, record.decisions))
+                    # checked on the path its process said it ran (compiled decisions may break ties otherwise)
+                    originals.append((index, record.decisions, bool(record.compiled)))
                 except (_Failure, HeuristicError) as exc:
                     kind, reason = (exc.kind, exc.reason) if isinstance(exc, _Failure) else \
                         (FailureKind.HEURISTIC, printable(str(exc)))

@@ -26,7 +26,8 @@ from ..role import set_judge
 from ..sandbox import (PR_SET_PDEATHSIG, audit_hook, cap_memory, close_other_descriptors, install_seccomp, layer, prctl,
                        set_limit)
 from ..sandbox.sinks import sinks
-from .protocol import DONE, ERROR, HEURISTIC, MEMORY, PROGRAM, STOPPED, receive_request, send_answer
+from .protocol import (AS_THE_JOB, COMPILED, DONE, ERROR, HEURISTIC, MEMORY, PROGRAM, STOPPED, receive_request,
+                       send_answer)
 from .stages import StagedPriority
 
 __all__ = ["program_main", "confine_program", "SEED"]
@@ -81,9 +82,9 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
         for sink in sinks():
             sink.count = 0
         if message[0] == "program":
-            _, task_ref, spec, compiles = message
-            if not compiles:  # a look-ahead check: the decisions are the same in Python, and cheaper
-                compiler = None
+            _, task_ref, spec, path = message
+            if path != AS_THE_JOB:  # a look-ahead check's copy, on the path the instance checked ran
+                compiler = Compiler(after=0.0) if path == COMPILED and limits.jit else None
             try:
                 task = get_task(task_ref)
                 evaluate = task.evaluate  # taken before the program's module code runs
@@ -104,8 +105,9 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
                 priority = _fresh(answers, task, spec)
                 if priority is None:
                     continue
-            if message[0] == "staged":
-                staged = StagedPriority(priority, instance, message[2], requests, answers, in_place)
+            if message[0] == "staged":  # compiled where the check's copy is (``COMPILED``) and the program compiles
+                deciding = verdict.function if verdict is not None and verdict.compiled else priority
+                staged = StagedPriority(deciding, instance, message[2], requests, answers, in_place)
                 _run_instance(answers, task, spec, staged.evaluating(evaluate), staged, instance, limit, None, None)
             else:
                 verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)

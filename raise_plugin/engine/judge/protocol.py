@@ -18,7 +18,7 @@ from tasks.common.errors import printable
 from ..results import FailureKind
 
 __all__ = ["DONE", "STOPPED", "HEURISTIC", "PROGRAM", "MEMORY", "ERROR", "STAGE", "KINDS", "Record", "Malformed",
-           "send_answer", "receive_request", "send_request", "receive_answer"]
+           "AS_THE_JOB", "PYTHON", "COMPILED", "send_answer", "receive_request", "send_request", "receive_answer"]
 
 # One answer of a program's process: status, compiled (0 no, 1 yes, 2 not asked), the number of
 # decisions, the lengths of the reason and of the compiled path's note, Python seconds, and the
@@ -30,6 +30,11 @@ STAGE = 6  # a staged look-ahead check's copy reached a stage's end: its decisio
 KINDS = {HEURISTIC: FailureKind.HEURISTIC, PROGRAM: FailureKind.PROGRAM, MEMORY: FailureKind.MEMORY,
          ERROR: FailureKind.ERROR}
 _TEXT_BYTES = 2000       # what one text of an answer may hold
+
+# The path a ("program", task, spec, PATH) request runs the program on: as the job asks (compiled
+# once its Python has taken long enough, where the compiled path is on), or a look-ahead check's
+# copy, in Python or compiled at once (as the instance checked ran)
+AS_THE_JOB, PYTHON, COMPILED = "job", "python", "compiled"
 
 
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:

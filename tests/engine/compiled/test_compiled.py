@@ -200,3 +200,40 @@ def test_in_a_sandboxed_worker_numba_compiles_but_a_program_still_cannot_use_cty
         assert compiled.valid and compiled.compiled is True, compiled
         assert not refused.valid and "ctypes" in refused.reason
         assert engine.compiled.programs_compiled == 1
+
+
+@pytest.mark.parametrize("code", [FITTING, SAMPLER_STYLE], ids=["exp", "sampler"])
+def test_an_honest_program_run_compiled_passes_its_look_ahead_check_run_compiled(code, small_instances):
+    """Every instance run compiled is checked for look-ahead on a copy run compiled (its process's
+    word that it ran so is no escape: tests/engine/judge): an honest program, checked on every job
+    of one instance each, stays valid, compiled, and scores as in Python."""
+    checked = SandboxLimits(timeout=120.0, memory_mb=1024, file_mb=1, output_mb=1, jit=True, jit_after=0,
+                            foresight=1.0)
+    with ProcessExecutor(1, checked) as pool:
+        engine = Engine("obp", pool, limits=checked)
+        results = [engine.evaluate(code, [instance]) for instance in small_instances]
+    python = [execute_job(_job(code, 1), [instance]).metrics for instance in small_instances]
+    assert all(r.valid and r.compiled is True and not r.unchecked for r in results), results
+    assert [r.metrics for r in results] == python
+
+
+# decides otherwise compiled than in Python, and only where the probes (1000 items, fewer than 1500
+# bins) never reach: on a nominal instance of 5000 items
+PATH_BOUND = ("import numpy as np\n\ndef priority(item, bins):\n    n = bins.shape[0]\n    gap = bins - item\n"
+              "    if n > 1500 and (n ** 25) % 3 == 0:  # Python's integers never wrap; compiled, int64's do\n"
+              "        return gap\n    return -gap\n")
+
+
+def test_the_look_ahead_check_runs_the_copy_on_the_path_the_instance_ran(task):
+    """A program compiled decides, on an instance its probes did not reach, otherwise than in
+    Python: its check's copy, run compiled too, decides as the instance did, and the program is
+    valid; a copy run in Python would have called it a look-ahead."""
+    checked = SandboxLimits(timeout=120.0, memory_mb=1024, file_mb=1, output_mb=1, jit=True, jit_after=0,
+                            foresight=1.0)
+    instance = task.nominal_instances()[0]
+    namespace: dict = {}
+    exec(PATH_BOUND, namespace)
+    with ProcessExecutor(1, checked) as pool:
+        result = Engine("obp", pool, limits=checked).evaluate(PATH_BOUND, [instance])
+    assert result.valid and result.compiled is True, result
+    assert result.metrics[0] != task.evaluate(namespace["priority"], instance)  # the paths decide apart here

@@ -1,6 +1,7 @@
 # Rewrites what its own process answers the judge, to say every instance ran on the compiled path:
-# compiled instances are not checked for look-ahead (the check runs in Python, and compiled answers
-# may break ties otherwise), so a look-ahead appended after this header would go unchecked.
+# compiled instances were not checked for look-ahead (the check ran in Python, and compiled answers
+# may break ties otherwise), so a look-ahead appended after this header went unchecked. Now such an
+# answer is tampering without the compiled path, and with it the copy is checked compiled.
 import sys as _sys
 
 _answers = _sys.modules.get("raise_plugin.engine.judge.program_process")

@@ -1,6 +1,6 @@
 """The look-ahead appended before this (``priority``, in Python) run from compiled code: numba's
-object mode runs Python inside a compiled function, and instances run compiled are not checked for
-look-ahead (the check runs in Python). Its answers are the Python function's, so it passes the
+object mode runs Python inside a compiled function, and instances run compiled were not checked for
+look-ahead (the check ran in Python; it now runs compiled too). Its answers are the Python function's, so it passes the
 compiled path's probes. Object-mode code does not see the module's globals: the Python function
 is reached through ``builtins``."""
 import builtins as _builtins

@@ -40,7 +40,7 @@ from raise_plugin.harness.provenance import (code_version, recorded_code_version
 from raise_plugin.harness.job_place import check_place, place_jobs, say_notes
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
-from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside
+from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside, set_aside_tables
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
@@ -106,6 +106,10 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     rows = collect_rows(out, task.baselines, [result_name(v.key, s, study.select_on) for v, s in cells])
     in_tables = {(r["variant"], int(r["seed"])) for r in rows if r["kind"] != "baseline"}
     tables, comparisons, table_files = write_tables(study, task, variants, rows, out, budget=runs.budget.samples)
+    stale = set_aside_tables(out, table_files, plan)
+    if stale:
+        _say(f"{len(stale)} tables of an earlier compare that this one does not write ({', '.join(stale[:3])}"
+             f"{', ...' if len(stale) > 3 else ''}) moved to {plan.superseded}", quiet)
     figures = _write_figures(task, variants, study.seeds, finished, out, figure_formats)
     ledger = study_ledger({f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells
                            if run_dirs[(v.key, s)].exists()})

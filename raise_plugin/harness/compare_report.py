@@ -234,6 +234,9 @@ def runs_notes(plan, task) -> list[str]:
     if plan is not None and plan.moved:
         notes.append(f"Earlier runs and results in this folder that did not match were done again (the earlier "
                      f"ones are in `{plan.superseded.name}` under `superseded/`): " + "; ".join(plan.moved) + ".")
+    if plan is not None and plan.tables_aside:
+        notes.append(f"Tables of an earlier compare in this folder that this one does not write were moved to "
+                     f"`{plan.superseded.name}` under `superseded/`: {', '.join(plan.tables_aside)}.")
     notes += ["A run's \"best on its set\" is its best program's metric aggregated (by the run's aggregation, the mean "
               "by default) over the set it trained on: the nominal set for a plain run, the nominal set grown by "
               "adversarial instances for a RAISE run (minus the host's score of that program; with a regret "

@@ -40,6 +40,7 @@ class ReusePlan:
     provisional: int = 0              # of those, results of unfinished runs: kept only if resuming changes nothing
     moved: list[str] = field(default_factory=list)     # what was moved aside, each "name: why"
     other_code: list[str] = field(default_factory=list)  # kept under --reuse any: "name (code version)"
+    tables_aside: list[str] = field(default_factory=list)  # an earlier compare's tables this one does not write
     superseded: Path | None = None
 
     def line(self, out_name: str) -> str | None:
@@ -128,6 +129,20 @@ def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> Re
         plan.evaluated += 1
         plan.provisional += name in unfinished
     return plan
+
+
+def set_aside_tables(out: Path, written: list[Path], plan: ReusePlan) -> list[str]:
+    """An earlier compare's tables in ``out`` that this one did not write (``written``: of another
+    task, or the ablation table of a compare that had ablations), moved to ``plan.superseded``
+    (never deleted), which a reader would otherwise take for current; their names, also kept in
+    ``plan.tables_aside``."""
+    now = {path.name for path in written}
+    stale = sorted(path.name for path in out.glob("table*") if path.is_file()
+                   and path.suffix in (".md", ".csv", ".tex") and path.name not in now)
+    for name in stale:
+        _move(out / name, plan.superseded / name)
+    plan.tables_aside += stale
+    return stale
 
 
 def set_aside(csv: Path, stamp: Path) -> None:

@@ -1,7 +1,9 @@
 """The harness: a tiny compare writes every table and figure; a re-run redoes nothing."""
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import re
 from dataclasses import replace
@@ -513,3 +515,28 @@ def test_figures_of_another_format_do_not_stand_beside_the_new_ones(compared, tm
     assert {p.name for p in result.files} >= set(figures)
     with pytest.raises(UserError, match="^figure_format: give one or more of png, pdf, svg$"):
         run_compare(tiny(out), quiet=True, figure_formats="")
+
+
+def test_tables_an_earlier_compare_wrote_and_this_one_does_not_are_moved_aside(compared, tmp_path):
+    """A re-run without the ablations (or on another task) left the earlier table4_ablation (or
+    table3 of the other task) beside the new tables, which a reader would take for current. They
+    are moved to the re-run's superseded folder, said on the console and in the report."""
+    import shutil
+
+    out = tmp_path / "cmp"
+    shutil.copytree(compared.out, out)
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        result = run_compare(tiny(out, ablations=False))  # nothing trained again
+    stale = {f"table4_ablation{suffix}" for suffix in (".md", ".csv", ".tex")}
+    assert not stale & {p.name for p in out.iterdir()}
+    assert not stale & {p.name for p in result.files}
+    aside = [p for p in (out / "superseded").glob("*/table4_ablation.*")]
+    assert {p.name for p in aside} == stale
+    assert aside[0].read_text() == (compared.out / aside[0].name).read_text()
+    stamp = aside[0].parent.name
+    assert f"moved to {out / 'superseded' / stamp}" in said.getvalue()
+    report = (out / "report.md").read_text()
+    assert "table4_ablation.md" in report and f"`{stamp}`" in report
+    assert {p.name for p in out.iterdir() if p.name.startswith("table")} == \
+        {p.name for p in result.files if p.name.startswith("table")}

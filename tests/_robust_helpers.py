@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from llm4ad.base import LLM
@@ -10,6 +11,10 @@ from llm4ad.base import LLM
 from raise_plugin.engine import evaluate_heuristic
 from tasks import get_task
 from tasks.obp.instances import weibull_instances
+
+# OBP at a tenth of its length (tests/_small_obp.py), by file reference: for tests about runs and their
+# records, where the instances' size is incidental
+SMALL_OBP = f"{Path(__file__).with_name('_small_obp.py')}:SmallOBP"
 
 BODIES = (
     "return -(bins - item) + {a:.3f} * bins",

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from robust_helpers import ScriptedLLM
+from robust_helpers import SMALL_OBP, ScriptedLLM
 from raise_plugin.robust.budget import LLMBudget
 from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.llm.usage import UsageLedger
@@ -27,7 +27,7 @@ class PricedLLM(ScriptedLLM):
 
 
 def config(tmp_path, **kw):
-    base = dict(task="obp", robust=False, budget=40, pop_size=4, nominal=1, out=str(tmp_path / "run"),
+    base = dict(task=SMALL_OBP, robust=False, budget=40, pop_size=4, nominal=1, out=str(tmp_path / "run"),
                 validation_trace=False, host_profiler=False)
     base.update(kw)
     return RunConfig(**base)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from robust_helpers import ScriptedLLM
+from robust_helpers import SMALL_OBP, ScriptedLLM
 from raise_plugin import build
 from raise_plugin.cli import main
 from raise_plugin.config import ConfigError, RunConfig, SandboxSettings
@@ -22,7 +22,7 @@ def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys, monke
     # a task that hands on the choice on its validation suite (Task.final_selection)
     monkeypatch.setattr(type(get_task("obp")), "final_selection", "validation")
     out = tmp_path / "run"
-    code = main(["run", "--task", "obp", "--budget", "12", "--pop-size", "4", "--tau", "2", "--nominal", "1",
+    code = main(["run", "--task", SMALL_OBP, "--budget", "12", "--pop-size", "4", "--tau", "2", "--nominal", "1",
                  "--inner-population", "4", "--inner-generations", "2", "--seed", "1", "--out", str(out),
                  "--no-progress"])
     assert code == 0
@@ -191,7 +191,7 @@ def test_a_search_that_ends_after_its_initial_population_says_why_and_fails(tmp_
 
     monkeypatch.setattr(build, "make_llm", lambda llm, seed, task: OneValid(seed, fail_every=0))
     out = tmp_path / "run"
-    assert main(["run", "--task", "obp", "--budget", "20", "--pop-size", "2", "--tau", "1", "--nominal", "1",
+    assert main(["run", "--task", SMALL_OBP, "--budget", "20", "--pop-size", "2", "--tau", "1", "--nominal", "1",
                  "--inner-population", "2", "--inner-generations", "1", "--out", str(out), "--no-progress",
                  "--no-host-profiler"]) == 3
     captured = capsys.readouterr()

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robust_helpers import ScriptedLLM
+from robust_helpers import SMALL_OBP, ScriptedLLM
 from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.rundir.files import load_instance, read_jsonl
@@ -27,7 +27,7 @@ HELPERS = Path(__file__).parents[1] / "_robust_helpers.py"
 
 
 def config(out, budget=24, **kw) -> RunConfig:
-    base = dict(task="obp", budget=budget, pop_size=4, tau=2, inner_population=4, inner_generations=2,
+    base = dict(task=SMALL_OBP, budget=budget, pop_size=4, tau=2, inner_population=4, inner_generations=2,
                 nominal=1, out=str(out), seed=0, epsilon=0.002, aggregation="mean", adversary_objective="metric",
                 projection="paper")  # the paper's settings: these tests are about the run directory
     base.update(kw)

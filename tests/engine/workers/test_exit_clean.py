@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from robust_helpers import SMALL_OBP
+
 from ..conftest import process_group
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process groups from /proc")
@@ -36,7 +38,7 @@ def _run_alone(args: list[str], cwd: Path) -> tuple[int, list[str]]:
 def test_a_robust_run_leaves_no_process_behind(tmp_path):
     # one nominal instance and a small inner search: the same processes (engine, workers, inner
     # search, validation trace) for less work
-    code, left = _run_alone(["run", "--task", "obp", "--tau", "1", "--budget", "6", "--pop-size", "4",
+    code, left = _run_alone(["run", "--task", SMALL_OBP, "--tau", "1", "--budget", "6", "--pop-size", "4",
                              "--nominal", "1", "--inner-population", "4", "--inner-generations", "1",
                              "--seed", "0", "--no-progress", "--out", str(tmp_path / "run")], tmp_path)
     assert code == 0

@@ -168,3 +168,23 @@ def test_the_model_taken_from_the_environment_is_recorded_and_resume_asks_it(tmp
         monkeypatch.setenv("OPENAI_MODEL", "other-model")
         assert main(["resume", str(out), "--max-llm-calls", "4", "--no-progress"]) == 0
         assert [r["model"] for r in server.requests] == ["first-model"] * 4
+
+
+def test_a_token_in_the_base_url_s_query_is_hidden_as_a_password_is():
+    """A base URL may carry a key in its query (``...?key=SECRET``, ``&access_token=...``, as some
+    proxies take it): config.json recorded it, and the lines that show URLs printed it. Its value is
+    now hidden as a password's is, resume asks for the URL again, and other parameters stay."""
+    from raise_plugin.credentials import hides_credentials, shown_text, shown_url
+    from raise_plugin.llm.endpoint import recorded_settings_of
+
+    secret = "tok-never-written-91c2"
+    for url, shown in ((f"https://proxy.example/v1?key={secret}", "https://proxy.example/v1?key=***"),
+                       (f"https://proxy.example/v1?api-version=2024-02-01&Access_Token={secret}#x",
+                        "https://proxy.example/v1?api-version=2024-02-01&Access_Token=***#x"),
+                       (f"https://u:{secret}@proxy.example/v1?api_key={secret}&sig={secret}",
+                        "https://***@proxy.example/v1?api_key=***&sig=***")):
+        assert shown_url(url) == shown and hides_credentials(shown) and not hides_credentials(url)
+        assert recorded_settings_of({"base_url": url, "llm": "openai:m"})["base_url"] == shown
+        assert shown_text(f"HTTP Request: POST {url} \"200 OK\"") == f"HTTP Request: POST {shown} \"200 OK\""
+    plain = "https://proxy.example/v1?api-version=2024-02-01&keyring=a"
+    assert shown_url(plain) == plain and not hides_credentials(plain) and shown_text(plain) == plain

@@ -180,7 +180,7 @@ def _usage_line(usage: dict) -> str:
         parts.append("cost unknown (no price for this model)")
     kinds = usage.get("failures_by_kind") or {}
     if kinds:
-        parts.append("failed requests by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
+        parts.append("failure events by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.items()))
     return ", ".join(parts)
 
 

@@ -145,7 +145,7 @@ def _usage(usage: dict | None, llm: str | None) -> list[str]:
                      numeric=set(range(1, len(fields) + 1))))
     kinds = usage.get("failures_by_kind") or {}
     if kinds:
-        out.append(table(["failed requests, by kind", "requests"], [[k, n] for k, n in kinds.items()], numeric={1}))
+        out.append(table(["failure events, by kind", "events"], [[k, n] for k, n in kinds.items()], numeric={1}))
     return out
 
 

@@ -199,7 +199,7 @@ def test_unusable_answers_between_usable_ones_count_but_the_run_finishes(tmp_pat
     assert usage["total"]["unusable"] == 2 and usage["failures_by_kind"]["unusable"] == 2
     assert usage["failures_by_kind"]["http_500"] == 1 and usage["failures_by_kind"]["no_choices"] == 1
     printed = capsys.readouterr().out
-    assert "failed requests by kind:" in printed and "unusable 2" in printed
+    assert "failure events by kind:" in printed and "unusable 2" in printed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["samples"] == 6 and summary["finished"] and summary["failure"] is None
 

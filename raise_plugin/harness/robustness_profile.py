@@ -246,8 +246,9 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
 
 
 def plot_profile(profile: Profile, path: str | Path | None = None):
-    """Worst metric found versus eps, one series per heuristic: the mean over seeds with a band of its
-    95 % Student-t interval over seeds (the table's ±); at eps = 0 the nominal set's worst instance,
+    """Worst metric found versus eps, one series per heuristic: the mean over seeds with a band from the
+    lowest to the highest seed (what the seeds found: a t interval of the mean reached below 0 for a
+    waste ratio at two seeds); at eps = 0 the nominal set's worst instance,
     like with like. Each heuristic its own colour and marker (``figure_style.series_style``); the
     y axis names the metric, its unit and direction, the x axis is ticked at the profiled radii; the
     legend sits below the panel and the title says what line and band are.
@@ -262,10 +263,11 @@ def plot_profile(profile: Profile, path: str | Path | None = None):
         style = series_style(index)
         mean = np.array([profile.nominal_worst.get(h, profile.nominal[h])]
                         + [profile.summary(h, e)[0] for e in epsilons])
-        half = np.array([0.0] + [profile.half_width(h, e) for e in epsilons])
+        low, high = (np.array([mean[0]] + [_over_seeds(profile.worst(h, e), edge) for e in epsilons])
+                     for edge in (np.min, np.max))
         ax.plot(xs, mean, label=h, **style)
-        if np.isfinite(half[1:]).any():
-            ax.fill_between(xs, mean - half, mean + half, where=np.isfinite(mean - half), **band_style(style))
+        if np.isfinite(low[1:]).any():
+            ax.fill_between(xs, low, high, where=np.isfinite(low), **band_style(style))
     ax.set_xticks(xs, [f"{e:g}" for e in xs])
     ax.set_xlabel("eps, radius of the ball around the nominal histograms (0: the nominal set)")
     metric, comma, direction = metric_axis_label(task).rpartition(", ")
@@ -277,14 +279,21 @@ def plot_profile(profile: Profile, path: str | Path | None = None):
     return finish_figure(fig, path)
 
 
+def _over_seeds(worst: np.ndarray, edge) -> float:
+    """``edge`` (``np.min``, ``np.max``) of the seeds' worst metrics at one radius; NaN where fewer than
+    two seeds found one (a band needs two)."""
+    found = worst[np.isfinite(worst)]
+    return float(edge(found)) if found.size > 1 else math.nan
+
+
 def _profile_caption(profile: Profile) -> str:
     """What a line and its band are, in the words of the table's caption."""
     at_zero = (f"at eps 0: the worst of the {profile.nominal_count} nominal instances" if profile.nominal_count
                else "at eps 0: the nominal set's worst instance")
     if len(profile.seeds) == 1:
         return f"line: adversary seed {profile.seeds[0]} (one seed, so no band); {at_zero}"
-    return (f"line: mean over {len(profile.seeds)} adversary seeds; band: its {LEVEL * 100:g} % Student-t "
-            f"interval over seeds; {at_zero}")
+    return (f"line: mean over {len(profile.seeds)} adversary seeds; band: from the lowest to the highest seed "
+            f"(the table's ± is the {LEVEL * 100:g} % t interval of the mean); {at_zero}")
 
 
 def _wrap_words(text: str, width: int, keep: str = r"\(.*?\)") -> str:

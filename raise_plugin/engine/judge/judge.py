@@ -7,7 +7,7 @@ Processes, one worker (``worker.worker_main``) each::
 
     worker (the judge)   holds the instance sets, scores decisions, answers the engine
       spawner            forked by the worker before it holds anything; forks program processes
-        program process  one per job (per program on the compiled path): runs the program
+        program process  one per instance (per program on the compiled path): runs the program
 
 The program's process is ``program_process``, the spawner and the worker's side of it
 ``spawner``, what they say to each other ``protocol``, the look-ahead check ``foresight``.
@@ -88,26 +88,28 @@ class Judge:
             task = get_task(job.task)
         except Exception as exc:  # noqa: BLE001 - reported as the task's failure
             return EvalResult.failed(count, FailureKind.ERROR, printable(f"the task failed: {exc}"))
-        process, _ = self.processes.process_for((job.task, job.program), keep=self.limits.jit, warm=("task", job.task))
         deadline = deadline_of(job.timeout)
         metrics, reasons = [math.nan] * count, [""] * count
         first: tuple[str, str] | None = None
         compiled: list[bool | None] = []
         originals: list[tuple[int, np.ndarray]] = []
         note = ""
+        process = None
         try:
-            process.send(("program", job.task, job.program, AS_THE_JOB), deadline)
-            record = process.receive(deadline, 0)
-            if record is None or record.status != DONE:
-                if record is None:
-                    died = process.died()
-                    self.processes.drop(process)
-                    return EvalResult.failed(count, FailureKind.WORKER_DIED, f"{died} while loading the program",
-                                             time.perf_counter() - start)
-                self.processes.drop(process)
-                return EvalResult.failed(count, KINDS.get(record.status, FailureKind.PROGRAM), record.reason,
-                                         time.perf_counter() - start)
             for k, index in enumerate(job.indices):
+                # every instance in a process of its own (on the compiled path, one process a program, which
+                # keeps its compiled code): what a program leaves in the modules it imports reaches no other
+                if process is None or not self.limits.jit:
+                    if process is not None:
+                        self.processes.drop(process)
+                        if process.left_folder:
+                            return EvalResult.failed(count, FailureKind.TAMPERED, "its process left a folder "
+                                                     "that could not be removed", time.perf_counter() - start)
+                    process, _ = self.processes.process_for((job.task, job.program), keep=self.limits.jit,
+                                                            warm=("task", job.task))
+                    failed = self._load(process, job, deadline, count, start)
+                    if failed is not None:
+                        return failed
                 instance = instances[index]
                 process.send(("instance", instance, None), deadline)
                 record = process.receive(deadline, self.bound(task, instance))
@@ -150,6 +152,8 @@ class Judge:
             self.processes.drop(process)
             return EvalResult.failed(count, FailureKind.WORKER_DIED, printable(f"{died} during the evaluation "
                                      f"({exc.strerror or exc})"), time.perf_counter() - start)
+        if process is None:  # a job of no instances
+            return EvalResult((), (), time.perf_counter() - start)
         if not self.limits.jit or (first is not None and first[0] in FailureKind.REPEATING):
             self.processes.drop(process)
         if process.left_folder:
@@ -170,6 +174,21 @@ class Judge:
                               unchecked=unchecked)
         return EvalResult(tuple(metrics), tuple(reasons), seconds, first[0], first[1], compiled=is_compiled,
                           fallback=note)
+
+    def _load(self, process, job, deadline, count: int, start: float) -> EvalResult | None:
+        """The job's program loaded in ``process``: ``None``, or the job's failed result (the process dropped)."""
+        process.send(("program", job.task, job.program, AS_THE_JOB), deadline)
+        record = process.receive(deadline, 0)
+        if record is not None and record.status == DONE:
+            return None
+        if record is None:
+            died = process.died()
+            self.processes.drop(process)
+            return EvalResult.failed(count, FailureKind.WORKER_DIED, f"{died} while loading the program",
+                                     time.perf_counter() - start)
+        self.processes.drop(process)
+        return EvalResult.failed(count, KINDS.get(record.status, FailureKind.PROGRAM), record.reason,
+                                 time.perf_counter() - start)
 
     def bound(self, task, instance) -> int:
         """The most decisions ``instance`` can take (what an answer may carry)."""

@@ -198,7 +198,8 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
                                                {f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells},
                                                place.slots))
     return run_jobs(place, training + evaluations, then, say=lambda line: _say(line, quiet),
-                    planned=2 * len(training) + len(evaluations))
+                    planned=2 * len(training) + len(evaluations),
+                    follows=lambda job: int(isinstance(job, TrainJob)))  # a training run's suite evaluation
 
 
 def failure_line(failures: list[JobRecord], total: int) -> str:

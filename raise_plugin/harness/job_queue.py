@@ -33,10 +33,13 @@ class JobRecord:
 
 
 def run_jobs(place: JobPlace, jobs: Iterable, then: Callable[[object, object], list] | None = None,
-             say: Callable[[str], None] = print, planned: int | None = None) -> list[JobRecord]:
+             say: Callable[[str], None] = print, planned: int | None = None,
+             follows: Callable[[object], int] = lambda job: 0) -> list[JobRecord]:
     """Run ``jobs`` (and the jobs ``then(job, outcome)`` adds) at ``place``, ``place.slots`` at
     a time, in the order given; one line per job started and per job ended. A failed job is
-    recorded and the others go on."""
+    recorded and the others go on. ``planned`` counts the jobs ``then`` is expected to add too,
+    ``follows(job)`` of them for ``job``: a job that fails, or adds fewer, takes those it did not
+    add off the count the lines show."""
     pending = deque(jobs)
     total = planned if planned is not None else len(pending)
     running: dict[cf.Future, tuple[int, object, float]] = {}
@@ -67,6 +70,7 @@ def run_jobs(place: JobPlace, jobs: Iterable, then: Callable[[object, object], l
                     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     records.append(JobRecord(job.name, job.kind, job.label, "failed", seconds, error=message,
                                              retry_helps=not isinstance(exc, UserError)))
+                    total -= follows(job)
                     say(f"[{number:>{width()}}/{total}] FAILED   {job.kind} {job.label} after {seconds:.1f} s: "
                         f"{message}")
                     continue
@@ -76,9 +80,9 @@ def run_jobs(place: JobPlace, jobs: Iterable, then: Callable[[object, object], l
                 where = f" on {outcome.host}" if place.kind == "dask" and getattr(outcome, "host", "") else ""
                 say(f"[{number:>{width()}}/{total}] finished {job.kind} {job.label} in {seconds:.1f} s{where}: "
                     f"{outcome.summary()}")
-                if then is not None:
-                    follow = list(then(job, outcome) or ())
-                    pending.extend(follow)
+                follow = list(then(job, outcome) or ()) if then is not None else []
+                total -= max(0, follows(job) - len(follow))
+                pending.extend(follow)
         interrupted = False
     finally:
         place.close(interrupted=interrupted)

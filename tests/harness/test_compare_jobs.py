@@ -7,6 +7,8 @@ that sees ``out`` writing there and one that does not shipping its run back is t
 ``TrainJob``; so the Dask cluster runs one compare, the one that ships its runs back."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import threading
@@ -124,8 +126,13 @@ def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help
         return start(run_config, **kw)
 
     monkeypatch.setattr(runner, "start_run", fail_seed_1)
-    result = run_compare(config, quiet=True)  # no exception: what finished is a result
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        result = run_compare(config, progress=False)  # no exception: what finished is a result
     assert [(r.kind, r.label) for r in result.failures] == [("train", "EoH, seed 1")]
+    # the count of jobs loses the evaluation a failed training run never queues: it ended at [6/7]
+    counted = [line for line in said.getvalue().splitlines() if line.startswith("[")]
+    assert counted[-1].startswith("[6/6] finished") and "/7]" not in counted[-1], counted
     assert run_finished(tmp_path / "runs" / "eoh-plain-seed0")
     table = result.tables["table_all_distributions"]
     assert "EoH" in table.methods and (table.seeds[table.methods.index("EoH")] == 1).all()

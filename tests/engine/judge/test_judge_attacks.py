@@ -512,44 +512,34 @@ def test_saying_it_ran_compiled_to_escape_the_look_ahead_check_is_tampering(tmp_
     assert_clean(run)
 
 
-def test_saying_it_ran_compiled_on_the_compiled_path_escapes_no_look_ahead_check(tmp_path):
-    """With the compiled path asked for (``--jit --jit-after 0``), saying so was allowed, and the
-    check ran only on instances whose process said they ran in Python: a look-ahead (which numba
-    cannot compile) behind a rewritten answer was valid on every instance. An instance said to
-    have run compiled is now checked on a copy run compiled, where it compiles, else in Python:
-    caught on at least 2 of the 5 (each a job of its own, checked once); the honest program after
-    it runs compiled, checked so, and scores as it does alone."""
+# look-aheads on the compiled path (``--jit --jit-after 0``), each with how it escaped the check before
+COMPILED_ESCAPES = {
+    # its process said every instance ran compiled, and the check ran only on instances said to run in
+    # Python: valid on every instance. An instance said to have run compiled is now checked on a copy
+    # run compiled where the program compiles (this one does not), else in Python
+    "forged_compiled_flag": lambda: attack("forged_compiled_flag") + "\n\n" + looking_ahead("ovrp_next_customer"),
+    # numba's object mode ran the Python look-ahead from compiled code, which compiled, passed the
+    # probes and was never checked: such a program now stays on Python, with the reason
+    # (tests/engine/compiled/test_compiled.py), checked there
+    "objmode_escape": lambda: looking_ahead("ovrp_next_customer") + "\n\n" + attack("objmode_escape"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPILED_ESCAPES))
+def test_a_look_ahead_on_the_compiled_path_is_caught_whatever_its_process_says(name, tmp_path):
+    """Each escape (``COMPILED_ESCAPES``) was valid on every instance; now it is caught on at least
+    2 of the 5 (each a job of its own, checked once), and the honest program after it runs
+    compiled, checked so, and scores as it does alone."""
     from tasks import get_task
     pytest.importorskip("numba")
     instances = [inst for dataset in get_task("ovrp").suite("nominal") for inst in dataset.instances]
     namespace: dict = {}
     exec(CHEAPEST, namespace)
     alone = [get_task("ovrp").evaluate(namespace["priority"], inst) for inst in instances]
-    forged = attack("forged_compiled_flag") + "\n\n" + looking_ahead("ovrp_next_customer")
-    run = evaluate(tmp_path, [("forged", forged), (AFTER, CHEAPEST)], task="ovrp",
+    run = evaluate(tmp_path, [(name, COMPILED_ESCAPES[name]()), (AFTER, CHEAPEST)], task="ovrp",
                    flags=("--jit", "--jit-after", "0"))
-    assert sum(r is None for r in run.results("forged")) >= 2, run.out[-3000:]
+    assert sum(r is None for r in run.results(name)) >= 2, run.out[-3000:]
     assert "looks ahead" in run.out + run.err
-    assert_unchanged(run, alone)
-    assert_clean(run)
-
-
-def test_object_mode_keeps_a_program_off_the_compiled_path_where_its_look_ahead_is_caught(tmp_path):
-    """Compiled at once (``--jit --jit-after 0``), a look-ahead run through numba's object mode was
-    compiled, never checked, and valid on every instance. Object mode (or a C function, a raw
-    pointer, an intrinsic, another compiled function) now keeps a program on Python, checked
-    there; the honest program after it runs compiled and scores as it does alone."""
-    from tasks import get_task
-    pytest.importorskip("numba")
-    instances = [inst for dataset in get_task("ovrp").suite("nominal") for inst in dataset.instances]
-    namespace: dict = {}
-    exec(CHEAPEST, namespace)
-    alone = [get_task("ovrp").evaluate(namespace["priority"], inst) for inst in instances]
-    escaping = looking_ahead("ovrp_next_customer") + "\n\n" + attack("objmode_escape")
-    run = evaluate(tmp_path, [("escaping", escaping), (AFTER, CHEAPEST)], task="ovrp",
-                   flags=("--jit", "--jit-after", "0"))
-    assert sum(r is None for r in run.results("escaping")) >= 2, run.out[-3000:]
-    assert "looks ahead" in run.out + run.err  # why it stays on Python: tests/engine/compiled/test_compiled.py
     assert_unchanged(run, alone)
     assert_clean(run)
 

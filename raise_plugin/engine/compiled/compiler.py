@@ -303,7 +303,7 @@ class Compiler:
                 if isinstance(cause, NumbaError):
                     return Verdict(None, f"does not compile: {_one_line(cause)}")
                 return Verdict(None, f"fails on a probe instance in Python: {type(cause).__name__}")
-        if not _same_random_state(saved, _random_state()):
+        if not _same_random_state(saved, _random_state()) or _draws(compiled):
             return Verdict(None, "draws from the global random state")
         escape = _escape_hatch(compiled)
         if escape is not None:
@@ -341,6 +341,24 @@ def _escape_hatch(compiled) -> str | None:
             if found is not None:
                 return found
     return None
+
+
+def _draws(compiled) -> bool:
+    """Whether the compiled function can draw random numbers (``np.random``, ``random``), in any signature
+    it was compiled for, whether or not the probes reached the draw: compiled, it draws from numba's own
+    generators, which are not the global ones seeded before every instance, so its decisions would
+    differ from run to run (and from its look-ahead check's copy)."""
+    for result in compiled.overloads.values():
+        for value in result.type_annotation.typemap.values():
+            module = getattr(value, "pymod", None) if type(value).__name__ == "Module" else None
+            key = getattr(value, "typing_key", None)
+            if module is not None and module.__name__.split(".")[:2] in (["numpy", "random"], ["random"]):
+                return True
+            if key is not None and (str(getattr(key, "__module__", "") or "").startswith("numpy.random")
+                                    or isinstance(getattr(key, "__self__", None), (np.random.RandomState,
+                                                                                    random.Random))):
+                return True
+    return False
 
 
 def program_key(task_name: str, spec) -> tuple:

@@ -11,6 +11,7 @@ import pickle
 import signal
 import socket
 import struct
+import tempfile
 
 from tasks import get_task
 
@@ -133,7 +134,6 @@ class ProgramProcesses:
     def __init__(self, limits: SandboxLimits, workdir: str):
         self.limits = limits
         self.workdir = workdir
-        self._made = 0
         self.cpu: int | None = None  # where a look-ahead check's process runs (``one_cpu``)
         self._kept: collections.OrderedDict = collections.OrderedDict()
         # one message a packet, so that one request never runs into the next
@@ -151,9 +151,9 @@ class ProgramProcesses:
     def start(self, key=None, warm: tuple[str, str] | None = None) -> ProgramProcess:
         """A fresh program process, forked by the spawner (after it loads ``warm``, the first time:
         ``_warm``)."""
-        self._made += 1
-        workdir = os.path.join(self.workdir, f"program-{self._made}")
-        os.mkdir(workdir, 0o700)
+        # named at random (0o700): a count in its name told a program how many processes its worker had
+        # started before it, so what shared its job, and let one program signal the next
+        workdir = tempfile.mkdtemp(prefix="program-", dir=self.workdir)
         requests_r, requests_w = os.pipe()
         answers_r, answers_w = os.pipe()
         try:

@@ -54,6 +54,25 @@ def test_a_program_drawing_random_numbers_stays_in_python_and_the_draws_are_undo
     assert np.array_equal(np.random.get_state()[1], before[0]) and random.getstate() == before[1]
 
 
+# draw only where the probes (1000 items, fewer than 1500 bins) never reach: compiled, each drew from
+# numba's own generators, which nothing seeds before an instance, so the job's run and its look-ahead
+# check's copy drew otherwise, and the honest program was called a look-ahead
+DRAWING_WHERE_PROBES_DO_NOT = {
+    "np.random": ("import numpy as np\n\ndef priority(item, bins):\n    score = -(bins - item) * 1.0\n"
+                  "    if bins.shape[0] > 1500:\n        score = score + np.random.random(bins.shape[0]) * 0.5\n"
+                  "    return score\n"),
+    "from numpy.random": ("from numpy.random import random\nimport numpy as np\n\ndef priority(item, bins):\n"
+                          "    return -(bins - item) + (random() if bins.shape[0] > 1500 else 0.0)\n"),
+}
+
+
+@pytest.mark.parametrize("spelling", list(DRAWING_WHERE_PROBES_DO_NOT))
+def test_a_program_whose_compiled_code_draws_random_numbers_stays_in_python(task, spelling):
+    verdict = Compiler().verdict(task, ProgramSpec(code=DRAWING_WHERE_PROBES_DO_NOT[spelling]))
+    assert not verdict.compiled
+    assert verdict.reason.startswith("draws from the global random state")
+
+
 ESCAPES = {  # each compiled and decided as its Python function on the probes, so each ran compiled, unchecked
     "numba's object mode (objmode)": (
         "import builtins\nimport numba\nimport numpy as np\n\n"

@@ -833,16 +833,19 @@ def test_a_program_that_rebuilds_the_public_instances_learns_nothing_of_a_runs_o
     assert [r.metrics[0] for r in on_private] == [task.evaluate(best_fit, s) for s in private]
 
 
-def test_what_one_instance_leaves_in_a_shared_module_reaches_no_other_instance(small_instances):
+@pytest.mark.parametrize("name", ["state_in_numpy", "folder_number"])
+def test_nothing_an_instance_leaves_or_meets_tells_a_program_what_shares_its_job(name, small_instances):
     """Each instance met a fresh module of the program, but the modules it imports stayed for the
     job's next instance: a program that kept a count in numpy's module decided otherwise from the
     second instance of a job on (waste 100 % and 93.5 % against 13.3 % and 6.5 % alone). Every
-    instance now runs in a process of its own, so each scores as it does alone, whatever the job
-    holds; the honest program after it scores as it does alone too."""
+    instance now runs in a process of its own. That process's folder was named by a count of the
+    processes its worker had started (``program-N``), which told the same, and let one program
+    signal the next: it is drawn at random now. Each instance scores as it does alone, whatever
+    the job holds; the honest program after it scores as it does alone too."""
     from raise_plugin.engine import Engine, ProcessExecutor, SandboxLimits
     from tasks import get_task
 
-    code = attack("state_in_numpy")
+    code = attack(name)
     limits = SandboxLimits(timeout=120.0, foresight=0.0)
     with ProcessExecutor(1, limits) as pool:
         engine = Engine("obp", pool, limits=limits)

@@ -70,9 +70,9 @@ def register_task(task: Task | type) -> Task:
 
 
 def registered_here() -> list[str]:
-    """Names of the tasks registered in this process (``register_task``, or loaded by reference),
-    which a fresh interpreter does not know."""
-    return list(_registered)
+    """Names of the tasks registered in this process with ``register_task``, which exist nowhere
+    else; not those loaded by reference, which another process loads by it (``SOURCES_VARIABLE``)."""
+    return [name for name in _registered if name not in _references]
 
 
 class TaskNames(list):

@@ -75,6 +75,28 @@ def test_a_worker_finds_no_secret_when_the_engine_holds_a_client_with_the_key(sm
 
 
 @linux
+def test_a_task_loaded_by_reference_leaves_the_workers_clean(small_instances, monkeypatch, fresh_server,
+                                                            fresh_registry):
+    """A task loaded by file (or module) reference was taken for one that only this process knows,
+    so every worker started after it, in any later run of the process, was forked from the engine,
+    its LLM client and key in memory: a program found the key ("gc: dict", the client's). Such a
+    task is loaded by its reference in the workers, which start clean; only a task registered with
+    ``register_task`` has its workers forked."""
+    openai = pytest.importorskip("openai")
+    from robust_helpers import SMALL_OBP
+    from tasks import get_task
+
+    name = get_task(SMALL_OBP).name
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    client = openai.OpenAI(api_key=KEY, base_url="http://127.0.0.1:9/v1")
+    with ProcessExecutor(1, ROOMY) as pool:
+        for task in ("obp", name):  # named as a registered task, in workers that never loaded it
+            result = Engine(task, pool, limits=ROOMY).evaluate(HUNT.format(engine=os.getpid()), small_instances)
+            assert result.valid, (task, result.reason)
+    assert client.api_key == KEY
+
+
+@linux
 def test_a_forked_worker_would_find_it(small_instances, monkeypatch):
     """The probe works: with the plain fork start the key is in the worker's memory."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

@@ -1,5 +1,5 @@
 """What a worker started from a clean interpreter takes over from the engine: the global random
-states and the files of modules it cannot import by name."""
+states, the files of modules it cannot import by name, and the tasks loaded by reference."""
 from __future__ import annotations
 
 import functools
@@ -11,6 +11,8 @@ import random
 import sys
 
 import numpy as np
+
+from tasks import SOURCES_VARIABLE
 
 __all__ = ["carried_state", "take_over"]
 
@@ -38,7 +40,8 @@ class _EngineModules(importlib.abc.MetaPathFinder):
 def carried_state() -> dict:
     """What a worker started from a clean interpreter takes over from the engine (a forked one
     has it already): the global random states, so that programs drawing from them see what
-    they would in a forked worker, and the files of modules it cannot import by name."""
+    they would in a forked worker, the files of modules it cannot import by name, and the tasks
+    loaded by reference (``tasks.SOURCES_VARIABLE``), which its fork server may have started without."""
     roots = tuple(_resolved(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
     files = {}
     for name, module in list(sys.modules.items()):
@@ -46,7 +49,8 @@ def carried_state() -> dict:
         if (name != "__main__" and isinstance(file, str) and file.endswith(".py")
                 and not _resolved(file).startswith(roots)):
             files[name] = file
-    return {"random": (random.getstate(), np.random.get_state()), "modules": files}
+    return {"random": (random.getstate(), np.random.get_state()), "modules": files,
+            "task_sources": os.environ.get(SOURCES_VARIABLE)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,6 +65,8 @@ def take_over(carried: dict | None) -> None:
     """In a worker started from a clean interpreter: what ``carried_state`` gave it."""
     if not carried:
         return
+    if carried.get("task_sources"):  # the tasks loaded by reference since the fork server started
+        os.environ[SOURCES_VARIABLE] = carried["task_sources"]
     state, numpy_state = carried["random"]
     random.setstate(state)
     np.random.set_state(numpy_state)

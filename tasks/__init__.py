@@ -25,7 +25,7 @@ from pathlib import Path
 from .common import Task
 from .common.errors import UnknownName, UserError
 
-__all__ = ["get_task", "list_tasks", "register_task", "registered_here", "task_reference", "reference_of",
+__all__ = ["get_task", "list_tasks", "register_task", "registered_here", "reference_sources", "task_reference", "reference_of",
            "is_task_reference", "TaskReferenceError", "Task"]
 
 ENTRY_POINT_GROUP = "raise_plugin.tasks"
@@ -67,6 +67,16 @@ def register_task(task: Task | type) -> Task:
         raise ValueError(f"a task named {key!r} is already registered")
     _registered[key] = obj
     return obj
+
+
+def reference_sources() -> dict[str, list]:
+    """The tasks loaded by reference in this process, as ``SOURCES_VARIABLE`` hands them to another
+    process: the variable's own entries, and each loaded here that it does not name (a task met
+    again in the cache does not write the variable again)."""
+    sources = _inherited_sources()
+    for key, reference in _references.items():
+        sources.setdefault(key, [reference, None])
+    return sources
 
 
 def registered_here() -> list[str]:

@@ -6,13 +6,14 @@ import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
 import os
 import random
 import sys
 
 import numpy as np
 
-from tasks import SOURCES_VARIABLE
+from tasks import SOURCES_VARIABLE, reference_sources
 
 __all__ = ["carried_state", "take_over"]
 
@@ -50,7 +51,7 @@ def carried_state() -> dict:
                 and not _resolved(file).startswith(roots)):
             files[name] = file
     return {"random": (random.getstate(), np.random.get_state()), "modules": files,
-            "task_sources": os.environ.get(SOURCES_VARIABLE)}
+            "task_sources": json.dumps(reference_sources())}
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,7 +66,7 @@ def take_over(carried: dict | None) -> None:
     """In a worker started from a clean interpreter: what ``carried_state`` gave it."""
     if not carried:
         return
-    if carried.get("task_sources"):  # the tasks loaded by reference since the fork server started
+    if carried.get("task_sources"):  # the tasks loaded by reference, since the fork server started too
         os.environ[SOURCES_VARIABLE] = carried["task_sources"]
     state, numpy_state = carried["random"]
     random.setstate(state)

@@ -326,20 +326,26 @@ _ESCAPES = {"ExternalFunctionPointer": "a C function pointer (ctypes, cffi)", "E
 _MODULES = ("numpy", "math", "cmath")  # the modules a compiled program may use
 
 
+def _inferred(compiled):
+    """Every type numba inferred for the compiled function, in every signature it was compiled for,
+    each with the module it names (``None`` where it names none)."""
+    for result in compiled.overloads.values():
+        for value in result.type_annotation.typemap.values():
+            yield value, getattr(value, "pymod", None) if type(value).__name__ == "Module" else None
+
+
 def _escape_hatch(compiled) -> str | None:
     """What of ``_ESCAPES`` the compiled function uses, in any signature it was compiled for; None
     when it uses none."""
-    for result in compiled.overloads.values():
-        if result.lifted:  # a with-block or loop lifted out of nopython mode: objmode
-            return "numba's object mode (objmode)"
-        for value in result.type_annotation.typemap.values():
-            names = {type(value).__name__, type(getattr(value, "typing_key", None)).__name__.lstrip("_")}
-            found = next((_ESCAPES[name] for name in names if name in _ESCAPES), None)
-            module = getattr(value, "pymod", None) if type(value).__name__ == "Module" else None
-            if found is None and module is not None and module.__name__.split(".")[0] not in _MODULES:
-                found = f"the module {module.__name__}"
-            if found is not None:
-                return found
+    if any(result.lifted for result in compiled.overloads.values()):  # lifted out of nopython mode: objmode
+        return "numba's object mode (objmode)"
+    for value, module in _inferred(compiled):
+        names = {type(value).__name__, type(getattr(value, "typing_key", None)).__name__.lstrip("_")}
+        found = next((_ESCAPES[name] for name in names if name in _ESCAPES), None)
+        if found is None and module is not None and module.__name__.split(".")[0] not in _MODULES:
+            found = f"the module {module.__name__}"
+        if found is not None:
+            return found
     return None
 
 
@@ -348,16 +354,13 @@ def _draws(compiled) -> bool:
     it was compiled for, whether or not the probes reached the draw: compiled, it draws from numba's own
     generators, which are not the global ones seeded before every instance, so its decisions would
     differ from run to run (and from its look-ahead check's copy)."""
-    for result in compiled.overloads.values():
-        for value in result.type_annotation.typemap.values():
-            module = getattr(value, "pymod", None) if type(value).__name__ == "Module" else None
-            key = getattr(value, "typing_key", None)
-            if module is not None and module.__name__.split(".")[:2] in (["numpy", "random"], ["random"]):
-                return True
-            if key is not None and (str(getattr(key, "__module__", "") or "").startswith("numpy.random")
-                                    or isinstance(getattr(key, "__self__", None), (np.random.RandomState,
-                                                                                    random.Random))):
-                return True
+    for value, module in _inferred(compiled):
+        key = getattr(value, "typing_key", None)
+        if module is not None and module.__name__.split(".")[:2] in (["numpy", "random"], ["random"]):
+            return True
+        if key is not None and (str(getattr(key, "__module__", "") or "").startswith("numpy.random")
+                                or isinstance(getattr(key, "__self__", None), (np.random.RandomState, random.Random))):
+            return True
     return False
 
 

@@ -92,7 +92,7 @@ class Judge:
         metrics, reasons = [math.nan] * count, [""] * count
         first: tuple[str, str] | None = None
         compiled: list[bool | None] = []
-        originals: list[tuple[int, np.ndarray]] = []
+        originals: list[tuple[int, np.ndarray, bool]] = []  # (index, decisions, said to have run compiled)
         note = ""
         process = None
         try:

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 
-__all__ = ["Setting", "Section", "SettingError", "TREE", "SETTINGS", "default", "fallback", "section_of",
+__all__ = ["Setting", "Section", "SettingError", "TREE", "HARNESS", "SETTINGS", "default", "fallback", "section_of",
            "check_settings", "SECTIONS",
            "flatten_tables", "PROJECTIONS", "ENCODINGS", "CONSTRAINTS", "LENGTHS", "TAU_UNITS",
-           "PER_REFRESH"]
+           "PER_REFRESH", "REUSE", "FIGURE_FORMATS"]
 
 PROJECTIONS = ("paper", "sphere", "none")
 ENCODINGS = ("basis", "flat")
@@ -44,6 +44,8 @@ CONSTRAINTS = ("ball", "none")
 LENGTHS = ("gene", "nominal")
 TAU_UNITS = ("generations", "samples")
 PER_REFRESH = ("one", "draws")  # instances a refresh adds: the representative draw, or every draw
+REUSE = ("matching", "never", "any")  # what a compare keeps of an earlier one in its folder (harness.reuse)
+FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
 class SettingError(ValueError):
@@ -119,8 +121,9 @@ class Setting:
                     unit = f" {self.unit}" if self.unit else ""
                     raise SettingError(self.name, f"must be {'>' if self.above else '>='} {self.low:g}{unit}, "
                                                   f"got {value!r}")
-        if self.choices and value not in self.choices:
-            raise SettingError(self.name, f"must be one of {', '.join(self.choices)}, got {value!r}")
+        for item in (value if self.kind == "list" else (value,)) if self.choices else ():
+            if item not in self.choices:  # each item of a list
+                raise SettingError(self.name, f"must be one of {', '.join(self.choices)}, got {item!r}")
         return value
 
 
@@ -140,6 +143,14 @@ class Section:
                 yield from child.walk(here)
             else:
                 yield here, child
+
+    def sections(self, path: tuple = ()) -> Iterable[tuple[tuple, "Section"]]:
+        """Every section under this one, itself first, with the names of the sections down to it."""
+        here = path + (self.name,)
+        yield here, self
+        for child in self.children:
+            if isinstance(child, Section):
+                yield from child.sections(here)
 
 
 def _s(name, default, kind, help, **options) -> Setting:
@@ -278,6 +289,12 @@ HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, selec
        "after another in this process)", unit="jobs", low=1, shown="half the cores"),
     _s("ship_runs", None, "bool", "send each run directory back to --out as an archive",
        shown="only from workers that do not see --out"),
+    _s("reuse", "matching", "str", "what of an earlier compare in --out is kept: matching (a finished run or "
+       "result whose every setting and code version match), never (all done again) or any (as matching, of "
+       "another code version too; the report lists them); what is not kept moves to OUT/superseded",
+       choices=REUSE),
+    _s("figure_formats", ("png", "pdf"), "list", "the files each of a compare's figures is written as, "
+       "comma-separated (PNG for the report, PDF for a paper)", choices=FIGURE_FORMATS, metavar="FORMATS"),
     _s("adversary_seeds", 3, "int", "adversary seeds per radius (profile)", unit="seeds", low=1),
     _s("compare", "", "str", "comma-separated baselines to profile alongside, or 'all'", shown="none",
        metavar="NAMES"),
@@ -352,48 +369,4 @@ def _within(path: tuple, table: tuple) -> bool:
     return any(path[i:i + len(table)] == table for i in range(len(path) - len(table) + 1))
 
 
-def _all_sections(section: Section, path: tuple = ()) -> Iterable[tuple[tuple, Section]]:
-    """Every section under ``section``, itself first, with the names of the sections down to it."""
-    here = path + (section.name,)
-    yield here, section
-    for child in section.children:
-        if isinstance(child, Section):
-            yield from _all_sections(child, here)
-
-
-SECTIONS = {section.name: section for tree in (TREE, HARNESS) for _, section in _all_sections(tree)}
-
-
-def markdown() -> str:
-    """The tree as a reference page (docs/settings.md is this, written by ``python -m raise_plugin.settings``)."""
-    lines = ["# Settings", "",
-             "Every setting of a run, a compare and the commands beside them, from the one tree in",
-             "`raise_plugin/settings.py`. A setting has one name everywhere: the Python keyword and config",
-             "field, the TOML key (at the top level of a `--config` file, or in the table of its section:",
-             "`[adversary.inner_search]`), the key in a run directory's `config.json`, and the flag",
-             "(`--inner-population`; a switch is `--x`/`--no-x`). \"The task's\" defaults are the task's own",
-             "(`raise-ahd tasks --task NAME` shows them), chosen on its validation suite; the value after",
-             "\"else\" is the paper's. In Python, a `RunConfig` holds a frozen config per section, named as",
-             "the section (`config.adversary.inner_search.inner_population`), each field named as its setting",
-             "but two: `config.budget.samples` is `budget` and `config.llm.backend` is `llm`; the keywords are",
-             "the settings' names, flat (`RunConfig(budget=40, llm=\"offline\")`). This page is written from the",
-             "tree (`python -m raise_plugin.settings > docs/settings.md`); a test keeps it current.", ""]
-    for tree in (TREE, HARNESS):
-        for names, section in _all_sections(tree):
-            rows = [child for child in section.children if isinstance(child, Setting)]
-            if not rows:
-                continue
-            path = ".".join(p for p in names if p != "run") or "run"
-            table = f" (`[{path}]` in a run's TOML file)" if tree is TREE else " (flags and Python keywords)"
-            lines += [f"## {section.title}{table}", "", "| setting | flag | default | what it is |",
-                      "|---|---|---|---|"]
-            for s in rows:
-                choices = f" One of: {', '.join(s.choices)}." if s.choices else ""
-                text = f"{s.help}.{choices}".replace("|", "\\|")
-                lines.append(f"| `{s.name}` | `{s.flag}` | {s.shown_default()} | {text} |")
-            lines.append("")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(markdown())
+SECTIONS = {section.name: section for tree in (TREE, HARNESS) for _, section in tree.sections()}

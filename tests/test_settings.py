@@ -18,9 +18,8 @@ from raise_plugin.commands.flags import add_flags
 from raise_plugin.settings import HARNESS, SETTINGS, TREE, Section, Setting, SettingError, flatten_tables
 
 ROOT = Path(__file__).resolve().parents[1]
-# options of a command that are not settings: what to read, a named study, a price entry, what of an
-# earlier compare is kept and the figures' files
-NOT_SETTINGS = {"--help", "--config", "--preset", "--price", "--reuse", "--figure-format"}
+# options of a command that are not settings: what to read, a named study, a price entry
+NOT_SETTINGS = {"--help", "--config", "--preset", "--price"}
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
@@ -281,10 +280,10 @@ def test_setting_check_follows_kind_low_and_choices():
 
 
 def test_the_settings_page_is_the_tree_written_out():
-    from raise_plugin.settings import markdown
+    from raise_plugin.settings_page import markdown
 
     assert (ROOT / "docs" / "settings.md").read_text().strip() == markdown().strip(), \
-        "docs/settings.md is behind the tree: python -m raise_plugin.settings > docs/settings.md"
+        "docs/settings.md is behind the tree: python -m raise_plugin.settings_page > docs/settings.md"
 
 
 def test_a_changed_copy_keeps_the_rest_of_the_section_and_replace_cannot_reset_it_quietly():

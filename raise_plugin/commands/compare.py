@@ -8,10 +8,9 @@ from raise_plugin.commands.flags import add_flags
 from raise_plugin.commands.run import add_price_flag, parse_prices
 from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
-from raise_plugin.harness.compare import FIGURE_FORMATS, failure_line, run_compare
+from raise_plugin.harness.compare import failure_line, run_compare
 from raise_plugin.harness.compare_config import DEFAULT_OUT, RUN_CONTROLS, STUDY_CAPS, CompareConfig
 from raise_plugin.harness.paper_tables import significance_summary
-from raise_plugin.harness.reuse import REUSE
 from raise_plugin.settings import SettingError, check_settings
 
 
@@ -39,7 +38,8 @@ PRESETS = {  # each reproduces a documented table, measured on the task's public
 SETTINGS = ("task", "methods", "epsilons", "ablations", "seeds", "budget", "pop_size", "tau", "aggregation",
             "adversary_objective", "nominal", "inner_population", "inner_generations", "inner_draws", "projection",
             "programs_in_flight", "llm", "suite_instances", "select_on", "jobs", "executor", "workers", "ship_runs",
-            "out", *STUDY_CAPS, *(name for name in RUN_CONTROLS if name != "prices"), "progress")
+            "out", *STUDY_CAPS, *(name for name in RUN_CONTROLS if name != "prices"), "reuse", "figure_formats",
+            "progress")
 # the fields of CompareConfig each flag fills as it is (seeds is a count: seeds 0..N-1)
 FIELDS = tuple(name for name in SETTINGS if name not in ("seeds", "progress"))
 
@@ -63,13 +63,6 @@ def add_compare_arguments(p, **defaults) -> None:
                                       "retries included: no run starts past it, a run under way is given what "
                                       "is left"})
     add_price_flag(groups)
-    study = p.add_argument_group("what an earlier compare in --out is worth, and the figures' files")
-    study.add_argument("--reuse", choices=tuple(REUSE), default="matching",
-                       help="what of an earlier compare in --out is reused: " + "; ".join(
-                           f"{k}: {v}" for k, v in REUSE.items()) + " (default matching)")
-    study.add_argument("--figure-format", default="png,pdf", metavar="FORMATS",
-                       help=f"the figures' files, comma-separated from {', '.join(FIGURE_FORMATS)} "
-                            "(default png,pdf: PNG for the report, PDF for a paper)")
 
 
 def register(sub) -> None:
@@ -127,8 +120,7 @@ def config_from(args) -> CompareConfig:
 
 def run(args) -> int:
     config = config_from(args)
-    result = run_compare(config, progress=args.progress, reuse=getattr(args, "reuse", "matching"),
-                         figure_formats=getattr(args, "figure_format", "png,pdf"))
+    result = run_compare(config, progress=args.progress)
     for name, table in result.tables.items():
         print()
         print(table.markdown())

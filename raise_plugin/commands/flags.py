@@ -75,7 +75,9 @@ def add_flags(parser, names: Iterable[str], *, defaults: dict | None = None, uns
             options["type"] = {"int": int, "float": float, "str": str, "list": _parse_list(setting)}.get(
                 setting.kind, str)
             allowed = (choices or {}).get(name, setting.choices)
-            if allowed:
+            if allowed and setting.kind == "list":  # each item of the list is checked against them (check_flags)
+                options["help"] = help_text.replace(" (default", f", each one of {', '.join(allowed)} (default", 1)
+            elif allowed:
                 options["choices"] = allowed
             options["metavar"] = (metavars or {}).get(name) or setting.metavar or (
                 "{" + ",".join(allowed) + "}" if allowed else

@@ -27,8 +27,7 @@ PROFILE_OBJECTIVES = {"metric": {}, "regret:baselines": {"objective": "regret", 
 
 
 def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"), quiet: bool = False,
-            progress: bool | str = default("progress"), reuse: str = "matching", figure_formats=("png",),
-            **fields) -> CompareResult:
+            progress: bool | str = default("progress"), **fields) -> CompareResult:
     """Train every method plain and with RAISE, evaluate them and the baselines on the test suite,
     and write the tables, figures and report to ``out`` (``CompareConfig``'s fields as keywords).
 
@@ -38,8 +37,8 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     pair with ``result.paired("eoh-raise-eps0.002", "eoh-plain")``), the variants by key
     (``result.variant("eoh", robust=True, epsilon=0.002)``), the figures' paths
     (``result.figures``) and the report's (``result.report``). ``reuse`` says what of an earlier
-    compare in ``out`` is kept (matching, never, any: ``harness.reuse.REUSE``), ``figure_formats``
-    the figures' files (png, pdf, svg). ``progress``: ``True`` (a bar where a person watches,
+    compare in ``out`` is kept (matching, never, any: ``harness.reuse``), ``figure_formats``
+    the figures' files (png, pdf, svg; default png and pdf). ``progress``: ``True`` (a bar where a person watches,
     plain lines in a log), ``False``, or a mode (``"bar"``, ``"lines"``, ``"off"``, ``"auto"``).
     """
     if check_progress(progress) == "off":
@@ -50,8 +49,7 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
         except SettingError as exc:
             raise UserError(str(exc)) from None
         seeds = tuple(range(seeds))
-    return run_compare(CompareConfig(task=task, seeds=seeds, **fields), quiet=quiet, progress=progress,
-                       reuse=reuse, figure_formats=figure_formats)
+    return run_compare(CompareConfig(task=task, seeds=seeds, **fields), quiet=quiet, progress=progress)
 
 
 def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPSILONS,

@@ -49,6 +49,7 @@ from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.reader import RunLog, holds
+from raise_plugin.settings import FIGURE_FORMATS
 from tasks import get_task
 
 __all__ = ["CompareResult", "run_compare"]
@@ -59,18 +60,16 @@ def _say(message: str, quiet: bool) -> None:
         print(message, flush=True)
 
 
-def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = True, reuse: str = "matching",
-                figure_formats: tuple = ("png",)) -> CompareResult:
+def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = True) -> CompareResult:
     """Train, evaluate, and write tables, figures and the report (see the module docstring).
 
-    ``reuse`` says what of an earlier compare in ``config.study.out`` is kept (``reuse.REUSE``:
-    ``matching``, ``never``, ``any``); ``figure_formats`` the files of every figure (png, pdf,
-    svg). A job that fails costs only its own cells: the tables, figures and report are written
+    ``config.study.reuse`` says what of an earlier compare in ``config.study.out`` is kept
+    (``matching``, ``never``, ``any``: ``harness.reuse``); ``figure_formats`` the files of every
+    figure (png, pdf, svg). A job that fails costs only its own cells: the tables, figures and report are written
     from what finished, and ``CompareResult.failures`` lists the failed jobs."""
     runs, study = config.runs, config.study
     task = get_task(runs.task)
     check_methods(study.methods, task)
-    figure_formats = check_figure_formats(figure_formats)
     out = Path(study.out).resolve()
     variants = plan_variants(study.methods, study.epsilons, study.ablations)
     idle = idle_adversary(runs.budget, runs.adversary) if any(v.robust for v in variants) else None
@@ -83,13 +82,12 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         raise UserError(f"out: {why}, got {str(study.out)!r}")
     if holds(out) == "a run":  # its report.html and the rest would be the compare's
         raise UserError(f"{out} holds a run; a compare writes a folder of its own: choose another --out")
-    plan = plan_reuse(config, task, variants, out, reuse)
+    plan = plan_reuse(config, task, variants, out)
     reused = plan.line(study.out)
     if reused:
         _say(reused, quiet)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").write_text(json.dumps({**config.to_dict(), "reuse": reuse,
-                                                  "code_version": code_version()}, indent=1))
+    (out / "compare.json").write_text(json.dumps({**config.to_dict(), "code_version": code_version()}, indent=1))
     if idle:  # allowed
         warnings.warn(f"every RAISE row will equal its plain twin's: {idle}", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in study.seeds]
@@ -110,7 +108,7 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     if stale:
         _say(f"{len(stale)} tables of an earlier compare that this one does not write ({', '.join(stale[:3])}"
              f"{', ...' if len(stale) > 3 else ''}) moved to {plan.superseded}", quiet)
-    figures = _write_figures(task, variants, study.seeds, finished, out, figure_formats)
+    figures = _write_figures(task, variants, study.seeds, finished, out, study.figure_formats)
     ledger = study_ledger({f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells
                            if run_dirs[(v.key, s)].exists()})
     (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=1) + "\n")
@@ -218,20 +216,6 @@ def failure_line(failures: list[JobRecord], total: int) -> str:
             f"{advice}")
 
 
-FIGURE_FORMATS = ("png", "pdf", "svg")
-
-
-def check_figure_formats(formats) -> tuple:
-    """``formats`` (a tuple, or ``"png,pdf"``) checked: a ``UserError`` names one not in ``FIGURE_FORMATS``."""
-    formats = tuple(f.strip().lower() for f in (formats.split(",") if isinstance(formats, str) else formats) if f)
-    for f in formats:
-        if f not in FIGURE_FORMATS:
-            raise UserError(f"figure_format: {f!r} is not one of {', '.join(FIGURE_FORMATS)}")
-    if not formats:
-        raise UserError(f"figure_format: give one or more of {', '.join(FIGURE_FORMATS)}")
-    return formats
-
-
 def check_methods(methods, task) -> None:
     """Refuse, before any job starts, a method that cannot run on ``task`` (GP needs a template
     whose function takes one value per candidate: ``gp_probe``)."""
@@ -244,7 +228,7 @@ def check_methods(methods, task) -> None:
                             "(docs/tasks.md, 'What GP needs'); no job was started") from None
 
 
-def _write_figures(task, variants: list[Variant], seeds, run_dirs: dict, out: Path, formats=("png",)) -> list[Path]:
+def _write_figures(task, variants: list[Variant], seeds, run_dirs: dict, out: Path, formats: tuple) -> list[Path]:
     """The convergence and adversarial-distribution figures of the finished runs (``run_dirs``), each in
     every format of ``formats``: convergence over every seed, all variants in one figure (plain runs too:
     their validation trace shows where a search starts to overfit); adversarial distributions of the

@@ -37,7 +37,7 @@ RECORDED_ORDER = ("task", "methods", "epsilons", "ablations", "budget", "pop_siz
                   "programs_in_flight", "select_on",
                   "timeout", "memory_mb", "file_mb", "output_mb", "base_url", "max_tokens", "llm_timeout",
                   "max_failed_requests", "prices", "allow_no_refresh", "instance_seed", "max_cost_usd",
-                  "max_llm_calls")
+                  "max_llm_calls", "reuse", "figure_formats")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ class StudySettings:
     """A compare's own settings (the tree's ``harness`` section): the methods and the robust runs'
     radii it trains, the ablations, the seeds themselves, its directory, how a run's final program
     is chosen and how many instances per dataset it is evaluated on, where its jobs run, and the
-    caps over the whole study (``STUDY_CAPS``: the sum over its runs). ``epsilons`` and ``select_on``
+    caps over the whole study (``STUDY_CAPS``: the sum over its runs), what of an earlier compare in
+    its directory it keeps (``reuse``) and its figures' files. ``epsilons`` and ``select_on``
     left unset (``None``) are the task's, filled by ``CompareConfig``."""
 
     methods: tuple = default("methods")
@@ -61,6 +62,8 @@ class StudySettings:
     ship_runs: bool | None = default("ship_runs")
     max_cost_usd: float | None = default("max_cost_usd")
     max_llm_calls: int | None = default("max_llm_calls")
+    reuse: str = default("reuse")
+    figure_formats: tuple = default("figure_formats")
 
 
 @dataclass(frozen=True, init=False)
@@ -73,8 +76,8 @@ class CompareConfig:
     or both (the named settings over the sections); checked on creation, one-line errors naming the
     field. ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii (the task's eps
     when not given); ``methods`` and ``epsilons`` are each a list or, as on the command line, a
-    comma-separated string (``"eoh,reevo"``; ``epsilons`` one number too), and no item of these
-    three may be given twice; ``out`` is a path or its text. The run's controls (``RUN_CONTROLS``:
+    comma-separated string (``"eoh,reevo"``; ``epsilons`` one number too), as is ``figure_formats``,
+    and no item of these four may be given twice; ``out`` is a path or its text. The run's controls (``RUN_CONTROLS``:
     sandbox limits, endpoint, tokens, timeouts, prices) pass to every run as they are; the caps
     (``STUDY_CAPS``) hold for the whole study; ``to_dict`` gives the settings flat, as
     ``compare.json`` records them."""
@@ -122,6 +125,10 @@ class CompareConfig:
                 flat[name] = defaults[name]
         flat["epsilons"], flat["seeds"] = _radii(flat["epsilons"]), _seeds(flat["seeds"])
         flat["out"] = _directory(flat["out"])
+        flat["figure_formats"] = given_once("figure_formats", tuple(
+            str(f).lower() for f in _listed("figure_formats", flat["figure_formats"])))
+        if not flat["figure_formats"]:
+            raise UserError(f"figure_formats: give one or more of {', '.join(SETTINGS['figure_formats'].choices)}")
         _text("executor", flat["executor"])
         if not flat["seeds"]:
             raise UserError("seeds: give at least one seed")
@@ -130,7 +137,8 @@ class CompareConfig:
         try:
             check_settings({name: flat[name] for name in (
                 "epsilons", "budget", "pop_size", "tau", "inner_population", "inner_generations", "nominal",
-                "suite_instances", "workers", "jobs", "ship_runs", "ablations", "max_cost_usd", "max_llm_calls")})
+                "suite_instances", "workers", "jobs", "ship_runs", "ablations", "max_cost_usd", "max_llm_calls",
+                "reuse", "figure_formats")})
         except SettingError as exc:
             raise UserError(str(exc)) from None
         object.__setattr__(self, "study", StudySettings(**{name: flat[name] for name in _STUDY}))
@@ -266,11 +274,8 @@ def _text(name: str, value: Any) -> None:
 def _check_llm(llm: LLMSettings, task: str, max_cost_usd: float | None = None) -> None:
     """Build the back-end once (offline, a key in the environment, a readable recording); a cost
     cap needs a price for its model."""
-    spec, prices = llm.backend, llm.prices
-    kind = str(spec).split(":", 1)[0].lower()
-    llm = make_llm(spec, **({"task": task} if kind == "offline" else {}),
-                   **({"prices": prices} if prices and kind == "openai" else {}))
-    backend = getattr(llm, "inner", llm)
+    built = make_llm(llm, seed=0, task=task)  # as a run of the study builds it (its seed aside)
+    backend = getattr(built, "inner", built)
     if max_cost_usd is not None and getattr(backend, "priced", True) is False:
         raise UserError(f"max_cost_usd: model {backend.model!r} has no known price, so the study's cost cannot be "
                         f"capped; give one with --price {backend.model}=IN,OUT (dollars per million tokens)")

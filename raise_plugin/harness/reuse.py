@@ -11,21 +11,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_jobs import run_finished
 from raise_plugin.harness.provenance import (code_version, expected_run_config, read_result_meta,
                                              recorded_code_version, run_change, run_differences, sandbox_record)
 from raise_plugin.harness.variants import result_name
 from raise_plugin.settings import SETTINGS, section_of
 
-__all__ = ["REUSE", "ReusePlan", "plan_reuse", "set_aside"]
-
-REUSE = {
-    "matching": "reuse a finished run or result only when every setting and the code version match; "
-                "train or evaluate again what differs (the earlier one is moved to OUT/superseded)",
-    "never": "train and evaluate everything again (all earlier work is moved to OUT/superseded)",
-    "any": "as matching, but accept runs and results of another code version too (the report lists them)",
-}
+__all__ = ["ReusePlan", "plan_reuse", "set_aside"]
 
 
 @dataclass
@@ -76,11 +68,11 @@ class ReusePlan:
                 f"again if resuming changes {'their runs' if several else 'its run'})")
 
 
-def plan_reuse(config, task, variants, out: Path, reuse: str = "matching") -> ReusePlan:
+def plan_reuse(config, task, variants, out: Path) -> ReusePlan:
     """Check every run directory and results file an earlier compare left in ``out`` against this
-    compare's settings and code version; move aside what is not to be reused (see ``REUSE``)."""
-    if reuse not in REUSE:
-        raise UserError(f"reuse: {reuse!r} is not one of {', '.join(REUSE)}")
+    compare's settings and code version; move aside what is not to be reused (``config.study.reuse``,
+    the setting ``reuse``: see the module's docstring)."""
+    reuse = config.study.reuse
     now = code_version()
     stamp = Path(out) / "superseded" / time.strftime("%Y%m%d-%H%M%S")
     plan = ReusePlan(superseded=stamp)

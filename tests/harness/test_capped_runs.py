@@ -195,7 +195,7 @@ def test_reuse_never_counts_everything_it_moves_aside(tmp_path):
     from tasks import get_task
 
     config = CompareConfig(task="ovrp", budget=8, pop_size=4, seeds=(0,), methods=("eoh",), epsilons=(0.002,),
-                           ablations=False, out=str(tmp_path / "study"))
+                           ablations=False, out=str(tmp_path / "study"), reuse="never")
     variants, task = plan_variants(["eoh"], [0.002], ablations=False), get_task("ovrp")
     (tmp_path / "study" / "results").mkdir(parents=True)
     for v in variants:
@@ -206,7 +206,7 @@ def test_reuse_never_counts_everything_it_moves_aside(tmp_path):
         record_code_version(run)
         (tmp_path / "study" / "results" / f"{result_name(v.key, 0, 'robust')}.csv").write_text("")
     (tmp_path / "study" / "results" / "baseline-SP-Insert.csv").write_text("")
-    plan = plan_reuse(config, task, variants, tmp_path / "study", "never")
+    plan = plan_reuse(config, task, variants, tmp_path / "study")
     moved = [p for p in plan.superseded.rglob("*") if p.parent.name in ("runs", "results")]
     assert len(plan.moved) == len(moved) == 2 * len(variants) + 1
     assert f"; {len(moved)} earlier runs or results did not match" in plan.line("study")

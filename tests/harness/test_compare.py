@@ -338,7 +338,7 @@ def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared,
     assert plan.finished == 0 and "trained by code version 0.1.0+src." in plan.line(str(out))
     shutil.rmtree(out)
     shutil.copytree(compared.out, out)
-    accepted = plan_reuse(tiny(out), task, variants, out, "any")  # said, and kept
+    accepted = plan_reuse(tiny(out, reuse="any"), task, variants, out)  # said, and kept
     assert accepted.finished == 18 and len(accepted.other_code) == 18 + 21
     assert "18 runs and 21 results of another code version accepted (--reuse any)" in accepted.line(str(out))
 
@@ -509,12 +509,12 @@ def test_figures_of_another_format_do_not_stand_beside_the_new_ones(compared, tm
 
     out = tmp_path / "cmp"
     shutil.copytree(compared.out, out)
-    result = run_compare(tiny(out), quiet=True, figure_formats="svg")  # nothing trained again
+    result = run_compare(tiny(out, figure_formats="svg"), quiet=True)  # nothing trained again
     figures = sorted(p.name for p in out.iterdir() if p.stem in ("convergence", "adversarial_distributions"))
     assert figures == ["adversarial_distributions.svg", "convergence.svg"]
     assert {p.name for p in result.files} >= set(figures)
-    with pytest.raises(UserError, match="^figure_format: give one or more of png, pdf, svg$"):
-        run_compare(tiny(out), quiet=True, figure_formats="")
+    with pytest.raises(UserError, match="^figure_formats: give one or more of png, pdf, svg$"):
+        tiny(out, figure_formats="")
 
 
 def test_tables_an_earlier_compare_wrote_and_this_one_does_not_are_moved_aside(compared, tmp_path):

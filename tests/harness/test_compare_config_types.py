@@ -63,6 +63,10 @@ def _from_toml(tmp_path, text: str) -> list:
     ("executor = 3", "executor: must be a string, got 3"),
     ("select_on = 3", "select_on: must be a string, got 3"),
     ("progress = 5", "progress: must be true or false, got 5"),
+    ('reuse = "sometimes"', "reuse: must be one of matching, never, any, got 'sometimes'"),
+    ('figure_formats = ["png", "gif"]', "figure_formats: must be one of png, pdf, svg, got 'gif'"),
+    ("figure_formats = []", "figure_formats: give one or more of png, pdf, svg"),
+    ('figure_formats = "png,PNG"', "figure_formats: 'png' given twice"),
 ])
 def test_a_bad_value_in_a_config_file_is_one_line_naming_its_setting(tmp_path, capsys, line, message):
     assert _refused(capsys, _from_toml(tmp_path, line)) == f"raise-ahd: error: {message}"
@@ -72,6 +76,8 @@ def test_a_bad_value_in_a_config_file_is_one_line_naming_its_setting(tmp_path, c
     (["--methods", "eoh,eoh"], "methods: 'eoh' given twice"),
     (["--epsilons", "0.002,0.002"], "epsilons: 0.002 given twice"),
     (["--epsilons", "0.01,0.002,0.010"], "epsilons: 0.01 given twice"),
+    (["--figure-formats", "svg,svg"], "figure_formats: 'svg' given twice"),
+    (["--figure-formats", "png,eps"], "figure_formats: must be one of png, pdf, svg, got 'eps'"),
 ])
 def test_a_value_given_twice_in_a_flag_is_refused_naming_it(capsys, flags, message):
     argv = ["compare", "--task", "ovrp", "--no-progress", *flags]
@@ -100,6 +106,20 @@ def test_a_toml_list_and_a_comma_string_mean_what_the_flag_means(tmp_path):
     assert _config(tmp_path, "epsilons = 0.002") == _config(tmp_path, "epsilons = [0.002]") == one
     assert _config(tmp_path, 'methods = "eoh"') == _config(tmp_path) == _config(tmp_path, 'methods = ["eoh"]')
     assert _config(tmp_path, "seeds = 2")["seeds"] == (0, 1)
+
+
+def test_what_is_reused_and_the_figures_files_are_settings_of_the_tree_with_one_default(tmp_path):
+    """``reuse`` and ``figure_formats`` were flags of compare alone: a config file could not give them,
+    and ``rp.compare`` wrote PNG alone where the command wrote PNG and PDF."""
+    flags = _config(tmp_path, flags=("--reuse", "never", "--figure-formats", "svg,pdf"))
+    assert (flags["reuse"], flags["figure_formats"]) == ("never", ("svg", "pdf"))
+    assert _config(tmp_path, 'reuse = "never"\nfigure_formats = ["svg", "pdf"]') == flags
+    assert _config(tmp_path, '[harness]\nreuse = "never"\nfigure_formats = "svg,pdf"') == flags
+    assert _config(tmp_path, 'reuse = "any"', flags=("--reuse", "never"))["reuse"] == "never"  # the flag wins
+    defaults = _config(tmp_path)
+    assert (defaults["reuse"], defaults["figure_formats"]) == ("matching", ("png", "pdf"))
+    study = CompareConfig(task="ovrp").study
+    assert (study.reuse, study.figure_formats) == ("matching", ("png", "pdf"))  # Python's defaults are the same
 
 
 def test_compare_config_takes_a_comma_string_and_a_path_as_the_command_line_does(tmp_path):

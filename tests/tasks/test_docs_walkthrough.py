@@ -75,5 +75,6 @@ def test_the_documented_commands_run_on_the_task_file(walkthrough_dir, capsys):
         assert row in out
     assert "MoH vs " in out and "(best baseline)" in out
     assert "moh-raise-eps0.002 vs moh-plain, by seed: " in out
-    assert "figures: convergence.png, adversarial_distributions.png, convergence_again.png" in out
+    assert ("figures: convergence.png, convergence.pdf, adversarial_distributions.png, adversarial_distributions.pdf, "
+            "convergence_again.png") in out  # PNG and PDF, from Python as from the command line
     assert (walkthrough_dir / "lb-compare" / "convergence_again.png").stat().st_size > 0

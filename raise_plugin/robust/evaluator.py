@@ -19,6 +19,7 @@ from ..engine import Engine, default_workers
 from ..engine.evaluator import host_code_edits
 from ..engine.jobs import Job, ProgramSpec, execute_job
 from ..engine.results import EvalResult, FailureKind
+from ..errors import UserError
 from .instances import InstanceEntry, RunInstanceSet, bound_function, rejection_order, score_function
 from .scores import ProgramRecord, Rejection, ScoreBook
 
@@ -65,7 +66,13 @@ class ProgramRunner:
                 executor = self._executor
                 if executor is None:
                     executor = f"process:{max(default_workers(), self._workers)}"
-                self._engine = Engine(self._task, executor, timeout=self._timeout, split=1)
+                try:
+                    self._engine = Engine(self._task, executor, timeout=self._timeout, split=1)
+                except UserError:
+                    raise
+                except Exception as exc:  # the place cannot take programs: no program's failure, nor a sample's
+                    raise UserError(f"executor {executor!r}: the workers that run programs could not start "
+                                    f"({type(exc).__name__}: {exc})") from exc
             return self._engine
 
     def run(self, code: str, function: str, instances: list, indices: Sequence[int]) -> list[EvalResult]:

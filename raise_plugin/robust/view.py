@@ -46,6 +46,16 @@ class RunView:
         sampler = self._sampler  # EoH's sampler keeps it as ``_sampler``, the others' ``SampleTrimmer`` as ``_llm``
         return getattr(sampler, "_sampler", None) or getattr(sampler, "_llm", None)
 
+    def start_engine(self) -> None:
+        """Start the workers that run programs, before the run's first event: a place that cannot take
+        programs (a Dask address that answers as no scheduler) ends the run in one line, closed as its
+        end closes it, not each sample as an answer without a usable program."""
+        try:
+            self.engine_executor
+        except BaseException:
+            self.close()
+            raise
+
     @property
     def engine_executor(self):
         """The executor whose sandboxed workers run the run's programs (started on first use;

@@ -113,7 +113,13 @@ class DaskExecutor:
         else:
             check_reachable(address)  # a scheduler that does not answer: one line now, not a silent wait per job
             target = address if "://" in address else f"tcp://{address}"
-            self.client = Client(target, timeout=f"{CONNECT_SECONDS:g}s")
+            try:
+                self.client = Client(target, timeout=f"{CONNECT_SECONDS:g}s")
+            except Exception as exc:  # noqa: BLE001 - no answer, or one that is not a Dask scheduler's: one line
+                why = ("it closed the connection: a port that is not a Dask scheduler's?" if "closed" in str(exc).lower()
+                       else str(exc) or type(exc).__name__)
+                raise ExecutorSpecError(f"executor 'dask://{address}': no Dask scheduler answers at "
+                                        f"{target.split('://', 1)[1]} ({why})") from None
         self._scattered: dict[str, tuple[int, Any]] = {}
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()

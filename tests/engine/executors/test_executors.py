@@ -128,6 +128,56 @@ def test_a_dask_scheduler_that_does_not_answer_is_refused_in_one_line_before_a_r
         make_executor(f"dask://127.0.0.1:{port}")
 
 
+class _NotAScheduler:
+    """A port that accepts and at once closes every connection: something answers there, but no Dask
+    scheduler (an address mistyped for another service's). Counts the connections it was sent."""
+
+    def __init__(self):
+        import threading
+
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.socket.getsockname()[1]}"
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.connections += 1
+            connection.close()
+
+
+def test_an_address_that_answers_as_no_dask_scheduler_ends_a_run_in_one_line_before_any_llm_request(
+        tmp_path, capsys, fresh_registry):
+    """Such an address passed the probe; the run's engine then failed to start in every evaluation,
+    each counted as an answer without a usable program, and the run stopped after ten LLM requests
+    blaming the LLM. Its workers now start before the run's first event, and a place that cannot take
+    programs ends the run with one line naming it; compare's jobs are refused in one line too."""
+    from raise_plugin.cli import main
+    from robust_helpers import SMALL_OBP
+
+    pytest.importorskip("distributed")
+    cluster = _NotAScheduler()
+    said = (f"raise-ahd: error: executor 'dask://{cluster.address}': no Dask scheduler answers at {cluster.address} "
+            "(it closed the connection: a port that is not a Dask scheduler's?)")
+    try:
+        code = main(["run", "--task", SMALL_OBP, "--budget", "8", "--pop-size", "2", "--no-robust", "--no-progress",
+                     "--executor", f"dask://{cluster.address}", "--out", str(tmp_path / "run")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and err[-1] == said, err
+        assert "Traceback" not in "\n".join(err)
+        assert (tmp_path / "run" / "llm_requests.jsonl").read_text() == ""  # the LLM was asked nothing
+        code = main(["compare", "--task", "ovrp", "--budget", "8", "--pop-size", "4", "--seeds", "1", "--epsilons", "",
+                     "--no-progress", "--executor", f"dask://{cluster.address}", "--out", str(tmp_path / "cmp")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and err[-1] == said, err
+    finally:
+        cluster.socket.close()
+
+
 def test_instance_sets_are_sent_once_per_worker_and_version(task, small_instances):
     with ProcessExecutor(1, ROOMY) as pool:
         engine = Engine("obp", pool, limits=ROOMY)

@@ -84,8 +84,12 @@ def write_tables(study, task, variants: list[Variant], rows: list[dict], out: Pa
     twins = {v.label: METHOD_LABELS.get(v.method, v.method) for v in variants if v.kind != "plain"}
     tables = paper_tables(task.name, rows, order, ablations, ablation_names, baselines=baselines, twins=twins,
                           reference=chosen)
+    labels = {v.label for v in variants}
+    cells = {(r["method"], str(r["seed"])) for r in rows if r["method"] in labels}
+    short = len(cells) < len(labels) * len(study.seeds)  # a failed job's cells: the caption counts each row's seeds
     named = ", ".join([", ".join(study.methods), *([f"budget {budget}"] if budget is not None else []),
-                       f"{len(study.seeds)} seed{'s' * (len(study.seeds) != 1)}"])
+                       f"{len(study.seeds)} seed{'s' * (len(study.seeds) != 1)}"
+                       + (" planned, fewer in rows whose jobs failed" if short else "")])
     files = []
     for name, table in tables.items():
         table.title = f"{table.title} ({named})"

@@ -136,6 +136,8 @@ def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help
     assert run_finished(tmp_path / "runs" / "eoh-plain-seed0")
     table = result.tables["table_all_distributions"]
     assert "EoH" in table.methods and (table.seeds[table.methods.index("EoH")] == 1).all()
+    # the title named the seeds planned as if every row had them
+    assert table.title.endswith("(eoh, budget 4, 2 seeds planned, fewer in rows whose jobs failed)"), table.title
     report = (tmp_path / "report.md").read_text()
     assert "## Failed jobs" in report and "| train EoH, seed 1 | no argument of priority has one value per " \
                                           "candidate | cannot help (the settings or the task cause it) |" in report

@@ -29,7 +29,7 @@ from tasks import is_task_reference, task_reference
 # the run's settings, in the tree's order (raise_plugin.settings): each a flag of the same name
 FLAGS = tuple(s.name for _, s in TREE.walk())
 
-RUN_FAILED = 3  # the exit status of a run that could not go on: its LLM endpoint failed, its disk refused a write
+RUN_FAILED = 3  # the exit status of a run that could not go on: its LLM endpoint or its engine failed, its disk refused a write
 
 
 def register(sub) -> None:

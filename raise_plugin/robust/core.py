@@ -125,7 +125,7 @@ class RobustCore:
         self._compute_before: dict = {}  # what a resumed run had spent before this process
         self._instances = RunInstanceSet(evaluation, evaluation.instances)
         self._evaluator = InstanceSetEvaluator(self.task, evaluation, self._book, self._instances, executor,
-                                               int(getattr(self, "_num_evaluators", 1) or 1))
+                                               int(getattr(self, "_num_evaluators", 1) or 1), on_failure=self.fail)
         # our evaluator keeps its cache in this process: the host's threads only wait on it; the
         # host's sampler threads each shut the pool down as they finish, which would drop the
         # samples other threads still have under way, so only the end of the run closes it

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from tasks.common.errors import printable
 
 from ..engine import Engine, default_workers
 from ..engine.evaluator import host_code_edits
@@ -47,8 +48,10 @@ class ProgramRunner:
     among the workers; without it, in the calling thread with no limit.
     """
 
-    def __init__(self, task, evaluation, executor=None, workers: int = 1):
+    def __init__(self, task, evaluation, executor=None, workers: int = 1, on_failure=None):
         self._task = task
+        self._on_failure = on_failure  # told why, when the place programs run on fails (not a program)
+        self._closed = False
         self._safe = bool(evaluation.safe_evaluate)
         self._timeout = evaluation.timeout_seconds
         self._executor = executor
@@ -85,8 +88,14 @@ class ProgramRunner:
             return [execute_job(job, instances)]
         parts = max(1, min(len(indices), engine.workers))
         chunks = [c.tolist() for c in np.array_split(np.asarray(indices), parts)]
-        futures = [engine.submit_indices(spec, instances, chunk) for chunk in chunks]
-        return [f.result() for f in futures]
+        try:
+            futures = [engine.submit_indices(spec, instances, chunk) for chunk in chunks]
+            return [f.result() for f in futures]
+        except Exception as exc:  # whatever a program does comes back as its result: this is the place failing
+            if self._on_failure is not None and not self._closed:  # (an engine closed under a late evaluation: no)
+                self._on_failure(f"the engine running programs failed ({self._executor or 'its workers'}): "
+                                 f"{type(exc).__name__}: {printable(str(exc))}; resume continues the run")
+            raise
 
     @property
     def width(self) -> int:
@@ -96,7 +105,7 @@ class ProgramRunner:
 
     def close(self) -> None:
         with self._lock:
-            engine, self._engine = self._engine, None
+            engine, self._engine, self._closed = self._engine, None, True
         if engine is not None:
             engine.shutdown()
 
@@ -136,11 +145,11 @@ class InstanceSetEvaluator:
     """
 
     def __init__(self, task, evaluation, book: ScoreBook, instance_set: RunInstanceSet, executor=None,
-                 workers: int = 1):
+                 workers: int = 1, on_failure=None):
         self._evaluation = evaluation
         self._book = book
         self._set = instance_set
-        self._runner = ProgramRunner(task, evaluation, executor, workers)
+        self._runner = ProgramRunner(task, evaluation, executor, workers, on_failure)
         self.evaluations = 0
         self.calls = 0
         self.by_purpose = {"outer": [0, 0.0], "rescore": [0, 0.0]}

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 import threading
 from typing import Any, Callable
 
@@ -18,6 +19,9 @@ from .spec import CONNECT_SECONDS, ExecutorSpecError, check_reachable
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
 
 _local_pools: dict[SandboxLimits, ProcessExecutor] = {}
+# Dask's own lines (the tracebacks of a client that lost its scheduler) go where this process's logs go (a
+# run's run_log.txt), not to the console by logging's last resort: the run says in one line what failed
+_DASK_LINES = logging.NullHandler()
 _local_lock = threading.Lock()
 
 
@@ -96,6 +100,7 @@ class DaskExecutor:
             from distributed import Client, LocalCluster
         except ImportError:
             raise ExecutorSpecError("the Dask executor needs Dask: pip install 'raise-plugin[dask]'") from None
+        logging.getLogger("distributed").addHandler(_DASK_LINES)  # (once: a handler is added once)
         self.limits = limits or SandboxLimits()
         self._cluster = None
         self._own_client = client is None

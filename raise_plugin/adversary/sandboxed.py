@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
+import math
 import time
 from typing import Callable
 
 from ..engine import CallTimeout, ProcessExecutor, SandboxLimits, SourcePriority, WorkerDied
+from ..engine.role import current_judge
+from .ga import evaluate_batch
+from .search import metric_or_inf
 
 __all__ = ["SearchFailed", "search_program", "in_one_worker", "on_run_workers", "sandbox_pool", "DeadlineExecutor"]
 
@@ -23,9 +28,33 @@ class SearchFailed(Exception):
 def search_program(search: Callable, task, code: str, references: list, epsilon: float, options: dict):
     """One inner search on the program ``code``; ``references`` are ``(name, program text or priority)``.
     The programs are compiled where they are first called: in this sandboxed worker, or in the
-    adversary's executor's workers when it has one (never in the engine's process)."""
+    adversary's executor's workers when it has one (never in the engine's process).
+
+    The search meets the program in one process for all its instances (a fresh module of it for
+    each); a run meets it in a process per instance. A program that counted, in another module,
+    what its process had met could play otherwise for the search than in a run (best fit when
+    searched: the adversary found little to hurt). So the program is run once more on the instance
+    the search chose, in a process of its own; where it scores otherwise there, the search is made
+    again with each evaluation in a process of its own, and its evaluations count both searches."""
     refs = [(name, SourcePriority(ref) if isinstance(ref, str) else ref) for name, ref in references]
-    return search(task, SourcePriority(code), epsilon, references=refs or None, **options)
+    result = search(task, SourcePriority(code), epsilon, references=refs or None, **options)
+    if _as_alone(task, code, result, options.get("executor")):
+        return result
+    again = search(task, SourcePriority(code, alone=True), epsilon, references=refs or None, **options)
+    return None if again is None else dataclasses.replace(again, evaluations=result.evaluations + again.evaluations)
+
+
+def _as_alone(task, code: str, result, executor) -> bool:
+    """Whether the program scores on the instance the search chose (``result.instance``), in a
+    process of its own, what it scored there in the search (a failure as a failure). Where the
+    program would run in this process (no judge here, no executor), nothing is run: true."""
+    if getattr(result, "instance", None) is None or not hasattr(result, "metric"):
+        return True
+    if executor is None and current_judge() is None:
+        return True
+    metric = evaluate_batch(metric_or_inf, [(task, SourcePriority(code, alone=True), result.instance)], executor)[0]
+    searched = float(result.metric)
+    return metric == searched or not (math.isfinite(metric) or math.isfinite(searched))
 
 
 def in_one_worker(fn: Callable, args: tuple, seconds: float):

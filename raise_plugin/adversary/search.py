@@ -24,7 +24,7 @@ from .projection import Projection
 from .results import AdversarialDraw, AdversarialResult, Candidate, GenerationRecord
 from .adversary_config import PAPER_DRAWS, RENAMED, SearchConfig
 
-__all__ = ["AdversaryReferenceError", "search", "instance_seed", "sample_and_evaluate", "default_draws"]
+__all__ = ["AdversaryReferenceError", "search", "instance_seed", "sample_and_evaluate", "default_draws", "metric_or_inf"]
 
 
 def default_draws(task) -> int:
@@ -105,7 +105,9 @@ def _representative_draw(fitnesses: Sequence[float], metrics: Sequence[float]) -
     return int(np.flatnonzero(gap <= gap.min() + 1e-12 * max(1.0, abs(float(f.mean()))))[0])
 
 
-def _evaluate_nominal(task, priority: Callable, instance) -> float:
+def metric_or_inf(task, priority: Callable, instance) -> float:
+    """The metric of ``priority`` on ``instance`` (a program's in a process of its own, where a judge
+    runs it), ``inf`` where it fails."""
     try:
         return evaluate_heuristic(task, priority, instance)
     except HeuristicError:
@@ -161,7 +163,7 @@ def search(task, priority: Callable, epsilon: float, *, nominal: list | None = N
     opt = _make_optimiser(adversary, config, seed, optimizer)
     nominal_metric = None
     if config.measure_nominal:
-        metrics = evaluate_batch(_evaluate_nominal, [(task, priority, s) for s in adversary.nominal], executor)
+        metrics = evaluate_batch(metric_or_inf, [(task, priority, s) for s in adversary.nominal], executor)
         nominal_metric = float(np.mean(metrics))
 
     candidates, history, worst, worst_draws, reference_evaluations = _evolve(task, priority, named, adversary, opt,
@@ -308,7 +310,7 @@ def _references_on_winner(task, named: list, regret: bool, worst: Candidate, wor
         return {d: (worst.reference_metrics[d], worst_draws[2][d]) for d in kept}, 0, 0
     if not named:
         return {}, 0, 0
-    ref_metrics = evaluate_batch(_evaluate_nominal, [(task, fn, worst_draws[0][d]) for d in kept
+    ref_metrics = evaluate_batch(metric_or_inf, [(task, fn, worst_draws[0][d]) for d in kept
                                                      for _, fn in named], executor)
     references = {d: _best_reference(ref_metrics[i * len(named):(i + 1) * len(named)]) for i, d in enumerate(kept)}
     return references, len(ref_metrics), sum(best is None for best, _ in references.values())

@@ -84,11 +84,14 @@ class SourcePriority:
     ``SourcePriority(code)(item, bins)`` calls the program's function. Making one only
     parses the text (``ProgramError`` at once for bad syntax or no such function); the
     program's module code runs at the first call, in the process that calls it (a sandboxed
-    worker, once shipped there): after unpickling the program is compiled again.
+    worker, once shipped there): after unpickling the program is compiled again. ``alone``: a
+    worker's judge runs each of its evaluations in a program process of its own (as a run's
+    instances are), not in the one process it keeps for the program.
     """
 
-    def __init__(self, code: str, function: str | None = None, label: str = ""):
+    def __init__(self, code: str, function: str | None = None, label: str = "", alone: bool = False):
         self.spec = ProgramSpec(code=code, function=function, label=label)
+        self.alone = bool(alone)
         check_program(code, function, source=label or "<program>")
         self._func = None
 
@@ -101,7 +104,7 @@ class SourcePriority:
         return self._func(*args, **kwargs)
 
     def __reduce__(self):
-        return (SourcePriority, (self.spec.code, self.spec.function, self.spec.label))
+        return (SourcePriority, (self.spec.code, self.spec.function, self.spec.label, self.alone))
 
 
 class InstanceSet:

@@ -198,14 +198,17 @@ class Judge:
         except Exception:  # noqa: BLE001 - a task's own method failing: the generous bound
             return _DECISIONS_BOUND
 
-    def metric(self, task, spec, instance) -> float:
-        """The metric of program ``spec`` on one instance (the inner search's evaluations); raises
-        ``HeuristicError`` where the program fails, ``MemoryError`` past its memory cap."""
-        key = ("search", getattr(task, "name", ""), spec)  # its own process: the searches run in Python
-        process, known = self.processes.process_for(key, keep=True)
+    def metric(self, task, spec, instance, alone: bool = False) -> float:
+        """The metric of program ``spec`` on one instance (the inner search's evaluations), in the
+        process kept for the program's searches (they run in Python), or, ``alone``, in one of its
+        own (dropped after it, as a run's instance's is); raises ``HeuristicError`` where the program
+        fails, ``MemoryError`` past its memory cap."""
+        reference = _task_reference(task)
+        process, known = self.processes.process_for(("search", reference, spec), keep=not alone,
+                                                    warm=("task", reference) if alone else None)
         try:
             if not known:
-                process.send(("program", _task_reference(task), spec, False))
+                process.send(("program", reference, spec, False))
                 record = process.receive(None, 0)
                 if record is None or record.status != DONE:
                     self.processes.drop(process)
@@ -218,9 +221,12 @@ class Judge:
         except OSError:
             self.processes.drop(process)
             raise HeuristicError("the program's process died during the evaluation") from None
-        if record is None or record.status != DONE:
+        if alone or record is None or record.status != DONE:
             self.processes.drop(process)
+        if record is None or record.status != DONE:
             self._fail(record)
+        if process.left_folder:
+            raise HeuristicError("its process left a folder that could not be removed")
         return self.score(task, instance, record)
 
     def host_score(self, evaluation, code: str, name: str) -> float | None:
@@ -277,5 +283,5 @@ def evaluate_heuristic(task, priority, instance) -> float:
     in a worker runs in a program process of its own and is scored by the judge."""
     judge = current_judge()
     if judge is not None and isinstance(priority, SourcePriority):
-        return judge.metric(task, priority.spec, instance)
+        return judge.metric(task, priority.spec, instance, alone=priority.alone)
     return float(task.evaluate(priority, instance))

@@ -857,3 +857,36 @@ def test_nothing_an_instance_leaves_or_meets_tells_a_program_what_shares_its_job
     exec(BEST_FIT, namespace)
     assert together.valid and list(together.metrics) == alone, (together.metrics, alone)
     assert list(after.metrics) == [task.evaluate(namespace["priority"], instance) for instance in small_instances]
+
+
+@pytest.mark.parametrize("name", ["robust_when_searched", None])
+def test_the_inner_search_meets_a_program_as_a_run_meets_it(name):
+    """The inner search ran a program in one process for all its instances, and kept that process
+    for the next refresh's search (a fresh module of the program for each instance, but the same
+    numpy): a program that counted there the instances its process had met played best fit from the
+    second on, so from the second refresh the adversary searched a heuristic no run ever faces (worst
+    fit, every instance of a run in a process of its own) and chose an instance that hurt it little.
+    The program now runs once more, alone, on the instance the search chose; where it scores
+    otherwise the search is made again with each evaluation alone, and sees what a run sees. An
+    honest program (best fit, ``None``) is searched once, as before."""
+    from raise_plugin.adversary.sandboxed import search_program
+    from raise_plugin.adversary.search import search
+    from raise_plugin.engine import Engine, ProcessExecutor, SandboxLimits, SourcePriority
+    from tasks import get_task
+
+    code, task = attack(name) if name else BEST_FIT, get_task("obp")
+    options = dict(seed=0, inner_population=4, inner_generations=2)
+    limits = SandboxLimits(timeout=120.0, foresight=0.0)
+    with ProcessExecutor(1, limits) as pool:  # one worker: every search meets one judge, which keeps the process
+        search_program(search, task, code, [], 0.01, {**options, "executor": pool})  # the first refresh
+        kept = search(task, SourcePriority(code), 0.01, executor=pool, **options)  # as the second searched
+        found = search_program(search, task, code, [], 0.01, {**options, "executor": pool})  # the second
+        alone = search(task, SourcePriority(code, alone=True), 0.01, executor=pool, **options)
+        run = Engine("obp", pool, limits=limits).evaluate(code, [found.instance]).metrics[0]
+    assert found.metric == run  # on the instance it chose, the search saw what a run sees
+    assert found.distribution.tolist() == alone.distribution.tolist() and found.metric == alone.metric
+    if name:
+        assert kept.metric < alone.metric / 10  # searched in its kept process, it looked like best fit
+        assert found.evaluations == kept.evaluations + alone.evaluations  # both searches are counted
+    else:
+        assert (kept.metric, kept.evaluations) == (alone.metric, found.evaluations)

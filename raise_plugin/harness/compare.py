@@ -45,6 +45,7 @@ from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
 from raise_plugin.llm import SamplerStallWarning, is_offline, offline_stall
+from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
@@ -87,7 +88,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     if reused:
         _say(reused, quiet)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.json").write_text(json.dumps({**config.to_dict(), "code_version": code_version()}, indent=1))
+    # the base URL's credentials as a run's config.json records them (hidden), not in clear
+    (out / "compare.json").write_text(json.dumps({**recorded_settings_of(config.to_dict()),
+                                                  "code_version": code_version()}, indent=1))
     if idle:  # allowed
         warnings.warn(f"every RAISE row will equal its plain twin's: {idle}", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in study.seeds]

@@ -69,6 +69,13 @@ class EvalOutcome:
         return f"{len(self.rows)} instances" + (f", {invalid} invalid" if invalid else "")
 
 
+class RunStopped(RuntimeError):
+    """A training run that could not go on (``summary.json``'s ``failure``): its job failed, and
+    running the compare again resumes the run where it stopped."""
+
+    retry_helps = True
+
+
 @dataclass(frozen=True)
 class TrainJob:
     """Train (or resume) one run: ``run`` holds its ``RunConfig`` fields but ``out`` and ``executor``."""
@@ -171,6 +178,8 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
         record_code_version(path)  # beside the config.json the run wrote: what a re-run checks before reusing it
         method.run()
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
+    if data.get("failure") and not data.get("finished"):  # its endpoint, engine or disk failed: it stopped
+        raise RunStopped(f"the run stopped: {data['failure']} (run again, it resumes)")
     best = (data.get("best") or {}).get("robust_score")
     return TrainOutcome(path.name, status, time.time() - started, data.get("samples"), data.get("refreshes") or 0,
                         best, socket.gethostname(), robust=bool(run.get("robust", True)), llm_spent=run_spent(path),

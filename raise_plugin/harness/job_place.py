@@ -51,7 +51,16 @@ def _job_process_start() -> None:
 
 
 class JobFailed(UserError):
-    """A job raised in a job process; the message is one line (and pickles, unlike some errors)."""
+    """A job raised in a job process; the message is one line (and pickles, unlike some errors).
+    ``retry_helps``: whether running it again may help, as for the error it stands for (not for a
+    ``UserError``: the job's settings or task cause it)."""
+
+    def __init__(self, message: str, retry_helps: bool = False):
+        super().__init__(message)
+        self.retry_helps = retry_helps
+
+    def __reduce__(self):
+        return (JobFailed, (str(self), self.retry_helps))
 
 
 def _execute(job):
@@ -61,7 +70,8 @@ def _execute(job):
     except UserError as exc:
         raise JobFailed(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - reported to the client in one line
-        raise JobFailed(f"{type(exc).__name__}: {exc}") from None
+        said = str(exc) if getattr(exc, "retry_helps", False) else f"{type(exc).__name__}: {exc}"  # says itself
+        raise JobFailed(said, retry_helps=True) from None
 
 
 def _execute_on_dask_worker(job):
@@ -80,7 +90,7 @@ def _execute_on_dask_worker(job):
             ok, value = pickle.loads(taken.read_bytes())
             if ok:
                 return value
-            raise JobFailed(value)
+            raise JobFailed(*value)
         lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
         raise JobFailed(f"its process exited with status {code}" + (f": {lines[-1].strip()}" if lines else ""))
 
@@ -92,7 +102,7 @@ def _job_process_main(given: str, taken: str) -> int:
     try:
         outcome = (True, _execute(job))
     except JobFailed as exc:
-        outcome = (False, str(exc))
+        outcome = (False, (str(exc), exc.retry_helps))
     Path(taken).write_bytes(pickle.dumps(outcome))
     return 0 if outcome[0] else 1
 

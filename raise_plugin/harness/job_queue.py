@@ -69,7 +69,7 @@ def run_jobs(place: JobPlace, jobs: Iterable, then: Callable[[object, object], l
                 except Exception as exc:  # noqa: BLE001 - one job's failure does not stop the others
                     message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     records.append(JobRecord(job.name, job.kind, job.label, "failed", seconds, error=message,
-                                             retry_helps=not isinstance(exc, UserError)))
+                                             retry_helps=getattr(exc, "retry_helps", not isinstance(exc, UserError))))
                     total -= follows(job)
                     say(f"[{number:>{width()}}/{total}] FAILED   {job.kind} {job.label} after {seconds:.1f} s: "
                         f"{message}")

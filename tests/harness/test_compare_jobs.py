@@ -147,6 +147,62 @@ def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help
     assert (tmp_path / "convergence.png").exists() and (tmp_path / "table_all_distributions.md").exists()
 
 
+def test_a_run_that_could_not_go_on_fails_its_job_and_a_retry_may_help(tmp_path, capsys, monkeypatch):
+    """A training run whose LLM endpoint did not answer (a closed port here) stopped, and its job
+    was said to have "trained, 0 samples, best none": the compare exited 0, with the LLM's failure
+    nowhere. The job now fails with the run's reason, a retry may help (the run resumes), and the
+    compare exits 1. Its compare.json held the base URL's ``key`` in clear: it is hidden there too."""
+    import socket
+
+    with socket.socket() as probe:  # a port just freed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-files")
+    code = main(["compare", "--task", "ovrp", "--llm", "openai:gpt-test", "--base-url",
+                 f"http://127.0.0.1:{port}/v1?key=tok-not-for-files", "--budget", "8", "--pop-size", "4",
+                 "--seeds", "1", "--epsilons", "", "--suite-instances", "1", "--no-progress",
+                 "--out", str(tmp_path / "c")])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    failed = [line for line in out.splitlines() if "FAILED" in line]
+    assert len(failed) == 1 and f"the run stopped: cannot reach the LLM at http://127.0.0.1:{port}/v1?key=***" \
+        in failed[0], out
+    assert err.strip().splitlines()[-1].endswith("run the same command again to retry them"), err
+    report = (tmp_path / "c" / "report.md").read_text()
+    assert "may help: run the same command again" in report
+    for path in (tmp_path / "c").rglob("*"):
+        if path.is_file():
+            text = path.read_bytes()
+            assert b"tok-not-for-files" not in text and b"sk-not-for-files" not in text, path
+    assert json.loads((tmp_path / "c" / "compare.json").read_text())["base_url"] == \
+        f"http://127.0.0.1:{port}/v1?key=***"
+
+
+def test_a_job_process_says_whether_a_retry_helps():
+    """In a job process every failure came back as a ``UserError``, which a retry cannot help: a
+    run that stopped (its endpoint down) was advised not to be run again."""
+    import pickle
+
+    from raise_plugin.harness.compare_jobs import RunStopped
+    from raise_plugin.harness.job_place import JobFailed, _execute
+
+    class Job:
+        def __init__(self, error):
+            self.error = error
+
+        def execute(self):
+            raise self.error
+
+    for error, helps, said in ((RunStopped("the run stopped: the endpoint went away"), True,
+                                "the run stopped: the endpoint went away"),
+                               (OSError("disk"), True, "OSError: disk"),
+                               (UserError("methods: unknown 'x'"), False, "methods: unknown 'x'")):
+        with pytest.raises(JobFailed) as caught:
+            _execute(Job(error))
+        again = pickle.loads(pickle.dumps(caught.value))  # as it comes back from a job process
+        assert (str(again), again.retry_helps) == (said, helps)
+
+
 def test_a_worker_that_does_not_see_out_ships_the_run_directory_back(tmp_path, monkeypatch):
     import tempfile
 

@@ -23,6 +23,7 @@ class CompiledTally:
         self._lock = threading.Lock()
         self._compiled: set = set()
         self._waiting: set = set()
+        self._failed: set = set()  # failed before anything of them ran compiled, with no reason of the path's
         self._python: dict = {}
         self.jobs = {"compiled": 0, "python": 0}
 
@@ -36,14 +37,20 @@ class CompiledTally:
                 if key not in self._python:
                     self._compiled.add(key)
                     self._waiting.discard(key)
+                    self._failed.discard(key)
             elif result.fallback.startswith(WAITING):
                 self.jobs["python"] += 1
                 if key not in self._python and key not in self._compiled:
                     self._waiting.add(key)
+            elif not result.fallback and not result.valid:  # it failed: the compiled path refused nothing
+                self.jobs["python"] += 1
+                if key not in self._python and key not in self._compiled and key not in self._waiting:
+                    self._failed.add(key)
             else:
                 self.jobs["python"] += 1
                 self._compiled.discard(key)
                 self._waiting.discard(key)
+                self._failed.discard(key)
                 self._python.setdefault(key, result.fallback)
 
     @property
@@ -70,7 +77,8 @@ class CompiledTally:
         with self._lock:
             jobs = dict(self.jobs)
         return {"programs_compiled": self.programs_compiled, "programs_python": self.programs_python,
-                "programs_waiting": self.programs_waiting, "jobs_compiled": jobs["compiled"],
+                "programs_waiting": self.programs_waiting, "programs_failed": len(self._failed),
+                "jobs_compiled": jobs["compiled"],
                 "jobs_python": jobs["python"], "python_reasons": self.reasons()}
 
     def line(self) -> str:
@@ -88,4 +96,5 @@ def tally_line(tally: dict) -> str:
     reasons = ", ".join(f"{n} {k}" for k, n in tally["python_reasons"].items())
     return (f"{tally['programs_compiled']} programs compiled, {tally['programs_python']} on Python"
             + (f" ({reasons})" if reasons else "")
-            + (f", {tally['programs_waiting']} not evaluated long enough to compile" if tally["programs_waiting"] else ""))
+            + (f", {tally['programs_waiting']} not evaluated long enough to compile" if tally["programs_waiting"] else "")
+            + (f", {tally['programs_failed']} failed before running compiled" if tally.get("programs_failed") else ""))

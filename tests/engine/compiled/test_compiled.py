@@ -2,6 +2,7 @@
 function does; anything else runs in Python, counted, and the metrics never change."""
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -209,6 +210,19 @@ def test_the_tally_counts_programs_not_evaluated_long_enough_to_compile():
     tally.record(_job("b", 1), wait)
     assert (tally.programs_compiled, tally.programs_python, tally.programs_waiting) == (1, 0, 1)
     assert tally.line() == "1 programs compiled, 0 on Python, 1 not evaluated long enough to compile"
+
+
+def test_the_tally_says_a_program_that_failed_failed_not_that_it_stayed_on_python_for_no_reason():
+    """A program that raised on its first instance was "on Python" for an empty reason: "0 programs
+    compiled, 1 on Python (1 )"."""
+    from raise_plugin.engine.results import EvalResult, FailureKind
+
+    tally = CompiledTally()
+    failed = EvalResult.failed(1, FailureKind.HEURISTIC, "priority raised ValueError: no")
+    tally.record(_job("a", 1), dataclasses.replace(failed, compiled=False))
+    assert tally.line() == "0 programs compiled, 0 on Python, 1 failed before running compiled"
+    tally.record(_job("a", 1), EvalResult((1.0,), ("",), compiled=True))  # compiled in a later job: compiled
+    assert tally.line() == "1 programs compiled, 0 on Python"
 
 
 def test_in_a_sandboxed_worker_numba_compiles_but_a_program_still_cannot_use_ctypes(small_instances):

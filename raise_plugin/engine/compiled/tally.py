@@ -42,6 +42,7 @@ class CompiledTally:
                 self.jobs["python"] += 1
                 if key not in self._python and key not in self._compiled:
                     self._waiting.add(key)
+                    self._failed.discard(key)
             elif not result.fallback and not result.valid:  # it failed: the compiled path refused nothing
                 self.jobs["python"] += 1
                 if key not in self._python and key not in self._compiled and key not in self._waiting:

@@ -221,6 +221,9 @@ def test_the_tally_says_a_program_that_failed_failed_not_that_it_stayed_on_pytho
     failed = EvalResult.failed(1, FailureKind.HEURISTIC, "priority raised ValueError: no")
     tally.record(_job("a", 1), dataclasses.replace(failed, compiled=False))
     assert tally.line() == "0 programs compiled, 0 on Python, 1 failed before running compiled"
+    wait = EvalResult((1.0,), ("",), compiled=False, fallback=f"{WAITING}: 0.10 s of Python in this worker")
+    tally.record(_job("a", 1), wait)  # it ran, in Python, in a later job: counted once, as waiting
+    assert tally.line() == "0 programs compiled, 0 on Python, 1 not evaluated long enough to compile"
     tally.record(_job("a", 1), EvalResult((1.0,), ("",), compiled=True))  # compiled in a later job: compiled
     assert tally.line() == "1 programs compiled, 0 on Python"
 

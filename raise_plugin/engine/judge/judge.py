@@ -205,7 +205,7 @@ class Judge:
         fails, ``MemoryError`` past its memory cap."""
         reference = _task_reference(task)
         process, known = self.processes.process_for(("search", reference, spec), keep=not alone,
-                                                    warm=("task", reference) if alone else None)
+                                                    warm=("task", reference))
         try:
             if not known:
                 process.send(("program", reference, spec, False))

@@ -10,6 +10,7 @@ from .engine.selfcheck import check_limits
 from .instance_seeds import nominal_set
 from .llm import is_offline, make_llm, say_notice
 from .llm.run_usage import hold_caps
+from .methods import asks_llm
 from .replay import ends_as_recorded
 from .resolve import RunParts
 from .robust import AdversarialInstanceCallback, Callback, robust
@@ -41,7 +42,7 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
             ends_as_recorded(llm)
             owned.append(OwnedLLM(llm))
             hold_caps(llm, config.budget)
-        if getattr(parts.method, "asks_llm", True) and is_offline(llm):  # GP asks its back-end nothing
+        if asks_llm(parts.method) and is_offline(llm):  # GP asks its back-end nothing
             say_notice()  # before the run: what stands in for an LLM, said once in a process
         executor = _executor(config.engine, run_dir, owned)
         own = _callbacks(config, parts)

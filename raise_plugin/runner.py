@@ -16,6 +16,7 @@ from .llm import SamplerStallWarning, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
 from .llm.run_usage import carry_usage, check_caps_left
 from .llm.usage import REQUESTS_FILE
+from .methods import asks_llm
 from .robust import Callback, IdleAdversaryWarning
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
@@ -68,7 +69,8 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
         raise
     if parts.idle:  # allowed: said once the run is built (a run that cannot start says only why), before it samples
         warnings.warn(parts.idle, IdleAdversaryWarning, stacklevel=2)
-    stall = offline_stall(parts.task, config.llm.backend if llm is None else llm, config.budget.samples)
+    backend = config.llm.backend if llm is None else llm  # GP asks its back-end nothing
+    stall = offline_stall(parts.task, backend, config.budget.samples) if asks_llm(parts.method) else None
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     return method

@@ -46,7 +46,7 @@ from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBud
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
 from raise_plugin.llm import SamplerStallWarning, is_offline, offline_stall
 from raise_plugin.llm.endpoint import recorded_settings_of
-from raise_plugin.methods import get_method
+from raise_plugin.methods import asks_llm, get_method
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.reader import RunLog, holds
@@ -94,11 +94,12 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     if idle:  # allowed
         warnings.warn(f"every RAISE row will equal its plain twin's: {idle}", IdleAdversaryWarning, stacklevel=2)
     cells = [(v, s) for v in variants for s in study.seeds]
-    stall = offline_stall(task, runs.llm.backend, runs.budget.samples, len(cells))
+    asking = [m for m in study.methods if asks_llm(get_method(m))]  # GP asks its back-end nothing
+    stall = offline_stall(task, runs.llm.backend, runs.budget.samples, sum(v.method in asking for v, _ in cells),
+                          of=", ".join(asking) if len(asking) < len(study.methods) else "")
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
-    asks = any(getattr(get_method(m), "asks_llm", True) for m in study.methods)  # GP asks its back-end nothing
-    say_notes(task, drawn=runs.instance_seed != "public", offline=asks and is_offline(runs.llm.backend))
+    say_notes(task, drawn=runs.instance_seed != "public", offline=bool(asking) and is_offline(runs.llm.backend))
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress, plan)
     failures = [r for r in records if r.status == "failed"]

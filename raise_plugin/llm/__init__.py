@@ -79,14 +79,16 @@ def is_offline(llm: LLM | str | None) -> bool:
     return kind == "offline" or kind == "auto" and not endpoint_configured()
 
 
-def offline_stall(task: Task, llm: LLM | str | None, budget: int, runs: int = 1) -> str | None:
+def offline_stall(task: Task, llm: LLM | str | None, budget: int, runs: int = 1, of: str = "") -> str | None:
     """Why ``runs`` runs of ``budget`` samples on ``task`` with ``llm`` (a back-end or its spec)
     would sample only copies of the task's template, with the fix; ``None`` when they would not
-    (an LLM, a task with an offline library, a template the offline sampler can vary)."""
-    why = nothing_to_vary(task) if is_offline(llm) else None
+    (an LLM, a task with an offline library, a template the offline sampler can vary). ``of``
+    names the runs' methods where a study's other runs ask no LLM (GP)."""
+    why = nothing_to_vary(task) if runs and is_offline(llm) else None
     if why is None:
         return None
-    samples = f"all {budget} samples of the run" if runs == 1 else f"all {budget} samples of each of the {runs} runs"
+    runs_of = f" of {of}" if of else ""
+    samples = f"all {budget} samples of " + (f"the run{runs_of}" if runs == 1 else f"each of the {runs} runs{runs_of}")
     return (f"{why}: {samples} will be copies of the template; add numeric constants to the template, give the "
             f"task an offline library (docs/tasks.md) or use an LLM (--llm openai)")
 

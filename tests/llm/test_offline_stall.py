@@ -111,3 +111,36 @@ def test_a_compare_warns_before_it_trains(fixed_task, tmp_path, monkeypatch):
     with pytest.warns(SamplerStallWarning, match="all 20 samples of each of the 4 runs will be copies"), \
             pytest.raises(Planned):
         compare.run_compare(config, quiet=True)
+
+
+def test_a_gp_run_asks_no_llm_and_is_not_warned_of_copies(fixed_task, tmp_path, capsys):
+    """GP writes its programs itself: the sampler's stall is no stall of its run (nor its notice)."""
+    out = tmp_path / "gp"
+    assert main(["run", "--task", fixed_task, "--method", "gp", "--no-robust", "--budget", "8", "--pop-size", "4",
+                 "--out", str(out), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "copies of the template" not in captured.err and "NO LLM IS USED" not in captured.err
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len({s["program_id"] for s in samples}) > 1  # so no warning was owed
+    assert json.loads((out / "summary.json").read_text())["repeated_samples"] == 0
+
+
+def test_a_compare_counts_only_the_runs_that_ask_the_sampler(fixed_task, tmp_path, monkeypatch):
+    class Planned(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Planned
+
+    monkeypatch.setattr(compare, "_train_and_evaluate", stop)
+    config = CompareConfig(task=fixed_task, methods=("eoh", "gp"), budget=20, pop_size=4, seeds=(0, 1),
+                           out=str(tmp_path / "both"))
+    with pytest.warns(SamplerStallWarning, match="all 20 samples of each of the 4 runs of eoh will be copies"), \
+            pytest.raises(Planned):
+        compare.run_compare(config, quiet=True)
+    config = CompareConfig(task=fixed_task, methods=("gp",), budget=20, pop_size=4, seeds=(0, 1),
+                           out=str(tmp_path / "gp"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplerStallWarning)
+        with pytest.raises(Planned):
+            compare.run_compare(config, quiet=True)

@@ -8,9 +8,8 @@ from .config import EngineSettings, RunConfig
 from .engine import SandboxLimits, make_executor
 from .engine.selfcheck import check_limits
 from .instance_seeds import nominal_set
-from .llm import is_offline, make_llm, say_notice
+from .llm import asks_llm, is_offline, make_llm, say_notice
 from .llm.run_usage import hold_caps
-from .methods import asks_llm
 from .replay import ends_as_recorded
 from .resolve import RunParts
 from .robust import AdversarialInstanceCallback, Callback, robust

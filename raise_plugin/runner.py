@@ -12,11 +12,10 @@ from .build import build_run
 from .config import ConfigError, RunConfig, bad_field, check_names, check_setting
 from .durable import unwritable
 from .errors import UserError
-from .llm import SamplerStallWarning, offline_stall
+from .llm import SamplerStallWarning, asks_llm, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
 from .llm.run_usage import carry_usage, check_caps_left
 from .llm.usage import REQUESTS_FILE
-from .methods import asks_llm
 from .robust import Callback, IdleAdversaryWarning
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic

@@ -44,9 +44,9 @@ from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside, set_asi
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
-from raise_plugin.llm import SamplerStallWarning, is_offline, offline_stall
+from raise_plugin.llm import SamplerStallWarning, asks_llm, is_offline, offline_stall
 from raise_plugin.llm.endpoint import recorded_settings_of
-from raise_plugin.methods import asks_llm, get_method
+from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.reader import RunLog, holds

@@ -47,7 +47,7 @@ __all__ = [
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
-    "started_backend",
+    "started_backend", "asks_llm",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
@@ -67,6 +67,12 @@ def started_backend(spec: str) -> str:
         return started_backend("openai") if endpoint_configured() else "offline"
     model = environment_model()
     return f"openai:{model}" if kind.lower() == "openai" and not arg and model else spec
+
+
+def asks_llm(method) -> bool:
+    """Whether ``method`` (a method's class, or a run of it) asks its back-end for programs; a method
+    that writes its own (GP: ``asks_llm = False``) keeps the back-end only for the host's signature."""
+    return bool(getattr(method, "asks_llm", True))
 
 
 def is_offline(llm: LLM | str | None) -> bool:

@@ -22,7 +22,7 @@ from .moh import MoH
 from .partevo import PartEvo
 from .reevo import ReEvo
 
-__all__ = ["METHODS", "get_method", "asks_llm", "method_table", "HOST_MULTI_OBJECTIVE"]
+__all__ = ["METHODS", "get_method", "method_table", "HOST_MULTI_OBJECTIVE"]
 
 METHODS: dict[str, type] = {
     "eoh": EoH,
@@ -48,11 +48,6 @@ def get_method(name: str) -> type:
         return METHODS[name]
     except KeyError:
         raise UnknownName(f"unknown method {name!r}; registered: {', '.join(sorted(METHODS))}") from None
-
-
-def asks_llm(method: type) -> bool:
-    """Whether ``method`` (a class) asks its back-end for programs: GP writes its own."""
-    return bool(getattr(method, "asks_llm", True))
 
 
 def method_table() -> list[tuple[str, str, str]]:

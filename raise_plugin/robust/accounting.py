@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import time
 
+from ..llm import asks_llm
+
 __all__ = ["Accounting"]
 
 _PARTS = ("outer", "inner", "rescore")
@@ -119,7 +121,8 @@ class Accounting:
             "early_rejection": self.early_rejection,
             "time_per_sample": self.time_per_sample(compute),
             "seconds": compute["wall_seconds"],  # over every process of the run, as its other times
-            "llm": describe() if callable(describe) else type(llm).__name__,
+            "llm": ((describe() if callable(describe) else type(llm).__name__) if asks_llm(self)
+                    else "none asked: the method writes its programs itself"),
             "llm_usage": usage,
             **{k: v for cb in self.callbacks for k, v in getattr(cb, "summary_fields", dict)().items()},
         }

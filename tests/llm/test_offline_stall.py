@@ -122,7 +122,8 @@ def test_a_gp_run_asks_no_llm_and_is_not_warned_of_copies(fixed_task, tmp_path, 
     assert "copies of the template" not in captured.err and "NO LLM IS USED" not in captured.err
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len({s["program_id"] for s in samples}) > 1  # so no warning was owed
-    assert json.loads((out / "summary.json").read_text())["repeated_samples"] == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["repeated_samples"] == 0 and summary["llm"] == "none asked: the method writes its programs itself"
 
 
 def test_a_compare_counts_only_the_runs_that_ask_the_sampler(fixed_task, tmp_path, monkeypatch):

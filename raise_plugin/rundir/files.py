@@ -46,7 +46,10 @@ def jsonable(value):
 
 
 def write_json_atomic(path: Path, data) -> None:
-    replace_file(path, lambda fh: fh.write(json.dumps(jsonable(data), indent=1).encode()))
+    """``data`` (made JSON-safe: ``jsonable``) as the JSON file ``path``, replaced whole; written out
+    first, so that a value that cannot be leaves the old file and no temporary one."""
+    text = json.dumps(jsonable(data), indent=1).encode()
+    replace_file(path, lambda fh: fh.write(text))
 
 
 def save_instance(path: Path, instance) -> None:

@@ -132,7 +132,8 @@ class AppendLog:
 
 def replace_file(path: str | os.PathLike, write: Callable, *, suffix: str = ".tmp") -> None:
     """Replace ``path`` by what ``write(binary_file)`` writes, atomically: a kill or a failure
-    leaves the old file (or none) in place, never a part of the new one."""
+    leaves the old file (or none) in place, never a part of the new one, and a failure (the disk's:
+    ``WriteFailed``; ``write``'s own, raised as it is) no temporary file beside it."""
     path = Path(path)
     tmp = path.with_name(path.name + suffix)
     try:
@@ -141,9 +142,11 @@ def replace_file(path: str | os.PathLike, write: Callable, *, suffix: str = ".tm
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         try:
             tmp.unlink()
         except OSError:
             pass
-        raise WriteFailed(path, exc) from None
+        if isinstance(exc, OSError):
+            raise WriteFailed(path, exc) from None
+        raise

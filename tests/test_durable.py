@@ -1,10 +1,13 @@
 """Whether a path can be written, said before any work (``durable.unwritable``): what `--out` and
-`--record` are checked by."""
+`--record` are checked by; and a file replaced whole or not at all (``durable.replace_file``)."""
 from __future__ import annotations
 
+import json
 import os
 
-from raise_plugin.durable import unwritable
+import pytest
+
+from raise_plugin.durable import replace_file, unwritable
 
 
 def test_a_writable_place_says_nothing_and_trying_it_leaves_nothing(tmp_path):
@@ -22,3 +25,16 @@ def test_each_place_that_cannot_be_written_is_named_with_why(tmp_path):
     # permissions allow it, yet the folder holds no file: found before the work, not when the table is written
     assert unwritable("/proc/r.csv") == "/proc cannot hold a file (No such file or directory)"
 
+
+def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temporary_one(tmp_path):
+    """The mechanism under every replaced file (a repaired JSONL file refuses NaN as it is written)."""
+    path = tmp_path / "records.jsonl"
+    path.write_text("old\n")
+
+    def write(fh):
+        fh.write(b"half of it")
+        json.dumps(float("nan"), allow_nan=False)
+
+    with pytest.raises(ValueError):
+        replace_file(path, write)
+    assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["records.jsonl"]

@@ -1,4 +1,4 @@
-"""The run directory's JSON files are replaced whole: a value that cannot be written leaves the old
+"""The run directory's files are replaced whole: a value that cannot be written leaves the old
 file as it was and nothing beside it."""
 from __future__ import annotations
 
@@ -26,3 +26,4 @@ def test_a_value_that_cannot_be_written_leaves_the_old_file_and_no_temporary_one
         write_json_atomic(path, {"values": circular})
     assert json.loads(path.read_text()) == {"kept": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+

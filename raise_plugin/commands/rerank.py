@@ -7,8 +7,8 @@ from pathlib import Path
 
 from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, report_invalid, resolve_task
 from raise_plugin.errors import UserError
-from raise_plugin.harness.rerank import (check_recorded_task, load_run_programs, rerank, robust_settings,
-                                        run_nominal_seed)
+from raise_plugin.harness.rerank import (check_recorded_task, load_run_programs, recorded_run_config, rerank,
+                                        robust_settings, run_nominal_seed)
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
@@ -21,7 +21,9 @@ def register(sub) -> None:
     p.add_argument("log_dir", metavar="LOG_DIR", help="an llm4ad log folder or a plugin run directory")
     add_flags(p, ("task", "epsilon", "refreshes", "top", "aggregation", "seed", "inner_population",
                   "inner_generations", "suite_instances", "workers", "timeout", "out", "progress"),
-              required=("task",), shown={"out": "none: the tables are printed, nothing written"},
+              defaults={"task": None},
+              shown={"out": "none: the tables are printed, nothing written",
+                     "task": "the one a plugin run directory recorded; an llm4ad log folder records none"},
               helps={"out": "write rerank.csv, rerank.md and the robust bests here",
                      "suite_instances": "at most N instances per test dataset when comparing the two bests",
                      "timeout": "seconds allowed per instance; a search may take that times the instances it "
@@ -30,12 +32,16 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    task = resolve_task(args.task)
+    recorded = recorded_run_config(args.log_dir)
+    if args.task is None and not recorded.get("task"):
+        raise UserError(f"--task: {args.log_dir} records no task (an llm4ad log folder, or no run at all): give "
+                        "the task its programs were written for")
+    task = resolve_task(args.task or recorded["task"])
     check_flags(args, ("epsilon", "refreshes", "top", "inner_population", "inner_generations", "suite_instances",
                        "workers", "seed"))
     check_timeout(args.timeout)
     check_output(args.out, folder=True)
-    recorded = check_recorded_task(args.log_dir, task)
+    check_recorded_task(args.log_dir, task, recorded)
     try:
         programs = load_run_programs(args.log_dir)
     except ProgramError as exc:

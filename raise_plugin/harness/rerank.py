@@ -59,13 +59,13 @@ def recorded_run_config(path: str | Path) -> dict:
     return {}
 
 
-def check_recorded_task(path: str | Path, task) -> dict:
-    """What the run in ``path`` recorded (``recorded_run_config``); a one-line ``UserError`` when it ran on
-    another task than ``task``: its programs would be scored on instances they were never written for."""
-    recorded = recorded_run_config(path)
+def check_recorded_task(path: str | Path, task, recorded: dict | None = None) -> None:
+    """A one-line ``UserError`` when the run in ``path`` (its settings ``recorded``, when read already:
+    ``recorded_run_config``) ran on another task than ``task``: its programs would be scored on
+    instances they were never written for."""
+    recorded = recorded_run_config(path) if recorded is None else recorded
     if recorded.get("task") not in (None, task.name, reference_of(task)):
         raise UserError(f"{path} is a run on {recorded['task']}, not {task.name}: give --task {recorded['task']}")
-    return recorded
 
 
 def run_nominal_seed(path: str | Path, recorded: dict | None = None) -> int | None:

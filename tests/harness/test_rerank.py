@@ -112,3 +112,16 @@ def test_programs_invalid_everywhere_exit_one(tmp_path, capsys):
     assert main(["rerank", str(tmp_path / "log"), "--task", "ovrp", *TINY]) == 1
     captured = capsys.readouterr()
     assert "invalid on every instance" in captured.err and "p000" in captured.out
+
+
+def test_a_run_directory_names_its_own_task_and_a_host_log_folder_must_be_given_one(run_dir, tmp_path, capsys):
+    assert main(["rerank", str(run_dir), *TINY, "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "rerank.md").read_text().startswith(f"# Robust re-ranking of {run_dir} on ojsp\n")
+    capsys.readouterr()
+    assert main(["rerank", str(run_dir / "host"), *TINY]) == 0  # a host log inside a run directory: the run's task
+    assert f"programs of {run_dir / 'host'}" in capsys.readouterr().out
+    (tmp_path / "log" / "samples").mkdir(parents=True)
+    assert main(["rerank", str(tmp_path / "log"), *TINY]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"raise-ahd: error: --task: {tmp_path / 'log'} records no task (an llm4ad log folder, or no run "
+                   "at all): give the task its programs were written for")

@@ -46,8 +46,8 @@ def jsonable(value):
 
 
 def write_json_atomic(path: Path, data) -> None:
-    """``data`` (made JSON-safe: ``jsonable``) as the JSON file ``path``, replaced whole; written out
-    first, so that a value that cannot be leaves the old file and no temporary one."""
+    """``data`` (made JSON-safe: ``jsonable``) as the JSON file ``path``, replaced whole
+    (``durable.replace_file``) by text made before the file is opened."""
     text = json.dumps(jsonable(data), indent=1).encode()
     replace_file(path, lambda fh: fh.write(text))
 

@@ -16,7 +16,8 @@ Everything a user needs, from this one import (each name is loaded on first use)
   ``resume_run(path)``, ``replaying(path)`` (its config again, its answers replayed), ``RunLog``;
 - the harness: ``compare`` (``CompareConfig`` fields as keywords), ``run_compare``,
   ``profile`` (the robustness profile), ``evaluate_suite``, ``Heuristic``; ``stats`` (paired
-  tests), ``figures`` (convergence and adversarial distributions) and ``paper_tables`` as modules.
+  tests), ``figures`` (convergence and adversarial distributions), ``paper_tables`` and
+  ``significance`` (the whole suite's verdicts) as modules.
 
 Every name is described, with what it takes and returns, in docs/api.md.
 
@@ -79,7 +80,8 @@ _EXPORTS = {
     "Heuristic": ("raise_plugin.engine.suite", "Heuristic"),
     "RunLog": ("raise_plugin.rundir.reader", "RunLog"),
     "stats": ("raise_plugin.harness.stats", None), "figures": ("raise_plugin.harness.figures", None),
-    "paper_tables": ("raise_plugin.harness.paper_tables", None), "UserError": ("raise_plugin.errors", "UserError"),
+    "paper_tables": ("raise_plugin.harness.paper_tables", None),
+    "significance": ("raise_plugin.harness.significance", None), "UserError": ("raise_plugin.errors", "UserError"),
 }
 
 __all__ = sorted({*_EXPORTS, "robust"})

@@ -21,7 +21,7 @@ def test_one_import_exposes_tasks_methods_the_harness_statistics_and_figures():
     assert callable(rp.compare) and callable(rp.run_compare) and callable(rp.profile)
     assert rp.get_method("moh").__name__ == "MoH" and rp.get_method("eohs").__name__ == "EoHS"
     assert callable(rp.stats.compare_paired) and callable(rp.figures.plot_convergence)
-    assert callable(rp.paper_tables.significance_summary)
+    assert callable(rp.paper_tables.build_table) and callable(rp.significance.significance_summary)
     assert issubclass(rp.HostTask, rp.Task) and rp.ShiftDimension("x", 4).cells == 4
     assert set(rp.__all__) <= set(dir(rp))
 

@@ -10,7 +10,7 @@ from raise_plugin.config import RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.harness.compare import failure_line, run_compare
 from raise_plugin.harness.compare_config import DEFAULT_OUT, RUN_CONTROLS, STUDY_CAPS, CompareConfig
-from raise_plugin.harness.paper_tables import significance_summary
+from raise_plugin.harness.significance import significance_summary
 from raise_plugin.settings import SettingError, check_settings
 
 
@@ -126,9 +126,8 @@ def run(args) -> int:
         print(table.markdown())
     if result.comparisons:
         print("\nWhat is significant (paired over seed and instance, p < 0.05 and a 95 % interval excluding 0):")
-        per_slice = result.tables.get("table_all_distributions")
         for line in significance_summary(result.comparisons, len(config.study.seeds),
-                                         slices=per_slice.marked() if per_slice else None):
+                                         table=result.tables.get("table_all_distributions")):
             print(f"- {line.replace('**', '')}")
     print(f"\nwrote {len(result.files)} files to {result.out}; start with {result.out / 'report.md'}")
     if result.failures:

@@ -4,7 +4,7 @@ is the same text as one page (``html_report``)."""
 from __future__ import annotations
 
 
-from raise_plugin.harness.paper_tables import significance_summary
+from raise_plugin.harness.significance import significance_summary
 from raise_plugin.harness.provenance import code_version, recorded_code_version
 from raise_plugin.llm.run_usage import run_spent
 from raise_plugin.rundir.files import RunDirectoryDamaged
@@ -87,8 +87,7 @@ def settings_paragraphs(config, task) -> list[str]:
 def significance_parts(seeds: int, task, tables, comparisons) -> tuple[str, list[str], str]:
     """What is significant over ``seeds`` seeds: the line before the sentences, the sentences, and the
     line after them."""
-    per_slice = tables.get("table_all_distributions")
-    sentences = significance_summary(comparisons, seeds, slices=per_slice.marked() if per_slice else None)
+    sentences = significance_summary(comparisons, seeds, table=tables.get("table_all_distributions"))
     return (f"Differences are method − reference in {task.metric_label}, so negative means the method is better.",
             sentences,
             "([table_significance.md](table_significance.md): mean differences, 95 % bootstrap intervals, Wilcoxon "

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from raise_plugin.harness.paper_tables import (Table, build_table, family_columns, layout_table, significance,
-                                               significance_markdown)
+from raise_plugin.harness.paper_tables import Table, build_table, family_columns, layout_table
+from raise_plugin.harness.significance import significance, significance_markdown
 from raise_plugin.harness.stats import holm_adjust
 from raise_plugin.harness.table_formats import significance_csv, significance_latex, table_csv, table_latex
 from raise_plugin.harness.variants import METHOD_LABELS, Variant

@@ -5,9 +5,10 @@ seeds with the half-width of its 95 % Student-t interval (the one meaning of ± 
 table and report); the line under a table's title names the metric, its unit and direction
 and says what a cell and its ± are. Lower is better: the best value of a column is bold and
 the second underlined. Given the baselines and each method's plain
-twin, a cell also says whether the method differs significantly from the column's best
-baseline (†) and from its plain twin (‡), with + for better and − for worse (paired tests,
-``raise_plugin.harness.stats``). A cell where some instances were invalid is marked § and
+twin, a cell also says whether the method differs significantly from the reference (the
+classical rule chosen on the validation suite, else the column's best baseline: †) and from
+its plain twin (‡), with + for better and − for worse (paired tests, ``raise_plugin.harness.stats``).
+What is significant over the whole suite: ``raise_plugin.harness.significance``. A cell where some instances were invalid is marked § and
 counted below the table.
 """
 from __future__ import annotations
@@ -19,12 +20,11 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from raise_plugin.harness.stats import (ALPHA, LEVEL, Comparison, compare_paired, format_p, format_signed,
-                                        holm_adjust, mean_half_width, row_is_valid)
+from raise_plugin.harness.stats import ALPHA, LEVEL, compare_paired, holm_adjust, mean_half_width, row_is_valid
 from tasks.common.families import FAMILIES
 
 __all__ = ["Column", "Table", "build_table", "layout_table", "family_columns", "size_columns", "param_columns",
-           "parse_params", "significance", "significance_markdown", "significance_summary", "best_baseline"]
+           "parse_params", "lowest"]
 
 FAMILY_LABELS = {"uniform": "Uniform", "normal": "Normal", "lognormal": "Lognormal",
                  "exponential": "Exponential", "triangular": "Triangular"}
@@ -86,6 +86,7 @@ class Table:
     half: np.ndarray | None = None  # half-width of the 95 % t interval of the mean over seeds
     tests: dict = field(default_factory=dict)  # (row, column, "baseline" | "twin") -> Comparison
     metric: str = ""  # what a cell measures: the task's ``metric_label`` ("waste ratio (%), lower is better")
+    reference: str | None = None  # the rule every column's † is tested against (chosen on the validation suite)
 
     def ranks(self) -> np.ndarray:
         """0 for the best (lowest) value of a column, 1 for the second, else 2."""
@@ -103,8 +104,8 @@ class Table:
         return r
 
     def marks(self, i: int, j: int) -> str:
-        """† vs the column's best baseline, ‡ vs the plain twin, each with + (better) or − (worse),
-        where the difference is significant; § where instances were invalid."""
+        """† vs the reference (else the column's best baseline), ‡ vs the plain twin, each with + (better)
+        or − (worse), where the difference is significant; § where instances were invalid."""
         out = []
         for relation, symbol in (("baseline", "†"), ("twin", "‡")):
             test = self.tests.get((i, j, relation))
@@ -170,8 +171,10 @@ class Table:
         notes = []
         most = int(self.seeds.max()) if self.seeds.size else 0
         if self.tests:
+            against = (f"{self.reference} (the best classical rule on the validation suite, in every column: another "
+                       "may do better on the test suite)" if self.reference else "the column's best baseline")
             notes.append(f"† / ‡: differs significantly (Holm-adjusted p < {ALPHA:g} over all {len(self.tests)} tests "
-                         "of this table) from the column's best baseline / the method's plain twin, + better, − worse; "
+                         f"of this table) from {against} / the method's plain twin, + better, − worse; "
                          "unmarked: no significant difference. Paired over (seed, instance), Wilcoxon signed-rank "
                          "and a bootstrap interval of the mean difference that must exclude 0.")
             if most == 1:
@@ -243,7 +246,7 @@ def build_table(rows: Iterable[dict], columns: list[Column], *, title: str, meth
         if average:
             slices.append([r for r, js in zip(rows, members) if js])
         for j, part in enumerate(slices):
-            best = reference if reference in baselines else _lowest({b: stats[b][0][j] for b in baselines})
+            best = reference if reference in baselines else lowest({b: stats[b][0][j] for b in baselines})
             for i, m in enumerate(methods):
                 if m in baselines or m not in seen_methods:
                     continue
@@ -254,7 +257,8 @@ def build_table(rows: Iterable[dict], columns: list[Column], *, title: str, meth
                     tests[(i, j, "twin")] = compare_paired(part, m, twin, "plain twin", by_seed=True)
     tests = holm_adjust(tests)  # one family per table: every mark of the table, Holm-corrected together
     shown = [(rename or {}).get(m, m) for m in methods]
-    return Table(title, shown, labels, mean, std, seeds, invalid, average, half, tests)
+    return Table(title, shown, labels, mean, std, seeds, invalid, average, half, tests,
+                 reference=reference if reference in baselines else None)
 
 
 def layout_table(layout, rows: list[dict], **options) -> Table | None:
@@ -278,121 +282,7 @@ def layout_table(layout, rows: list[dict], **options) -> Table | None:
     return build_table(rows, columns, title=layout.title, average=layout.average, **options)
 
 
-def _lowest(values: Mapping[str, float]) -> str | None:
+def lowest(values: Mapping[str, float]) -> str | None:
+    """The name with the lowest finite value (the strongest baseline: lower is better); ``None``: none."""
     finite = {k: v for k, v in values.items() if math.isfinite(v)}
     return min(finite, key=finite.get) if finite else None
-
-
-def best_baseline(rows: Iterable[dict], baselines: Iterable[str], chosen: str | None = None) -> str | None:
-    """``chosen`` (the best classical rule, selected on the validation suite) where it has results, else
-    the baseline with the lowest mean metric over its valid results (the strongest comparator)."""
-    totals = defaultdict(list)
-    names = set(baselines)
-    for r in rows:
-        if r["method"] in names | {chosen} and row_is_valid(r):
-            totals[r["method"]].append(float(r["metric"]))
-    return chosen if chosen in totals else _lowest({b: float(np.mean(v)) for b, v in totals.items() if b in names})
-
-
-def significance(rows: Iterable[dict], methods: Iterable[str], baselines: Iterable[str],
-                 twins: Mapping[str, str] | None = None, chosen: str | None = None) -> list[Comparison]:
-    """Every non-baseline method against ``chosen``, else the best baseline (over the whole suite), and against its
-    plain twin, paired over (seed, instance)."""
-    rows = list(rows)
-    baselines = list(baselines)
-    present = {r["method"] for r in rows}
-    best = best_baseline(rows, baselines, chosen)
-    out = []
-    for m in methods:
-        if m in baselines or m not in present:
-            continue
-        if best is not None:
-            out.append(compare_paired(rows, m, best, "best baseline"))
-        twin = (twins or {}).get(m)
-        if twin in present:
-            out.append(compare_paired(rows, m, twin, "plain twin", by_seed=True))
-    return out
-
-
-def significance_markdown(comparisons: list[Comparison], title: str, digits: int = 3) -> str:
-    """One row per comparison: mean difference, interval, p, pairs, verdict in words."""
-    lines = [f"**{title}**", "",
-             "| Method | compared with | mean difference | 95 % bootstrap CI | Wilcoxon p, Holm-adjusted | pairs | seeds | verdict |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
-    for c in comparisons:
-        pairs = f"{c.pairs}" + (f" ({c.dropped} dropped)" if c.dropped else "")
-        interval = ("—" if math.isnan(c.low) else
-                    f"[{format_signed(c.low, digits)}, {format_signed(c.high, digits)}]")
-        lines.append(f"| {c.method} | {c.reference} ({c.relation}) | {format_signed(c.mean, digits)} | {interval} | "
-                     f"{format_p(c.p, c.alpha)} | {pairs} | {c.seeds} | {c.verdict} |")
-    over_instances = any(c.over == "instances" for c in comparisons)
-    lines += ["", "Difference = method − reference on the same instance (a baseline's value is repeated for "
-              "every seed; the plain twin is matched by seed); lower is better, so negative means the method "
-              f"is better. Significant: two-sided Wilcoxon signed-rank p < {ALPHA:g} (Holm-adjusted over the table's rows) over the (seed, instance) "
-              f"pairs and the {LEVEL * 100:g} % percentile bootstrap interval of the mean difference, resampling "
-              "seeds, excludes 0. Pairs with an invalid side are dropped and counted."]
-    if over_instances:
-        lines.append("With one seed the interval resamples instances only and says nothing about "
-                     "seed-to-seed variation.")
-    return "\n".join(lines)
-
-
-def significance_summary(comparisons: list[Comparison], seeds: int, digits: int = 3,
-                         slices: Mapping[tuple[str, str], list[str]] | None = None) -> list[str]:
-    """What is and what is not significant, in sentences (for report.md and the printed summary).
-
-    Each verdict is over the whole test suite, and significant means both tests say so: the
-    Wilcoxon test over (seed, instance) pairs and the bootstrap interval over seeds; the sentence
-    says which one refused when they disagree. ``slices`` (``Table.marked()``) adds the columns
-    where a table's per-cell test marks the method, so the sentence and the table's marks agree.
-    A printed p and its verdict come from the same number (``stats.format_p``), and the closing
-    words on few seeds follow the seeds the comparisons rest on (``seeds`` when none has pairs)."""
-    lines = []
-    seeds = max((c.seeds for c in comparisons if c.pairs), default=seeds)
-    for c in comparisons:
-        head = f"{c.method} vs {c.reference} ({c.relation}), whole test suite"
-        if c.pairs == 0:
-            lines.append(f"{head}: no valid pairs, nothing to test.")
-            continue
-        p = format_p(c.p, c.alpha)
-        numbers = (f"mean difference {format_signed(c.mean, digits)}, {LEVEL * 100:g} % bootstrap CI over {c.over} "
-                   f"[{format_signed(c.low, digits)}, {format_signed(c.high, digits)}], "
-                   f"p {'' if p.startswith('<') else '= '}{p}, {c.pairs} pairs")
-        if c.dropped:
-            numbers += f", {c.dropped} dropped as invalid"
-        if c.significant:
-            lines.append(f"{head}: **{c.direction}, significant** ({numbers}).")
-        elif c.verdict.startswith("no difference"):
-            lines.append(f"{head}: identical results on every pair.")
-        elif c.p < c.alpha:
-            lines.append(f"{head}: not significant ({numbers}): the Wilcoxon test over pairs alone would call it "
-                         f"significant, but the {LEVEL * 100:g} % interval over {c.over} includes 0, and a difference "
-                         "is called significant only when both agree"
-                         + ("; it depends on the seed." if c.over == "seeds" else "."))
-        elif not (c.low > 0 or c.high < 0):
-            lines.append(f"{head}: not significant ({numbers}): neither the Wilcoxon test nor the interval "
-                         f"over {c.over} finds a difference.")
-        else:
-            lines.append(f"{head}: not significant ({numbers}): the interval excludes 0 but the Wilcoxon test "
-                         "over pairs does not reject, and a difference is called significant only when both "
-                         "agree.")
-        relation = "baseline" if c.relation == "best baseline" else "twin" if c.relation == "plain twin" else ""
-        marked = (slices or {}).get((c.method, relation))
-        if marked:
-            against = "the column's best baseline" if relation == "baseline" else "its plain twin"
-            lines[-1] += (f" Per distribution (the table's † / ‡ marks, each cell tested on its own instances "
-                          f"against {against}): significant on {', '.join(marked)}.")
-    if seeds == 1:
-        lines.append("One seed: the intervals resample instances, not seeds, so none of these differences is "
-                     "established across seeds.")
-    elif seeds < 5:
-        # the bootstrap's distinct resamples are the multisets of the seeds; when drawing one seed every
-        # time is likelier than the tail, the interval reaches the extreme per-seed means
-        extremes = (f", and its {LEVEL * 100:g} % interval is about the range of the {seeds} per-seed means: it "
-                    "excludes 0 only when every seed agrees in sign") if seeds ** -seeds >= (1 - LEVEL) / 2 else ""
-        lines.append(f"Only {seeds} seeds: a difference is established only where it is marked significant above; "
-                     f"the others cannot be told from seed noise. With {seeds} seeds the bootstrap over seeds has "
-                     f"only {math.comb(2 * seeds - 1, seeds)} distinct resamples{extremes}. So even a significant "
-                     "verdict rests on few seeds; `raise-ahd compare` defaults to 5.")
-    return lines
-

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from raise_plugin.harness.paper_tables import (best_baseline, build_table, family_columns, param_columns, significance,
-                                               significance_markdown, significance_summary, size_columns)
+from raise_plugin.harness.paper_tables import build_table, family_columns, param_columns, size_columns
+from raise_plugin.harness.significance import (best_baseline, significance, significance_markdown,
+                                               significance_summary)
 
 
 def rows_for(method, seed, values):
@@ -116,7 +117,7 @@ def test_the_sentence_names_the_slices_the_table_marks_when_the_whole_suite_is_n
     assert table.marked() == {("A", "baseline"): ["Uniform (better)", "Normal (worse)"]}
     comparisons = significance(rows, ["A"], ["Base"])
     assert not comparisons[0].significant
-    sentence = significance_summary(comparisons, 5, slices=table.marked())[0]
+    sentence = significance_summary(comparisons, 5, table=table)[0]
     assert sentence.startswith("A vs Base (best baseline), whole test suite: not significant")
     assert sentence.endswith("significant on Uniform (better), Normal (worse).")
     assert "†+" in table.cell(1, 0) and "†−" in table.cell(1, 1)

@@ -18,7 +18,7 @@ from raise_plugin.harness.compare_config import CompareConfig, StudySettings
 from raise_plugin.harness.compare_jobs import TrainOutcome
 from raise_plugin.harness.compare_report import compare_report
 from raise_plugin.harness.compare_tables import write_tables
-from raise_plugin.harness.paper_tables import significance, significance_markdown, significance_summary
+from raise_plugin.harness.significance import significance, significance_markdown, significance_summary
 from raise_plugin.harness.robustness_profile import Profile, ProfilePoint, robustness_profile
 from raise_plugin.harness.stats import Comparison, bootstrap_ci, format_p, format_signed, mean_half_width
 from raise_plugin.harness.variants import plan_variants

@@ -24,6 +24,8 @@ from typing import Iterable
 
 import numpy as np
 
+from tasks.common.classical import best_on_validation
+
 from .durable import AppendLog
 from .engine.suite import Heuristic, evaluate_suite
 from .robust.hooks import Callback, RunSnapshot
@@ -33,7 +35,7 @@ from .selection import selects_on
 from .settings import default
 
 __all__ = ["ValidationTrace", "validation_metrics", "run_workers", "trace_run_directory", "read_trace",
-           "final_candidates", "select_final", "TRACE_FILE", "SELECTION_FILE"]
+           "final_candidates", "select_final", "TRACE_FILE", "SELECTION_FILE", "reference_rules", "reference_words"]
 
 TRACE_FILE = "validation.jsonl"
 SELECTION_FILE = "selection.json"
@@ -73,14 +75,31 @@ _BASELINES: dict[tuple, dict[str, float]] = {}  # (task, per_dataset, timeout, b
 _BASELINES_LOCK = threading.Lock()
 
 
+def reference_rules(task) -> list[str]:
+    """The classical rule a program is measured against on the validation suite: the best there
+    (``best_on_validation``, from every rule of the task), the one a compare's tables test against."""
+    chosen = best_on_validation(task)
+    return [] if chosen is None else [chosen]
+
+
+def reference_words(task, name: str) -> str:
+    """What the rule ``name`` a trace carries (``best_baseline``) is: the best classical rule on the
+    validation suite, as a trace records it now, or, in a trace recorded before, the best of the
+    task's baselines on the instances it traced."""
+    return ("best classical rule on the validation suite" if name in reference_rules(task)
+            else "best of the task's baselines on the instances traced")
+
+
 def baseline_validation(task, per_dataset: int, timeout: float | None, workers: int | None = None,
                         executor=None) -> dict[str, float]:
-    """The mean validation metric of each of ``task``'s baselines, computed once per process for
-    a task, suite size and time limit (the runs of a compare in one process share them)."""
-    key = (task.name, int(per_dataset), timeout, tuple(task.baselines))
+    """The mean validation metric of ``task``'s reference rule (``reference_rules``) on the instances
+    a trace evaluates, computed once per process for a task, suite size and time limit (the runs of
+    a compare in one process share it)."""
+    rules = reference_rules(task)
+    key = (task.name, int(per_dataset), timeout, tuple(rules))
     with _BASELINES_LOCK:
         if key not in _BASELINES:
-            scores = validation_metrics(task, {}, per_dataset=per_dataset, baselines=task.baselines, timeout=timeout,
+            scores = validation_metrics(task, {}, per_dataset=per_dataset, baselines=rules, timeout=timeout,
                                         workers=workers, executor=executor)
             _BASELINES[key] = {name: s["metric"] for name, s in scores.items()}
         return _BASELINES[key]
@@ -222,9 +241,9 @@ def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = def
             best = max(members, key=lambda m: m["score"])
             chosen.append((pop, best))
     codes = {best["program_id"]: programs[best["program_id"]] for _, best in chosen}
-    scores = validation_metrics(task, codes, per_dataset=per_dataset, baselines=task.baselines,
-                                workers=workers, timeout=timeout)
-    baselines = {name: scores[name]["metric"] for name in task.baselines}
+    rules = reference_rules(task)
+    scores = validation_metrics(task, codes, per_dataset=per_dataset, baselines=rules, workers=workers, timeout=timeout)
+    baselines = {name: scores[name]["metric"] for name in rules}
     return [{"generation": pop["generation"], "samples": pop["samples"], "program_id": best["program_id"],
              "robust_score": best["score"], "validation_metric": scores[best["program_id"]]["metric"],
              "validation_families": scores[best["program_id"]]["families"],

@@ -18,8 +18,9 @@ from raise_plugin.adversary import nearest
 from raise_plugin.errors import UserError
 from raise_plugin.harness.figure_style import (band_style, legend_below, metric_axis_label, sequential_colour,
                                                 series_style)
+from raise_plugin.harness.run_metric import trained_metric
 from raise_plugin.rundir.reader import RunLog
-from raise_plugin.validation import read_trace
+from raise_plugin.validation import read_trace, reference_words
 from tasks import get_task
 
 __all__ = ["COLUMNS", "DPI", "convergence_series", "plot_convergence", "adversarial_centres",
@@ -91,7 +92,8 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     Left: the best program's metric on the validation suite per generation, where the runs traced it
     (comparable across variants: every variant is measured on the same suite), with the best
     baseline's there. Right: the best program's metric on the set each run trained on (a plain run's
-    nominal set; a RAISE run's nominal set grown by adversarial instances, so its robust metric).
+    nominal set; a RAISE run's nominal set grown by adversarial instances, so its robust metric), in the
+    terms its aggregation takes the metric (``run_metric.trained_metric``: a worst case, a regret).
     Each variant its own colour and marker; plain runs solid with filled markers, RAISE runs dashed
     with open ones (``figure_style.series_style``). Returns the ``Figure``.
     """
@@ -119,14 +121,16 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
         baseline = next((s["baseline"] for per_seed in series.values() for s in per_seed if s["baseline"]), None)
         if baseline:
             axes[0].axhline(baseline["metric"], color="dimgray", ls=":", lw=1.4,
-                            label=f"{baseline['name']} (best baseline on the validation suite)")
+                            label=f"{baseline['name']} ({reference_words(task, baseline['name'])})")
         axes[0].set_title("best program on the validation suite", fontsize=10)
     axes[-1].set_title("best program on the set it trained on\n(plain: nominal set; RAISE: nominal + adversarial)",
                        fontsize=10)
-    for ax in axes:
+    # the set a run trained on is scored by its aggregation (a regret, a worst case), the validation suite by the mean
+    trained = dict.fromkeys(trained_metric(log.config) for logs in runs.values() for log in logs)
+    for ax, label in zip(axes, [metric_axis_label(task)] * traced + [f"{' / '.join(trained)}, lower is better"]):
         ax.set_xlabel("generation")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel(metric_axis_label(task), fontsize=9)
+        ax.set_ylabel(textwrap.fill(label, 48), fontsize=9)
         ax.grid(alpha=0.3)
     fig.suptitle(f"Convergence on {task.name}, {_seed_caption(seeds)}", fontsize=11)
     legend_below(fig, axes)

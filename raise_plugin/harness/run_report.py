@@ -11,10 +11,11 @@ from raise_plugin.harness.figure_style import metric_axis_label
 from raise_plugin.harness.figures import adversarial_centres, convergence_series
 from raise_plugin.harness.html_page import escape, inline, page, preformatted, section, table, number
 from raise_plugin.harness.html_svg import line_chart
-from raise_plugin.harness.run_metric import best_line
+from raise_plugin.harness.run_metric import best_line, trained_metric
 from raise_plugin.harness.variants import METHOD_LABELS
 from raise_plugin.rundir.files import RunDirectoryDamaged, read_jsonl
 from raise_plugin.rundir.reader import RunLog, load_config
+from raise_plugin.validation import reference_words
 from tasks import get_task
 
 __all__ = ["run_page", "write_run_page", "REPORT_FILE"]
@@ -106,15 +107,18 @@ def _figures(run_dir: Path, config: dict, robust: bool) -> list[str]:
     trained_on = "nominal + adversarial" if robust else "nominal set"
     series = [{"label": f"best program on the set it trained on ({trained_on})", "x": s["generation"], "y": s["best"]},
               {"label": "mean of the population there", "x": s["generation"], "y": s["mean"], "dashed": True}]
-    if s["validation"]:
-        series.append({"label": "best program on the validation suite", "x": s["trace_generation"],
-                       "y": s["validation"]})
+    marks = {"marks": s["refreshes"], "mark_label": "a refresh of the instance set" if s["refreshes"] else ""}
+    # the set it trained on in its aggregation's terms (a regret, a worst case), the validation suite in the metric's
     out = [line_chart(series, title=f"Convergence of {_label(config, robust)} on {task.name}", x_label="generation",
-                      y_label=metric_axis_label(task), marks=s["refreshes"],
-                      mark_label="a refresh of the instance set" if s["refreshes"] else "")]
-    if s["baseline"]:
-        out.append(f"<p class=\"caption\">{escape(s['baseline']['name'])}, the best baseline, on the validation suite: "
-                   f"{number(s['baseline']['metric'])}.</p>")
+                      y_label=f"{trained_metric(config)}, lower is better", **marks)]
+    if s["validation"]:
+        traced = [{"label": "best program on the validation suite", "x": s["trace_generation"], "y": s["validation"]}]
+        if s["baseline"]:  # the rule a compare's tables test against, on the same instances
+            name = s["baseline"]["name"]
+            traced.append({"label": f"{name} ({reference_words(task, name)})", "x": s["trace_generation"],
+                           "y": [s["baseline"]["metric"]] * len(s["trace_generation"]), "dashed": True})
+        out.append(line_chart(traced, title="Its best program on the validation suite (the instances traced)",
+                              x_label="generation", y_label=metric_axis_label(task), **marks))
     if robust:
         nominal, found = adversarial_centres(task, log)
         rows = [[gen, number(d), f"no. {index + 1} of {len(nominal)}"] for gen, _, index, d in found]

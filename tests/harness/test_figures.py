@@ -136,11 +136,25 @@ def test_convergence_overlays_every_variant_as_its_mean_over_seeds_with_a_band(r
     (ax,) = panels(fig)  # no validation trace: the metric on the training set alone
     assert [line.get_label() for line in ax.lines] == ["EoH", "RAISE-EoH (eps=0.002)"]
     assert len(ax.collections) == 2  # a band per variant
-    assert ax.get_ylabel() == get_task("knapsack").metric_label  # the metric's name, unit and direction
+    # the set a run trained on, in its aggregation's terms: the metric's name, unit and direction
+    assert ax.get_ylabel() == "mean " + get_task("knapsack").metric_label
     assert "2 seeds per variant\nline: mean over seeds; band: lowest to highest seed" in fig.get_suptitle()
     assert ax.get_legend() is None and fig.legends  # the legend is outside the data
     width, height = png_size(tmp_path / "c.png")
     assert width <= 2400 and height < width
+
+
+def test_the_training_panel_names_what_a_worst_case_or_regret_run_was_scored_by(runs):
+    """Minus a run's score is its aggregation of the metric (OBP's default: the worst regret against
+    BestFit), not the metric: an axis that said "waste ratio" would read a regret of 0 as no waste."""
+    robust, plain = runs
+    worst = copy.copy(robust)
+    worst.config = {**robust.config, "aggregation": "regret:min"}
+    (ax,) = panels(plot_convergence({"RAISE-EoH": [worst]}))
+    assert ax.get_ylabel().replace("\n", " ") == ("worst optimality gap (%) regret against the best baseline per "
+                                                  "instance, lower is better")
+    (ax,) = panels(plot_convergence({"EoH": [plain], "RAISE-EoH": [worst]}))  # one axis, both runs' terms
+    assert ax.get_ylabel().replace("\n", " ").startswith("mean optimality gap (%) / worst optimality gap (%) regret")
 
 
 def test_plain_runs_get_no_empty_panels_and_the_title_says_they_were_left_out(runs, tmp_path):

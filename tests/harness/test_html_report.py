@@ -57,6 +57,27 @@ def test_a_run_page_escapes_every_text_and_shows_its_failures_costs_and_converge
     assert 'src="http' not in page and 'href="http' not in page and "<link" not in page  # nothing fetched
 
 
+def test_a_run_page_draws_the_trained_set_in_its_aggregations_terms_and_the_validation_suite_beside_its_rule(
+        tmp_path):
+    """A worst-case regret run's training curve is a regret, not the metric; its validation trace is the
+    metric, drawn on a chart of its own beside the rule the trace carries (the tables' reference)."""
+    folder = hostile_run(tmp_path / "run")
+    config = {**json.loads((folder / "config.json").read_text()), "aggregation": "regret:sp-insert:min"}
+    (folder / "config.json").write_text(json.dumps(config))
+    chosen = {"name": "SP-Insert", "metric": 1.3}
+    (folder / "validation.jsonl").write_text("".join(json.dumps(
+        {"generation": g, "validation_metric": 1.4 - 0.01 * g, "best_baseline": chosen}) + "\n" for g in (0, 2)))
+    page = run_page(folder).replace("&#x27;", "'")  # the page escapes every quote
+    assert "worst route length (ratio to Clarke-Wright's) regret against sp-insert, lower is better" in page
+    chart = page[page.index("Its best program on the validation suite"):]
+    assert get_task("ovrp").metric_label in chart[:2000]
+    assert "SP-Insert (best classical rule on the validation suite)" in chart
+    replaced = {"name": "UW-Insert", "metric": 1.5}  # a trace recorded before: the best of the paper's baselines
+    (folder / "validation.jsonl").write_text(json.dumps(
+        {"generation": 0, "validation_metric": 1.4, "best_baseline": replaced}) + "\n")
+    assert "UW-Insert (best of the task&#x27;s baselines on the instances traced)" in run_page(folder)
+
+
 def test_the_markdown_of_a_report_becomes_tags_only_after_escaping():
     assert inline("**bold** <u>second</u> `code` [t.md](t.md)") == (
         '<strong>bold</strong> <u>second</u> <code>code</code> <a href="t.md">t.md</a>')

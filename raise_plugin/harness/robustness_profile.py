@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raise_plugin.adversary import PAPER_DRAWS, search
+from raise_plugin.adversary import PAPER_DRAWS, nearest, search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
@@ -65,6 +65,8 @@ class Profile:
     nominal_worst: dict[str, float] = field(default_factory=dict)
     nominal_count: int = 0                  # instances in the nominal set
     shift: str = ""                        # the quantity of the task's shift dimension, e.g. "item size"
+    # each nominal instance's histogram: the centres of the eps-balls the searches project onto
+    nominal_histograms: list[list[float]] = field(repr=False, default_factory=list)
 
     def heuristics(self) -> list[str]:
         return list(self.nominal)
@@ -132,7 +134,8 @@ class Profile:
     def to_json(self) -> dict:
         return {"task": self.task, "epsilons": self.epsilons, "seeds": self.seeds, "nominal": self.nominal,
                 "nominal_worst": self.nominal_worst, "nominal_count": self.nominal_count,
-                "nominal_histogram": self.nominal_histogram, "shift": self.shift,
+                "nominal_histogram": self.nominal_histogram, "nominal_histograms": self.nominal_histograms,
+                "shift": self.shift,
                 "points": [p.__dict__ for p in self.points]}
 
 
@@ -240,9 +243,9 @@ def robustness_profile(task_name: str, heuristics: list[Heuristic], epsilons: li
         if slots[j] is None:  # its future was cancelled after the heuristic's first failure
             slots[j] = _failed_point(h.name, e, s, f"skipped: {broken.get(h.name, 'not run')}")
         points.append(slots[j])
-    p_bar = np.mean([task.histogram(inst) for inst in task.nominal_instances()], axis=0)
-    return Profile(task_name, list(epsilons), list(seeds), nominal, points, p_bar.tolist(), nominal_worst,
-                   len(task.nominal_instances()), task.shift.name)
+    histograms = np.array([task.histogram(inst) for inst in task.nominal_instances()], dtype=float)
+    return Profile(task_name, list(epsilons), list(seeds), nominal, points, histograms.mean(axis=0).tolist(),
+                   nominal_worst, len(histograms), task.shift.name, histograms.tolist())
 
 
 def plot_profile(profile: Profile, path: str | Path | None = None):
@@ -305,10 +308,11 @@ def _wrap_words(text: str, width: int, keep: str = r"\(.*?\)") -> str:
 
 def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path | None = None):
     """Per eps one panel: the distribution of the worst instance found within eps (of the seed that
-    found the worst) against the mean of the nominal histograms, over the task's shift dimension in
-    its own units (item sizes, durations, ...; ``figures.shift_axis``), ticked at whole values. The
-    panels share both axes, the smallest eps on top; each names the metric found and the distance
-    d to the nearest nominal histogram; the legend sits below them.
+    found the worst) against its nearest nominal histogram, the centre of the eps-ball it was
+    projected onto (the mean of the nominal histograms for a profile that kept only that), over the
+    task's shift dimension in its own units (item sizes, durations, ...; ``figures.shift_axis``),
+    ticked at whole values. The panels share both axes, the smallest eps on top; each names the
+    metric found and the distance d to that histogram; the legend sits below them.
 
     Returns the ``Figure`` (saved to ``path`` when given)."""
     task = get_task(profile.task)
@@ -318,24 +322,31 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
     axes = fig.subplots(len(epsilons), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")
     colour = series_style(0)["color"]
+    centres = np.array(profile.nominal_histograms, dtype=float)
+    centre_label = ("nearest nominal histogram, the centre of its eps-ball" if len(centres)
+                    else "nominal histograms, mean")
     for ax, e in zip(axes, epsilons):
-        ax.stairs(profile.nominal_histogram, edges, fill=True, color="lightgray", label="nominal histograms, mean")
         worst = _worst_point(profile, heuristic, e)
+        index, _ = nearest(worst.distribution, centres) if worst is not None and len(centres) else (None, None)
+        centre = profile.nominal_histogram if index is None else centres[index]
+        ax.stairs(centre, edges, fill=True, color="lightgray", label=centre_label)
         if worst is None:
             ax.set_title(f"eps = {e:g}: no search found an instance", fontsize=9, loc="left")
         else:
             ax.stairs(worst.distribution, edges, color=colour, lw=1.3,
                       label="distribution of the worst instance found within eps")
-            ax.set_title(f"eps = {e:g}: {metric} = {worst.metric:.3g} (seed {worst.seed}), d = {worst.distance:.3g}",
-                         fontsize=9, loc="left")
+            to = "" if index is None else f" to nominal no. {index + 1} of {len(centres)}"
+            ax.set_title(f"eps = {e:g}: {metric} = {worst.metric:.3g} (seed {worst.seed}), d = {worst.distance:.3g}"
+                         f"{to}", fontsize=9, loc="left")
         ax.grid(alpha=0.3)
     fig.supylabel("probability", fontsize=9)
     label_shift_axis(axes[-1], edges, axis)
     seeds = (f"the worst of {len(profile.seeds)} adversary seeds" if len(profile.seeds) > 1
              else f"adversary seed {profile.seeds[0]}")
+    against = ("against its nearest nominal histogram (the centre of its eps-ball), d: the distance to it"
+               if len(centres) else "against the mean of the nominal histograms; d: distance to the nearest one")
     fig.suptitle(f"Distributions of {profile.shift or task.shift.name} under which {heuristic} did worst on "
-                 f"{task.name}, per eps\n{seeds} "
-                 "against the mean of the nominal histograms; d: distance to the nearest one", fontsize=10)
+                 f"{task.name}, per eps\n{seeds} {against}", fontsize=10)
     legend_below(fig, axes)
     return finish_figure(fig, path)
 

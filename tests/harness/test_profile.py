@@ -49,6 +49,26 @@ def test_points_stay_inside_their_ball(profile):
         assert abs(sum(p.distribution) - 1) < 1e-9
 
 
+def test_each_worst_distribution_is_drawn_against_the_centre_of_its_ball(profile):
+    """Not against the mean of the nominal histograms: d is measured from the nearest one, so that is the
+    histogram a reader holds the distribution against."""
+    from raise_plugin.adversary import nearest
+    from tasks import get_task
+
+    task = get_task("ovrp")
+    assert np.allclose(profile.nominal_histograms, [task.histogram(i) for i in task.nominal_instances()])
+    fig = plot_worst_distributions(profile, "NF-Insert")
+    for ax, e in zip(fig.axes, sorted(EPS)):
+        worst = max((p for p in profile.points if p.heuristic == "NF-Insert" and p.epsilon == e),
+                    key=lambda p: p.metric)
+        index, d = nearest(worst.distribution, np.array(profile.nominal_histograms))
+        assert d == pytest.approx(worst.distance, abs=1e-9)  # the centre its search projected it onto
+        centre = next(patch for patch in ax.patches if patch.get_label().startswith("nearest nominal histogram"))
+        assert np.allclose(centre.get_data().values, profile.nominal_histograms[index])
+        assert ax.get_title(loc="left").endswith(f"to nominal no. {index + 1} of {len(profile.nominal_histograms)}")
+    assert "against its nearest nominal histogram (the centre of its eps-ball)" in fig.get_suptitle()
+
+
 def test_profile_is_deterministic_under_seeds(profile):
     again = robustness_profile("ovrp", [Heuristic("NF-Insert", baseline="NF-Insert")], EPS[:1], [0, 1],
                                inner_population=4, inner_generations=2, workers=1, progress=False, projection="sphere")

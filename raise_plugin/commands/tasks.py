@@ -5,6 +5,7 @@ from raise_plugin.resolve import final_selection, robust_defaults
 from raise_plugin.errors import UserError
 from raise_plugin.commands.flags import add_flags
 from tasks import get_task, list_tasks
+from tasks.common.classical import best_on_validation, classical_rules
 
 
 def register(sub) -> None:
@@ -48,6 +49,8 @@ def run(args) -> int:
               f"       validation suite {len(validation)} datasets, {sum(len(d.instances) for d in validation)} "
               f"instances; test suite {len(suite)} datasets, {sum(len(d.instances) for d in suite)} instances\n"
               f"       baselines: {', '.join(task.baselines)}\n"
+              f"       classical rules: {', '.join(classical_rules(task))}; best on the validation suite: "
+              f"{best_on_validation(task) or 'none'} (what a compare's tables and figures test against)\n"
               f"       robust defaults: {_defaults(name)}\n"
               f"       final program: {_SELECTION[final_selection(name)]}")
     return 0

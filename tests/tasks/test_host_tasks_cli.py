@@ -15,6 +15,9 @@ def test_tasks_lists_the_host_tasks(capsys):
     assert "KnapsackTask: shift item weight, K = 50" in out
     assert "CVRPTask: shift customer demand, K = 9" in out
     assert "baselines: GreedyRatio, GreedyValue, LightestFirst" in out
+    # every classical rule, and the one a compare's tables and figures test against, chosen on validation data
+    assert ("classical rules: BestFit, FirstFit, SumOfSquares, Harmonic-10; best on the validation suite: "
+            "SumOfSquares (what a compare's tables and figures test against)") in out
 
 
 @pytest.mark.parametrize("name, baseline", [("knapsack", "GreedyRatio"), ("cvrp", "nearestneighbour")])

@@ -242,9 +242,12 @@ def format_p(p: float, alpha: float = ALPHA, digits: int = 3) -> str:
 def format_signed(x: float, digits: int = 3) -> str:
     """``x`` with its sign (a true minus sign) and ``digits`` decimals, more when a nonzero value
     would print as zero: an interval bound of +0.0004 prints as ``"+0.0004"``, so an interval
-    called significant never shows a bound of 0. ``"—"`` for NaN."""
+    called significant never shows a bound of 0; zero itself has no sign (``"0.000"``: a bound a
+    reader takes for positive would hide that the interval includes 0). ``"—"`` for NaN."""
     if math.isnan(x):
         return "—"
+    if x == 0:
+        return f"{0.0:.{digits}f}"
     d = digits
     while d < 12 and x != 0 and float(f"{x:.{d}f}") == 0:
         d += 1

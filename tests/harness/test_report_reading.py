@@ -61,7 +61,9 @@ def test_an_interval_called_significant_never_prints_a_bound_of_zero():
     c = comparison(0.001, low=0.0004, high=0.02)
     assert c.significant
     assert "[+0.0004, +0.020]" in significance_markdown([c], "t")
-    assert format_signed(0.0) == "+0.000" and format_signed(-0.00002) == "−0.00002"
+    assert format_signed(-0.00002) == "−0.00002"
+    # zero unsigned: an interval [0.000, +0.001] includes 0, which "[+0.000, +0.001]" hid
+    assert format_signed(0.0) == format_signed(-0.0) == "0.000"
 
 
 def rows_for(task_name: str, seeds=(0, 1), shift=0.0) -> list[dict]:

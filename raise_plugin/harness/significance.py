@@ -77,7 +77,8 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
 
     Each verdict is over the whole test suite, and significant means both tests say so: the
     Wilcoxon test over (seed, instance) pairs and the bootstrap interval over seeds; the sentence
-    says which one refused when they disagree. ``table`` (the per-distribution one) adds the columns
+    says which one refused when they disagree. ``table`` (per distribution, averaged over all sizes:
+    ``table_all_distributions``) adds the columns
     where its per-cell tests mark the method (``Table.marked``), so the sentence and the table's marks
     agree; its ``reference``, the rule chosen on the validation suite, is named as such.
     A printed p and its verdict come from the same number (``stats.format_p``), and the closing
@@ -118,8 +119,9 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
         marked = slices.get((c.method, relation))
         if marked:
             against = (chosen or "the column's best baseline") if relation == "baseline" else "its plain twin"
-            lines[-1] += (f" Per distribution (the table's † / ‡ marks, each cell tested on its own instances "
-                          f"against {against}): significant on {', '.join(marked)}.")
+            lines[-1] += (f" Per distribution, over all sizes (the † / ‡ marks of the table averaged over all "
+                          f"sizes, each cell tested on its own instances against {against}): significant on "
+                          f"{', '.join(marked)}.")
     if seeds == 1:
         lines.append("One seed: the intervals resample instances, not seeds, so none of these differences is "
                      "established across seeds.")

@@ -5,20 +5,39 @@ from __future__ import annotations
 
 
 from raise_plugin.harness.significance import significance_summary
+from raise_plugin.harness.variants import METHOD_LABELS
+from raise_plugin.llm import asks_llm, is_offline
+from raise_plugin.methods import METHODS
 from raise_plugin.harness.provenance import code_version, recorded_code_version
 from raise_plugin.llm.run_usage import run_spent
 from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config, read_summary
 
-__all__ = ["compare_report", "failure_section"]
+__all__ = ["compare_report", "failure_section", "no_llm_note"]
 
-OFFLINE_NOTE = ("No LLM was used: programs came from the offline program sampler, an LLM-free search that "
-                "rewrites parent programs. Results show the harness, not what an LLM would reach.")
+
 RUNS_HEADER = ["variant", "seed", "budget", "population", "tau", "eps", "LLM", "code version", "samples",
                "generations", "refreshes", "trained on", "best on its set", "ended", "run"]
 COST_HEADER = ["variant", "seed", "LLM (model)", "requests", "failed requests", "input tokens", "output tokens",
                "cost (USD)"]
 FAILURE_HEADER = ["job", "reason", "a retry"]
+
+
+def no_llm_note(methods, backend) -> str | None:
+    """Who wrote the programs where no LLM did (``None`` where one did): the offline program sampler,
+    for the ``methods`` that ask their back-end when ``backend`` is the sampler, and the methods that
+    ask none (GP) themselves."""
+    asking = [m for m in methods if asks_llm(METHODS.get(m))]  # a method no longer registered: as one that asks
+    if asking and not is_offline(backend):
+        return None
+    own = [METHOD_LABELS.get(m, m) for m in methods if m not in asking]
+    said = []
+    if asking:
+        whose = f"the programs of {', '.join(METHOD_LABELS.get(m, m) for m in asking)}" if own else "programs"
+        said.append(f"{whose} came from the offline program sampler, an LLM-free search that rewrites parent programs")
+    if own:
+        said.append(f"{' and '.join(own)} {'writes its' if len(own) == 1 else 'write their'} own")
+    return "No LLM was used: " + "; ".join(said) + "."
 
 
 def report_title(config, task) -> str:
@@ -36,8 +55,9 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
     lines = [f"# {report_title(config, task)}", ""]
     for paragraph in settings_paragraphs(config, task):
         lines += [paragraph, ""]
-    if config.runs.llm.backend == "offline":
-        lines += [f"> {OFFLINE_NOTE}", ""]
+    note = no_llm_note(config.study.methods, config.runs.llm.backend)
+    if note:
+        lines += [f"> {note} Results show the harness, not what an LLM would reach.", ""]
     lines += short_runs_section(config, variants, run_dirs, in_tables, drawn=bool(figures))
     if failures:
         lines += failure_section(failures)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from raise_plugin.harness.figure_style import metric_axis_label
+from raise_plugin.harness.compare_report import no_llm_note
 from raise_plugin.harness.figures import adversarial_centres, convergence_series
 from raise_plugin.harness.html_page import escape, inline, page, preformatted, section, table, number
 from raise_plugin.harness.html_svg import line_chart
@@ -43,9 +44,9 @@ def run_page(run_dir, summary: dict | None = None) -> str:
     title = f"RAISE run: {_label(config, robust)} on {config.get('task')}, seed {config.get('seed')}"
     samples = read_jsonl(run_dir / "samples.jsonl") if (run_dir / "samples.jsonl").exists() else []
     body = [f"<p>{inline(_state(summary))}</p>"]
-    if str(config.get("llm", "")).startswith("offline"):
-        body.append('<p class="note">No LLM was used: programs came from the offline program sampler, an LLM-free '
-                    "search that rewrites parent programs.</p>")
+    note = no_llm_note([config.get("method")], config.get("llm"))
+    if note:
+        body.append(f'<p class="note">{escape(note)}</p>')
     failures = _failures(summary, samples)
     if failures:
         body.append(section("Failures", failures, css_class="failures"))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.harness.compare_config import CompareConfig
-from raise_plugin.harness.compare_report import compare_report, figure_lines
+from raise_plugin.harness.compare_report import compare_report, figure_lines, no_llm_note
 from raise_plugin.harness.html_page import inline, markdown_html
 from raise_plugin.harness.html_report import compare_page
 from raise_plugin.harness.run_report import run_page, write_run_page
@@ -76,6 +76,26 @@ def test_a_run_page_draws_the_trained_set_in_its_aggregations_terms_and_the_vali
     (folder / "validation.jsonl").write_text(json.dumps(
         {"generation": 0, "validation_metric": 1.4, "best_baseline": replaced}) + "\n")
     assert "UW-Insert (best of the task&#x27;s baselines on the instances traced)" in run_page(folder)
+
+
+@pytest.mark.parametrize("methods, backend, said", [
+    (["eoh"], "offline", "No LLM was used: programs came from the offline program sampler, an LLM-free search that "
+                         "rewrites parent programs."),
+    (["gp"], "offline", "No LLM was used: GP writes its own."),
+    (["gp"], "openai:some-model", "No LLM was used: GP writes its own."),  # GP asks its back-end nothing
+    (["gp", "eoh", "moh"], "offline:3", "No LLM was used: the programs of EoH, MoH came from the offline program "
+                                        "sampler, an LLM-free search that rewrites parent programs; GP writes its own."),
+    (["gp", "eoh"], "openai:some-model", None)])  # EoH's came from the LLM
+def test_who_wrote_the_programs_where_no_llm_did(methods, backend, said):
+    assert no_llm_note(methods, backend) == said
+
+
+def test_a_gp_run_page_does_not_credit_the_sampler(tmp_path):
+    folder = hostile_run(tmp_path / "run")
+    (folder / "config.json").write_text(json.dumps({**json.loads((folder / "config.json").read_text()),
+                                                    "method": "gp", "llm": "offline"}))
+    page = run_page(folder)
+    assert "No LLM was used: GP writes its own." in page and "offline program sampler" not in page
 
 
 def test_the_markdown_of_a_report_becomes_tags_only_after_escaping():

@@ -179,7 +179,8 @@ def run_rows(variants, run_dirs) -> list[list[str]]:
         rows.append([variant.label, seed, recorded.get("budget"), recorded.get("pop_size"), tau,
                      "" if eps is None else f"{eps:g}", llm, version, summary.get("samples", ""),
                      summary.get("generations", ""), summary.get("refreshes", ""), trained_on,
-                     "" if best is None else f"{-best:.4f}", _cell(how_it_ended(summary, recorded.get("budget"))),
+                     "" if best is None else f"{0.0 - best:.4f}",  # a score of 0 is a metric of 0, not -0
+                     _cell(how_it_ended(summary, recorded.get("budget"))),
                      f"[{path.name}](runs/{path.name})"])
     return rows
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.harness.compare_config import CompareConfig
-from raise_plugin.harness.compare_report import compare_report, figure_lines, no_llm_note
+from raise_plugin.harness.compare_report import compare_report, figure_lines, no_llm_note, run_rows
 from raise_plugin.harness.html_page import inline, markdown_html
 from raise_plugin.harness.html_report import compare_page
 from raise_plugin.harness.run_report import run_page, write_run_page
@@ -96,6 +96,19 @@ def test_a_gp_run_page_does_not_credit_the_sampler(tmp_path):
                                                     "method": "gp", "llm": "offline"}))
     page = run_page(folder)
     assert "No LLM was used: GP writes its own." in page and "offline program sampler" not in page
+
+
+def test_a_runs_best_on_its_set_of_zero_prints_as_zero_not_minus_zero(tmp_path):
+    """A run whose best matches its reference (a regret of 0, a host score of 0) is at 0, not below it."""
+    variants = plan_variants(["eoh"], [0.002])
+    run_dirs = {}
+    for variant, score in zip(variants, (0.0, -1.25)):
+        path = tmp_path / variant.key
+        path.mkdir()
+        (path / "config.json").write_text(json.dumps({"task": "obp", "method": "eoh", "budget": 8, "llm": "offline"}))
+        (path / "summary.json").write_text(json.dumps({"finished": True, "samples": 8, "best": {"robust_score": score}}))
+        run_dirs[(variant.key, 0)] = path
+    assert [row[12] for row in run_rows(variants, run_dirs)] == ["0.0000", "1.2500"]
 
 
 def test_the_markdown_of_a_report_becomes_tags_only_after_escaping():

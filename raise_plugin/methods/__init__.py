@@ -15,6 +15,7 @@ from llm4ad.method.hillclimb import HillClimb
 from llm4ad.method.randsample import RandSample
 
 from ..errors import UnknownName
+from ..llm import asks_llm
 from ..robust import shape_of
 from .eohs import EoHS
 from .gp import GP
@@ -51,12 +52,14 @@ def get_method(name: str) -> type:
 
 
 def method_table() -> list[tuple[str, str, str]]:
-    """``(name, class, how robust() wraps it)`` for every method, the unwrapped host ones last."""
+    """``(name, class, how robust() wraps it)`` for every method, the unwrapped host ones last; a method
+    that asks its back-end nothing (GP) says so."""
     rows = []
     for name, cls in METHODS.items():
         shape = shape_of(cls)
-        rows.append((name, f"{cls.__module__.split('.')[0]}.{cls.__name__}",
-                     shape.describe if shape is not None else "cannot be wrapped"))
+        how = shape.describe if shape is not None else "cannot be wrapped"
+        own = "" if asks_llm(cls) else "; asks no LLM: writes its own programs"
+        rows.append((name, f"{cls.__module__.split('.')[0]}.{cls.__name__}", how + own))
     for name, why in HOST_MULTI_OBJECTIVE.items():
         rows.append((name, "llm4ad", f"not wrapped: {why}"))
     return rows

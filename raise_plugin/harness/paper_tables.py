@@ -7,9 +7,10 @@ and says what a cell and its ± are. Lower is better: the best value of a column
 the second underlined. Given the baselines and each method's plain
 twin, a cell also says whether the method differs significantly from the reference (the
 classical rule chosen on the validation suite, else the column's best baseline: †) and from
-its plain twin (‡), with + for better and − for worse (paired tests, ``raise_plugin.harness.stats``).
-What is significant over the whole suite: ``raise_plugin.harness.significance``. A cell where some instances were invalid is marked § and
-counted below the table.
+its plain twin (‡), with + for better and − for worse (paired tests,
+``raise_plugin.harness.stats``). A cell where some instances were invalid is marked § and
+counted below the table. What is significant over the whole suite:
+``raise_plugin.harness.significance``.
 """
 from __future__ import annotations
 

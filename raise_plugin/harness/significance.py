@@ -89,7 +89,8 @@ def significance_summary(comparisons: list[Comparison], seeds: int, digits: int 
     slices = table.marked() if table is not None else {}
     for c in comparisons:
         relation = "baseline" if c.relation == "best baseline" else "twin" if c.relation == "plain twin" else ""
-        named = f"{c.relation} on the validation suite" if relation == "baseline" and c.reference == chosen else c.relation
+        chosen_here = relation == "baseline" and c.reference == chosen
+        named = f"{c.relation} on the validation suite" if chosen_here else c.relation
         head = f"{c.method} vs {c.reference} ({named}), whole test suite"
         if c.pairs == 0:
             lines.append(f"{head}: no valid pairs, nothing to test.")

@@ -84,7 +84,8 @@ def test_a_run_page_draws_the_trained_set_in_its_aggregations_terms_and_the_vali
     (["gp"], "offline", "No LLM was used: GP writes its own."),
     (["gp"], "openai:some-model", "No LLM was used: GP writes its own."),  # GP asks its back-end nothing
     (["gp", "eoh", "moh"], "offline:3", "No LLM was used: the programs of EoH, MoH came from the offline program "
-                                        "sampler, an LLM-free search that rewrites parent programs; GP writes its own."),
+                                        "sampler, an LLM-free search that rewrites parent programs; GP writes its "
+                                        "own."),
     (["gp", "eoh"], "openai:some-model", None)])  # EoH's came from the LLM
 def test_who_wrote_the_programs_where_no_llm_did(methods, backend, said):
     assert no_llm_note(methods, backend) == said

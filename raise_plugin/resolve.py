@@ -15,8 +15,8 @@ from .adversary.adversary_config import AdversaryConfig
 from .config import ConfigError, RunConfig, bad_field
 from .engine.executors import check_engine
 from .instance_seeds import resolve_instance_seed
-from .llm import check_llm, started_backend
-from .llm.endpoint import started_base_url
+from .llm import check_llm
+from .llm.endpoint import started_endpoint
 from .methods import METHODS, get_method
 from .robust import idle_adversary, shape_of
 from .settings import SETTINGS, SettingError, section_of
@@ -82,11 +82,10 @@ def default_out(config: RunConfig, task: Task) -> str:
 
 def started(config: RunConfig, task: Task) -> RunConfig:
     """``config`` as a new run of ``task`` records it: with its run directory (``default_out`` when
-    it names none), the back-end and the endpoint resume will call (``started_backend``, its model
-    pinned; ``started_base_url``) and an instance seed no program can know (``resolve_instance_seed``)."""
+    it names none), the back-end and the endpoint resume will call (``started_endpoint``: its model
+    pinned, its base URL) and an instance seed no program can know (``resolve_instance_seed``)."""
     out = config.out or default_out(config, task)
-    backend = started_backend(config.llm.backend)
-    base_url = started_base_url(backend, config.llm.base_url)
+    backend, base_url = started_endpoint(config.llm.backend, config.llm.base_url)
     instance_seed = resolve_instance_seed(config.instance_seed, config.task, config.seed)
     return config.replace(out=out, llm=backend, base_url=base_url, instance_seed=instance_seed)
 

@@ -35,8 +35,8 @@ from ..settings import SettingError
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
 from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said, say_notice
-from .openai_backend import (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_url,
-                             environment_model)
+from .openai_backend import (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_configured,
+                             endpoint_url)
 from .operators import OPERATOR_PHRASES, infer_operator
 from .record import RecordingLLM, ReplayLLM, prompt_hash, recording_path, records_its_source
 from .prices import DEFAULT_PRICES, Price
@@ -47,26 +47,10 @@ __all__ = [
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
-    "started_backend", "asks_llm",
+    "asks_llm",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
-
-
-def endpoint_configured() -> bool:
-    """Whether the environment names an endpoint (key or base URL) and a model."""
-    has_endpoint = bool(os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL))
-    return has_endpoint and environment_model() is not None
-
-
-def started_backend(spec: str) -> str:
-    """The back-end a new run records: ``openai`` without a model (or ``auto``) as it resolves now, the model
-    taken from the environment pinned (``openai:MODEL``), so that resume asks the model the run started with."""
-    kind, _, arg = str(spec).strip().partition(":")
-    if kind.lower() == "auto" and not arg:
-        return started_backend("openai") if endpoint_configured() else "offline"
-    model = environment_model()
-    return f"openai:{model}" if kind.lower() == "openai" and not arg and model else spec
 
 
 def asks_llm(method) -> bool:

@@ -1,25 +1,32 @@
-"""The endpoint a recorded run calls and what its ``config.json`` keeps of it: the base URL a new
-``openai`` run records, without its credentials, and the one a resumed run calls (with an
-``EndpointWarning`` when that is not simply the recorded one)."""
+"""The endpoint a recorded run calls and what its ``config.json`` keeps of it: the back-end (its
+model pinned) and base URL a new run records, the base URL without its credentials, and the one a
+resumed run calls (with an ``EndpointWarning`` when that is not simply the recorded one)."""
 from __future__ import annotations
 
 import os
 
 from ..credentials import hides_credentials, shown_url
 from ..errors import PluginWarning, UserError
-from .openai_backend import ENV_BASE_URL, endpoint_url
+from .openai_backend import ENV_BASE_URL, endpoint_configured, endpoint_url, environment_model
 
-__all__ = ["EndpointWarning", "started_base_url", "recorded_settings_of", "resumed_endpoint"]
+__all__ = ["EndpointWarning", "started_endpoint", "recorded_settings_of", "resumed_endpoint"]
 
 
 class EndpointWarning(PluginWarning):
     """A resumed run calls another endpoint than it would by default: which one, and why."""
 
 
-def started_base_url(llm: str, base_url: str | None) -> str | None:
-    """The base URL a new run with back-end ``llm`` records: the one given, else an ``openai``
-    back-end's endpoint as resume will see it (``OPENAI_BASE_URL``, else the OpenAI API)."""
-    return endpoint_url() if llm.startswith("openai") and not base_url else base_url
+def started_endpoint(backend: str, base_url: str | None) -> tuple[str, str | None]:
+    """What a new run records of the endpoint it calls, so that resume calls the same: its back-end,
+    ``openai`` without a model (or ``auto``) as it resolves now, the model the environment names
+    pinned (``openai:MODEL``); and its base URL, the one given, else an ``openai`` back-end's
+    endpoint (``OPENAI_BASE_URL``, else the OpenAI API)."""
+    kind, _, arg = str(backend).strip().partition(":")
+    if kind.lower() == "auto" and not arg:
+        return started_endpoint("openai" if endpoint_configured() else "offline", base_url)
+    model = environment_model()
+    backend = f"openai:{model}" if kind.lower() == "openai" and not arg and model else backend
+    return backend, (endpoint_url() if backend.startswith("openai") and not base_url else base_url)
 
 
 def recorded_settings_of(settings: dict) -> dict:

@@ -34,7 +34,7 @@ from .prices import DEFAULT_PRICES, Price, price_for
 from .usage import LENGTH, OK, UsageLedger
 
 __all__ = ["OpenAIBackend", "ENV_BASE_URL", "ENV_API_KEY", "ENV_MODEL", "OPENAI_API_URL", "endpoint_url",
-           "environment_model"]
+           "environment_model", "endpoint_configured"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -54,6 +54,12 @@ def endpoint_url(base_url: str | None = None) -> str:
 def environment_model() -> str | None:
     """The model the environment names (``ENV_MODEL``, in order), or ``None``."""
     return next((os.environ[v] for v in ENV_MODEL if os.environ.get(v)), None)
+
+
+def endpoint_configured() -> bool:
+    """Whether the environment names an endpoint (key or base URL) and a model."""
+    has_endpoint = bool(os.environ.get(ENV_API_KEY) or os.environ.get(ENV_BASE_URL))
+    return has_endpoint and environment_model() is not None
 
 
 class OpenAIBackend(LLM):

@@ -27,7 +27,7 @@ from llm4ad.base import LLM
 from raise_plugin.credentials import shown_url
 from raise_plugin.settings import default, fallback
 
-from .errors import EndpointFailed, LLMAborted, LLMConfigError
+from .errors import EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError
 from .openai_request import LONG_WAIT, Outcome, WaitingNotice, notices, one_line, send, to_messages
 from .operators import infer_operator
 from .prices import DEFAULT_PRICES, Price, price_for
@@ -192,45 +192,52 @@ class OpenAIBackend(LLM):
             raise LLMAborted(self._fatal)
         op = operator or infer_operator(prompt)
         messages = to_messages(prompt)
-        outcome = Outcome("none")
-        for attempt in range(self.max_attempts):
-            rid = self.usage.begin_request(op, attempt)
-            start = time.monotonic()
-            waiting = WaitingNotice(self.where, self.timeout, self.wait_notice)
-            try:
-                outcome = send(self._client, self.model, messages, timeout=self.timeout,
-                               connect_timeout=self.connect_timeout, request_options=self.request_options)
-            except Exception as exc:  # noqa: BLE001 - a fault of ours or the client's, counted as a failed
-                # request: raised past the ledger, the host would ask again at once, uncounted and without end
-                outcome = Outcome("client_error", why=f"the request failed in the client ({type(exc).__name__}: "
-                                                      f"{one_line(exc, 120)})")
-            finally:
-                waiting.close()
-            price = price_for(self.model, self.prices)
-            cost = price.cost(outcome.input_tokens, outcome.output_tokens) if price else 0.0
-            self.usage.end_request(rid, outcome.kind, input_tokens=outcome.input_tokens,
-                                   output_tokens=outcome.output_tokens, cost_usd=cost,
-                                   seconds=time.monotonic() - start, why=outcome.why)
-            if outcome.status is not None:
-                self._reached = True
-            if outcome.kind in (OK, LENGTH):
-                self.usage.set_last_call(op, input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens,
-                                         cost_usd=cost, retries=attempt, kind=outcome.kind)
-                if outcome.kind == LENGTH:
-                    notices.warning("LLM answer cut off at the completion-token cap (%s)",
-                                    self.max_tokens or "the server's")
-                return outcome.text
-            if outcome.fatal is not None:
-                self.usage.call_failed(op)
-                raise self._refused(outcome.fatal) from None
-            if outcome.retryable and attempt + 1 < self.max_attempts:
-                self.usage.check()  # a cap or the failure bound reached: stop now, not after the back-off
-                delay = self._delay(attempt, outcome.retry_after)
-                notices.log(logging.WARNING if delay >= LONG_WAIT else logging.INFO,
-                            "LLM request failed (%s); retry %d in %.2f s", outcome.why, attempt + 1, delay)
-                (self._sleep or self.usage.pause)(delay)
-                continue
-            break
+        outcome, sent = Outcome("none"), False
+        try:
+            for attempt in range(self.max_attempts):
+                rid = self.usage.begin_request(op, attempt)
+                sent = True
+                start = time.monotonic()
+                waiting = WaitingNotice(self.where, self.timeout, self.wait_notice)
+                try:
+                    outcome = send(self._client, self.model, messages, timeout=self.timeout,
+                                   connect_timeout=self.connect_timeout, request_options=self.request_options)
+                except Exception as exc:  # noqa: BLE001 - a fault of ours or the client's, counted as a failed
+                    # request: raised past the ledger, the host would ask again at once, uncounted and without end
+                    outcome = Outcome("client_error", why=f"the request failed in the client "
+                                                          f"({type(exc).__name__}: {one_line(exc, 120)})")
+                finally:
+                    waiting.close()
+                price = price_for(self.model, self.prices)
+                cost = price.cost(outcome.input_tokens, outcome.output_tokens) if price else 0.0
+                self.usage.end_request(rid, outcome.kind, input_tokens=outcome.input_tokens,
+                                       output_tokens=outcome.output_tokens, cost_usd=cost,
+                                       seconds=time.monotonic() - start, why=outcome.why)
+                if outcome.status is not None:
+                    self._reached = True
+                if outcome.kind in (OK, LENGTH):
+                    self.usage.set_last_call(op, input_tokens=outcome.input_tokens,
+                                             output_tokens=outcome.output_tokens, cost_usd=cost, retries=attempt,
+                                             kind=outcome.kind)
+                    if outcome.kind == LENGTH:
+                        notices.warning("LLM answer cut off at the completion-token cap (%s)",
+                                        self.max_tokens or "the server's")
+                    return outcome.text
+                if outcome.fatal is not None:
+                    self.usage.call_failed(op)
+                    raise self._refused(outcome.fatal) from None
+                if outcome.retryable and attempt + 1 < self.max_attempts:
+                    self.usage.check()  # a cap or the failure bound reached: stop now, not after the back-off
+                    delay = self._delay(attempt, outcome.retry_after)
+                    notices.log(logging.WARNING if delay >= LONG_WAIT else logging.INFO,
+                                "LLM request failed (%s); retry %d in %.2f s", outcome.why, attempt + 1, delay)
+                    (self._sleep or self.usage.pause)(delay)
+                    continue
+                break
+        except (EndpointFailed, LLMCapReached):  # the failure bound or a cap, reached between its attempts
+            if sent:
+                self.usage.call_failed(op)  # so the call ends without an answer
+            raise
         self.usage.call_failed(op)
         self.usage.set_last_call(op, failed=True, retries=attempt, kind=outcome.kind)
         if not self._reached and outcome.kind == "connection":

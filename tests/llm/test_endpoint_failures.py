@@ -92,6 +92,9 @@ def test_a_misbehaving_endpoint_ends_the_run_with_one_line_and_every_request_cou
     assert len(waits) == usage["total"]["retries"]
     assert set(waits) == {0.01} if behaviour == "429" else all(0.25 <= w <= 8.0 for w in waits), waits
     assert sum(usage["failures_by_kind"].values()) >= 1
+    # every call ends one way: an answer, or a failure (the bound reached between its attempts ends it too)
+    answered = sum(e["e"] == "done" and e["kind"] in ("ok", "length") for e in events)
+    assert usage["total"]["calls"] == answered + usage["total"]["failures"] >= 1
     if behaviour == "length":
         assert caps == [30] * received  # the completion-token cap reaches the endpoint
 

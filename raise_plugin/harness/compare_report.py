@@ -194,7 +194,9 @@ def cost_rows(variants, run_dirs) -> list[list[str]]:
         usage = summary.get("llm_usage")
         if usage:
             total = usage.get("total", {})
-            counts = [total.get("requests", total.get("calls", 0)), total.get("failures", 0),
+            # a retry follows each failed request of a call, and a failed call's last request failed too
+            failed = total.get("retries", 0) + total.get("failures", 0)
+            counts = [total.get("requests", total.get("calls", 0)), failed,
                       total.get("input_tokens", 0), total.get("output_tokens", 0), total.get("cost_usd", 0.0)]
             model, priced = f"{usage.get('backend', '?')} ({usage.get('model', '?')})", usage.get("priced", True)
         else:  # no summary: what its request journal says it sent

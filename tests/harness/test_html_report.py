@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from raise_plugin.harness.compare_config import CompareConfig
-from raise_plugin.harness.compare_report import compare_report, figure_lines, no_llm_note, run_rows
+from raise_plugin.harness.compare_report import compare_report, cost_rows, figure_lines, no_llm_note, run_rows
 from raise_plugin.harness.html_page import inline, markdown_html
 from raise_plugin.harness.html_report import compare_page
 from raise_plugin.harness.run_report import run_page, write_run_page
@@ -110,6 +110,20 @@ def test_a_runs_best_on_its_set_of_zero_prints_as_zero_not_minus_zero(tmp_path):
         (path / "summary.json").write_text(json.dumps({"finished": True, "samples": 8, "best": {"robust_score": score}}))
         run_dirs[(variant.key, 0)] = path
     assert [row[12] for row in run_rows(variants, run_dirs)] == ["0.0000", "1.2500"]
+
+
+def test_the_cost_table_counts_failed_requests_not_failed_calls(tmp_path):
+    """Three HTTP 500s, one call retried twice, that the failure bound then ended: three failed requests."""
+    variants = plan_variants(["eoh"], [])
+    path = tmp_path / "run"
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({"task": "ovrp", "method": "eoh", "budget": 8, "llm": "openai:m"}))
+    usage = {"backend": "openai", "model": "m", "priced": False,
+             "total": {"requests": 3, "calls": 1, "retries": 2, "failures": 1, "unusable": 0}}
+    (path / "summary.json").write_text(json.dumps({"finished": False, "samples": 0, "llm_usage": usage,
+                                                   "failure": "the run stopped: 3 LLM requests in a row ..."}))
+    row = cost_rows(variants, {(variants[0].key, 0): path})[0]
+    assert row[3:5] == [3, 3]  # requests, failed requests
 
 
 def test_the_markdown_of_a_report_becomes_tags_only_after_escaping():

@@ -19,6 +19,9 @@ HOSTILE = {
     "sleep": ("    time.sleep(30)\n    return -bins\n", FailureKind.TIMEOUT, "timed out"),
     "20 GB allocation": ("    x = np.ones(20 * 10**9 // 8)\n    return -bins\n", FailureKind.MEMORY, "memory cap"),
     "20 GB bytearray": ("    x = bytearray(20 * 10**9)\n    return -bins\n", FailureKind.MEMORY, "memory cap"),
+    # within the address space a process may reserve, past the budget of 512 MiB: held by the cap on
+    # what a process writes, which a confined process sets without reading /proc (it may not)
+    "1 GB written": ("    x = np.ones(10**9 // 8)\n    return -bins\n", FailureKind.MEMORY, "memory cap"),
     "fork bomb": ("    for _ in range(200):\n        if os.fork() == 0:\n            time.sleep(20)\n"
                   "            os._exit(0)\n    return -bins\n", FailureKind.HEURISTIC, "os.fork"),
     "os._exit": ("    os._exit(3)\n", FailureKind.WORKER_DIED, "exited with status 3"),

@@ -2,6 +2,7 @@
 processes, core dumps), the ``prctl`` settings of its lineage, and the descriptors it keeps."""
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 
@@ -12,8 +13,8 @@ try:
 except ImportError:  # not on this platform: no resource limits
     resource = None
 
-__all__ = ["PR_SET_PDEATHSIG", "PR_SET_CHILD_SUBREAPER", "prctl", "address_space_bytes", "data_bytes", "cap_memory",
-           "set_limit", "close_other_descriptors"]
+__all__ = ["PR_SET_PDEATHSIG", "PR_SET_CHILD_SUBREAPER", "prctl", "address_space_bytes", "data_bytes", "held_against",
+           "cap_memory", "set_limit", "close_other_descriptors"]
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -41,12 +42,52 @@ def _status_bytes(field: str) -> int | None:
 
 def address_space_bytes() -> int | None:
     """This process's address space (VmSize): what it maps, reserved or used."""
-    return _status_bytes("VmSize")
+    return _status_bytes("VmSize") or held_against("RLIMIT_AS")
 
 
 def data_bytes() -> int | None:
     """This process's private writable memory (VmData: its heap, arrays, anonymous mappings)."""
-    return _status_bytes("VmData")
+    return _status_bytes("VmData") or held_against("RLIMIT_DATA")
+
+
+def held_against(which: str) -> int | None:
+    """What this process holds against the limit ``which`` (``RLIMIT_DATA``: its private writable
+    memory; ``RLIMIT_AS``: its address space), in bytes, measured against the limit itself: a
+    process confined by Landlock cannot read ``/proc/self/status``. The kernel refuses a mapping
+    that would take the process past the limit, so the lowest soft limit under which one more page
+    can be mapped is what it holds plus that page; found by bisection (a few dozen ``setrlimit`` and
+    ``mmap`` calls, under a millisecond), the soft limit then restored. ``None`` where there is no
+    such limit, or a page cannot be mapped even at the hard limit. Call it while this process runs
+    one thread: while the soft limit is low, another thread's allocation would fail."""
+    res = getattr(resource, which, None) if resource is not None else None
+    if res is None:
+        return None
+    soft, hard = resource.getrlimit(res)
+    page = mmap.PAGESIZE
+    low, high = 0, (1 << 47) if hard == resource.RLIM_INFINITY else hard // page * page
+    try:
+        if not _maps_a_page(res, high, hard):
+            return None
+        while high - low > page:  # a page cannot be mapped under ``low``, can under ``high``
+            middle = (low + high) // 2 // page * page
+            if _maps_a_page(res, middle, hard):
+                high = middle
+            else:
+                low = middle
+    finally:
+        resource.setrlimit(res, (soft, hard))
+    return high - page
+
+
+def _maps_a_page(res: int, limit: int, hard: int) -> bool:
+    """Whether one private writable page can be mapped with the soft limit ``res`` at ``limit``."""
+    try:
+        resource.setrlimit(res, (limit, hard))
+        mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                  prot=mmap.PROT_READ | mmap.PROT_WRITE).close()
+    except (OSError, MemoryError, ValueError):  # refused (ENOMEM); a Python object that could not be made counts so
+        return False
+    return True
 
 
 def reservable_bytes() -> int:

@@ -98,3 +98,65 @@ def test_best_fit_evaluates_exactly_when_the_engine_holds_many_threads_and_arena
         line = next(line for line in lines if line.startswith(method + " "))
         assert line.startswith(f"{method} True True"), done.stdout
         assert line.endswith("threads=1"), done.stdout
+
+
+HELD = """
+    import numpy as np
+    from raise_plugin.engine.sandbox.oslimits import held_against
+    kept = np.ones(50 << 17)  # 50 MiB, written
+    def status(field):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+    for which, field in (("RLIMIT_DATA", "VmData"), ("RLIMIT_AS", "VmSize")):
+        before = status(field)
+        held = held_against(which)
+        print(which, held == before == status(field))
+"""
+
+
+def test_what_a_process_holds_is_measured_against_its_limit_as_proc_says_to_the_byte():
+    """Where ``/proc`` can be read, the bisection against the limit finds what it says: VmData
+    against RLIMIT_DATA, VmSize against RLIMIT_AS, and leaves the soft limit as it was."""
+    done = _python(HELD)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["RLIMIT_DATA", "True", "RLIMIT_AS", "True"]
+
+
+CONFINED = """
+    import os, resource, sys, tempfile
+    import numpy as np
+    from raise_plugin.engine.sandbox import cap_memory
+    from raise_plugin.engine.sandbox.confine import confine
+    confine(tempfile.mkdtemp())  # as a worker is; the processes that run programs are forked from it
+    if os.fork() == 0:
+        try:
+            open("/proc/self/status").read()  # the worker's own /proc, not this process's, is readable
+        except PermissionError:
+            print("proc unreadable")
+        cap_memory(256)
+        print("data capped", resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY)
+        np.ones(100 << 17)  # 100 MiB, written: within the budget
+        try:
+            np.ones(300 << 17)  # 300 MiB, written: past it
+        except MemoryError:
+            print("capped")
+        else:
+            print("not capped")
+        sys.stdout.flush()
+        os._exit(0)
+    os.wait()
+"""
+
+
+def test_a_process_that_may_not_read_proc_is_capped_all_the_same():
+    """A program's process is forked from a worker confined by Landlock, which may read its own
+    ``/proc`` only: the program's process may not read ``/proc/self/status``. The cap once needed
+    it, and every program ran uncapped (500 MB written under ``--memory-mb 100`` scored as fine).
+    The cap now measures what the process holds against the limit itself."""
+    from raise_plugin.engine.sandbox.confine import landlock_abi
+
+    if not landlock_abi():
+        pytest.skip("no Landlock in this kernel")
+    done = _python(CONFINED)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:3] == ["proc unreadable", "data capped True", "capped"], done.stdout

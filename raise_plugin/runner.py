@@ -63,7 +63,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     except BaseException:
         if run_dir is not None:
             run_dir.close()  # its logs (and the lock)
-        lock.release()
+        lock.release(refused=True)
         _remove_new(out, before)
         raise
     if parts.idle:  # allowed: said once the run is built (a run that cannot start says only why), before it samples
@@ -102,13 +102,12 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     continues it and returns its summary, as a new run's does.
 
     Refused when another process writes ``path``; damaged records are repaired or rebuilt first
-    (``on_repair(message)`` hears of each), or refused in one line (``UserError``). ``budget`` and
-    ``overrides`` (``RESUME_CHANGES``: ``max_cost_usd``, ``max_llm_calls``, ``max_tokens``, ``llm_timeout``,
-    ``max_failed_requests``, ``base_url``, ``executor``, ``workers``; ``None`` leaves one as recorded) change
-    the recorded config before the run continues (a budget below the samples it has taken, or any other
-    setting, is a ``ConfigError``, and nothing changes). The LLM usage recorded so far is carried over (the
-    run's request journal), so caps count the whole run. An ``openai`` run calls the base URL it recorded (else
-    one ``EndpointWarning`` says which it calls, and why: ``llm.endpoint.resumed_endpoint``)."""
+    (``on_repair(message)`` hears of each), or refused in one line (``UserError``). ``budget`` and ``overrides``
+    (``RESUME_CHANGES``: the caps, ``llm_timeout``, ``base_url``, ``executor``, ``workers``; ``None`` leaves one as
+    recorded) change the recorded config before the run continues (a budget below the samples it has taken, or any
+    other setting, is a ``ConfigError``, and nothing changes; a refused resume leaves the lock naming the run's last
+    writer). The LLM usage recorded so far is carried over (the run's request journal), so caps count the whole run.
+    An ``openai`` run calls the base URL it recorded (else an ``EndpointWarning`` says which, and why)."""
     _check_llm(llm)
     check_names(overrides, "resume_run")
     fixed = sorted(name for name, value in overrides.items() if value is not None and name not in RESUME_CHANGES)
@@ -120,6 +119,7 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
         check_setting("budget", budget)
     check_holds_run(path)
     lock = RunLock(path).acquire()
+    run_dir = None
     try:
         log = RunLog.load(path, on_repair=on_repair)
         if budget is not None and budget < len(log.samples):  # a run cannot take back what it sampled
@@ -140,7 +140,9 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
             carry_usage(method.llm, Path(path) / "llm_usage.json")
         method.restore(log)
     except BaseException:
-        lock.release()
+        if run_dir is not None:
+            run_dir.close()  # its logs (and the lock)
+        lock.release(refused=True)  # refused before it wrote: the lock names the run's last writer again
         raise
     if endpoint_note:
         warnings.warn(endpoint_note, EndpointWarning, stacklevel=2)

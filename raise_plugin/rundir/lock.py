@@ -56,6 +56,7 @@ class RunLock:
         self.directory = Path(path)
         self.file = self.directory / LOCK_NAME
         self._key: str | None = None
+        self._before = b""  # the record this process found, the last writer's
 
     def acquire(self) -> "RunLock":
         if self._key is not None:
@@ -81,19 +82,25 @@ class RunLock:
             record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                  "command": shown_command([os.path.basename(sys.argv[0] or "python")] + sys.argv[1:]),
                                  "since": time.strftime("%Y-%m-%d %H:%M:%S")}) + "\n"
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, record.encode(), 0)
-            os.fsync(fd)
+            self._before = os.pread(fd, 4096, 0)
+            _write_record(fd, record.encode())
             _held[key] = fd
             self._key = key
         return self
 
-    def release(self) -> None:
+    def release(self, *, refused: bool = False) -> None:
+        """Let the directory go; ``refused``: this process wrote nothing there (its command was
+        refused), so the lock file names again the process that last wrote the run."""
         if self._key is None:
             return
         with _held_lock:
             fd = _held.pop(self._key, None)
             if fd is not None:
+                if refused:
+                    try:
+                        _write_record(fd, self._before)
+                    except OSError:  # a record that cannot be put back: the flock is released all the same
+                        pass
                 os.close(fd)  # closing the only descriptor releases the flock
             self._key = None
 
@@ -106,6 +113,12 @@ class RunLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+def _write_record(fd: int, record: bytes) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, record, 0)
+    os.fsync(fd)
 
 
 def _read_holder(fd: int) -> str:

@@ -82,6 +82,26 @@ def test_a_run_records_samples_populations_instances_and_a_summary(tmp_path):
         start_run(config(tmp_path / "run"), llm=ScriptedLLM(0))
 
 
+def test_a_refused_command_leaves_the_lock_naming_the_runs_last_writer(tmp_path):
+    """The lock file names the process that wrote the run. A command refused on a finished run (a new
+    run into its folder, a resume to a budget below the samples taken) took the lock, wrote itself
+    into it and let it go: the file named the refused command, not the run's writer."""
+    path = tmp_path / "run"
+    start_run(config(path, budget=4, allow_no_refresh=True), llm=ScriptedLLM(0)).run()
+    written = (path / "lock").read_bytes()
+    assert json.loads(written)["pid"] == os.getpid()
+    (path / "lock").write_bytes(written.replace(b'"pid": %d' % os.getpid(), b'"pid": 1'))  # as another process wrote it
+    recorded = (path / "lock").read_bytes()
+    with pytest.raises(UserError, match="already holds a run"):
+        start_run(config(path, budget=4, allow_no_refresh=True), llm=ScriptedLLM(0))
+    assert (path / "lock").read_bytes() == recorded
+    with pytest.raises(ConfigError, match="at least the 4 samples"):
+        resume_run(path, budget=2)
+    assert (path / "lock").read_bytes() == recorded
+    resume_run(path, budget=6, llm=ScriptedLLM(0)).run()  # a resume that runs is the run's writer now
+    assert json.loads((path / "lock").read_text())["pid"] == os.getpid()
+
+
 # the run in a child process that kills itself (SIGKILL) inside its first refresh: the instance set
 # changed and the population re-scored, no checkpoint written yet
 KILLED_IN_A_REFRESH = textwrap.dedent("""

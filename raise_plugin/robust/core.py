@@ -259,7 +259,8 @@ class RobustCore:
                 with holding_back_host_advice() as held:
                     super().run()  # the host's loops return nothing
                 self._ended_after_init(held)
-            except BaseException as exc:
+            except BaseException as exc:  # an interrupt in this thread: the host's sampler threads go on, so
+                self.request_stop(f"ended by {type(exc).__name__}")  # they draw, and ask, nothing more
                 self._fire("on_exception", self.snapshot(), exc)
                 raise
             self._fire("on_run_end", self.snapshot())

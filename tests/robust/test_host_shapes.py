@@ -2,8 +2,10 @@
 the same hooks, run directory, resume and accounting as EoH, and scores that follow the set."""
 from __future__ import annotations
 
+import _thread
 import json
 import math
+import threading
 
 import pytest
 from llm4ad.method.funsearch import FunSearch
@@ -12,6 +14,7 @@ from llm4ad.method.randsample import RandSample
 
 from raise_plugin.robust.hooks import Callback
 from raise_plugin.config import RunConfig
+from raise_plugin.llm import OfflineSampler
 from raise_plugin.programs import compile_priority
 from raise_plugin.rundir.files import read_jsonl
 from raise_plugin.runner import resume_run, start_run
@@ -156,6 +159,32 @@ def test_on_exception_hears_why_a_run_ended(tmp_path, monkeypatch):
     assert not summary["finished"]
     keys = [k.rsplit(".", 1)[-1] for k in run.state_dict()["callbacks"]]
     assert "Heard" in keys and "Heard#2" in keys  # two of one class do not collide
+
+
+@pytest.mark.parametrize("method", ["eoh", "funsearch"])
+def test_an_interrupt_of_the_run_stops_the_hosts_sampler_threads(tmp_path, method):
+    """Ctrl-C reaches the thread that called ``run()`` (a notebook, compare's jobs in its own
+    process): the host's sampler threads went on drawing samples, each an LLM request, until the
+    budget, after ``run()`` had raised. They now end with the run: no sample is drawn after it."""
+    class InterruptAtFour(Callback):
+        def on_sample_evaluated(self, method, snapshot, sample):
+            if snapshot.samples == 4:
+                _thread.interrupt_main()  # as SIGINT does: KeyboardInterrupt in the thread that runs the run
+
+    llm = OfflineSampler(seed=0, task="ovrp")
+    drawn = []
+    llm.draw_sample = lambda prompt, *a, _draw=llm.draw_sample, **kw: drawn.append(1) or _draw(prompt, *a, **kw)
+    run = start_run(_config(tmp_path, method, budget=40, robust=False), llm=llm, callbacks=[InterruptAtFour()])
+    with pytest.raises(KeyboardInterrupt):
+        run.run()
+    at_interrupt = len(drawn)
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(timeout=60)
+    assert len(drawn) <= at_interrupt + 1  # the one under way, at the most
+    assert not [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    summary = json.loads((tmp_path / method / "summary.json").read_text())
+    assert summary["stopped"] == "ended by KeyboardInterrupt" and not summary["finished"]
 
 
 @pytest.mark.parametrize("method", ["eoh", "hillclimb"])

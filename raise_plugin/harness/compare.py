@@ -40,7 +40,7 @@ from raise_plugin.harness.provenance import (code_version, recorded_code_version
 from raise_plugin.harness.job_place import check_place, place_jobs, say_notes
 from raise_plugin.harness.job_queue import JobRecord, run_jobs
 from raise_plugin.harness.results_csv import collect_rows, write_rows
-from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside, set_aside_tables
+from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside, set_aside_report, set_aside_tables
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
@@ -87,6 +87,8 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     reused = plan.line(study.out)
     if reused:
         _say(reused, quiet)
+    if set_aside_report(out, plan, STUDY_OUTPUTS):  # what described the runs moved aside goes with them
+        _say("  the earlier report, tables and figures, which describe them, moved there too", quiet)
     out.mkdir(parents=True, exist_ok=True)
     # the base URL's credentials as a run's config.json records them (hidden), not in clear
     (out / "compare.json").write_text(json.dumps({**recorded_settings_of(config.to_dict()),
@@ -232,14 +234,20 @@ def check_methods(methods, task) -> None:
                             "(docs/tasks.md, 'What GP needs'); no job was started") from None
 
 
+FIGURE_FILES = tuple(f"{stem}.{fmt}" for stem, fmt in itertools.product(("convergence", "adversarial_distributions"),
+                                                                          FIGURE_FORMATS))
+# what a compare writes from its runs and results as it ends, besides its tables
+STUDY_OUTPUTS = ("report.md", "report.html", "results.csv", LEDGER_FILE, *FIGURE_FILES)
+
+
 def _write_figures(task, variants: list[Variant], seeds, run_dirs: dict, out: Path, formats: tuple) -> list[Path]:
     """The convergence and adversarial-distribution figures of the finished runs (``run_dirs``), each in
     every format of ``formats``: convergence over every seed, all variants in one figure (plain runs too:
     their validation trace shows where a search starts to overfit); adversarial distributions of the
     first seed's RAISE runs. An earlier compare's figure files in ``out`` that this one does not write
     (another format, a figure not drawn now) are removed: none stands beside the new ones, stale."""
-    for stem, fmt in itertools.product(("convergence", "adversarial_distributions"), FIGURE_FORMATS):
-        (out / f"{stem}.{fmt}").unlink(missing_ok=True)
+    for name in FIGURE_FILES:
+        (out / name).unlink(missing_ok=True)
     drawn = [v for v in variants if v.kind in ("plain", "robust")]
     runs = {v.label: [RunLog.load(run_dirs[(v.key, s)]) for s in seeds if (v.key, s) in run_dirs] for v in drawn}
     runs = {label: logs for label, logs in runs.items() if logs}

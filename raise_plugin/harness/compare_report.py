@@ -255,7 +255,9 @@ def runs_notes(plan, task) -> list[str]:
                      f"from this compare's): {', '.join(plan.other_code)}.")
     if plan is not None and plan.moved:
         notes.append(f"Earlier runs and results in this folder that did not match were done again (the earlier "
-                     f"ones are in `{plan.superseded.name}` under `superseded/`): " + "; ".join(plan.moved) + ".")
+                     f"ones are in `{plan.superseded.name}` under `superseded/`"
+                     + (", with the report, tables and figures that described them" if plan.report_aside else "")
+                     + "): " + "; ".join(plan.moved) + ".")
     if plan is not None and plan.tables_aside:
         notes.append(f"Tables of an earlier compare in this folder that this one does not write were moved to "
                      f"`{plan.superseded.name}` under `superseded/`: {', '.join(plan.tables_aside)}.")

@@ -17,7 +17,7 @@ from raise_plugin.harness.provenance import (code_version, expected_run_config, 
 from raise_plugin.harness.variants import result_name
 from raise_plugin.settings import SETTINGS, section_of
 
-__all__ = ["ReusePlan", "plan_reuse", "set_aside"]
+__all__ = ["ReusePlan", "plan_reuse", "set_aside", "set_aside_tables", "set_aside_report"]
 
 
 @dataclass
@@ -33,6 +33,7 @@ class ReusePlan:
     moved: list[str] = field(default_factory=list)     # what was moved aside, each "name: why"
     other_code: list[str] = field(default_factory=list)  # kept under --reuse any: "name (code version)"
     tables_aside: list[str] = field(default_factory=list)  # an earlier compare's tables this one does not write
+    report_aside: list[str] = field(default_factory=list)  # its report, tables and figures, when runs were moved
     superseded: Path | None = None
 
     def line(self, out_name: str) -> str | None:
@@ -135,6 +136,21 @@ def set_aside_tables(out: Path, written: list[Path], plan: ReusePlan) -> list[st
         _move(out / name, plan.superseded / name)
     plan.tables_aside += stale
     return stale
+
+
+def set_aside_report(out: Path, plan: ReusePlan, outputs: tuple[str, ...]) -> list[str]:
+    """An earlier compare's ``outputs`` in ``out`` (its report, results table, ledger, figures) and its
+    tables, moved to ``plan.superseded`` with the runs and results ``plan`` moved there: they describe
+    those, and would stand beside the runs done again until this compare ends (for good, were it
+    interrupted). Nothing when nothing was moved. Their names, also kept in ``plan.report_aside``."""
+    if not plan.moved:
+        return []
+    tables = {path.name for path in out.glob("table*") if path.is_file() and path.suffix in (".md", ".csv", ".tex")}
+    names = sorted({name for name in outputs if (out / name).is_file()} | tables)
+    for name in names:
+        _move(out / name, plan.superseded / name)
+    plan.report_aside += names
+    return names
 
 
 def set_aside(csv: Path, stamp: Path) -> None:

@@ -517,6 +517,36 @@ def test_figures_of_another_format_do_not_stand_beside_the_new_ones(compared, tm
         tiny(out, figure_formats="")
 
 
+def test_a_rerun_that_trains_again_moves_the_earlier_report_aside_with_the_runs(compared, tmp_path, monkeypatch,
+                                                                                  capsys):
+    """Run again with another budget, a compare moves the earlier runs aside at once, but its report,
+    tables and figures stayed until the new ones were written: while it trained, and for good were it
+    interrupted, the folder's report described runs no longer there. They now go with the runs."""
+    import shutil
+
+    from raise_plugin.harness import compare
+
+    out = tmp_path / "cmp"
+    shutil.copytree(compared.out, out)
+    earlier = {p.name for p in out.iterdir() if p.is_file() and p.name != "compare.json" and p.name[0] != "."}
+    assert {"report.md", "report.html", "results.csv", "convergence.png", "table3_ovrp.md"} <= earlier
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(*args, **kwargs):
+        raise Interrupted
+
+    monkeypatch.setattr(compare, "_train_and_evaluate", interrupt)
+    with pytest.raises(Interrupted):
+        run_compare(tiny(out, budget=12), quiet=False)
+    assert [p.name for p in out.iterdir() if p.is_file() and p.name[0] != "."] == ["compare.json"]  # its settings
+    stamp = next((out / "superseded").iterdir())
+    assert {p.name for p in stamp.iterdir() if p.is_file()} == earlier
+    assert (stamp / "report.md").read_text() == (compared.out / "report.md").read_text()
+    assert "the earlier report, tables and figures, which describe them, moved there too" in capsys.readouterr().out
+
+
 def test_tables_an_earlier_compare_wrote_and_this_one_does_not_are_moved_aside(compared, tmp_path):
     """A re-run without the ablations (or on another task) left the earlier table4_ablation (or
     table3 of the other task) beside the new tables, which a reader would take for current. They

@@ -169,6 +169,10 @@ def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_reg
 
 
 NOMINAL = "        return [self.make_instance(rng.integers(20, 61, size=200), rng) for rng in rngs]"
+BASELINES = 'baselines = {"LeastLoaded": least_loaded, "FullestThatFits": fullest_that_fits}'
+METRIC = "return 100.0 * (loads.max() / bound - 1.0)"
+INSTANCE = 'return {"jobs": np.asarray(values, dtype=np.int64), "machines": int(m)}'
+NAME = 'name = "load_balance"'
 
 
 @pytest.mark.parametrize("mend, says", [
@@ -186,15 +190,36 @@ NOMINAL = "        return [self.make_instance(rng.integers(20, 61, size=200), rn
     (("template_program = '''\n", "template_program = '''\ndef oops(,):\n    pass\n"),
      "LoadBalance.template_program does not parse: line 2: invalid syntax"),
     (('{"LeastLoaded": least_loaded,', '{"LeastLoaded": 3,'), "LoadBalance.baselines['LeastLoaded'] is int 3, not a "
-                                                               "function")])
+                                                               "function"),
+    ((BASELINES, "baselines = {}"), "LoadBalance.baselines is empty: give at least one (name -> function)"),
+    (("    return -loads", "    raise RuntimeError('baseline exploded')"),
+     "LoadBalance.baselines['LeastLoaded'] fails on nominal instance 0: priority raised RuntimeError: baseline "
+     "exploded"),
+    ((METRIC, "return float('nan')"),
+     "LoadBalance.evaluate gave nan (baseline 'LeastLoaded' on nominal instance 0), not a finite number"),
+    ((METRIC, "return 'great'"),
+     "LoadBalance.evaluate gave str 'great' (baseline 'LeastLoaded' on nominal instance 0), not a number"),
+    ((METRIC, "raise RuntimeError('evaluate exploded')"),
+     "LoadBalance.evaluate raised RuntimeError: evaluate exploded (baseline 'LeastLoaded' on nominal instance 0)"),
+    ((INSTANCE, "if len(values) == 150:\n            raise RuntimeError('no such size')\n        " + INSTANCE),
+     "LoadBalance.make_instance raised RuntimeError: no such size (building the validation suite)"),
+    ((INSTANCE, "if len(values) == 100:\n            raise RuntimeError('no such size')\n        " + INSTANCE),
+     "LoadBalance.make_instance raised RuntimeError: no such size (building the test suite)"),
+    ((NAME, "name = 5"), "LoadBalance.name must be a non-empty string of letters, digits, '_', '-' and '.' (starting "
+                         "with a letter or digit), got 5"),
+    ((NAME, "name = ''"), "got ''"),
+    ((NAME, "name = 'lb:x'"), "got 'lb:x'"),
+    ((NAME, "name = 'a b/c:d'"), "got 'a b/c:d'")])
 def test_a_task_whose_code_cannot_work_is_refused_when_it_is_loaded_naming_the_part(tmp_path, fresh_registry, capsys,
                                                                                      mend, says):
-    """Each was a traceback in some command (or a run that exited 0 on a histogram of clipped values)."""
+    """Each was a traceback in some command, a run that exited 0 on a histogram of clipped values or failed in its
+    workers, or a refusal that blamed the sandbox for the task's own failure."""
     text = EXAMPLE.read_text()
     assert mend[0] in text
     (tmp_path / "lb.py").write_text(text.replace(mend[0], mend[1], 1))
     for argv in (["tasks", "--task", f"{tmp_path}/lb.py:LoadBalance"],
-                 ["run", "--task", f"{tmp_path}/lb.py:LoadBalance", "--budget", "4", "--out", str(tmp_path / "r")]):
+                 ["run", "--task", f"{tmp_path}/lb.py:LoadBalance", "--budget", "4", "--out", str(tmp_path / "r")],
+                 ["evaluate", "--task", f"{tmp_path}/lb.py:LoadBalance", "--suite", "nominal", "--workers", "1"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"raise-ahd: error: task '{tmp_path}/lb.py:LoadBalance': ") and says in err

@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import json
 import os
+import stat
 import sys
 import zlib
 from importlib import metadata
@@ -189,18 +190,23 @@ def _class_missing(text: str, path: Path | None = None) -> str:
     (read, not run)."""
     if path is None:
         path = Path(text).expanduser()
-    if not path.is_file():
-        return f"task {text!r}: no such file {path.resolve()} (a task file is named path/to/file.py:ClassName)"
+    wrong = _not_a_task_file(path)
+    if wrong:
+        return f"task {text!r}: {wrong} (a task file is named path/to/file.py:ClassName)"
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (SyntaxError, ValueError) as exc:
         return f"task {text!r}: name the class: {text}:ClassName (the file does not parse: {exc})"
     classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
-    tasks = [c.name for c in classes if any(ast.unparse(b).endswith("Task") for b in c.bases)]
+    tasks = []  # a class of a base named ...Task, or of a task class of the file
+    for c in classes:
+        if any(ast.unparse(b).endswith("Task") or ast.unparse(b) in tasks for b in c.bases):
+            tasks.append(c.name)
     found = tasks or [c.name for c in classes]
     if len(tasks) == 1:
         return f"task {text!r}: name the class: {text}:{tasks[0]} (the one task class found in the file)"
-    return (f"task {text!r}: name the class: {text}:ClassName; classes found in the file: "
+    kind = "task classes" if len(tasks) > 1 else "classes"
+    return (f"task {text!r}: name the class: {text}:ClassName; {kind} found in the file: "
             f"{', '.join(found) if found else 'none'}")
 
 
@@ -243,10 +249,32 @@ def _load_reference(text: str, check: bool = True) -> Task:
     return task
 
 
+def _not_a_task_file(path: Path) -> str | None:
+    """Why ``path`` cannot be a task file (missing, a folder, no regular file, not ``.py``), or None."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"no such file {path.resolve()}"
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or exc})"
+    if stat.S_ISDIR(mode):
+        return f"{path} is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        kind = next((what for test, what in _SPECIAL_FILES if test(mode)), "a special file")
+        return f"{path} is {kind}, not a regular file"
+    if path.suffix != ".py":
+        return f"{path} is not a Python file: its name does not end in .py"
+    return None
+
+
+_SPECIAL_FILES = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                  (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+
+
 def _module_from_file(text: str, path: Path):
-    if not path.is_file():
-        what = f"{path} is a folder, not a file" if path.is_dir() else f"no such file {path}"
-        raise TaskReferenceError(f"task {text!r}: {what} (a task file is named path/to/file.py:ClassName)")
+    wrong = _not_a_task_file(path)
+    if wrong:
+        raise TaskReferenceError(f"task {text!r}: {wrong} (a task file is named path/to/file.py:ClassName)")
     module_name = f"raise_task_{path.stem}_{zlib.crc32(str(path).encode()):08x}"
     if module_name in sys.modules:
         return sys.modules[module_name]
@@ -278,6 +306,8 @@ def _module_by_name(text: str, target: str):
                 sys.path.remove(path_entry)
         except BaseException as exc:
             raise TaskReferenceError(f"task {text!r}: {_code_error(exc)}") from None
+    if Path(target).expanduser().is_file():  # a file named without .py or a folder: what it is
+        _module_from_file(text, Path(target).expanduser().resolve())
     raise TaskReferenceError(f"task {text!r}: no module named {target!r} (not installed, not under the working "
                              "directory)")
 
@@ -285,7 +315,8 @@ def _module_by_name(text: str, target: str):
 def _code_error(exc: BaseException, path: Path | None = None) -> str:
     """One line for an error raised by the task's own code (where it is, what it is)."""
     if isinstance(exc, SyntaxError):
-        return f"{exc.filename or path}, line {exc.lineno}: SyntaxError: {exc.msg}"
+        line = f", line {exc.lineno}" if exc.lineno is not None else ""
+        return f"{exc.filename or path}{line}: SyntaxError: {exc.msg}"
     frames = []
     tb = exc.__traceback__
     while tb is not None:

@@ -7,7 +7,8 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import HeuristicError
+from .behaviour import check_metric, raising_part
+from .errors import HeuristicError, UserError, one_line
 
 __all__ = ["classical_rules", "suite_metrics", "validation_means", "best_on_validation"]
 
@@ -21,14 +22,25 @@ def classical_rules(task) -> dict[str, Callable]:
 
 
 def suite_metrics(task, priority: Callable, datasets) -> np.ndarray:
-    """The metric of ``priority`` on every instance of ``datasets``, in order (NaN where it fails)."""
+    """The metric of ``priority`` on every instance of ``datasets``, in order (NaN where it fails). The task's
+    own ``evaluate`` raising, or giving what is no number, is a ``UserError`` naming it, in one line."""
     out = []
     for dataset in datasets:
+        where = f"on an instance of dataset {dataset.name.rstrip('_')}"
         for instance in dataset.instances:
             try:
-                out.append(task.evaluate(priority, instance))
+                metric = task.evaluate(priority, instance)
             except HeuristicError:
                 out.append(float("nan"))
+                continue
+            except Exception as exc:  # noqa: BLE001 - the task's own code: said in one line
+                part = raising_part(task, exc, "evaluate")
+                raise UserError(f"task {task.name!r}: {type(task).__name__}.{part} raised {type(exc).__name__}: "
+                                f"{one_line(exc)} ({where})") from None
+            try:
+                out.append(check_metric(task, metric, f"({where})"))
+            except ValueError as exc:
+                raise UserError(f"task {task.name!r}: {exc}") from None
     return np.asarray(out, dtype=float)
 
 

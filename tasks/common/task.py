@@ -1,7 +1,6 @@
 """The task protocol: what every task (OBP, OJSP, OVRP) offers to the plugin."""
 from __future__ import annotations
 
-import ast
 import inspect
 from abc import ABC, abstractmethod
 from functools import cached_property
@@ -11,6 +10,7 @@ import numpy as np
 
 import tasks
 
+from . import behaviour
 from .evaluation import TaskEvaluation
 from .families import VALIDATION_FAMILIES, sample_family
 from .layout import TableLayout
@@ -159,41 +159,10 @@ class Task(ABC):
         return float(np.mean(pairs)) if pairs else 0.0
 
     def check_behaviour(self) -> None:
-        """What a declared task's code gives, tried once when it is loaded by reference: a template that
-        parses into a function, baselines that are functions, a nominal set of at least one instance
-        (a dict), and on each of them shift values that are whole numbers in ``[shift.low, high]``. Else a
-        ``ValueError`` naming the part at fault and what it gave or raised (no run would start)."""
-        who = type(self).__name__
-        try:
-            tree = ast.parse(str(self.template_program))
-        except SyntaxError as exc:
-            raise ValueError(f"{who}.template_program does not parse: line {exc.lineno}: {exc.msg}") from None
-        if not any(isinstance(node, ast.FunctionDef) for node in tree.body):
-            raise ValueError(f"{who}.template_program defines no function")
-        if not isinstance(self.baselines, dict):
-            raise ValueError(f"{who}.baselines: a {type(self.baselines).__name__}, not a dict of name -> function")
-        for name, rule in self.baselines.items():
-            if not callable(rule):
-                raise ValueError(f"{who}.baselines[{name!r}] is {type(rule).__name__} {rule!r}, not a function")
-        nominal = _gives(who, "make_nominal", lambda: self._nominal)
-        if not nominal:
-            raise ValueError(f"{who}.make_nominal gave no instance")
-        for index, instance in enumerate(nominal):
-            if not isinstance(instance, dict):
-                raise ValueError(f"{who}.make_nominal gave {type(instance).__name__} {instance!r:.40} as instance "
-                                 f"{index}, not an instance (a dict)")
-            given = _gives(who, f"shift_values (on nominal instance {index})", lambda: self.shift_values(instance))
-            if not (isinstance(given, tuple) and len(given) == 2):
-                raise ValueError(f"{who}.shift_values gave a {type(given).__name__}, not (values, high)")
-            values, high = np.asarray(given[0]), given[1]
-            if values.size == 0 or not np.issubdtype(values.dtype, np.number):
-                raise ValueError(f"{who}.shift_values gave no numbers on nominal instance {index}")
-            if not (np.all(np.isfinite(values)) and np.all(values == np.round(values))):
-                raise ValueError(f"{who}.shift_values gave values that are not whole numbers on nominal instance "
-                                 f"{index}")
-            if values.min() < self.shift.low or values.max() > high:
-                raise ValueError(f"{who}.shift_values gave values from {values.min():g} to {values.max():g} on "
-                                 f"nominal instance {index}, outside [shift.low, high] = [{self.shift.low}, {high}]")
+        """What a declared task's code gives, tried once when it is loaded by reference
+        (``tasks.common.behaviour.check_behaviour``): a ``ValueError`` naming the part at fault and what it
+        gave or raised, so that no command starts on code that cannot work."""
+        behaviour.check_behaviour(self)
 
     @property
     def nominal_high(self) -> int:
@@ -307,10 +276,3 @@ class Task(ABC):
     def __repr__(self) -> str:
         return f"<Task {self.name}>"
 
-
-def _gives(who: str, part: str, call: Callable):
-    """``call()``, or a ``ValueError`` naming ``who.part`` and what it raised."""
-    try:
-        return call()
-    except Exception as exc:  # noqa: BLE001 - the task's own code: said in one line
-        raise ValueError(f"{who}.{part} raised {type(exc).__name__}: {exc}") from None

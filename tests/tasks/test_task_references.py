@@ -119,6 +119,33 @@ def test_a_module_named_without_its_class_is_told_to_name_it(task_file, monkeypa
     assert get_task("own_tasks.balance:LoadBalance").name == "load_balance"
 
 
+def test_a_file_of_several_task_classes_named_without_its_class_is_told_them_all(task_file, monkeypatch):
+    """It was told to name the first one, "the one task class found in the file"."""
+    monkeypatch.chdir(task_file.parent)
+    (task_file.parent / "two_tasks.py").write_text(task_file.read_text() + "\n\nclass Other(LoadBalance):\n    pass\n")
+    with pytest.raises(UserError) as caught:
+        get_task("two_tasks.py")
+    assert str(caught.value) == ("task 'two_tasks.py': name the class: two_tasks.py:ClassName; task classes found in "
+                                 "the file: LoadBalance, Other")
+
+
+@pytest.mark.parametrize("reference, says", [
+    ("{dir}/data.txt:Foo", "{dir}/data.txt is not a Python file: its name does not end in .py"),
+    ("{dir}/no_suffix:LoadBalance", "{dir}/no_suffix is not a Python file: its name does not end in .py"),
+    ("data.txt:Foo", "{dir}/data.txt is not a Python file: its name does not end in .py"),
+    ("/dev/null:X", "/dev/null is a character device, not a regular file"),
+])
+def test_a_file_that_is_no_python_file_is_told_what_it_is_in_one_line(task_file, monkeypatch, capsys, reference, says):
+    """Each was an AttributeError traceback (no module spec for the file), /dev/null "no such file"."""
+    monkeypatch.chdir(task_file.parent)
+    (task_file.parent / "data.txt").write_text("hello\n")
+    (task_file.parent / "no_suffix").write_text(task_file.read_text())
+    reference = reference.format(dir=task_file.parent)
+    assert main(["tasks", "--task", reference]) == 2
+    assert capsys.readouterr().err == (f"raise-ahd: error: task {reference!r}: {says.format(dir=task_file.parent)} "
+                                       "(a task file is named path/to/file.py:ClassName)\n")
+
+
 def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_registry):
     broken = tmp_path / "broken.py"
     broken.write_text("x = 1\nraise RuntimeError('no data here')\n")
@@ -128,6 +155,12 @@ def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_reg
     syntax.write_text("def f(:\n")
     with pytest.raises(UserError, match=r"syntax.py, line 1: SyntaxError"):
         get_task(f"{syntax}:Task")
+    binary = tmp_path / "binary.py"
+    binary.write_bytes(b"\x7fELF\x00\x01")
+    with pytest.raises(UserError) as caught:  # no line to name: none named ("line None" was)
+        get_task(f"{binary}:Task")
+    assert str(caught.value) == (f"task '{binary}:Task': {binary}: SyntaxError: source code string cannot contain "
+                                 "null bytes")
     bad = tmp_path / "bad_decl.py"
     bad.write_text(EXAMPLE.read_text().replace("validation_sizes = ({\"n\": 150, \"m\": 8},)",
                                                "validation_sizes = ({\"n\": 100, \"m\": 5},)"))
@@ -136,6 +169,10 @@ def test_errors_in_the_task_code_are_one_line_with_the_place(tmp_path, fresh_reg
 
 
 NOMINAL = "        return [self.make_instance(rng.integers(20, 61, size=200), rng) for rng in rngs]"
+BASELINES = 'baselines = {"LeastLoaded": least_loaded, "FullestThatFits": fullest_that_fits}'
+METRIC = "return 100.0 * (loads.max() / bound - 1.0)"
+INSTANCE = 'return {"jobs": np.asarray(values, dtype=np.int64), "machines": int(m)}'
+NAME = 'name = "load_balance"'
 
 
 @pytest.mark.parametrize("mend, says", [
@@ -153,15 +190,36 @@ NOMINAL = "        return [self.make_instance(rng.integers(20, 61, size=200), rn
     (("template_program = '''\n", "template_program = '''\ndef oops(,):\n    pass\n"),
      "LoadBalance.template_program does not parse: line 2: invalid syntax"),
     (('{"LeastLoaded": least_loaded,', '{"LeastLoaded": 3,'), "LoadBalance.baselines['LeastLoaded'] is int 3, not a "
-                                                               "function")])
+                                                               "function"),
+    ((BASELINES, "baselines = {}"), "LoadBalance.baselines is empty: give at least one (name -> function)"),
+    (("    return -loads", "    raise RuntimeError('baseline exploded')"),
+     "LoadBalance.baselines['LeastLoaded'] fails on nominal instance 0: priority raised RuntimeError: baseline "
+     "exploded"),
+    ((METRIC, "return float('nan')"),
+     "LoadBalance.evaluate gave nan (baseline 'LeastLoaded' on nominal instance 0), not a finite number"),
+    ((METRIC, "return 'great'"),
+     "LoadBalance.evaluate gave str 'great' (baseline 'LeastLoaded' on nominal instance 0), not a number"),
+    ((METRIC, "raise RuntimeError('evaluate exploded')"),
+     "LoadBalance.evaluate raised RuntimeError: evaluate exploded (baseline 'LeastLoaded' on nominal instance 0)"),
+    ((INSTANCE, "if len(values) == 150:\n            raise RuntimeError('no such size')\n        " + INSTANCE),
+     "LoadBalance.make_instance raised RuntimeError: no such size (building the validation suite)"),
+    ((INSTANCE, "if len(values) == 100:\n            raise RuntimeError('no such size')\n        " + INSTANCE),
+     "LoadBalance.make_instance raised RuntimeError: no such size (building the test suite)"),
+    ((NAME, "name = 5"), "LoadBalance.name must be a non-empty string of letters, digits, '_', '-' and '.' (starting "
+                         "with a letter or digit), got 5"),
+    ((NAME, "name = ''"), "got ''"),
+    ((NAME, "name = 'lb:x'"), "got 'lb:x'"),
+    ((NAME, "name = 'a b/c:d'"), "got 'a b/c:d'")])
 def test_a_task_whose_code_cannot_work_is_refused_when_it_is_loaded_naming_the_part(tmp_path, fresh_registry, capsys,
                                                                                      mend, says):
-    """Each was a traceback in some command (or a run that exited 0 on a histogram of clipped values)."""
+    """Each was a traceback in some command, a run that exited 0 on a histogram of clipped values or failed in its
+    workers, or a refusal that blamed the sandbox for the task's own failure."""
     text = EXAMPLE.read_text()
     assert mend[0] in text
     (tmp_path / "lb.py").write_text(text.replace(mend[0], mend[1], 1))
     for argv in (["tasks", "--task", f"{tmp_path}/lb.py:LoadBalance"],
-                 ["run", "--task", f"{tmp_path}/lb.py:LoadBalance", "--budget", "4", "--out", str(tmp_path / "r")]):
+                 ["run", "--task", f"{tmp_path}/lb.py:LoadBalance", "--budget", "4", "--out", str(tmp_path / "r")],
+                 ["evaluate", "--task", f"{tmp_path}/lb.py:LoadBalance", "--suite", "nominal", "--workers", "1"]):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"raise-ahd: error: task '{tmp_path}/lb.py:LoadBalance': ") and says in err

@@ -19,6 +19,7 @@ import json
 import math
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Iterable
 
@@ -27,15 +28,18 @@ import numpy as np
 from tasks.common.classical import best_on_validation
 
 from .durable import AppendLog
+from .errors import PluginWarning
 from .engine.suite import Heuristic, evaluate_suite
 from .robust.hooks import Callback, RunSnapshot
-from .rundir.files import read_jsonl, write_json_atomic
+from .rundir.files import read_json, read_jsonl, write_json_atomic
 from .rundir.reader import load_summary
+from .rundir.repair import keep_damaged, valid_population
 from .selection import selects_on
 from .settings import default
 
 __all__ = ["ValidationTrace", "validation_metrics", "run_workers", "trace_run_directory", "read_trace",
-           "final_candidates", "select_final", "TRACE_FILE", "SELECTION_FILE", "reference_rules", "reference_words"]
+           "final_candidates", "recorded_selection", "select_final", "TRACE_FILE", "SELECTION_FILE", "reference_rules",
+           "reference_words"]
 
 TRACE_FILE = "validation.jsonl"
 SELECTION_FILE = "selection.json"
@@ -255,17 +259,19 @@ def final_candidates(run_dir, summary: dict | None = None) -> dict | None:
     population. ``best`` (the robust best's id), ``codes`` (id -> program text), ``robust_scores``
     (id -> robust score on the run's final instance set: a refresh in the last generation
     re-scores the members after their population is recorded, so ``scores.jsonl`` has the
-    last word) and ``summary`` (its ``summary.json``, read here unless given). ``None`` when the run
-    has no valid program."""
+    last word), ``summary`` (its ``summary.json``, read here unless given) and ``unread``: why the
+    last population cannot be read whole (``None`` when it can; else one warning line says the
+    choice is among fewer candidates). ``None`` when the run has no valid program."""
     path = Path(run_dir)
     summary = (load_summary(path) or {}) if summary is None else summary
     best = summary.get("best") or {}
     if not best.get("program"):
         return None
     programs = {s["program_id"]: s["program"] for s in read_jsonl(path / "samples.jsonl")}
-    populations = read_jsonl(path / "population.jsonl")
+    populations = [g for g in read_jsonl(path / "population.jsonl") if isinstance(g, dict) and valid_population(g)]
     members = [m for m in (populations[-1]["members"] if populations else [])
                if m.get("score") is not None and math.isfinite(m["score"]) and m["program_id"] in programs]
+    unread = _unread_population(path, summary, populations, programs)
     robust = {m["program_id"]: float(m["score"]) for m in members}
     version = populations[-1].get("instance_set", 0) if populations else 0
     for record in read_jsonl(path / "scores.jsonl") if (path / "scores.jsonl").exists() else ():
@@ -273,7 +279,62 @@ def final_candidates(run_dir, summary: dict | None = None) -> dict | None:
             robust[record["program_id"]] = float(record["score"])
     robust.setdefault(best["program_id"], float(best.get("robust_score", math.inf)))
     codes = {pid: best["program"] if pid == best["program_id"] else programs[pid] for pid in robust}
-    return {"best": best["program_id"], "codes": codes, "robust_scores": robust, "summary": summary}
+    if unread:
+        warnings.warn(f"{path}: the run's last population cannot be read ({unread}); chosen among the {len(robust)} "
+                      "candidate(s) read, not the whole population (restore the run's records from a copy to choose "
+                      "among them all)", PluginWarning, stacklevel=3)
+    return {"best": best["program_id"], "codes": codes, "robust_scores": robust, "summary": summary,
+            "unread": unread}
+
+
+def _unread_population(path: Path, summary: dict, populations: list[dict], programs: dict) -> str | None:
+    """Why the run's last population cannot be read whole from ``population.jsonl`` (``None``: it can):
+    the file is missing, holds no generation record or ends before the run's last generation
+    (``summary.json``'s ``generations``), or its members name programs ``samples.jsonl`` does not hold."""
+    generations = summary.get("generations")
+    generations = generations if isinstance(generations, int) and not isinstance(generations, bool) else None
+    if not (path / "population.jsonl").exists():
+        return "population.jsonl is missing"
+    if not populations:
+        return None if generations == 0 else "population.jsonl holds no readable generation record"
+    last = populations[-1]
+    if generations is not None and last["generation"] < generations:
+        return f"population.jsonl's last readable record is generation {last['generation']} of {generations}"
+    lost = sum(m["program_id"] not in programs for m in last["members"])
+    if lost:
+        return f"{lost} of its {len(last['members'])} members name programs samples.jsonl does not hold"
+    return None
+
+
+def recorded_selection(path: Path) -> dict | None:
+    """The selection recorded in ``path`` (``select_final``'s ``selection.json``); ``None`` when there
+    is none, or when it is damaged (not JSON, not an object, or without a field the choice is shown
+    by): then one warning line says so, the file is kept as ``selection.json.damaged``, and the
+    program is chosen again."""
+    if not path.exists():
+        return None
+    selection = read_json(path)
+    if not isinstance(selection, dict):
+        why = "not a JSON object" if selection is not None else "not valid JSON"
+    else:
+        wrong = [k for k in ("program_id", "program", "robust_best") if not isinstance(selection.get(k), str)]
+        candidates = selection.get("candidates")
+        if not isinstance(candidates, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("program_id"), str)
+                and all(k in c and (c[k] is None or _is_number(c[k])) for k in ("robust_score", "validation_metric"))
+                for c in candidates):
+            wrong.append("candidates")
+        if not wrong:
+            return selection
+        why = f"its {', '.join(wrong)} missing or malformed"
+    keep_damaged(path)
+    warnings.warn(f"{path} is damaged ({why}); the program is chosen again and the file replaced (the original is "
+                  f"kept as {path.name}.damaged)", PluginWarning, stacklevel=3)
+    return None
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 @selects_on("validation")
@@ -286,18 +347,20 @@ def select_final(run_dir, task, *, per_dataset: int = default("per_dataset"), wo
     with the lowest mean metric is chosen (ties: the higher robust score, then the robust
     best). Returns and writes to ``RUN_DIR/selection.json``: ``program_id``, ``program``,
     ``validation_metric``, ``robust_best`` (its id) and, per candidate, its robust score (on the
-    run's final instance set) and validation metric. A selection already recorded with the
-    same ``per_dataset`` at the same number of samples is returned as is (a resumed run is
-    chosen again). ``None`` when the run has no valid program.
+    run's final instance set) and validation metric, and ``unread`` where the last population
+    could not be read whole (``final_candidates``). A selection already recorded with the
+    same ``per_dataset`` at the same number of samples, from the whole population, is returned
+    as is (a resumed run is chosen again; a damaged record is replaced: ``recorded_selection``).
+    ``None`` when the run has no valid program.
     """
     path = Path(run_dir)
     recorded = path / SELECTION_FILE
     summary = load_summary(path) or {}
     samples = summary.get("samples")
-    if recorded.exists():
-        previous = json.loads(recorded.read_text())
-        if previous.get("per_dataset") == per_dataset and previous.get("samples") == samples:
-            return previous
+    previous = recorded_selection(recorded)
+    if (previous is not None and previous.get("per_dataset") == per_dataset and previous.get("samples") == samples
+            and not previous.get("unread")):  # one made without the whole population is made again
+        return previous
     final = final_candidates(path, summary)
     if final is None:
         return None
@@ -311,6 +374,7 @@ def select_final(run_dir, task, *, per_dataset: int = default("per_dataset"), wo
         "validation_metric": _finite(scores[chosen]["metric"]), "robust_best": best,
         "candidates": [{"program_id": pid, "robust_score": _finite(robust[pid]),
                         "validation_metric": _finite(scores[pid]["metric"])} for pid in order],
+        **({"unread": final["unread"]} if final["unread"] else {}),
     }
     write_json_atomic(recorded, selection)
     return selection

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -150,3 +151,78 @@ def test_the_task_decides_what_compare_hands_on_unless_told(monkeypatch):
     from raise_plugin.commands.compare import PRESETS
     # the presets that reproduce a table measured on robust bests say so, whatever the task's default
     assert PRESETS["paper-obp"]["select_on"] == PRESETS["obp-validated"]["select_on"] == "robust"
+
+
+def _copy(finished_run, tmp_path):
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    return run
+
+
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("raise-ahd: warning: ")]
+
+
+@pytest.mark.parametrize("damaged, says", [
+    (b"{oops", "not valid JSON"), (b"[1]", "not a JSON object"), (b"\xff\xfe", "not valid JSON"),
+    (b'{"per_dataset": 1, "samples": 16, "program_id": "FORGED", "program": "print(1)"}',
+     "its robust_best, candidates missing or malformed")])
+def test_a_damaged_recorded_selection_is_said_in_one_line_kept_and_made_again(finished_run, tmp_path, capsys,
+                                                                                damaged, says):
+    """It was a traceback (JSONDecodeError, AttributeError, UnicodeDecodeError, KeyError)."""
+    run = _copy(finished_run, tmp_path)
+    (run / "selection.json").write_bytes(damaged)
+    assert main(["select", str(run), "--workers", "1"]) == 0
+    captured = capsys.readouterr()
+    assert _warnings(captured.err) == [
+        f"raise-ahd: warning: {run / 'selection.json'} is damaged ({says}); the program is chosen again and the "
+        "file replaced (the original is kept as selection.json.damaged)"]
+    assert (run / "selection.json.damaged").read_bytes() == damaged
+    chosen = json.loads((run / "selection.json").read_text())
+    assert chosen["program_id"] in captured.out and len(chosen["candidates"]) > 1
+
+
+@pytest.mark.parametrize("name", ["summary.json", "config.json", "samples.jsonl", "chosen.py", "host/chosen.py"])
+def test_select_refuses_an_out_inside_the_run_directory(finished_run, tmp_path, capsys, name):
+    """An --out naming summary.json or config.json replaced it with the program: every later command
+    then called the run damaged."""
+    run = _copy(finished_run, tmp_path)
+    before = {f: f.read_bytes() for f in run.rglob("*") if f.is_file()}
+    assert main(["select", str(run), "--workers", "1", "--out", str(run / name)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"raise-ahd: error: --out {run / name}: is inside the run directory {run}, which holds only the "
+                   f"run's own records; write the program outside it (the choice is recorded in "
+                   f"{run / 'selection.json'})")
+    assert {f: f.read_bytes() for f in run.rglob("*") if f.is_file()} == before
+
+
+def _cut_to_first_line(path):
+    path.write_text(path.read_text().splitlines()[0] + "\n")
+
+
+@pytest.mark.parametrize("damage, unread", [
+    (lambda p: p.unlink(), "population.jsonl is missing"),
+    (lambda p: p.write_text(""), "population.jsonl holds no readable generation record"),
+    (lambda p: p.write_text("not json\n"), "population.jsonl holds no readable generation record"),
+    (_cut_to_first_line, "population.jsonl's last readable record is generation 1 of "),
+])
+def test_a_last_population_that_cannot_be_read_is_said_and_recorded(finished_run, tmp_path, capsys, damage, unread):
+    """The choice was among the robust best alone (or an earlier generation), said to be made on the
+    validation suite, without a word."""
+    run = _copy(finished_run, tmp_path)
+    damage(run / "population.jsonl")
+    assert main(["select", str(run), "--workers", "1"]) == 0
+    chosen = json.loads((run / "selection.json").read_text())
+    said = _warnings(capsys.readouterr().err)
+    assert len(said) == 1 and f"{run}: the run's last population cannot be read ({unread}" in said[0]
+    assert f"chosen among the {len(chosen['candidates'])} candidate(s) read, not the whole population" in said[0]
+    assert unread in chosen["unread"]
+    # asked again, it is chosen again (and said again): once the records are restored, among them all
+    shutil.copy(finished_run / "population.jsonl", run / "population.jsonl")
+    assert main(["select", str(run), "--workers", "1"]) == 0
+    assert _warnings(capsys.readouterr().err) == []
+    again = json.loads((run / "selection.json").read_text())
+    last = json.loads((run / "population.jsonl").read_text().splitlines()[-1])
+    assert "unread" not in again and {m["program_id"] for m in last["members"]} <= {
+        c["program_id"] for c in again["candidates"]}

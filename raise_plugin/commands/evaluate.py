@@ -93,9 +93,10 @@ def check_timeout(timeout) -> None:
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout:g}")
 
 
-def report_invalid(rows, names, out=None) -> None:
-    """One line per heuristic that failed somewhere: on how many instances, the first
-    reason, and how many of them were skipped after a failure that repeats."""
+def report_invalid(rows, names, out=None, where: str = "") -> None:
+    """One line per heuristic that failed somewhere: on how many instances (``where``: of which
+    set, when a command shows more than one), the first reason, and how many of them were
+    skipped after a failure that repeats."""
     for h in names:
         bad = [r for r in rows if r.heuristic == h and not r.valid]
         if not bad:
@@ -103,7 +104,7 @@ def report_invalid(rows, names, out=None) -> None:
         skipped = sum(1 for r in bad if r.skipped)
         first = next((r.reason for r in bad if not r.skipped), bad[0].reason)
         tail = f" ({skipped} skipped after it)" if skipped else ""
-        print(f"{h}: invalid on {len(bad)} instances: {first}{tail}", file=out)
+        print(f"{h}: invalid on {len(bad)} instances{where}: {first}{tail}", file=out)
 
 
 def run(args) -> int:

@@ -12,6 +12,7 @@ from raise_plugin.harness.rerank import (check_recorded_task, load_run_programs,
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
+from raise_plugin.rundir.reader import finished_summary, load_config
 from raise_plugin.commands.flags import add_flags, check_flags, in_flag_words
 from tasks.common.suite import Dataset
 
@@ -32,6 +33,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    path = Path(args.log_dir)
+    if not path.is_dir():
+        raise UserError(f"{path} is neither a run directory nor an llm4ad log folder "
+                        f"({'a file' if path.exists() else 'no such directory'})")
+    if (path / "config.json").exists():  # a plugin run directory: a finished one, its records read as select reads them
+        load_config(path)
+        finished_summary(path)
     recorded = recorded_run_config(args.log_dir)
     if args.task is None and not recorded.get("task"):
         raise UserError(f"--task: {args.log_dir} records no task (an llm4ad log folder, or no run at all): give "
@@ -61,7 +69,7 @@ def run(args) -> int:
     by_original = sorted(chosen, key=lambda p: -p.original_score)
     by_robust = sorted(chosen, key=lambda p: -p.robust_score)
     robust_rank = {p.name: i + 1 for i, p in enumerate(by_robust)}
-    body = [[p.name, str(i + 1), f"{p.original_score:.4f}", f"{p.nominal_metric:.4f}", f"{p.robust_score:.4f}",
+    body = [[p.name, str(i + 1), f"{p.original_score:.4f}", _cell(p.nominal_metric), _cell(p.robust_score),
              str(robust_rank[p.name])] for i, p in enumerate(by_original)]
     columns = ["program", "original rank", "original score", "nominal metric", "robust score", "robust rank"]
     headers = ["program", "original rank", "original score (higher is better)", "nominal metric (lower is better)",
@@ -72,6 +80,11 @@ def run(args) -> int:
                f"nominal metric: the mean over the nominal set. Metric: {task.metric_label}.")
     print(caption)
     print(render_table(headers, body))
+    # why each failed, one line a program, as evaluate says it
+    report_invalid(out["rows"], [p.name for p in chosen], where=" of the nominal set and the adversarial ones")
+    for f in out["adversarial"]:
+        if "failed" in f:
+            print(f"{f['attacked']}: invalid: the search for its worst instance failed ({f['failed']})")
 
     suite = task.test_suite()
     if args.suite_instances:
@@ -88,7 +101,7 @@ def run(args) -> int:
         lines.append(f"{role} ({p.name}): mean test-suite metric {mean:.4f} over {len(vals)} instances "
                      f"({task.metric_label})")
     print("\n".join(lines))
-    report_invalid(rows, [p.name for p in pair])
+    report_invalid(rows, [p.name for p in pair], where=" of the test suite")
     if args.out:
         folder = Path(args.out)
         folder.mkdir(parents=True, exist_ok=True)
@@ -107,3 +120,8 @@ def run(args) -> int:
         print(f"wrote {folder / 'rerank.md'}")
     valid = {p.name for p in chosen if math.isfinite(p.nominal_metric)} | {r.heuristic for r in rows if r.valid}
     return all_invalid_status("rerank", [p.name for p in chosen], valid)
+
+
+def _cell(value: float) -> str:
+    """A metric or score in the table: ``invalid`` where the program failed (as ``evaluate`` shows it)."""
+    return f"{value:.4f}" if math.isfinite(value) else "invalid"

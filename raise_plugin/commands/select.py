@@ -5,7 +5,7 @@ from pathlib import Path
 
 from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import render_table
-from raise_plugin.rundir.reader import load_config, load_summary
+from raise_plugin.rundir.reader import finished_summary, load_config
 from raise_plugin.commands.evaluate import check_output
 from raise_plugin.commands.flags import add_flags, check_flags
 from raise_plugin.validation import SELECTION_FILE, select_final
@@ -24,14 +24,12 @@ def register(sub) -> None:
 def run(args) -> int:
     path = Path(args.run_dir)
     config = load_config(path)
-    summary = load_summary(path) or {}
-    if not summary.get("finished"):
-        raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")
-    if "best" not in summary:  # a finished run records its best, None when no program was valid
-        raise UserError(f"{path / 'summary.json'} records no best program: it is damaged; resume the run to write "
-                        f"it again (raise-ahd resume {path})")
+    finished_summary(path)
     check_flags(args, ("per_dataset", "workers"))
     check_output(args.out)  # a folder, or a place that cannot be written: refused before the suite is run
+    if args.out and Path(args.out).resolve().is_relative_to(path.resolve()):
+        raise UserError(f"--out {args.out}: is inside the run directory {path}, which holds only the run's own "
+                        f"records; write the program outside it (the choice is recorded in {path / SELECTION_FILE})")
     task = get_task(config["task"])
     chosen = select_final(path, task, per_dataset=args.per_dataset, workers=args.workers)
     if chosen is None:

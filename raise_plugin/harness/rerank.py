@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from raise_plugin.adversary.adversary_config import AdversaryConfig
 from raise_plugin.config import AdversarySettings, ConfigError
 from raise_plugin.engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
-from raise_plugin.errors import UserError
+from raise_plugin.errors import PluginWarning, UserError
 from raise_plugin.harness.robustness_profile import search_timeout
 from raise_plugin.resolve import task_defaults
 from raise_plugin.selection import selects_on
@@ -84,13 +85,17 @@ def load_run_programs(path: str | Path) -> list[RankedProgram]:
     found: dict[str, float] = {}
     ids: dict[str, str] = {}  # a run directory's own program ids, as its summary and select name them
     damaged: list[str] = []
+    bad: list[str] = []  # records that hold no program text with a score (a failed program's is null)
     if (p / "samples.jsonl").is_file():
-        for line in (p / "samples.jsonl").read_text(errors="replace").splitlines():
+        for number, line in enumerate((p / "samples.jsonl").read_text(errors="replace").splitlines(), 1):
             try:
                 r = json.loads(line)
             except json.JSONDecodeError:
+                r = None
+            if not _is_record(r, "program"):
+                bad += [f"line {number}"] if line.strip() else []
                 continue
-            if isinstance(r, dict) and isinstance(r.get("score"), (int, float)) and isinstance(r.get("program"), str):
+            if r["score"] is not None:
                 found.setdefault(r["program"], float(r["score"]))
                 if isinstance(r.get("program_id"), str):
                     ids.setdefault(r["program"], r["program_id"])
@@ -103,10 +108,14 @@ def load_run_programs(path: str | Path) -> list[RankedProgram]:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 damaged.append(f.name)  # e.g. cut short by a killed run: the other files still count
                 continue
-            for r in records if isinstance(records, list) else []:
-                score = r.get("score") if isinstance(r, dict) else None
-                if isinstance(score, (int, float)) and math.isfinite(float(score)) and isinstance(r.get("function"), str):
-                    found.setdefault(_HOST_PREFACE + r["function"], float(score))
+            if not isinstance(records, list):
+                damaged.append(f.name)
+                continue
+            for k, r in enumerate(records):
+                if not _is_record(r, "function"):
+                    bad.append(f"{f.name} record {k + 1}")
+                elif r["score"] is not None and math.isfinite(float(r["score"])):
+                    found.setdefault(_HOST_PREFACE + r["function"], float(r["score"]))
     else:
         raise ProgramError(f"{p}: neither a run directory (samples.jsonl) nor an llm4ad log (samples/)")
     programs = [RankedProgram(ids.get(code, f"p{i:03d}"), code, s) for i, (code, s) in enumerate(found.items())
@@ -114,21 +123,36 @@ def load_run_programs(path: str | Path) -> list[RankedProgram]:
     if not programs:
         note = f" ({len(damaged)} damaged sample file(s), e.g. {damaged[0]})" if damaged else ""
         raise ProgramError(f"{p}: no program with a valid score{note}")
+    if bad or damaged:
+        parts = ([f"{len(damaged)} damaged sample file(s) ({_some(damaged)})"] if damaged else []) + (
+            [f"{len(bad)} record(s) that hold no program text with a score ({_some(bad)})"] if bad else [])
+        warnings.warn(f"{p}: skipped {' and '.join(parts)}; the others are re-ranked", PluginWarning, stacklevel=2)
     return programs
 
 
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def _is_record(r, text: str) -> bool:
+    """Whether ``r`` is a sample record: a dict with its program's ``text`` (``program`` in a run
+    directory, ``function`` in a host log) and a ``score`` that is a number or null (a failed program)."""
+    return (isinstance(r, dict) and isinstance(r.get(text), str)
+            and (r.get("score") is None or isinstance(r["score"], (int, float)) and not isinstance(r["score"], bool)))
+
+
 def _metrics(task_name: str, programs: list[RankedProgram], instances: list, executor,
-             skipped: list[int], timeout: float | None = None) -> np.ndarray:
-    """Metrics of ``programs`` on ``instances`` (+inf where invalid); adds the rows skipped
-    after a repeating failure to ``skipped[0]``."""
+             rows: list, timeout: float | None = None) -> np.ndarray:
+    """Metrics of ``programs`` on ``instances`` (+inf where invalid); adds each evaluation's row
+    (``engine.suite.Row``: why it failed, whether it was skipped after a repeating failure) to ``rows``."""
     out = np.full((len(programs), len(instances)), math.inf)
     if not programs:
         return out
-    rows = evaluate_suite(task_name, [Heuristic(p.name, code=p.code) for p in programs],
-                          [Dataset("set", {}, instances)], executor=executor, progress=False, timeout=timeout)
+    new = evaluate_suite(task_name, [Heuristic(p.name, code=p.code) for p in programs],
+                         [Dataset("set", {}, instances)], executor=executor, progress=False, timeout=timeout)
+    rows.extend(new)
     index = {p.name: i for i, p in enumerate(programs)}
-    for r in rows:
-        skipped[0] += r.skipped
+    for r in new:
         if r.valid:
             out[index[r.heuristic], r.instance] = r.metric
     return out
@@ -157,7 +181,12 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float | No
     set they were scored on.
 
     ``timeout``: seconds per instance (default: the task's limit of each instance); a
-    search may take that times the instances it evaluates (``robustness_profile.search_timeout``)."""
+    search may take that times the instances it evaluates (``robustness_profile.search_timeout``).
+
+    Returns ``programs`` (the ``top``, each with its robust score and nominal metric: ``-inf`` and
+    ``inf`` where it failed), ``adversarial`` (what each refresh found, or why its search failed),
+    ``instances``, ``rows`` (every evaluation's ``engine.suite.Row``, with why it failed),
+    ``skipped`` (the evaluations skipped after a failure that repeats), ``epsilon`` and ``aggregation``."""
     task = get_task(task_name)
     epsilon, aggregation = robust_settings(task, epsilon, aggregation)
     scorer = task.evaluation(aggregation=Aggregation.parse(aggregation))  # scores only: A, nominal count, references
@@ -167,9 +196,9 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float | No
     scorer.nominal_count = len(nominal)
     limit = search_timeout(task, inner_population, inner_generations, timeout)
     pool = ProcessExecutor(workers, SandboxLimits(timeout=limit))
-    skipped = [0]
+    rows: list = []
     try:
-        metrics, found = _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, epsilon=epsilon,
+        metrics, found = _refresh(task_name, scorer, chosen, nominal, instances, pool, rows, epsilon=epsilon,
                                   refreshes=refreshes, seed=seed, inner_population=inner_population,
                                   inner_generations=inner_generations, progress=progress, timeout=timeout)
     finally:
@@ -177,8 +206,8 @@ def rerank(task_name: str, programs: list[RankedProgram], *, epsilon: float | No
     for p, m in zip(chosen, metrics):
         p.nominal_metric = float(np.mean(m[: len(nominal)]))
         p.robust_score = _robust_score(scorer, m, instances) if np.all(np.isfinite(m)) else -math.inf
-    return {"programs": chosen, "adversarial": found, "instances": instances, "skipped": skipped[0],
-            "epsilon": epsilon, "aggregation": aggregation}
+    return {"programs": chosen, "adversarial": found, "instances": instances, "rows": rows,
+            "skipped": sum(r.skipped for r in rows), "epsilon": epsilon, "aggregation": aggregation}
 
 
 def robust_settings(task, epsilon: float | None, aggregation: str | None) -> tuple[float, str]:
@@ -203,10 +232,10 @@ def _robust_score(evaluation, metrics, instances) -> float:
                                if regret else None)
 
 
-def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, epsilon, refreshes, seed,
+def _refresh(task_name, scorer, chosen, nominal, instances, pool, rows, *, epsilon, refreshes, seed,
              inner_population, inner_generations, progress, timeout):
     """The refreshes: attack the robust best, add its worst instance, re-score the others."""
-    metrics = _metrics(task_name, chosen, instances, pool, skipped, timeout)
+    metrics = _metrics(task_name, chosen, instances, pool, rows, timeout)
     found = []
     for k in range(refreshes):
         scores = [_robust_score(scorer, m, instances) if np.all(np.isfinite(m)) else -math.inf for m in metrics]
@@ -231,7 +260,7 @@ def _refresh(task_name, scorer, chosen, nominal, instances, pool, skipped, *, ep
                       "distance": float(result.distance)})
         alive = [i for i, m in enumerate(metrics) if np.all(np.isfinite(m))]  # the others stay invalid
         column = np.full((len(chosen), 1), math.inf)
-        column[alive] = _metrics(task_name, [chosen[i] for i in alive], [result.instance], pool, skipped, timeout)
+        column[alive] = _metrics(task_name, [chosen[i] for i in alive], [result.instance], pool, rows, timeout)
         metrics = np.hstack([metrics, column])
         if progress:
             print(f"  refresh {k + 1}/{refreshes}: attacked {victim.name}, its metric {result.metric:.4f} "

@@ -14,7 +14,7 @@ from .lock import LOCK_NAME
 from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
                      valid_score)
 
-__all__ = ["RunLog", "load_config", "load_summary", "read_summary", "holds", "check_holds_run"]
+__all__ = ["RunLog", "load_config", "load_summary", "finished_summary", "read_summary", "holds", "check_holds_run"]
 
 _log = logging.getLogger("raise_plugin.rundir")
 
@@ -117,6 +117,18 @@ def load_summary(p: Path) -> dict | None:
     if not (Path(p) / "summary.json").exists():
         return None
     return _json_object(Path(p) / "summary.json", f"resume the run to write it again (raise-ahd resume {p})")
+
+
+def finished_summary(p: Path) -> dict:
+    """``RUN_DIR/summary.json`` of a finished run, or a one-line ``UserError``: a run that has not
+    finished (or wrote no summary) is resumed, a summary that records no best is damaged."""
+    summary = load_summary(p) or {}
+    if not summary.get("finished"):
+        raise UserError(f"{p}: the run has not finished (raise-ahd resume {p})")
+    if "best" not in summary:  # a finished run records its best, None when no program was valid
+        raise RunDirectoryDamaged(f"{Path(p) / 'summary.json'} records no best program: it is damaged; resume the "
+                                  f"run to write it again (raise-ahd resume {p})")
+    return summary
 
 
 def _json_object(path: Path, fix: str) -> dict:

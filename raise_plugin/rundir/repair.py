@@ -9,8 +9,8 @@ from typing import Callable
 from ..durable import replace_file
 from .files import NOMINAL_PREFIX, RunDirectoryDamaged, read_json
 
-__all__ = ["valid_sample", "valid_score", "valid_population", "valid_index", "checked_lines", "rewrite", "renumber",
-           "checked_checkpoint"]
+__all__ = ["valid_sample", "valid_score", "valid_population", "valid_index", "checked_lines", "keep_damaged", "rewrite",
+           "renumber", "checked_checkpoint"]
 
 
 def _is_int(x) -> bool:
@@ -81,11 +81,17 @@ def checked_lines(path: Path, valid: Callable[[dict], bool], repaired) -> list[d
     return good
 
 
-def rewrite(path: Path, records: list[dict]) -> None:
-    """Replace a JSONL file by ``records`` (atomically), keeping the first damaged original."""
+def keep_damaged(path: Path) -> Path:
+    """A copy of the damaged file ``path`` kept as ``<name>.damaged`` (the first: a copy kept already stays)."""
     backup = path.with_name(path.name + ".damaged")
     if path.exists() and not backup.exists():
         backup.write_bytes(path.read_bytes())
+    return backup
+
+
+def rewrite(path: Path, records: list[dict]) -> None:
+    """Replace a JSONL file by ``records`` (atomically), keeping the first damaged original."""
+    keep_damaged(path)
     replace_file(path, lambda fh: fh.write("".join(json.dumps(r, allow_nan=False) + "\n" for r in records).encode()))
 
 

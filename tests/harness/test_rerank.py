@@ -125,3 +125,73 @@ def test_a_run_directory_names_its_own_task_and_a_host_log_folder_must_be_given_
     err = capsys.readouterr().err.strip()
     assert err == (f"raise-ahd: error: --task: {tmp_path / 'log'} records no task (an llm4ad log folder, or no run "
                    "at all): give the task its programs were written for")
+
+
+def _copy(run_dir, tmp_path):
+    import shutil
+    shutil.copytree(run_dir, tmp_path / "r")
+    return tmp_path / "r"
+
+
+@pytest.mark.parametrize("damage, says", [
+    (lambda s: s.write_text(json.dumps({**json.loads(s.read_text()), "finished": False})), "{run}: the run has not "
+     "finished (raise-ahd resume {run})"),
+    (lambda s: s.unlink(), "{run}: the run has not finished (raise-ahd resume {run})"),
+    (lambda s: s.write_text("{garbage"), "{run}/summary.json is damaged (not valid JSON at line 1 column 2); resume "
+     "the run to write it again (raise-ahd resume {run})"),
+    (lambda s: s.write_text("[]"), "{run}/summary.json is damaged (a JSON list, not an object of fields); resume the "
+     "run to write it again (raise-ahd resume {run})")])
+def test_an_unfinished_run_or_a_damaged_summary_is_refused_in_one_line_as_select_refuses_it(run_dir, tmp_path, capsys,
+                                                                                             damage, says):
+    """A run killed partway, or one whose summary.json was lost or garbled, was re-ranked without a word."""
+    run = _copy(run_dir, tmp_path)
+    damage(run / "summary.json")
+    assert main(["rerank", str(run), *TINY]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == f"raise-ahd: error: {says.format(run=run)}\n"
+    assert main(["select", str(run), "--workers", "1"]) == 2
+    assert capsys.readouterr().err == captured.err
+
+
+def test_a_missing_folder_and_a_damaged_config_are_named_as_such(run_dir, tmp_path, capsys):
+    """Both were "records no task (an llm4ad log folder, or no run at all)"."""
+    assert main(["rerank", str(tmp_path / "nosuchdir"), *TINY]) == 2
+    assert capsys.readouterr().err == (f"raise-ahd: error: {tmp_path / 'nosuchdir'} is neither a run directory nor an "
+                                       "llm4ad log folder (no such directory)\n")
+    run = _copy(run_dir, tmp_path)
+    (run / "config.json").write_text('{"task": "ojsp",\n')
+    for task in ([], ["--task", "ojsp"]):
+        assert main(["rerank", str(run), *task, *TINY]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"raise-ahd: error: {run / 'config.json'} is damaged (not valid JSON at line 2 column 1)"
+                              ) and err.endswith("restore it from a copy\n") and len(err.splitlines()) == 1
+
+
+def test_a_failing_program_is_shown_invalid_with_its_reason_and_a_damaged_record_is_counted(run_dir, tmp_path, capsys):
+    """Failing programs showed metric inf and score -inf with no reason, and a record whose program was not
+    text vanished from the count without notice."""
+    run = _copy(run_dir, tmp_path)
+    lines = (run / "samples.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    best = sorted((i for i, r in enumerate(records) if r["score"] is not None), key=lambda i: -records[i]["score"])
+    raises, garbled, not_text = best[:3]
+    records[raises]["program"] = ("def priority(current_time, candidate_operations):\n"
+                                  "    raise ValueError('tampered')\n")
+    records[garbled]["program"] = "def priority(current_time, candidate_operations)\n    return 1\n"
+    records[not_text]["program"] = 12345
+    (run / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["rerank", str(run), *TINY, "--top", "4"]) == 0
+    captured = capsys.readouterr()
+    assert [line for line in captured.err.splitlines() if "warning" in line] == [
+        f"raise-ahd: warning: {run}: skipped 1 record(s) that hold no program text with a score "
+        f"(line {not_text + 1}); the others are re-ranked"]
+    rows = {line.split()[0]: line.split() for line in captured.out.splitlines() if line[:12] in (
+        records[raises]["program_id"], records[garbled]["program_id"])}
+    for pid, why in ((records[raises]["program_id"], "priority raised ValueError: tampered"),
+                     (records[garbled]["program_id"], "syntax error at line 1")):
+        assert rows[pid][-3:-1] == ["invalid", "invalid"]  # nominal metric and robust score, as evaluate shows them
+        ranked_on = " of the nominal set and the adversarial ones: "
+        reason = [line for line in captured.out.splitlines()
+                  if line.startswith(f"{pid}: invalid on ") and ranked_on in line]
+        assert len(reason) == 1 and why in reason[0]
+    assert " inf " not in captured.out and "-inf" not in captured.out

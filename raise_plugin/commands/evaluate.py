@@ -88,11 +88,6 @@ def check_executor(spec) -> None:
         parse_executor_spec(spec)  # a one-line ExecutorSpecError (a UserError) for a bad spec
 
 
-def check_timeout(timeout) -> None:
-    if timeout is not None and not (0 < timeout < math.inf):
-        raise UserError(f"--timeout must be a positive number of seconds, got {timeout:g}")
-
-
 def report_invalid(rows, names, out=None) -> None:
     """One line per heuristic that failed somewhere: on how many instances, the first
     reason, and how many of them were skipped after a failure that repeats."""
@@ -110,10 +105,7 @@ def run(args) -> int:
     task = resolve_task(args.task)
     heuristics = collect_heuristics(task, args.heuristics, args.baselines)
     datasets = task.suite(args.suite)
-    if args.workers is not None and args.workers < 1:
-        raise UserError("--workers must be at least 1")
-    check_timeout(args.timeout)
-    check_flags(args, SANDBOX_LIMITS)
+    check_flags(args, ("workers", "timeout", *SANDBOX_LIMITS))
     check_executor(args.executor)
     check_output(args.out)
     if args.out and Path(args.out).resolve() in {Path(f).resolve() for f in args.heuristics}:

@@ -244,7 +244,8 @@ TREE = Section("run", "run", (
     Section("engine", "evaluation engine", (
         _s("executor", None, "str", "where evaluations (compare: jobs) run: process[:N] (sandboxed workers, one "
            "per core), serial, dask://HOST:PORT or dask://local[:N]", metavar="WHERE", shown="process"),
-        _s("workers", None, "int", "evaluation worker processes", unit="processes", low=1,
+        _s("workers", None, "int", "evaluation worker processes, at most 8 per core this process may use (more "
+           "start as that many, with a note: a run's results do not depend on its workers)", unit="processes", low=1,
            shown="one per core; a compare job's share"),
         _s("num_evaluators", 1, "int", "evaluation threads of the host (the sandboxed engine uses its workers "
            "whatever this says)", unit="threads", low=1),

@@ -277,8 +277,8 @@ TREE = Section("run", "run", (
 
 HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, select)", (
     _s("methods", ("eoh",), "list", "methods to train, comma-separated (`raise-ahd methods` lists them)"),
-    _s("epsilons", None, "list", "radii eps of the robust runs (compare) or of the profile (where the default is "
-       "0.001,0.002,0.005,0.01), comma-separated",
+    _s("epsilons", None, "list", "radii eps of the robust runs (compare; an empty list: plain runs only) or of the "
+       "profile (where the default is 0.001,0.002,0.005,0.01), comma-separated",
        low=0, above=True, task_default=True, fallback=0.002),
     _s("ablations", False, "bool", "also run the paper's three component ablations and the regret and balanced "
        "rows"),

@@ -109,6 +109,8 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     setting, is a ``ConfigError``, and nothing changes). The LLM usage recorded so far is carried over (the
     run's request journal), so caps count the whole run. An ``openai`` run calls the base URL it recorded (else
     one ``EndpointWarning`` says which it calls, and why: ``llm.endpoint.resumed_endpoint``)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise UserError(f"resume_run takes a run directory's path, got {path!r}")
     _check_llm(llm)
     check_names(overrides, "resume_run")
     fixed = sorted(name for name, value in overrides.items() if value is not None and name not in RESUME_CHANGES)

@@ -48,6 +48,8 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
     for b in names:
         if b.lower() not in lookup:
             raise UserError(f"unknown baseline {b!r} for {task.name}; choose from {', '.join(rules)}")
+        if any(h.baseline == lookup[b.lower()] for h in chosen):
+            raise UserError(f"--baselines: {lookup[b.lower()]} named twice; name it once")
         chosen.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
     paths = [Path(f) for f in files]
     seen = set()
@@ -67,7 +69,7 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
         except ProgramError as exc:
             raise UserError(str(exc)) from None
         except UnicodeDecodeError:
-            raise UserError(f"{path}: not a Python file (not UTF-8 text)") from None
+            raise UserError(f"{path}: not UTF-8 text (a heuristic file must be UTF-8 text)") from None
         # named by the file's stem, or by its path where another file or a baseline has that name
         chosen.append(Heuristic(str(path) if path.stem in clash else path.stem, code=code))
     if not chosen:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -304,6 +305,9 @@ class RunConfig:
         flat = {**flat, **settings}
         if type(flat.get("instance_seed")) is int:  # the setting's "or an integer": recorded as its digits
             flat["instance_seed"] = str(flat["instance_seed"])
+        for name in _PATHS:  # a path as its text, as config.json records it
+            if isinstance(flat.get(name), os.PathLike):
+                flat[name] = os.fspath(flat[name])
         for name in _OWN:
             object.__setattr__(self, name, flat.get(name, default(name)))
         for name, cls in SECTIONS.items():
@@ -311,12 +315,12 @@ class RunConfig:
         self.__post_init__()
 
     def __post_init__(self):
+        seed = self.instance_seed  # a float or a boolean is told what the flag tells "1.5", not "a string"
+        if not isinstance(seed, str) or (seed not in ("private", "drawn", "public")
+                                         and not (seed.isdigit() and len(seed) <= 19)):
+            bad_field("instance_seed", seed, "must be 'private', 'drawn', 'public' or a non-negative integer")
         for name in _OWN:
             check_setting(name, getattr(self, name))
-        if self.instance_seed not in ("private", "drawn", "public") and not (self.instance_seed.isdigit()
-                                                                              and len(self.instance_seed) <= 19):
-            bad_field("instance_seed", self.instance_seed,
-                      "must be 'private', 'drawn', 'public' or a non-negative integer")
         if self.engine.programs_in_flight > 1 and self.llm.num_samplers > 1:
             bad_field("programs_in_flight", self.engine.programs_in_flight, "with more than one program in flight the "
                       f"samples are drawn in as many lanes of their own: num_samplers must be 1 (it is "
@@ -392,3 +396,4 @@ class RunConfig:
 
 _RUN_SETTINGS = {setting.name for _, setting in TREE.walk()}
 _OWN = tuple(setting.name for path, setting in TREE.walk() if path == ("run",))  # task, method, robust, ...
+_PATHS = ("out", "record")  # the settings that name a file or a folder: a path-like is taken as its text

@@ -67,6 +67,11 @@ def unwritable(path: str | os.PathLike, *, folder: bool = False) -> str | None:
     that holds no file however permitted (/proc, a read-only mount). Missing folders on the way do
     not count: the writer makes them."""
     p = Path(path)
+    try:
+        p.exists()
+    except OSError as exc:  # a name the file system cannot hold (too long) is no place at all
+        why = exc.strerror or str(exc)
+        return why[:1].lower() + why[1:]
     if p.exists() and p.is_dir() != folder:
         return "not a directory" if folder else "is a directory"
     parent = p if folder and p.exists() else p.parent

@@ -6,7 +6,8 @@ import warnings
 
 from tasks.common.errors import UnknownName, UserError
 
-__all__ = ["UserError", "UnknownName", "PluginWarning", "SandboxNote", "note_once", "unexpected_keyword"]
+__all__ = ["UserError", "UnknownName", "UnknownKeyword", "PluginWarning", "SandboxNote", "note_once",
+           "unexpected_keyword"]
 
 
 class PluginWarning(UserWarning):
@@ -31,11 +32,16 @@ def note_once(message: str, stacklevel: int = 2) -> None:
         warnings.warn(message, SandboxNote, stacklevel=stacklevel + 1)
 
 
-def unexpected_keyword(owner: str, name: str, known) -> TypeError:
-    """Python's own ``TypeError`` for a keyword ``owner`` does not take, with the known names closest
-    to it (``eps`` -> ``epsilon``)."""
+class UnknownKeyword(UserError, TypeError):
+    """A keyword a config does not take: a ``UserError`` (one line, as an unknown field of a TOML
+    file is), and a ``TypeError``, as Python's own for an unexpected keyword."""
+
+
+def unexpected_keyword(owner: str, name: str, known) -> UnknownKeyword:
+    """The one-line error of a keyword ``owner`` does not take, with the known names closest to it
+    (``eps`` -> ``epsilon``)."""
     known = sorted(known)
     close = ([k for k in known if len(name) >= 3 and k.startswith(name)][:2]  # pop -> pop_size
              or difflib.get_close_matches(name, known, n=2))
     hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-    return TypeError(f"{owner}() got an unexpected keyword argument {name!r}{hint}")
+    return UnknownKeyword(f"{owner}: unknown field {name!r}{hint}")

@@ -61,8 +61,8 @@ class SettingError(ValueError):
 class Setting:
     """One leaf of the tree. ``kind``: int, float, str, bool, list (comma-separated on the
     command line) or table; ``low``: the least value (``above``: strictly above it); ``unit``:
-    what the number counts, shown in the help; ``fallback``: the value a ``task_default`` setting
-    takes when the task has none."""
+    what the number counts, shown in the help; ``high``: the greatest value (its help says so);
+    ``fallback``: the value a ``task_default`` setting takes when the task has none."""
 
     name: str
     default: Any
@@ -71,6 +71,7 @@ class Setting:
     unit: str = ""
     low: float | None = None
     above: bool = False
+    high: float | None = None
     choices: tuple = ()
     task_default: bool = False
     fallback: Any = None
@@ -115,12 +116,14 @@ class Setting:
               "list": lambda v: isinstance(v, (list, tuple)), "table": lambda v: isinstance(v, dict)}[self.kind]
         if not ok(value):
             raise SettingError(self.name, f"must be {kind}, got {value!r}")
-        if self.low is not None:
-            for item in (value if self.kind == "list" else (value,)):
-                if isinstance(item, (int, float)) and (item <= self.low if self.above else item < self.low):
-                    unit = f" {self.unit}" if self.unit else ""
-                    raise SettingError(self.name, f"must be {'>' if self.above else '>='} {self.low:g}{unit}, "
-                                                  f"got {value!r}")
+        unit = f" {self.unit}" if self.unit else ""
+        for item in (value if self.kind == "list" else (value,)):  # a list's items, each named where it is bad
+            if not isinstance(item, (int, float)):
+                continue
+            if self.low is not None and (item <= self.low if self.above else item < self.low):
+                raise SettingError(self.name, f"must be {'>' if self.above else '>='} {self.low:g}{unit}, got {item!r}")
+            if self.high is not None and item > self.high:
+                raise SettingError(self.name, f"must be at most {self.high:g}{unit}, got {item!r}")
         for item in (value if self.kind == "list" else (value,)) if self.choices else ():
             if item not in self.choices:  # each item of a list
                 raise SettingError(self.name, f"must be one of {', '.join(self.choices)}, got {item!r}")
@@ -241,7 +244,8 @@ TREE = Section("run", "run", (
     Section("engine", "evaluation engine", (
         _s("executor", None, "str", "where evaluations (compare: jobs) run: process[:N] (sandboxed workers, one "
            "per core), serial, dask://HOST:PORT or dask://local[:N]", metavar="WHERE", shown="process"),
-        _s("workers", None, "int", "evaluation worker processes", unit="processes", low=1,
+        _s("workers", None, "int", "evaluation worker processes, at most 8 per core this process may use (more "
+           "start as that many, with a note: a run's results do not depend on its workers)", unit="processes", low=1,
            shown="one per core; a compare job's share"),
         _s("num_evaluators", 1, "int", "evaluation threads of the host (the sandboxed engine uses its workers "
            "whatever this says)", unit="threads", low=1),
@@ -259,8 +263,8 @@ TREE = Section("run", "run", (
         _s("validation_trace", True, "bool", "trace the best program's validation metric in "
            "RUN_DIR/validation.jsonl every tau generations"),
         Section("sandbox", "sandbox (what one evaluation of a program may use)", (
-            _s("timeout", None, "float", "seconds allowed per evaluation of one instance", unit="seconds", low=0,
-               above=True, metavar="SECONDS", shown="the task's"),
+            _s("timeout", None, "float", "seconds allowed per evaluation of one instance, at most 604800 (a week)",
+               unit="seconds", low=0, above=True, high=604800, metavar="SECONDS", shown="the task's"),
             _s("memory_mb", 2048, "int", "memory a program's process may add to its size at start, and the "
                "worker's own budget (RLIMIT_DATA; docs/engine.md)", unit="MB", low=16, metavar="MB"),
             _s("file_mb", 16, "int", "largest file a program may write (RLIMIT_FSIZE)", unit="MB", low=0,
@@ -273,13 +277,13 @@ TREE = Section("run", "run", (
 
 HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, select)", (
     _s("methods", ("eoh",), "list", "methods to train, comma-separated (`raise-ahd methods` lists them)"),
-    _s("epsilons", None, "list", "radii eps of the robust runs (compare) or of the profile (where the default is "
-       "0.001,0.002,0.005,0.01), comma-separated",
+    _s("epsilons", None, "list", "radii eps of the robust runs (compare; an empty list: plain runs only) or of the "
+       "profile (where the default is 0.001,0.002,0.005,0.01), comma-separated",
        low=0, above=True, task_default=True, fallback=0.002),
     _s("ablations", False, "bool", "also run the paper's three component ablations and the regret and balanced "
        "rows"),
-    _s("seeds", 5, "int", "seeds 0..N-1 of the runs (fewer than 5 cannot tell most differences from seed noise)",
-       unit="seeds", low=1),
+    _s("seeds", 5, "int", "seeds 0..N-1 of the runs, at most 1000 (fewer than 5 cannot tell most differences from "
+       "seed noise)", unit="seeds", low=1, high=1000),
     _s("suite_instances", None, "int", "at most N instances per test dataset", unit="instances", low=1,
        shown="all"),
     _s("select_on", None, "str", "each run's final program: robust (its robust best) or validation (best on "

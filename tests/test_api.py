@@ -138,6 +138,9 @@ def _ovrp_datasets():
           ("SP-Insert", {"adversary_seeds": True}, r"^adversary_seeds: give a count of at least 1, or the seeds"),
           ("SP-Insert", {"out": 123}, r"^out: give a folder's path, got 123$"),  # a TypeError
           (None, {}, r"^heuristics: give each as a file, a baseline's name or a Heuristic, got None$"))],
+    (lambda out: rp.RunConfig(task="ovrp", bogus=1), r"^RunConfig: unknown field 'bogus'$"),  # a plain TypeError
+    (lambda out: rp.resume_run(None), r"^resume_run takes a run directory's path, got None$"),  # a TypeError
+    (lambda out: rp.resume_run(5), r"^resume_run takes a run directory's path, got 5$"),
     (lambda out: rp.robust(rp.get_method("eoh"), callbacks=[5]),  # each hook then failed, logged, all run long
      r"^callbacks: 5 has no on_run_start: subclass raise_plugin.robust.Callback$"),
     (lambda out: rp.robust(rp.get_method("eoh"), callbacks=rp.AdversarialInstanceCallback(epsilon=0.002)),
@@ -148,6 +151,14 @@ def test_a_wrong_argument_to_the_api_is_one_line_and_writes_nothing(tmp_path, ca
     with pytest.raises(rp.UserError, match=message) as caught:
         call(tmp_path / "out")
     assert "\n" not in str(caught.value) and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_a_run_s_paths_may_be_path_objects_and_are_recorded_as_their_text(tmp_path):
+    """``RunConfig(out=Path(...))`` was refused: "config field 'out': must be a string, got PosixPath(...)"."""
+    config = rp.RunConfig(task="ovrp", out=tmp_path / "run", record=tmp_path / "answers.jsonl")
+    assert (config.out, config.llm.record) == (str(tmp_path / "run"), str(tmp_path / "answers.jsonl"))
+    assert config.to_dict() == rp.RunConfig(task="ovrp", out=str(tmp_path / "run"),
+                                            record=str(tmp_path / "answers.jsonl")).to_dict()
 
 
 def test_a_run_on_another_task_is_not_profiled_and_a_task_object_is_evaluated(tmp_path):

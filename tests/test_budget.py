@@ -97,4 +97,7 @@ def test_a_resume_that_sets_a_cap_at_or_below_what_was_sent_is_refused_and_chang
                                               rf"the run has sent .*, got {cap}$"):
             resume_run(out, max_llm_calls=cap)
         assert (out / "config.json").read_text() == recorded
+    with pytest.raises(ConfigError, match=r"^config field 'max_cost_usd': must be above the 0 dollars the run has "
+                                          r"spent .*, got -1$"):  # dollars are spent, not "sent"
+        resume_run(out, max_cost_usd=-1)
     assert resume_run(out, max_llm_calls=sent + 4).run()["samples"] > 4  # a cap above it: the run goes on

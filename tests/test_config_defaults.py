@@ -99,8 +99,13 @@ def test_an_instance_seed_may_be_an_integer_as_its_setting_says(tmp_path):
     with pytest.raises(ConfigError, match=r"'instance_seed': must be 'private', 'drawn', 'public' or a non-negative "
                                           r"integer, got '-1'$"):
         RunConfig(task="ovrp", instance_seed=-1)
-    with pytest.raises(ConfigError, match="got True"):
-        RunConfig(task="ovrp", instance_seed=True)
+    for value in (True, 1.5):  # in a TOML file too: these said "must be a string", of a setting taking integers
+        with pytest.raises(ConfigError, match=r"'instance_seed': must be 'private', 'drawn', 'public' or a "
+                                              rf"non-negative integer, got {value!r}$"):
+            RunConfig(task="ovrp", instance_seed=value)
+    (tmp_path / "float.toml").write_text('task = "ovrp"\ninstance_seed = 1.5\n')
+    with pytest.raises(ConfigError, match=r"'instance_seed': must be 'private', 'drawn', 'public' or a non-negative"):
+        RunConfig.from_toml(tmp_path / "float.toml")
 
 
 def test_a_settings_file_that_starts_with_a_byte_order_mark_is_read(tmp_path):

@@ -24,6 +24,7 @@ def test_each_place_that_cannot_be_written_is_named_with_why(tmp_path):
     assert unwritable(tmp_path / "afile" / "r.csv") == f"{tmp_path / 'afile'} is not a directory"
     # permissions allow it, yet the folder holds no file: found before the work, not when the table is written
     assert unwritable("/proc/r.csv") == "/proc cannot hold a file (No such file or directory)"
+    assert unwritable(tmp_path / ("x" * 300), folder=True) == "file name too long"  # was an OSError, exit 1
 
 
 def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temporary_one(tmp_path):

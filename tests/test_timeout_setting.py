@@ -27,3 +27,11 @@ def test_a_run_s_timeout_is_seconds_for_each_nominal_instance(tmp_path):
 def test_a_timeout_too_short_for_the_task_s_baseline_names_the_value_given(tmp_path):
     with pytest.raises(UserError, match=r"^the sandbox's time limit \(0\.001 s\) fails ovrp's own baseline"):
         start_run(_config(tmp_path, timeout=0.001))  # it said 0.0002 s, a fifth of what was given
+
+
+def test_a_timeout_past_a_week_is_refused_and_a_week_holds_for_the_instances_evaluated_together(tmp_path):
+    with pytest.raises(UserError, match=r"^config field 'timeout': must be at most 604800 seconds, got 3000000\.0$"):
+        RunConfig(task="ovrp", timeout=3e6)
+    # a week on each of OVRP's five nominal instances, waited for as one job: past what poll takes at once
+    summary = start_run(_config(tmp_path, timeout=604800.0)).run()
+    assert summary["samples"] == 4

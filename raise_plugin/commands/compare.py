@@ -56,7 +56,7 @@ def add_compare_arguments(p, **defaults) -> None:
     groups: dict = {}
     add_flags(p, SETTINGS, defaults={"out": DEFAULT_OUT, **defaults}, groups=groups,
               helps={"tau": "refresh interval: a refresh every tau generations (pop-size samples each)",
-                     "epsilons": "radii eps of the robust runs, comma-separated",
+                     "epsilons": "radii eps of the robust runs, comma-separated (an empty list: plain runs only)",
                      "max_cost_usd": "stop the study cleanly once its runs' LLM cost, summed, reaches this: no "
                                      "run starts past it and a run under way is given what is left",
                      "max_llm_calls": "the endpoint receives at most N requests over all runs of the study, "

@@ -48,6 +48,8 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
     for b in names:
         if b.lower() not in lookup:
             raise UserError(f"unknown baseline {b!r} for {task.name}; choose from {', '.join(rules)}")
+        if any(h.baseline == lookup[b.lower()] for h in chosen):
+            raise UserError(f"--baselines: {lookup[b.lower()]} named twice; name it once")
         chosen.append(Heuristic(lookup[b.lower()], baseline=lookup[b.lower()]))
     paths = [Path(f) for f in files]
     seen = set()
@@ -67,7 +69,7 @@ def collect_heuristics(task, files, baselines: str) -> list[Heuristic]:
         except ProgramError as exc:
             raise UserError(str(exc)) from None
         except UnicodeDecodeError:
-            raise UserError(f"{path}: not a Python file (not UTF-8 text)") from None
+            raise UserError(f"{path}: not UTF-8 text (a heuristic file must be UTF-8 text)") from None
         # named by the file's stem, or by its path where another file or a baseline has that name
         chosen.append(Heuristic(str(path) if path.stem in clash else path.stem, code=code))
     if not chosen:
@@ -88,11 +90,6 @@ def check_executor(spec) -> None:
         parse_executor_spec(spec)  # a one-line ExecutorSpecError (a UserError) for a bad spec
 
 
-def check_timeout(timeout) -> None:
-    if timeout is not None and not (0 < timeout < math.inf):
-        raise UserError(f"--timeout must be a positive number of seconds, got {timeout:g}")
-
-
 def report_invalid(rows, names, out=None, where: str = "") -> None:
     """One line per heuristic that failed somewhere: on how many instances (``where``: of which
     set, when a command shows more than one), the first reason, and how many of them were
@@ -111,10 +108,7 @@ def run(args) -> int:
     task = resolve_task(args.task)
     heuristics = collect_heuristics(task, args.heuristics, args.baselines)
     datasets = task.suite(args.suite)
-    if args.workers is not None and args.workers < 1:
-        raise UserError("--workers must be at least 1")
-    check_timeout(args.timeout)
-    check_flags(args, SANDBOX_LIMITS)
+    check_flags(args, ("workers", "timeout", *SANDBOX_LIMITS))
     check_executor(args.executor)
     check_output(args.out)
     if args.out and Path(args.out).resolve() in {Path(f).resolve() for f in args.heuristics}:

@@ -5,7 +5,7 @@ import csv
 import math
 from pathlib import Path
 
-from raise_plugin.commands.evaluate import all_invalid_status, check_output, check_timeout, report_invalid, resolve_task
+from raise_plugin.commands.evaluate import all_invalid_status, check_output, report_invalid, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness.rerank import (check_recorded_task, load_run_programs, recorded_run_config, rerank,
                                         robust_settings, run_nominal_seed)
@@ -27,8 +27,8 @@ def register(sub) -> None:
                      "task": "the one a plugin run directory recorded; an llm4ad log folder records none"},
               helps={"out": "write rerank.csv, rerank.md and the robust bests here",
                      "suite_instances": "at most N instances per test dataset when comparing the two bests",
-                     "timeout": "seconds allowed per instance; a search may take that times the instances it "
-                                "evaluates"})
+                     "timeout": "seconds allowed per instance, at most 604800 (a week); a search may take that "
+                                "times the instances it evaluates"})
     p.set_defaults(func=run)
 
 
@@ -46,8 +46,7 @@ def run(args) -> int:
                         "the task its programs were written for")
     task = resolve_task(args.task or recorded["task"])
     check_flags(args, ("epsilon", "refreshes", "top", "inner_population", "inner_generations", "suite_instances",
-                       "workers", "seed"))
-    check_timeout(args.timeout)
+                       "workers", "seed", "timeout"))
     check_output(args.out, folder=True)
     check_recorded_task(args.log_dir, task, recorded)
     try:

@@ -11,7 +11,11 @@ from raise_plugin.config import EngineSettings
 from raise_plugin.settings import default
 
 __all__ = ["SandboxLimits", "SECRET_PATTERNS", "ALLOWED_ENVIRONMENT", "START_METHODS", "scrub_environment",
-           "keep_environment", "allowed_environment", "default_start_method", "is_secret"]
+           "keep_environment", "allowed_environment", "default_start_method", "is_secret", "LONGEST_WAIT"]
+
+# the longest one poll or select on a worker's pipes waits before it looks at its deadline again: poll
+# takes at most 2**31 - 1 ms (24.8 days), and a job's time limit is its instances' limits together
+LONGEST_WAIT = 86400.0
 
 # Environment variables never passed to generated programs (matched case-insensitively).
 SECRET_PATTERNS = ("*_API_KEY", "*API_KEY*", "*KEY*", "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*",

@@ -147,7 +147,7 @@ def _heuristics(task, given) -> list[Heuristic]:
             except ProgramError as exc:
                 raise UserError(str(exc)) from None
             except UnicodeDecodeError:
-                raise UserError(f"{h}: not a Python file (not UTF-8 text)") from None
+                raise UserError(f"{h}: not UTF-8 text (a heuristic file must be UTF-8 text)") from None
             chosen.append(Heuristic(name, code=code))
         elif str(h).lower() in lookup:
             chosen.append(Heuristic(lookup[str(h).lower()], baseline=lookup[str(h).lower()]))

@@ -137,7 +137,8 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     cells = [(v, s) for v in variants for s in study.seeds]
     place, evaluation, workers = place_jobs(study.executor, study.jobs, study.workers)
     _say(f"compare on {task.name}: {len(variants)} variants x {len(study.seeds)} seeds, budget "
-         f"{config.runs.budget.samples}, llm {config.runs.llm.backend}; jobs {place.describe()}", quiet)
+         f"{config.runs.budget.samples}, llm {config.runs.llm.backend}; jobs {place.describe()}"
+         + ("; plain runs only (no radius given: no RAISE run)" if not study.epsilons else ""), quiet)
 
     token = client_token(out)
     common = {"evaluation": evaluation, "workers": workers}

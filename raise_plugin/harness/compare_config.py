@@ -249,6 +249,8 @@ def _seeds(value: Any) -> tuple[int, ...]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise UserError(f"seeds: must be the seeds themselves (a list of integers), got {value!r}")
     seeds = tuple(value)
+    if len(seeds) > SETTINGS["seeds"].high:  # as many as the command line's count may give
+        raise UserError(f"seeds: at most {SETTINGS['seeds'].high:g} seeds, got {len(seeds)}")
     for seed in seeds:
         try:
             SETTINGS["seed"].check(seed)

@@ -41,7 +41,9 @@ def no_llm_note(methods, backend) -> str | None:
 
 
 def report_title(config, task) -> str:
-    return f"RAISE compare on {task.name}: {', '.join(config.study.methods)}, budget {config.runs.budget.samples}"
+    """The report's title: a RAISE compare, or a plain one where no radius was given (plain runs only)."""
+    kind = "RAISE compare" if config.study.epsilons else "Plain compare (no RAISE run)"
+    return f"{kind} on {task.name}: {', '.join(config.study.methods)}, budget {config.runs.budget.samples}"
 
 
 def compare_report(config, task, variants, tables, figures, run_dirs, comparisons=(), *, failures=(),
@@ -90,7 +92,9 @@ def _markdown_row(cells) -> str:
 def settings_paragraphs(config, task) -> list[str]:
     """The study's settings, its metric and how each run's final program was chosen."""
     study, budget, adversary = config.study, config.runs.budget, config.runs.adversary
-    return [f"Methods {', '.join(study.methods)}; eps {', '.join(f'{e:g}' for e in study.epsilons)}; "
+    radii = (f"eps {', '.join(f'{e:g}' for e in study.epsilons)}" if study.epsilons
+             else "no eps (no radius given: plain runs only)")
+    return [f"Methods {', '.join(study.methods)}; {radii}; "
             f"budget {budget.samples} samples, population {budget.pop_size}, tau {adversary.tau}, "
             f"P_in {adversary.inner_search.inner_population}, G_in {adversary.inner_search.inner_generations}; "
             f"seeds {list(study.seeds)}; LLM `{config.runs.llm.backend}`.",

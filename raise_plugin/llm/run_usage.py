@@ -68,8 +68,8 @@ def check_caps_left(run_dir: Path, changes: dict) -> None:
     if changes.get("max_llm_calls") is None and changes.get("max_cost_usd") is None:
         return
     spent = run_spent(run_dir)
-    for name, used, unit in (("max_llm_calls", spent["requests"], "requests"),
-                             ("max_cost_usd", spent["cost_usd"], "dollars")):
+    for name, used, unit in (("max_llm_calls", spent["requests"], "requests the run has sent"),
+                             ("max_cost_usd", spent["cost_usd"], "dollars the run has spent")):
         if changes.get(name) is not None and changes[name] <= used:
-            bad_field(name, changes[name], f"must be above the {used:g} {unit} the run has sent (resume raises a "
-                                           "cap; without one it continues as recorded)")
+            bad_field(name, changes[name], f"must be above the {used:g} {unit} (resume raises a cap; without one "
+                                           "it continues as recorded)")

@@ -166,6 +166,8 @@ def holds(folder: str | os.PathLike) -> str | None:
 def check_holds_run(path: str | os.PathLike) -> None:
     """A one-line ``UserError`` when ``path`` holds no run to resume: no such directory, no
     ``config.json``, or a run stopped before its configuration was written (its lock alone)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise UserError(f"resume_run takes a run directory's path, got {path!r}")
     folder = Path(path)
     if (folder / "config.json").exists():
         return

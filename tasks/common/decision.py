@@ -24,12 +24,15 @@ def check_priorities(priorities, expected: int) -> int:
     ``+inf`` anywhere, or every score ``-inf`` make the choice undefined and are errors;
     ``-inf`` on some entries is allowed (a common way to rule candidates out).
     """
+    returned = priorities
     if type(priorities) is not np.ndarray:
         try:
             priorities = np.asarray(priorities)
         except Exception as exc:  # ragged lists, objects numpy refuses
             raise HeuristicError(f"priority returned {type(priorities).__name__}, not an array: {exc}") from None
     if priorities.shape != (expected,):
+        if priorities.ndim == 0 and type(returned) is not np.ndarray:  # None, a string, a generator, a number
+            raise HeuristicError(f"priority returned {_a(returned)}, expected an array of shape ({expected},)")
         raise HeuristicError(f"priority returned shape {priorities.shape}, expected ({expected},)")
     kind = priorities.dtype.kind
     if kind == "b":
@@ -41,6 +44,14 @@ def check_priorities(priorities, expected: int) -> int:
     if kind == "f" and not math.isfinite(chosen):  # NaN (argmax returns the first NaN) or +-inf
         raise HeuristicError(f"priority returned a non-finite score ({chosen})")
     return index
+
+
+def _a(value) -> str:
+    """What a heuristic returned, named by its type: ``None``, ``a str``, ``an int``, ``a generator``."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def decide(priority, *arguments) -> int:

@@ -94,10 +94,13 @@ def test_a_file_whose_module_code_raises_is_invalid_in_the_sandbox_not_run_here(
     ("def priority(item, bins)\n    return bins\n", "syntax error"),
     ("x = 1\n", "expected one function"),
     ("def priority(item):\n    return item\n", "must take the arguments (item, bins)"),
+    # Python reads it (its coding line says latin-1); it was called "not a Python file"
+    ("# -*- coding: latin-1 -*-\n# caf\xe9\ndef priority(item, bins):\n    return bins\n".encode("latin-1"),
+     "bad.py: not UTF-8 text (a heuristic file must be UTF-8 text)"),
 ])
 def test_bad_heuristic_files_get_one_line(tmp_path, content, message):
     f = tmp_path / "bad.py"
-    f.write_text(content)
+    f.write_bytes(content) if isinstance(content, bytes) else f.write_text(content)
     code, out, err = run_cli("evaluate", str(f), "--task", "obp", "--suite", "nominal")
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -108,6 +111,8 @@ def test_bad_heuristic_files_get_one_line(tmp_path, content, message):
     (["evaluate", "--task", "nope"], "unknown task"),
     (["evaluate", "--task", "obp", "--baselines", "worstfit"], "unknown baseline"),
     (["evaluate", "--task", "obp", "--baselines", "none"], "nothing to evaluate"),
+    # it told the command line to "name them apart with Heuristic(name, code=...)", the Python API's fix
+    (["evaluate", "--task", "obp", "--baselines", "BestFit,bestfit"], "--baselines: BestFit named twice; name it once"),
 ])
 def test_bad_arguments_get_one_line(args, message):
     code, out, err = run_cli(*args)

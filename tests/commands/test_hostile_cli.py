@@ -149,6 +149,12 @@ CASES = {
     "profile: nothing to profile": ["profile", "--task", "obp"],
     "profile: workers zero": ["profile", "{tmp}/good.py", "--task", "obp", "--workers", "0"],
     "profile: timeout zero": ["profile", "{tmp}/good.py", "--task", "obp", "--timeout", "0"],
+    # past poll's range (about 2.1e6 s) each of these four was an OverflowError traceback
+    "profile: timeout past a week": ["profile", "{tmp}/good.py", "--task", "obp", "--timeout", "1e10"],
+    "evaluate: timeout past a week": ["evaluate", "{tmp}/good.py", "--task", "obp", "--suite", "nominal",
+                                      "--baselines", "none", "--workers", "1", "--no-progress", "--timeout", "3e6"],
+    "rerank: timeout past a week": ["rerank", "{tmp}/folder", "--task", "obp", "--timeout", "1e10"],
+    "run: timeout past a week": RUN + ["--timeout", "604801", "--out", "{tmp}/r"],
     "profile: out is a file": ["profile", "{tmp}/good.py", "--task", "obp", "--out", "{tmp}/plain.txt"],
     "profile: unknown projection": ["profile", "{tmp}/good.py", "--task", "obp", "--projection", "cube"],
     # rerank

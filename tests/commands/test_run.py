@@ -101,6 +101,7 @@ def test_a_toml_config_with_flags_overriding_it(tmp_path):
     # an --out that is a file, or where no folder can be made: one line naming it, not "File exists" (exit 1)
     (["--budget", "4", "--allow-no-refresh", "--out", "{file}"], "out"),
     (["--budget", "4", "--allow-no-refresh", "--out", "/proc/run"], "out"),
+    (["--budget", "4", "--allow-no-refresh", "--out", "{tmp}/" + "x" * 300], "out"),  # "File name too long", exit 1
 ])
 def test_bad_values_give_one_line_errors_naming_the_field(argv, field, capsys, tmp_path):
     argv = [a.format(tmp=tmp_path, file=__file__) for a in argv]

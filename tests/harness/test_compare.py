@@ -194,6 +194,16 @@ def test_variants_follow_the_paper():
     assert len(keys) == 2 * (1 + 2 + 7)
 
 
+def test_a_compare_given_no_radius_says_it_trains_plain_runs_only(tmp_path):
+    from raise_plugin.harness.compare_report import compare_report
+    from tasks import get_task
+
+    config = tiny(tmp_path / "c", epsilons="", ablations=False, seeds=(0,))  # as --epsilons "" gives it
+    report = compare_report(config, get_task("ovrp"), plan_variants(("eoh",), ()), {}, [], {})
+    assert report.splitlines()[0] == "# Plain compare (no RAISE run) on ovrp: eoh, budget 8"  # was "RAISE compare"
+    assert "Methods eoh; no eps (no radius given: plain runs only); budget 8 samples" in report  # was "eps ;"
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("task", "tsp", "task"), ("methods", ("sgp",), "methods"), ("epsilons", (0.0,), "epsilons"),
     ("budget", 0, "budget"), ("pop_size", 1, "pop_size"), ("seeds", (), "seeds"),

@@ -47,6 +47,8 @@ def _from_toml(tmp_path, text: str) -> list:
     ("seeds = 2.5", "seeds: must be an integer, got 2.5"),
     ("seeds = 1e400", "seeds: must be an integer, got inf"),
     ("seeds = true", "seeds: must be an integer, got True"),
+    ("seeds = 100000000000", "seeds: must be at most 1000 seeds, got 100000000000"),  # a MemoryError
+    ("epsilons = [0.002, -0.1]", "epsilons: must be > 0, got -0.1"),  # the bad item, not the list's repr
     ('epsilons = "0.002,x"', "epsilons: must be numbers, got 'x'"),
     ('epsilons = ["a"]', "epsilons: must be numbers, got 'a'"),
     ("epsilons = [true]", "epsilons: must be numbers, got True"),
@@ -157,12 +159,23 @@ def test_compare_config_refuses_a_bad_type_or_a_repeat_in_one_line(settings, mes
     (dict(seeds=2.5), "seeds: must be the seeds themselves (a list of integers), got 2.5"),  # a TypeError
     (dict(seeds=True), "seeds: must be the seeds themselves (a list of integers), got True"),  # one seed
     (dict(seeds=0), "seeds: must be >= 1 seeds, got 0"),
+    (dict(seeds=10**11), "seeds: must be at most 1000 seeds, got 100000000000"),  # a MemoryError
+    (dict(seeds=tuple(range(1001))), "seeds: at most 1000 seeds, got 1001"),
     (dict(epsilons=True), "epsilons: must be a list of numbers or a comma-separated string, got True"),  # eps 1
 ])
 def test_rp_compare_refuses_a_bad_type_or_a_repeat_in_one_line(settings, message):
     with pytest.raises(UserError) as caught:
         rp.compare("ovrp", **settings)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("command, seeds", [("compare", "100000000000"), ("compare", "9999999999999999999999"),
+                                            ("demo", "99999999999")])
+def test_a_seed_count_past_the_bound_is_refused_in_one_line(capsys, command, seeds):
+    assert _refused(capsys, [command, "--seeds", seeds, "--no-progress"]) == \
+        f"raise-ahd: error: seeds: must be at most 1000 seeds, got {seeds}"  # a MemoryError, an OverflowError
+    assert _refused(capsys, ["compare", "--epsilons", "-0.1", "--no-progress"]) == \
+        "raise-ahd: error: epsilons: must be > 0, got -0.1"  # not the tuple (-0.1,)
 
 
 def test_select_on_is_named_once_in_its_error():

@@ -265,3 +265,20 @@ def test_the_compiled_loops_replay_without_a_heuristic():
     slots = np.full(2, -1, dtype=np.int64)
     assert module._fastpack.pack(items, np.full(4, 10, dtype=np.int64), last_candidate, None, slots) == -1
     assert slots.tolist() == [3, 3]
+
+
+@pytest.mark.parametrize("returned, said", [
+    (None, "priority returned None, expected an array of shape (3,)"),  # each said "returned shape (), expected (3,)"
+    ("high", "priority returned a str, expected an array of shape (3,)"),
+    ((x for x in range(3)), "priority returned a generator, expected an array of shape (3,)"),
+    (7, "priority returned an int, expected an array of shape (3,)"),
+    (np.float64(0.5), "priority returned a float64, expected an array of shape (3,)"),
+    (np.array(0.5), "priority returned shape (), expected (3,)"),  # an array, of the wrong shape: as before
+    ([1.0, 2.0], "priority returned shape (2,), expected (3,)"),
+])
+def test_a_heuristic_that_returns_no_array_is_told_what_it_returned(returned, said):
+    from tasks.common.decision import check_priorities
+
+    with pytest.raises(HeuristicError) as caught:
+        check_priorities(returned, 3)
+    assert str(caught.value) == said

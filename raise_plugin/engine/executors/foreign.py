@@ -13,7 +13,7 @@ from ..compiled import CompiledTally
 from ..jobs import InstanceSet, Job
 from ..limits import SandboxLimits
 from ..results import EvalResult
-from .local import ProcessExecutor, default_workers, executor_workers
+from .local import ProcessExecutor, default_workers, executor_workers, pool_width
 from .spec import CONNECT_SECONDS, ExecutorSpecError, check_reachable
 
 __all__ = ["DaskExecutor", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
@@ -112,7 +112,7 @@ class DaskExecutor:
             import dask
             # worker processes must not be daemons: the sandbox starts processes of its own in them
             with dask.config.set({"distributed.worker.daemon": False}):
-                self._cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
+                self._cluster = LocalCluster(n_workers=pool_width(workers or None), threads_per_worker=1,
                                              processes=processes, dashboard_address="127.0.0.1:0", **network)
             self.client = Client(self._cluster)
         else:

@@ -19,7 +19,8 @@ from ..results import EvalResult, FailureKind
 from ..sandbox import weakened
 from ..workers import SandboxWorker
 
-__all__ = ["ProcessExecutor", "SerialExecutor", "default_workers", "executor_workers", "say_if_weakened"]
+__all__ = ["ProcessExecutor", "SerialExecutor", "default_workers", "most_workers", "pool_width", "WORKERS_PER_CORE",
+           "executor_workers", "say_if_weakened"]
 
 
 def default_workers() -> int:
@@ -27,6 +28,29 @@ def default_workers() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+# the most worker processes a pool starts for each core this process may use: evaluations are
+# CPU-bound, so more would only share the cores (and a mistyped count would start a million)
+WORKERS_PER_CORE = 8
+
+
+def most_workers() -> int:
+    """The most worker processes a pool starts here: ``WORKERS_PER_CORE`` per core this process may use."""
+    return WORKERS_PER_CORE * default_workers()
+
+
+def pool_width(workers: int | None) -> int:
+    """The worker processes a local pool starts for ``workers`` (``None``: one per core): at most
+    ``most_workers()``, with a note where that is fewer than asked (a run's results do not depend on
+    its workers: fewer only take longer)."""
+    if workers is None:
+        return default_workers()
+    if workers > most_workers():
+        note_once(f"{workers} evaluation workers asked for; {most_workers()} started, {WORKERS_PER_CORE} per core "
+                  f"this process may use (evaluations are CPU-bound: more would only share the cores)", stacklevel=3)
+        return most_workers()
+    return workers
 
 
 def executor_workers(executor) -> int:
@@ -85,6 +109,7 @@ class ProcessExecutor:
         self.workers = default_workers() if workers is None else int(workers)
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers!r}")
+        self.workers = pool_width(self.workers)
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         say_if_weakened(self.limits.confine)
         self._queue: queue.SimpleQueue = queue.SimpleQueue()

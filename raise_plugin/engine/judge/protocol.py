@@ -15,6 +15,7 @@ import numpy as np
 
 from tasks.common.errors import printable
 
+from ..limits import LONGEST_WAIT
 from ..results import FailureKind
 
 __all__ = ["DONE", "STOPPED", "HEURISTIC", "PROGRAM", "MEMORY", "ERROR", "STAGE", "KINDS", "Record", "Malformed",
@@ -37,14 +38,24 @@ _TEXT_BYTES = 2000       # what one text of an answer may hold
 AS_THE_JOB, PYTHON, COMPILED = "job", "python", "compiled"
 
 
+def _wait_for(fd: int, deadline: float, writing: bool) -> None:
+    """Until ``fd`` can be read (``writing``: written), in waits of at most ``LONGEST_WAIT`` (which
+    select takes whatever the deadline); ``TimeoutError`` past ``deadline``."""
+    while True:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            raise TimeoutError
+        wait = min(remaining, LONGEST_WAIT)
+        if (select.select([], [fd], [], wait)[1] if writing else select.select([fd], [], [], wait)[0]):
+            return
+
+
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
     """``n`` bytes from ``fd`` by ``deadline``; ``None`` at end of file; ``TimeoutError`` past it."""
     chunks, got = [], 0
     while got < n:
         if deadline is not None:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-                raise TimeoutError
+            _wait_for(fd, deadline, writing=False)
         chunk = os.read(fd, min(n - got, 1 << 20))
         if not chunk:
             return None
@@ -57,9 +68,7 @@ def _write_all(fd: int, data, deadline: float | None = None) -> None:
     view = memoryview(data)
     while view:
         if deadline is not None:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0 or not select.select([], [fd], [], remaining)[1]:
-                raise TimeoutError
+            _wait_for(fd, deadline, writing=True)
         written = os.write(fd, view[: 1 << 16])
         view = view[written:]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from tasks import registered_here
 
 from ..jobs import Job
-from ..limits import SandboxLimits
+from ..limits import LONGEST_WAIT, SandboxLimits
 from ..results import EvalResult, FailureKind
 from ..sandbox import remove_tree
 from .carried import carried_state
@@ -234,11 +234,13 @@ class SandboxWorker:
 
     def _wait(self, deadline: float | None):
         """The next reply, ``"timeout"`` or ``"died"``."""
-        remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
         try:
-            if not self.conn.poll(remaining):
-                return "timeout"
-            return self.conn.recv()
+            while True:  # in waits of at most LONGEST_WAIT, which poll takes whatever the deadline
+                remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
+                if self.conn.poll(None if remaining is None else min(remaining, LONGEST_WAIT)):
+                    return self.conn.recv()
+                if remaining <= LONGEST_WAIT:
+                    return "timeout"
         except (EOFError, OSError):
             return "died"
 

@@ -99,6 +99,16 @@ def test_make_executor_specs():
             make_executor(bad)
 
 
+def test_a_pool_asked_for_more_than_8_workers_a_core_starts_that_many_and_says_so():
+    from raise_plugin.errors import SandboxNote
+
+    most = 8 * len(os.sched_getaffinity(0))
+    with pytest.warns(SandboxNote, match=rf"^{most + 1} evaluation workers asked for; {most} started, 8 per core"):
+        pool = make_executor(f"process:{most + 1}")  # --workers 1000000 started workers until the machine choked
+    with pool:
+        assert pool.workers == most and len(pool.worker_pids()) == most
+
+
 def _closed_port() -> int:
     with socket.socket() as probe:  # a port just freed: nothing listens there
         probe.bind(("127.0.0.1", 0))

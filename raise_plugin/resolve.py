@@ -118,7 +118,7 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     try:  # each part checks what its section names (a bad value: a one-line error naming the field)
         adversary = AdversaryConfig.checked(config.adversary)
         adversary.check_task(task, reach=config.robust)
-        check_llm(config.llm)
+        check_llm(config.llm, out=config.out)
         check_engine(config.engine)
     except SettingError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")

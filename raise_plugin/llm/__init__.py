@@ -48,7 +48,7 @@ __all__ = [
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
-    "asks_llm",
+    "asks_llm", "replay_answers",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
@@ -150,6 +150,12 @@ def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> No
     why = unfit_recording(settings.record, out) if settings.record else None
     if why is not None:
         raise SettingError("record", why)
+
+
+def replay_answers(settings: LLMSettings) -> int | None:
+    """How many answers a replay's recording holds (``check_llm`` has read it): a replay takes no
+    more samples than that; ``None`` for a back-end that is not a replay."""
+    return len(recorded_answers(settings.backend.partition(":")[2])) if settings.kind == "replay" else None
 
 
 def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:

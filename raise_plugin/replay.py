@@ -10,7 +10,7 @@ from typing import Any, Mapping
 from .config import ConfigError, RunConfig, check_names
 from .errors import UserError
 from .instance_seeds import resolve_instance_seed
-from .llm.record import ReplayLLM, recording_path, run_directory_of
+from .llm.record import ReplayLLM, recorded_answers, recording_path, run_directory_of
 from .resolve import recorded_settings, robust_defaults
 from .rundir.files import RunDirectoryDamaged
 from .rundir.reader import load_config, load_summary
@@ -42,6 +42,10 @@ class RecordedRun:
         if run_directory_of(source) is None:
             raise ConfigError(f"replaying {source}: not a run directory (a --record file replays with "
                               f"llm='replay:{source}' and the recorded run's settings given again)")
+        try:
+            recorded_answers(source)  # one line when its journal holds no answer, or a line that is none
+        except UserError as exc:
+            raise ConfigError(str(exc)) from None
         try:
             settings = recorded_settings(load_config(source))
         except RunDirectoryDamaged as exc:

@@ -15,10 +15,12 @@ from .adversary.adversary_config import AdversaryConfig
 from .config import ConfigError, RunConfig, bad_field
 from .engine.executors import check_engine
 from .instance_seeds import resolve_instance_seed
-from .llm import check_llm
+from .llm import check_llm, replay_answers
+from .llm.record import recorded_run_of
 from .llm.endpoint import started_endpoint
 from .methods import METHODS, get_method
 from .robust import idle_adversary, shape_of
+from .rundir.lock import RunDirectoryBusy, lock_holder
 from .settings import SETTINGS, SettingError, section_of
 
 __all__ = ["PAPER_DEFAULTS", "robust_defaults", "task_defaults", "final_selection", "recorded_settings",
@@ -107,22 +109,24 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     whether its adversary would idle: ``RunParts.idle``); a ``ConfigError`` naming the field when
     the method or task is not registered, a baseline named by the aggregation or the objective is
     not the task's, eps is beyond the task's reach, a replay source holds no recording, or the
-    executor names none."""
+    executor names none; a ``RunDirectoryBusy`` when the run a replay reads is still being written."""
     if config.method not in METHODS:
         bad_field("method", config.method, f"must be one of {', '.join(sorted(METHODS))}")
     if config.task not in list_tasks():
         bad_field("task", config.task, f"must be one of {', '.join(list_tasks())}")
     task = get_task(config.task)
     config = config.with_unset(task_defaults(task))
-    idle = idle_adversary(config.budget, config.adversary) if config.robust else None
     try:  # each part checks what its section names (a bad value: a one-line error naming the field)
         adversary = AdversaryConfig.checked(config.adversary)
         adversary.check_task(task, reach=config.robust)
-        check_llm(config.llm)
+        check_llm(config.llm, out=config.out)
         check_engine(config.engine)
     except SettingError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
         raise ConfigError(f"config field {exc.name!r}: {why}", exc.name, exc.reason) from None
+    _check_replayed_run(config)
+    # a replay takes no more samples than its recording holds answers: they bound its generations too
+    idle = idle_adversary(config.budget, config.adversary, replay_answers(config.llm)) if config.robust else None
     available = len(task.nominal_instances())  # a run trains on the first N of its nominal set: no more than it has
     if config.adversary.nominal is not None and config.adversary.nominal > available:
         bad_field("nominal", config.adversary.nominal, f"{task.name} has {available} nominal instances")
@@ -134,3 +138,15 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
             raise ConfigError(f"config field 'programs_in_flight': method {config.method!r} evaluates one program "
                               f"at a time, not {in_flight}: {refused}")
     return config, RunParts(task, method, adversary, idle)
+
+
+def _check_replayed_run(config: RunConfig) -> None:
+    """A replay of a run another process still writes is refused (``RunDirectoryBusy``): its journal
+    and its records would be read halfway, and counted apart."""
+    if config.llm.kind != "replay":
+        return
+    source = config.llm.backend.partition(":")[2]
+    run = recorded_run_of(source)
+    holder = lock_holder(run) if run is not None else None
+    if holder is not None:
+        raise RunDirectoryBusy(f"{run} is in use by {holder}; replay it when it has ended")

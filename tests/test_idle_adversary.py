@@ -41,6 +41,40 @@ def test_a_budget_that_allows_a_refresh_says_nothing(budget, pop_size, tau, unit
     assert idle_adversary(budget_settings, AdversarySettings(tau=tau, tau_unit=unit)) is None
 
 
+@pytest.mark.parametrize("budget, pop_size, tau, unit, answers, fix", [
+    (6, 2, 3, "generations", 4, "lower tau to 2"),  # the budget passes the answers: they make the generations
+    (4, 2, 3, "generations", 4, "lower tau to 2"),
+    (1, 2, 3, "generations", 4, "raise budget to 4 and lower tau to 2"),
+    (1, 2, 3, "generations", 1, None),
+    (8, 4, 10, "samples", 8, "lower tau to 8"),
+])
+def test_a_replay_s_fix_counts_the_answers_its_recording_holds(budget, pop_size, tau, unit, answers, fix):
+    # a replay takes no more samples than its recorded answers: "raise budget to 6" gave 4 samples, no refresh
+    why = idle_adversary(BudgetSettings(samples=budget, pop_size=pop_size), AdversarySettings(tau=tau, tau_unit=unit),
+                         answers)
+    bound = f"a replay takes no more samples than the {answers} answers its recording holds"
+    assert why.endswith(f"{bound}: {fix}" if fix else f"{bound}, too few for a refresh at any tau"), why
+    assert ("recorded answers it replays" in why) == (budget > answers)
+    assert idle_adversary(BudgetSettings(samples=4, pop_size=2), AdversarySettings(tau=3), 12).endswith(
+        "raise budget to 6 or lower tau to 2")  # answers enough for the budget the fix names: the usual fix
+    assert idle_adversary(BudgetSettings(samples=6, pop_size=2), AdversarySettings(tau=3), 6) is None
+
+
+def test_a_replay_refused_for_want_of_a_refresh_gives_a_fix_that_refreshes(tmp_path, capsys):
+    recorded = tmp_path / "recorded"
+    assert main(["run", *TINY, "--pop-size", "2", "--tau", "1", "--budget", "4", "--out", str(recorded)]) == 0
+    capsys.readouterr()
+    refused = ["run", "--llm", f"replay:{recorded}", "--no-progress", "--tau", "3"]
+    assert main([*refused, "--budget", "6", "--out", str(tmp_path / "refused")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith("a replay takes no more samples than the 4 answers its recording holds: lower tau to "
+                                "2 (or start it as it is with --allow-no-refresh)") and "raise budget" not in err
+    assert not (tmp_path / "refused").exists()
+    assert main(["run", "--llm", f"replay:{recorded}", "--no-progress", "--tau", "2", "--budget", "6",
+                 "--out", str(tmp_path / "fixed")]) == 0
+    assert json.loads((tmp_path / "fixed" / "summary.json").read_text())["refreshes"] == 1
+
+
 def test_a_plain_run_says_nothing():
     assert resolve(RunConfig(task="ovrp", robust=False, budget=4, pop_size=4, tau=5))[1].idle is None
     assert resolve(RunConfig(task="ovrp", budget=4, pop_size=4, tau=5, allow_no_refresh=True))[1].idle

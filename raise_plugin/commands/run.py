@@ -146,7 +146,9 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
         print(f"llm             {summary['llm']}", file=out)
     print(f"seconds         {summary['seconds']:.1f}", file=out)
     if summary.get("stopped"):
-        print(f"stopped early   {summary['stopped']}".replace("RUN_DIR", str(run_dir)), file=out)
+        # the caps' and the signals' `raise-ahd resume RUN_DIR` mean this run's directory; other text is kept
+        stopped = summary["stopped"].replace("raise-ahd resume RUN_DIR", f"raise-ahd resume {run_dir}")
+        print(f"stopped early   {stopped}", file=out)
     elif summary.get("finished") and selection is not None:
         metric = selection["validation_metric"]
         print(f"final program   {selection['program_id']}: the last population's best on the validation suite "

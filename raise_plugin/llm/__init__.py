@@ -38,7 +38,8 @@ from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said
 from .openai_backend import (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_configured,
                              endpoint_url)
 from .operators import OPERATOR_PHRASES, infer_operator
-from .record import RecordingLLM, ReplayLLM, prompt_hash, recording_path, records_its_source
+from .record import (RecordingLLM, ReplayLLM, prompt_hash, recorded_answers, recording_path, records_its_source,
+                     unfit_recording)
 from .prices import DEFAULT_PRICES, Price
 from .usage import UsageLedger
 
@@ -47,7 +48,7 @@ __all__ = [
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
-    "asks_llm",
+    "asks_llm", "replay_answers",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
@@ -127,13 +128,17 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
     return RecordingLLM(llm, record) if record else llm
 
 
-def check_llm(settings: LLMSettings) -> None:
+def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> None:
     """What a run's ``llm`` section names, before anything is made: a replay's source holds a
-    recording (``SettingError`` naming the field ``llm``), and a recording to write is a file that
-    can be made (not a folder, nor under a file, nor the recording replayed: ``record``)."""
+    recording with an answer in it (``SettingError`` naming the field ``llm``), and a recording to
+    write is a file that can be made and appended to (not a folder, nor under a file, nor a device
+    or a pipe, nor the recording replayed, nor a run directory's journal of answers, ``out``'s own
+    or another run's: ``record``)."""
     if settings.kind == "replay":
+        spec = settings.backend.partition(":")[2]
         try:
-            source = recording_path(settings.backend.partition(":")[2])
+            source = recording_path(spec)
+            recorded_answers(spec)
         except UserError as exc:
             raise SettingError("llm", str(exc)) from None
         why = records_its_source(source, settings.record)
@@ -142,6 +147,15 @@ def check_llm(settings: LLMSettings) -> None:
     why = unwritable(settings.record) if settings.record else None
     if why is not None:
         raise SettingError("record", f"{settings.record}: {why}; give the JSONL file to record to")
+    why = unfit_recording(settings.record, out) if settings.record else None
+    if why is not None:
+        raise SettingError("record", why)
+
+
+def replay_answers(settings: LLMSettings) -> int | None:
+    """How many answers a replay's recording holds (``check_llm`` has read it): a replay takes no
+    more samples than that; ``None`` for a back-end that is not a replay."""
+    return len(recorded_answers(settings.backend.partition(":")[2])) if settings.kind == "replay" else None
 
 
 def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:

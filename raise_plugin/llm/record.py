@@ -40,8 +40,8 @@ from .operators import infer_operator
 from .usage import REPLAY, UsageLedger
 
 __all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM", "ReplayExhausted", "CALLS_FILE", "recording_path",
-           "records_its_source",
-           "run_directory_of"]
+           "recorded_answers", "records_its_source", "unfit_recording", "run_directory_of", "journal_owner",
+           "recorded_run_of"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -121,10 +121,13 @@ def _recorded_counts(path: Path) -> dict[str, int]:
     return counts
 
 
-def _recorded_answers(path: Path) -> list[dict]:
-    """The answers ``path`` records, in order; a last line left without its newline by a kill that
-    does not read as an answer is passed over (a resume cuts it likewise: ``durable.AppendLog``).
-    Any other line that is not an answer, or a file that is not UTF-8 text, is a one-line error."""
+def recorded_answers(source: str | Path) -> list[dict]:
+    """The answers ``replay:SOURCE`` replays, in order (``recording_path``: a ``--record`` file or a
+    run directory's journal); a last line left without its newline by a kill that does not read as
+    an answer is passed over (a resume cuts it likewise: ``durable.AppendLog``). Any other line that
+    is not an answer, a file that is not UTF-8 text, or a recording that holds no answer (nothing
+    could be replayed) is a one-line error."""
+    path = recording_path(source)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -144,6 +147,8 @@ def _recorded_answers(path: Path) -> list[dict]:
             raise UserError(f"LLM recording {path} line {number} is not a recorded answer (a --record file, or a "
                             f"run directory's {CALLS_FILE}, holds one JSON object per line)") from None
         entries.append(entry)
+    if not entries:
+        raise UserError(f"replay:{source}: the recording holds no answer")
     return entries
 
 
@@ -165,7 +170,22 @@ def recording_path(source: str | Path) -> Path:
         return path / CALLS_FILE
     if not path.exists():
         raise UserError(f"replay:{source}: no such recording (a --record file) or run directory")
+    if not path.is_file():  # a device or a pipe: nothing recorded there to read back
+        raise UserError(f"replay:{source}: the recording holds no answer (not a regular file)")
     return path
+
+
+def journal_owner(path: str | Path) -> Path | None:
+    """The run directory whose journal of answered calls ``path`` is (its ``CALLS_FILE``, beside its
+    ``config.json``), else ``None``."""
+    path = Path(path)
+    return path.parent if path.name == CALLS_FILE and (path.parent / "config.json").is_file() else None
+
+
+def recorded_run_of(source: str | Path) -> Path | None:
+    """The run directory ``replay:SOURCE`` replays the answers of: ``source`` itself, or the run whose
+    journal it names; ``None`` for a ``--record`` file."""
+    return run_directory_of(source) or journal_owner(source)
 
 
 def records_its_source(source: Path, record: str | Path | None) -> str | None:
@@ -173,6 +193,23 @@ def records_its_source(source: Path, record: str | Path | None) -> str | None:
     would append every answer to itself, doubling it), else None."""
     if record and Path(record).resolve() == Path(source).resolve():
         return f"{record} is the recording this replay reads: record to another file"
+    return None
+
+
+def unfit_recording(record: str | Path, out: str | Path | None) -> str | None:
+    """Why ``record`` cannot be the ``--record`` file of a run writing to ``out``: a file that is not
+    a regular one (a device, a pipe: a recording is appended to and read back), or a run directory's
+    journal of answers, the run's own or another's (every answer would be written there twice, and
+    the journal would no longer replay), else None."""
+    path = Path(record)
+    if path.exists() and not path.is_file():
+        return f"{record}: not a regular file; give the JSONL file to record to"
+    if out is not None and path.resolve() == (Path(out) / CALLS_FILE).resolve():
+        return (f"{record} is the run's own journal of answers (every run writes its {CALLS_FILE}, in the "
+                f"--record format): record to another file")
+    owner = journal_owner(path)
+    if owner is not None:
+        return f"{record} is the journal of answers of the run in {owner}: record to another file"
     return None
 
 
@@ -196,7 +233,7 @@ class ReplayLLM(LLM):
         self._answers: dict[str, deque] = defaultdict(deque)  # hash -> indices, in occurrence order
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
-        for entry in _recorded_answers(self.path):
+        for entry in recorded_answers(path):
             self._answers[entry["hash"]].append(len(self._entries))
             self._entries.append(entry)
         self.size = len(self._entries)
@@ -271,8 +308,10 @@ class ReplayLLM(LLM):
     def _miss(self, digest: str, prompt, kwargs) -> ReplayMissError:
         asked = self._served[digest] + 1
         where = f"asked {asked} times but recorded {asked - 1}" if asked > 1 else "not in the recording"
-        why = ("" if self.run_dir is not None else " (were the recorded run's settings given again? --llm "
-               "replay:RUN_DIR takes them from its run directory)")
+        owner = journal_owner(self.path)  # a run's journal, replayed with the settings given here
+        how = (f"--llm replay:{owner} takes them from its run directory" if owner is not None else
+               "--llm replay: with the recorded run's directory takes them from it")
+        why = "" if self.run_dir is not None else f" (were the recorded run's settings given again? {how})"
         return ReplayMissError(f"replay {self.path}: prompt {digest[:16]} "
                                f"({kwargs.get('operator') or infer_operator(prompt)}) is {where}: this run asks "
                                f"prompts the recorded one did not{why}")

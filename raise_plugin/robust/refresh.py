@@ -331,25 +331,40 @@ class IdleAdversaryWarning(PluginWarning):
     """A robust run whose budget allows no refresh: its adversary never runs."""
 
 
-def idle_adversary(budget: BudgetSettings, adversary: AdversarySettings) -> str | None:
+def idle_adversary(budget: BudgetSettings, adversary: AdversarySettings, answers: int | None = None) -> str | None:
     """Why a robust run of ``budget`` can never refresh its instance set on ``adversary``'s schedule
     (``AdversarialInstanceCallback.on_generation_end``), or ``None``. A host generation is
     ``budget.pop_size`` samples; a refresh comes at the end of every ``tau``-th generation
-    (``tau_unit="generations"``) or of the first generation after ``tau`` samples."""
-    samples, pop_size, tau = budget.samples, budget.pop_size, adversary.tau
-    generations = samples // pop_size
-    if adversary.tau_unit == "samples":
-        if generations and generations * pop_size >= tau:
-            return None
-        needed = max(1, math.ceil(tau / pop_size)) * pop_size
-        return (f"budget {samples} at pop_size {pop_size} ends its last generation after {generations * pop_size} "
-                f"samples, before tau {tau} samples: the adversary never runs and this robust run is a plain one; "
-                f"raise budget to {needed}" + (f" or lower tau to {generations * pop_size}" if generations else ""))
-    if generations >= tau:
+    (``tau_unit="generations"``) or of the first generation after ``tau`` samples. ``answers``: the
+    answers a replay's recording holds; the replay takes no more samples, so a budget above them
+    neither counts nor is a fix."""
+    pop_size, tau, in_samples = budget.pop_size, adversary.tau, adversary.tau_unit == "samples"
+
+    def reach(samples: int) -> int:  # the highest tau that ``samples`` samples reach: whole generations
+        return (samples // pop_size) * (pop_size if in_samples else 1)
+
+    samples = budget.samples if answers is None else min(budget.samples, answers)
+    if reach(samples) and reach(samples) >= tau:
         return None
-    return (f"budget {samples} at pop_size {pop_size} makes {generations} host generations, fewer than tau {tau}: "
-            f"the adversary never runs and this robust run is a plain one; raise budget to {tau * pop_size}"
-            + (f" or lower tau to {generations}" if generations else ""))
+    of = f" of the {answers} recorded answers it replays" if samples < budget.samples else ""
+    if in_samples:
+        needed = max(1, math.ceil(tau / pop_size)) * pop_size
+        why = (f"budget {budget.samples} at pop_size {pop_size} ends its last generation after {reach(samples)} "
+               f"samples{of}, before tau {tau} samples")
+    else:
+        needed = tau * pop_size
+        why = (f"budget {budget.samples} at pop_size {pop_size} makes {reach(samples)} host generations{of}, fewer "
+               f"than tau {tau}")
+    fixes = [f"raise budget to {needed}"] if answers is None or needed <= answers else []
+    if reach(samples):
+        fixes.append(f"lower tau to {reach(samples)}")
+    elif not fixes and reach(answers):  # a budget short of a generation, in a replay that holds one
+        fixes.append(f"raise budget to {answers} and lower tau to {reach(answers)}")
+    fix = " or ".join(fixes)
+    if not (answers is None or needed <= answers):
+        bound = f"a replay takes no more samples than the {answers} answers its recording holds"
+        fix = f"{bound}: {fix}" if fix else f"{bound}, too few for a refresh at any tau"
+    return f"{why}: the adversary never runs and this robust run is a plain one; {fix}"
 
 
 def _found_name(refresh: int, draw: int | None = None) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..credentials import shown_command
 from ..errors import UserError
 
-__all__ = ["LOCK_NAME", "RunLock", "RunDirectoryBusy"]
+__all__ = ["LOCK_NAME", "RunLock", "RunDirectoryBusy", "lock_holder"]
 
 LOCK_NAME = "lock"
 
@@ -113,6 +113,28 @@ class RunLock:
 
     def __exit__(self, *exc):
         self.release()
+
+
+def lock_holder(path: str | os.PathLike) -> str | None:
+    """Who writes the run directory ``path`` ('process PID ...', as ``RunDirectoryBusy`` names it),
+    or ``None`` when no process holds its lock. Only looks: the lock is tried shared on a descriptor
+    of its own and let go at once, and its file is neither made nor written."""
+    with _held_lock:
+        if os.path.realpath(path) in _held:
+            return "a run of this process"
+    try:
+        fd = os.open(Path(path) / LOCK_NAME, os.O_RDONLY)
+    except OSError:  # no lock file: no process has written there
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _read_holder(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing the only descriptor lets a shared lock taken here go
+    return None
 
 
 def _write_record(fd: int, record: bytes) -> None:

@@ -303,7 +303,7 @@ def test_a_replay_that_misses_a_prompt_stops_with_one_line_naming_it(tmp_path, m
     # the initial prompts have no parents, so the seed changes the first e1 prompt: the first miss
     assert re.search(r"replay .*llm_calls.jsonl: prompt [0-9a-f]{16} \(e1\) is not in the recording: this run asks "
                      r"prompts the recorded one did not \(were the recorded run's settings given again\? --llm "
-                     r"replay:RUN_DIR takes them from its run directory\)$", last)
+                     rf"replay:{re.escape(str(recorded))} takes them from its run directory\)$", last)
 
 
 def test_a_slow_endpoint_is_waited_for_and_the_run_says_so(caplog):

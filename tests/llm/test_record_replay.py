@@ -109,6 +109,17 @@ def test_a_recording_that_is_not_text_is_a_one_line_error(tmp_path):
         make_llm(f"replay:{listed}")
 
 
+def test_a_recording_that_holds_no_answer_is_a_one_line_error(tmp_path):
+    # it was taken, and its first prompt was "not in the recording"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"hash": "ab", "resp')
+    for source in (empty, torn, "/dev/null"):
+        with pytest.raises(UserError, match=f"^replay:{source}: the recording holds no answer"):
+            make_llm(f"replay:{source}")
+
+
 def test_a_last_line_torn_by_a_kill_is_passed_over_as_a_resume_cuts_it(tmp_path):
     whole = [json.dumps({"hash": prompt_hash(f"p{i}"), "response": f"r{i}"}) for i in range(3)]
     torn = tmp_path / "torn.jsonl"

@@ -4,6 +4,8 @@ were replayed, not requests sent."""
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -64,6 +66,7 @@ def test_a_replay_s_stop_and_usage_lines_say_answers_were_replayed_not_sent(reco
                                   "cost usd 0.0 (not spent again)")
     assert lines["stopped early"].startswith("the cap of 12 LLM requests is reached (12 answers replayed, no "
                                              "request sent)")
+    assert lines["stopped early"].endswith(f"`raise-ahd resume {tmp_path / 'again'} --max-llm-calls HIGHER`")
     assert "sent," not in lines["stopped early"]
     assert lines["llm"] == f"replay of the run {recorded} (12 recorded answers, by one sampler; no LLM is called)"
 
@@ -127,12 +130,35 @@ def test_replay_of_a_missing_or_non_run_directory_is_a_one_line_error(tmp_path, 
 
 
 def test_a_recorded_file_replay_that_misses_says_how_to_replay_the_run(recorded, tmp_path):
-    replay = make_llm(f"replay:{recorded / 'llm_calls.jsonl'}")
+    replay = make_llm(f"replay:{recorded / 'llm_calls.jsonl'}")  # a run's journal: its run directory is named
     with pytest.raises(ReplayMissError, match=r"not in the recording: this run asks prompts the recorded one did "
                                               r"not \(were the recorded run's settings given again\? --llm "
-                                              r"replay:RUN_DIR"):
+                                              rf"replay:{re.escape(str(recorded))} takes them from its run directory"):
         replay.draw_sample("a prompt no run asked")
+    copy = tmp_path / "calls.jsonl"  # a --record file: the run directory is said, not named
+    copy.write_bytes((recorded / "llm_calls.jsonl").read_bytes())
+    with pytest.raises(ReplayMissError, match=r"given again\? --llm replay: with the recorded run's directory takes "
+                                              r"them from it\)$"):
+        make_llm(f"replay:{copy}").draw_sample("a prompt no run asked")
     assert isinstance(make_llm(f"replay:{recorded}"), ReplayLLM)
+
+
+@pytest.mark.parametrize("journal", [True, False])
+def test_a_replay_miss_names_the_recorded_run_not_the_replay_s_own_directory(recorded, tmp_path, capsys, journal):
+    # the stop line's RUN_DIR, in a hint that means the recorded run, was replaced by the new run's --out
+    source = recorded / "llm_calls.jsonl"
+    if not journal:
+        source = tmp_path / "calls.jsonl"
+        source.write_bytes((recorded / "llm_calls.jsonl").read_bytes())
+    out = tmp_path / "again"
+    capsys.readouterr()
+    assert main(["run", *FLAGS, "--seed", "5", "--llm", f"replay:{source}", "--out", str(out)]) == 3
+    printed = capsys.readouterr()
+    stopped = {line[:16].strip(): line[16:] for line in printed.out.splitlines()}["stopped early"]
+    hint = (f"--llm replay:{recorded} takes them from its run directory)" if journal else
+            "--llm replay: with the recorded run's directory takes them from it)")
+    assert stopped.endswith(hint) and printed.err.strip().endswith(hint)
+    assert f"replay:{out}" not in printed.out + printed.err and "RUN_DIR" not in printed.out + printed.err
 
 
 def test_a_replay_s_cost_and_failure_bounds_say_nothing_was_spent(recorded):
@@ -174,3 +200,53 @@ def test_a_run_stopped_before_its_budget_replays_to_where_it_stopped_and_ends_cl
     assert "the recorded run asked no more (it stopped there)" in lines["stopped early"]
     assert "error" not in printed.err
     assert samples(again) == samples(stopped)
+
+
+def test_recording_into_a_run_directory_s_journal_is_refused_before_anything_is_written(recorded, tmp_path, capsys):
+    # the run's own journal got every answer twice, another run's journal grew by a run that is not its own:
+    # neither replayed again
+    journal = recorded / "llm_calls.jsonl"
+    before = journal.read_bytes()
+    out = tmp_path / "run"
+    cases = {str(out / "llm_calls.jsonl"): "is the run's own journal of answers",
+             str(journal): f"is the journal of answers of the run in {recorded}: record to another file"}
+    for record, why in cases.items():
+        capsys.readouterr()
+        assert main(["run", "--task", "ovrp", "--budget", "4", "--pop-size", "2", "--tau", "1", "--record", record,
+                     "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("raise-ahd: error: config field 'record': ") and why in err
+        assert not out.exists() and journal.read_bytes() == before
+
+
+def test_recording_to_a_device_or_a_pipe_is_refused_before_anything_is_written(tmp_path, capsys):
+    # /dev/null was taken, then every write (and every resume, which keeps the recording) failed
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for record in ("/dev/null", str(pipe)):
+        capsys.readouterr()
+        assert main(["run", "--task", "ovrp", "--budget", "4", "--pop-size", "2", "--tau", "1", "--record", record,
+                     "--out", str(tmp_path / "run"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err == f"raise-ahd: error: config field 'record': {record}: not a regular file; give the JSONL file " \
+                      "to record to\n"
+        assert not (tmp_path / "run").exists()
+
+
+def test_a_recording_that_holds_no_answer_is_refused_before_anything_is_written(recorded, tmp_path, capsys):
+    # the run started, asked a prompt "not in the recording", failed and left its directory
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "torn.jsonl").write_text('{"hash": "ab", "resp')  # only a line a kill cut short
+    run = tmp_path / "unanswered"
+    run.mkdir()
+    (run / "config.json").write_bytes((recorded / "config.json").read_bytes())
+    (run / "llm_calls.jsonl").write_text("\n")
+    for source in (tmp_path / "empty.jsonl", tmp_path / "torn.jsonl", "/dev/null", run):
+        capsys.readouterr()
+        assert main(["run", "--llm", f"replay:{source}", "--task", "ovrp", "--budget", "4", "--pop-size", "2",
+                     "--tau", "1", "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"replay:{source}: the recording holds no answer" in err, err
+        assert not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError, match="the recording holds no answer"):
+        replaying(run)

@@ -358,6 +358,33 @@ def test_a_run_directory_in_use_by_another_process_is_refused_naming_it(finished
     assert lock["pid"] == os.getpid()
 
 
+def test_a_run_another_process_writes_is_not_replayed_and_its_lock_is_only_looked_at(finished_run, tmp_path,
+                                                                                       capsys):
+    # the replay read a journal and records being written: "its 12 recorded answers", then "all 10 ... replayed"
+    from raise_plugin.cli import main
+    from raise_plugin.llm.record import CALLS_FILE
+    from raise_plugin.rundir.lock import RunDirectoryBusy, lock_holder
+
+    assert lock_holder(finished_run) is None and lock_holder(tmp_path / "nowhere") is None
+    holder = _hold_in_another_process(finished_run)
+    try:
+        lock = (finished_run / "lock").read_bytes()
+        assert lock_holder(finished_run).startswith(f"process {holder.pid} (")
+        capsys.readouterr()
+        assert main(["run", "--llm", f"replay:{finished_run}", "--out", str(tmp_path / "again"), "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{finished_run.resolve()} is in use by process {holder.pid} (" in err
+        assert err.rstrip().endswith("; replay it when it has ended")
+        with pytest.raises(RunDirectoryBusy, match=f"in use by process {holder.pid}.*replay it when it has ended"):
+            start_run(config(tmp_path / "again", budget=8, llm=f"replay:{finished_run / CALLS_FILE}"))
+        assert not (tmp_path / "again").exists() and (finished_run / "lock").read_bytes() == lock
+        assert lock_holder(finished_run).startswith(f"process {holder.pid} (")  # still held: looking took nothing
+    finally:
+        holder.kill()
+        holder.wait()
+    assert lock_holder(finished_run) is None and (finished_run / "lock").read_bytes() == lock
+
+
 def test_a_process_holding_a_run_blocks_another_one_until_it_ends(tmp_path):
     path = tmp_path / "run"
     holder = _hold_in_another_process(path)

@@ -299,7 +299,8 @@ HARNESS = Section("harness", "harness (compare, profile, rerank, evaluate, selec
        choices=REUSE),
     _s("figure_formats", ("png", "pdf"), "list", "the files each of a compare's figures is written as, "
        "comma-separated (PNG for the report, PDF for a paper)", choices=FIGURE_FORMATS, metavar="FORMATS"),
-    _s("adversary_seeds", 3, "int", "adversary seeds per radius (profile)", unit="seeds", low=1),
+    _s("adversary_seeds", 3, "int", "adversary seeds per radius (profile), at most 1000", unit="seeds", low=1,
+       high=1000),
     _s("compare", "", "str", "comma-separated baselines to profile alongside, or 'all'", shown="none",
        metavar="NAMES"),
     _s("refreshes", 3, "int", "adversarial instances rerank adds", unit="instances", low=1),

@@ -136,6 +136,8 @@ def _ovrp_datasets():
           ("SP-Insert", {"adversary_seeds": [0, 0]}, r"^adversary_seeds: 0 given twice$"),
           ("SP-Insert", {"adversary_seeds": [-1]}, r"^adversary_seeds: give a count of at least 1, or seeds"),
           ("SP-Insert", {"adversary_seeds": True}, r"^adversary_seeds: give a count of at least 1, or the seeds"),
+          ("SP-Insert", {"adversary_seeds": 10**11}, r"^adversary_seeds: must be at most 1000 seeds, got 100000000000$"),
+          ("SP-Insert", {"adversary_seeds": list(range(1001))}, r"^adversary_seeds: must be at most 1000 seeds"),
           ("SP-Insert", {"out": 123}, r"^out: give a folder's path, got 123$"),  # a TypeError
           (None, {}, r"^heuristics: give each as a file, a baseline's name or a Heuristic, got None$"))],
     (lambda out: rp.RunConfig(task="ovrp", bogus=1), r"^RunConfig: unknown field 'bogus'$"),  # a plain TypeError

@@ -105,6 +105,12 @@ def _adversary_seeds(given) -> list[int]:
     """The profile's adversary seeds from a count or the seeds themselves: whole numbers of at least 0,
     none twice (a search counted twice reads as no spread); else a one-line ``UserError``."""
     whole = lambda v: isinstance(v, Integral) and not isinstance(v, bool)  # noqa: E731 - True is no count
+    count = given if whole(given) else len(given) if isinstance(given, (list, tuple)) else None
+    if count is not None:  # at most the setting's bound, before a list of a count of 10**11 is made
+        try:
+            check_settings({"adversary_seeds": max(count, 1)})
+        except SettingError as exc:
+            raise UserError(str(exc)) from None
     if whole(given):
         seeds = list(range(given))
     elif isinstance(given, Iterable) and not isinstance(given, (str, bytes)):

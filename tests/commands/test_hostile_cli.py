@@ -144,6 +144,7 @@ CASES = {
     "profile: wrong arguments": ["profile", "{tmp}/one_argument.py", "--task", "obp"],
     "evaluate: wrong arguments": ["evaluate", "{tmp}/one_argument.py", "--task", "obp"],
     "profile: seeds zero": ["profile", "{tmp}/good.py", "--task", "obp", "--adversary-seeds", "0"],
+    "profile: seeds past the bound": ["profile", "{tmp}/good.py", "--task", "obp", "--adversary-seeds", "100000000000"],
     "profile: population one": ["profile", "{tmp}/good.py", "--task", "obp", "--inner-population", "1"],
     "profile: unknown baseline": ["profile", "--task", "obp", "--compare", "worstfit"],
     "profile: nothing to profile": ["profile", "--task", "obp"],

@@ -235,9 +235,9 @@ TREE = Section("run", "run", (
            "million tokens"),
         _s("max_tokens", None, "int", "completion tokens per LLM request, sent to the endpoint", unit="tokens",
            low=1, metavar="N", shown="the endpoint's own limit"),
-        _s("llm_timeout", None, "float", "seconds one LLM request may take, its whole answer included; past it "
-           "the request failed (and is retried)", unit="seconds", low=0, above=True, metavar="SECONDS",
-           fallback=120.0),
+        _s("llm_timeout", None, "float", "seconds one LLM request may take, its whole answer included, at most a "
+           "day; past it the request failed (and is retried)", unit="seconds", low=0, above=True, high=86400,
+           metavar="SECONDS", fallback=120.0),
         _s("num_samplers", 1, "int", "sampler threads (with more, the order of samples depends on thread timing)",
            unit="threads", low=1),
     )),

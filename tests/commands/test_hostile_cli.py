@@ -48,6 +48,7 @@ CASES = {
     "run: eps negative": RUN + ["--epsilon", "-0.1", "--out", "{tmp}/r"],
     "run: eps zero": RUN + ["--epsilon", "0", "--out", "{tmp}/r"],
     "run: eps nan": RUN + ["--epsilon", "nan", "--out", "{tmp}/r"],
+    "run: llm timeout past a day": RUN + ["--llm-timeout", "1e10", "--out", "{tmp}/r"],  # an OverflowError per request
     "run: unknown objective": RUN + ["--adversary-objective", "regret:nope", "--out", "{tmp}/r"],
     "run: population K zero": RUN + ["--adversary-objective", "regret:population:0", "--out", "{tmp}/r"],
     "run: balanced weight above one": RUN + ["--aggregation", "balanced:2", "--out", "{tmp}/r"],

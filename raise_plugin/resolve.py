@@ -15,7 +15,7 @@ from .adversary.adversary_config import AdversaryConfig
 from .config import ConfigError, RunConfig, bad_field
 from .engine.executors import check_engine
 from .instance_seeds import resolve_instance_seed
-from .llm import check_llm, replay_answers
+from .llm import check_llm
 from .llm.record import recorded_run_of
 from .llm.endpoint import started_endpoint
 from .methods import METHODS, get_method
@@ -119,14 +119,13 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     try:  # each part checks what its section names (a bad value: a one-line error naming the field)
         adversary = AdversaryConfig.checked(config.adversary)
         adversary.check_task(task, reach=config.robust)
-        check_llm(config.llm, out=config.out)
+        answers = check_llm(config.llm, out=config.out)  # a replay's: they bound its samples and generations
         check_engine(config.engine)
     except SettingError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
         raise ConfigError(f"config field {exc.name!r}: {why}", exc.name, exc.reason) from None
     _check_replayed_run(config)
-    # a replay takes no more samples than its recording holds answers: they bound its generations too
-    idle = idle_adversary(config.budget, config.adversary, replay_answers(config.llm)) if config.robust else None
+    idle = idle_adversary(config.budget, config.adversary, answers) if config.robust else None
     available = len(task.nominal_instances())  # a run trains on the first N of its nominal set: no more than it has
     if config.adversary.nominal is not None and config.adversary.nominal > available:
         bad_field("nominal", config.adversary.nominal, f"{task.name} has {available} nominal instances")

@@ -48,7 +48,7 @@ __all__ = [
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
-    "asks_llm", "replay_answers",
+    "asks_llm",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
@@ -128,17 +128,19 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
     return RecordingLLM(llm, record) if record else llm
 
 
-def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> None:
+def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> int | None:
     """What a run's ``llm`` section names, before anything is made: a replay's source holds a
     recording with an answer in it (``SettingError`` naming the field ``llm``), and a recording to
     write is a file that can be made and appended to (not a folder, nor under a file, nor a device
     or a pipe, nor the recording replayed, nor a run directory's journal of answers, ``out``'s own
-    or another run's: ``record``)."""
+    or another run's: ``record``). Returns how many answers a replay's recording holds (a replay
+    takes no more samples than that); ``None`` for a back-end that is not a replay."""
+    answers = None
     if settings.kind == "replay":
         spec = settings.backend.partition(":")[2]
         try:
             source = recording_path(spec)
-            recorded_answers(spec)
+            answers = len(recorded_answers(spec))
         except UserError as exc:
             raise SettingError("llm", str(exc)) from None
         why = records_its_source(source, settings.record)
@@ -150,12 +152,7 @@ def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> No
     why = unfit_recording(settings.record, out) if settings.record else None
     if why is not None:
         raise SettingError("record", why)
-
-
-def replay_answers(settings: LLMSettings) -> int | None:
-    """How many answers a replay's recording holds (``check_llm`` has read it): a replay takes no
-    more samples than that; ``None`` for a back-end that is not a replay."""
-    return len(recorded_answers(settings.backend.partition(":")[2])) if settings.kind == "replay" else None
+    return answers
 
 
 def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:

@@ -43,7 +43,7 @@ class RecordedRun:
             raise ConfigError(f"replaying {source}: not a run directory (a --record file replays with "
                               f"llm='replay:{source}' and the recorded run's settings given again)")
         try:
-            settings = recorded_settings(load_config(source))
+            settings = recorded_settings(load_config(source, whole=True))
         except RunDirectoryDamaged as exc:
             raise ConfigError(f"replaying {source}: {exc}") from None
         return cls(source, MappingProxyType(settings))

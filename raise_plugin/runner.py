@@ -20,7 +20,7 @@ from .robust import Callback, IdleAdversaryWarning
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
 from .rundir.lock import RunLock
-from .rundir.reader import RunLog, check_holds_run, holds
+from .rundir.reader import RunLog, check_holds_run, holds, load_config
 from .rundir.writer import RunDirectory
 
 __all__ = ["start_run", "resume_run", "default_out", "ENDPOINT_CHANGES", "RESUME_CHANGES"]
@@ -121,6 +121,7 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     check_holds_run(path)
     lock = RunLock(path).acquire()
     try:
+        load_config(path, whole=True)  # one lacking a setting is refused before any record is repaired
         log = RunLog.load(path, on_repair=on_repair)
         if budget is not None and budget < len(log.samples):  # a run cannot take back what it sampled
             bad_field("budget", budget, f"must be at least the {len(log.samples)} samples the run has taken "

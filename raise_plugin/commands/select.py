@@ -23,7 +23,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     path = Path(args.run_dir)
-    config = load_config(path)
+    config = load_config(path, whole=True)
     summary = load_summary(path) or {}
     if not summary.get("finished"):
         raise UserError(f"{path}: the run has not finished (raise-ahd resume {path})")

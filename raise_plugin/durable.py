@@ -1,4 +1,5 @@
-"""Writes a run cannot afford to tear: lines appended to a journal and files replaced whole.
+"""Writes a run cannot afford to tear: lines appended to a journal and files replaced whole; and a
+journal's lines read back, each a record, damaged, or torn by a kill (``journal_lines``).
 
 A write that fails (no space left, a read-only or full quota, a file too large) leaves the file
 as it was before the attempt, frees what the attempt took, and raises ``WriteFailed``: one
@@ -8,15 +9,17 @@ LLM guard) instead of a loop that asks again for ever.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .errors import UserError
 
-__all__ = ["WriteFailed", "AppendLog", "replace_file", "write_failure", "unwritable"]
+__all__ = ["WriteFailed", "AppendLog", "JournalLine", "journal_lines", "replace_file", "write_failure", "unwritable"]
 
 # what a full, read-only or over-quota disk answers
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
@@ -133,6 +136,42 @@ class AppendLog:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+
+
+@dataclass(frozen=True)
+class JournalLine:
+    """One line of a JSONL journal read back (``journal_lines``): its ``number`` (from 1), the JSON
+    value it holds (``record``), ``damaged`` when it holds none (bytes that are not UTF-8 text, or
+    text that is not JSON: ``record`` is then ``None``), and ``torn`` when it is the last line and
+    has no newline after it (a write cut short by a kill; ``AppendLog`` cuts it before appending)."""
+
+    number: int
+    record: Any
+    damaged: bool = False
+    torn: bool = False
+
+
+def journal_lines(path: str | os.PathLike) -> list[JournalLine]:
+    """The lines of the JSONL file ``path`` (none when there is no such file), split at newlines
+    only (a raw U+2028 inside a JSON string does not end a line); ``OSError`` when it cannot be
+    read. Every reader of a run directory's journals reads them here, so that a damaged line is
+    one line passed over or repaired, never an error about the whole file."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    chunks = data.split(b"\n")
+    torn = chunks[-1] != b""
+    if not torn:
+        chunks.pop()
+    lines = []
+    for number, raw in enumerate(chunks, 1):
+        last = torn and number == len(chunks)
+        try:
+            lines.append(JournalLine(number, json.loads(raw.decode("utf-8")), torn=last))
+        except ValueError:  # json.JSONDecodeError and UnicodeDecodeError alike
+            lines.append(JournalLine(number, None, damaged=True, torn=last))
+    return lines
 
 
 def replace_file(path: str | os.PathLike, write: Callable, *, suffix: str = ".tmp") -> None:

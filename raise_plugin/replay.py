@@ -47,7 +47,7 @@ class RecordedRun:
         except UserError as exc:
             raise ConfigError(str(exc)) from None
         try:
-            settings = recorded_settings(load_config(source))
+            settings = recorded_settings(load_config(source, whole=True))
         except RunDirectoryDamaged as exc:
             raise ConfigError(f"replaying {source}: {exc}") from None
         return cls(source, MappingProxyType(settings))

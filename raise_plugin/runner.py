@@ -17,10 +17,11 @@ from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoin
 from .llm.run_usage import carry_usage, check_caps_left
 from .llm.usage import REQUESTS_FILE
 from .robust import Callback, IdleAdversaryWarning
+from .robust.llm_guard import check_journals
 from .resolve import default_out, recorded_settings, resolve, started
 from .rundir.files import write_json_atomic
 from .rundir.lock import RunLock
-from .rundir.reader import RunLog, check_holds_run, holds
+from .rundir.reader import RunLog, check_holds_run, holds, load_config
 from .rundir.writer import RunDirectory
 
 __all__ = ["start_run", "resume_run", "default_out", "ENDPOINT_CHANGES", "RESUME_CHANGES"]
@@ -121,7 +122,9 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     lock = RunLock(path).acquire()
     run_dir = None
     try:
+        load_config(path, whole=True)  # one lacking a setting is refused before any record is repaired
         log = RunLog.load(path, on_repair=on_repair)
+        check_journals(Path(path), bool(log.samples), log.repaired)  # before the LLM guard reads them
         if budget is not None and budget < len(log.samples):  # a run cannot take back what it sampled
             bad_field("budget", budget, f"must be at least the {len(log.samples)} samples the run has taken "
                                         "(resume raises a run's budget; without one it continues as recorded)")

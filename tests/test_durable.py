@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from raise_plugin.durable import replace_file, unwritable
+from raise_plugin.durable import journal_lines, replace_file, unwritable
 
 
 def test_a_writable_place_says_nothing_and_trying_it_leaves_nothing(tmp_path):
@@ -39,3 +39,14 @@ def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temporary_one(tmp_
     with pytest.raises(ValueError):
         replace_file(path, write)
     assert path.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["records.jsonl"]
+
+
+def test_a_journal_is_read_back_a_line_at_a_time_a_damaged_line_never_the_whole_file(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    path.write_bytes(b'{"a": 1}\n\xff\xfe not UTF-8\n{"cut": \n' + json.dumps({"p": "x\u2028y"}, ensure_ascii=False)
+                     .encode() + b'\n{"torn": tr')
+    lines = journal_lines(path)
+    assert [(line.number, line.record, line.damaged, line.torn) for line in lines] == [
+        (1, {"a": 1}, False, False), (2, None, True, False), (3, None, True, False),
+        (4, {"p": "x\u2028y"}, False, False), (5, None, True, True)]  # a raw U+2028 does not end a line
+    assert journal_lines(tmp_path / "none.jsonl") == []

@@ -82,6 +82,19 @@ def test_select_refuses_a_damaged_config_in_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "config.json is damaged" in err
 
 
+def test_select_refuses_a_config_lacking_the_task_in_one_line(finished_run, tmp_path, capsys):
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    config = json.loads((run / "config.json").read_text())
+    del config["task"]
+    (run / "config.json").write_text(json.dumps(config))
+    assert main(["select", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "config.json lacks 'task', which every run records" in err, err
+    assert not (run / "selection.json").exists()
+
+
 def test_select_refuses_an_unfinished_run(finished_run, tmp_path, capsys):
     import shutil
     run = tmp_path / "r"

@@ -23,7 +23,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     path = Path(args.run_dir)
-    config = load_config(path)
+    config = load_config(path, whole=True)
     finished_summary(path)
     check_flags(args, ("per_dataset", "workers"))
     check_output(args.out)  # a folder, or a place that cannot be written: refused before the suite is run

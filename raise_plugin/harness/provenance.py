@@ -5,15 +5,18 @@ The code version is the package's version and a hash of the plugin's and the tas
 (``raise_plugin/`` and ``tasks/``, every ``*.py`` and ``*.c``, sorted by path), computed once per
 process. A training run's is written to ``RUN/code_version.json`` when it starts (its settings
 are in the ``config.json`` the run writes itself); a suite evaluation's results file
-``results/<name>.csv`` gets ``results/<name>.json`` with the code version, the suite size and
+``results/<name>.csv`` gets ``results/<name>.json`` with the code version, the suite size, the rows
+and the SHA-256 of the file as written (a file emptied, cut short or edited since is evaluated again) and
 what it evaluated: a baseline's name, or a run's name, the state the run was in (``run_state``) and
 a hash of the program it handed on, so that a result whose run has changed since (a run a cap
 stopped, resumed later) is not taken for the new program's.
 """
 from __future__ import annotations
 
+import csv
 import functools
 import hashlib
+import io
 import json
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from raise_plugin.rundir.reader import load_config, read_summary
 
 __all__ = ["CODE_FILE", "code_version", "record_code_version", "recorded_code_version", "expected_run_config",
            "run_differences", "run_state", "result_meta", "write_result_meta", "read_result_meta", "run_change",
-           "sandbox_record",
+           "result_file_change", "sandbox_record",
            "IGNORED_FIELDS"]
 
 CODE_FILE = "code_version.json"
@@ -180,7 +183,38 @@ def sandbox_record(sandbox: dict) -> dict:
 
 
 def write_result_meta(csv_path: Path, meta: dict) -> None:
+    """``meta`` (``result_meta``) as the record beside the results file ``csv_path``, with the rows
+    that file holds and its SHA-256, which a re-run checks it against (``result_file_change``)."""
+    data = Path(csv_path).read_bytes()
+    meta = {**meta, "rows": _csv_rows(data), "csv_sha256": hashlib.sha256(data).hexdigest()}
     Path(csv_path).with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def result_file_change(csv_path: Path, meta: dict) -> str | None:
+    """Why the results file ``csv_path`` is not the one its record ``meta`` describes (emptied, cut
+    short, a row repeated, added or edited since its suite evaluation wrote it), or ``None``; a
+    record of earlier code, which kept no digest of its file, is taken at its word."""
+    digest = meta.get("csv_sha256")
+    if digest is None:
+        return None
+    try:
+        data = Path(csv_path).read_bytes()
+    except OSError as exc:
+        return f"its results file cannot be read ({exc.strerror or exc})"
+    if hashlib.sha256(data).hexdigest() == digest:
+        return None
+    rows = _csv_rows(data)
+    return (f"its results file is not the one its suite evaluation wrote ({meta.get('rows')} rows then, "
+            f"{'not UTF-8 text' if rows is None else rows} now)")
+
+
+def _csv_rows(data: bytes) -> int | None:
+    """The rows of results below the header in the CSV text ``data``; ``None``: not UTF-8 text."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return max(0, sum(1 for row in csv.reader(io.StringIO(text, newline="")) if row) - 1)
 
 
 def read_result_meta(csv_path: Path) -> dict | None:

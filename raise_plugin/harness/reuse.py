@@ -13,7 +13,8 @@ from pathlib import Path
 
 from raise_plugin.harness.compare_jobs import run_finished
 from raise_plugin.harness.provenance import (code_version, expected_run_config, read_result_meta,
-                                             recorded_code_version, run_change, run_differences, sandbox_record)
+                                             recorded_code_version, result_file_change, run_change,
+                                             run_differences, sandbox_record)
 from raise_plugin.harness.variants import result_name
 from raise_plugin.settings import SETTINGS, section_of
 
@@ -191,6 +192,9 @@ def _result_mismatch(csv: Path, suite_instances: int | None, now: str, reuse: st
     meta = read_result_meta(csv)
     if meta is None:
         return "evaluated by code that recorded no version"
+    changed = result_file_change(csv, meta)
+    if changed:
+        return changed
     if meta.get("suite_instances") != suite_instances:
         shown = lambda n: "all" if n is None else n  # noqa: E731
         return (f"suite instances per dataset {shown(meta.get('suite_instances'))} "

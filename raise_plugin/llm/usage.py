@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ..durable import AppendLog
+from ..durable import AppendLog, journal_lines
 from .errors import EndpointFailed, LLMCapReached
 
 __all__ = ["OperatorUsage", "UsageLedger", "OK", "LENGTH", "REPLAY", "REQUESTS_FILE"]
@@ -108,18 +108,19 @@ class UsageLedger:
             self._journal.append(json.dumps(event, separators=(",", ":")))
 
     def load_journal(self, path: str | os.PathLike) -> None:
-        """Add the counts of a journal (a resumed run's earlier requests); a torn line is skipped."""
+        """Add the counts of a journal (a resumed run's earlier requests); a torn or damaged line is
+        skipped (``durable.journal_lines``; a resume has said so: ``robust.llm_guard.check_journals``)."""
         try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
+            lines = journal_lines(path)
         except OSError:
             return
         opened: dict = {}
         with self._lock:
             for line in lines:
+                e = line.record
                 try:
-                    e = json.loads(line)
                     kind = e["e"]
-                except (ValueError, KeyError, TypeError):
+                except (KeyError, TypeError):
                     continue
                 op = e.get("op", "other")
                 if kind == "sent":

@@ -20,7 +20,6 @@
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import deque
@@ -29,13 +28,14 @@ from typing import Any
 
 from llm4ad.base import LLM
 
-from ..durable import WriteFailed
+from ..durable import WriteFailed, journal_lines
 from ..llm.errors import LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError
 from ..llm.operators import infer_operator, operator_kind
 from ..llm.record import CALLS_FILE, RecordingLLM, ReplayExhausted, prompt_hash
 from ..llm.usage import REQUESTS_FILE
+from ..rundir.repair import checked_lines
 
-__all__ = ["LLMGuard", "LLMUnavailable", "CALLS_FILE", "REQUESTS_FILE"]
+__all__ = ["LLMGuard", "LLMUnavailable", "CALLS_FILE", "REQUESTS_FILE", "is_answer", "check_journals"]
 
 log = logging.getLogger("raise_plugin.llm")
 
@@ -193,17 +193,36 @@ class LLMGuard(LLM):
         raise LLMUnavailable(reason) from None
 
 
+def is_answer(record: dict) -> bool:
+    """Whether a line of ``llm_calls.jsonl`` is an answered call a resume can serve or prime."""
+    return isinstance(record, dict) and all(key in record for key in ("hash", "response", "prompt"))
+
+
 def _read_calls(path: Path) -> list[dict]:
-    entries = []
+    """The answered calls ``path`` journals (a torn or damaged line passed over: ``check_journals``
+    has repaired the file and said so before a resume reads it)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = journal_lines(path)
     except OSError:
-        return entries
-    for line in lines:
-        try:
-            entry = json.loads(line)
-            entry["hash"], entry["response"], entry["prompt"]
-        except (ValueError, KeyError, TypeError):
-            continue  # a line cut short by a kill
-        entries.append(entry)
-    return entries
+        return []
+    return [line.record for line in lines if is_answer(line.record)]
+
+
+def check_journals(run_dir: Path, sampled: bool, repaired) -> None:
+    """The journals of a run directory about to be resumed, checked before the LLM guard reads and
+    appends to them, each loss said in one line (``repaired``) with what it means: a damaged line
+    is dropped, the original kept as ``<name>.damaged`` (``rundir.repair.checked_lines``). A journal
+    of answers lost or damaged leaves the run unable to be replayed from its directory, and the
+    answers it lost that were not yet samples are asked again (paid again, from a paid endpoint);
+    ``sampled``: the run has taken samples, so a missing journal of answers lost some. A request
+    journal that lost lines counts fewer requests than were sent, and the caps count it."""
+    calls, requests = run_dir / CALLS_FILE, run_dir / REQUESTS_FILE
+    unreplayable = "the run can no longer be replayed from its directory"
+    if calls.exists():
+        checked_lines(calls, is_answer, repaired, f"an answer they held is lost: {unreplayable}, and one not yet a "
+                                                  "sample is asked again")
+    elif sampled or (requests.exists() and requests.stat().st_size):
+        repaired(f"{CALLS_FILE} (the journal of LLM answers) is missing: {unreplayable}, and any answer not yet "
+                 "a sample is asked again")
+    checked_lines(requests, lambda r: isinstance(r.get("e"), str), repaired,
+                  "the requests counted (which --max-llm-calls and --max-cost-usd count) may be low by as many")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..durable import AppendLog, replace_file
+from ..durable import AppendLog, journal_lines, replace_file
 from ..errors import UserError
 
 __all__ = ["RunDirectoryDamaged", "NOMINAL_PREFIX", "json_number", "jsonable", "write_json_atomic", "read_json",
@@ -78,15 +78,9 @@ def load_instance(path: Path):
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line cut short by a kill
-    return out
+    """The records of the JSONL file ``path`` (none when it does not exist); a damaged line (cut
+    short by a kill, not JSON, not UTF-8 text) is passed over (``durable.journal_lines``)."""
+    return [line.record for line in journal_lines(path) if not line.damaged]
 
 
 class JsonlAppender(AppendLog):

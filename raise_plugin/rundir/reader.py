@@ -14,9 +14,16 @@ from .lock import LOCK_NAME
 from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
                      valid_score)
 
-__all__ = ["RunLog", "load_config", "load_summary", "finished_summary", "read_summary", "holds", "check_holds_run"]
+__all__ = ["RunLog", "ALWAYS_RECORDED", "load_config", "load_summary", "finished_summary", "read_summary", "holds",
+           "check_holds_run"]
 
 _log = logging.getLogger("raise_plugin.rundir")
+
+# the settings every run directory's config.json has recorded, from the first one written; those
+# added since may be missing from an older run's (``resolve.recorded_settings`` fills them in)
+ALWAYS_RECORDED = ("task", "method", "robust", "epsilon", "tau", "inner_population", "inner_generations",
+                   "aggregation", "max_adversarial", "budget", "pop_size", "llm", "seed", "out", "num_samplers",
+                   "num_evaluators", "nominal", "timeout", "projection", "encoding", "constraint", "host_profiler")
 
 
 @dataclass
@@ -103,12 +110,21 @@ class RunLog:
         return self._cache[instance_id]
 
 
-def load_config(p: Path) -> dict:
-    """``RUN_DIR/config.json``, or a one-line ``RunDirectoryDamaged`` saying why it cannot be read."""
-    if not (Path(p) / "config.json").exists():
+def load_config(p: Path, *, whole: bool = False) -> dict:
+    """``RUN_DIR/config.json``, or a one-line ``RunDirectoryDamaged`` saying why it cannot be read.
+    ``whole``: also refused when it lacks a setting every run directory has recorded
+    (``ALWAYS_RECORDED``), as a reader that continues, replays or chooses from the run reads it: the
+    setting's default in its place would make it another run. A page that shows what a run
+    recorded reads it as it is."""
+    path = Path(p) / "config.json"
+    if not path.exists():
         raise RunDirectoryDamaged(f"{p} is not a run directory (no config.json)")
-    return _json_object(Path(p) / "config.json", "the run's configuration cannot be rebuilt from the other files: "
-                                                 "restore it from a copy")
+    fix = "the run's configuration cannot be rebuilt from the other files: restore it from a copy"
+    config = _json_object(path, fix)
+    lacking = [name for name in ALWAYS_RECORDED if name not in config] if whole else []
+    if lacking:
+        raise RunDirectoryDamaged(f"{path} lacks {', '.join(map(repr, lacking))}, which every run records; {fix}")
+    return config
 
 
 def load_summary(p: Path) -> dict | None:

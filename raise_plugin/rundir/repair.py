@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from ..durable import replace_file
+from ..durable import journal_lines, replace_file
 from .files import NOMINAL_PREFIX, RunDirectoryDamaged, read_json
 
 __all__ = ["valid_sample", "valid_score", "valid_population", "valid_index", "checked_lines", "keep_damaged", "rewrite",
@@ -48,36 +48,31 @@ def valid_index(r: dict) -> bool:
     return False
 
 
-def checked_lines(path: Path, valid: Callable[[dict], bool], repaired) -> list[dict]:
+def checked_lines(path: Path, valid: Callable[[dict], bool], repaired, meaning: str = "") -> list[dict]:
     """The well-formed records of a JSONL file. A last line cut short by a kill is dropped
-    (it is cut off before the next append); other damaged lines are dropped and the file
-    rewritten without them (the original kept as ``<name>.damaged``)."""
+    (it is cut off before the next append); other damaged lines (not JSON, not UTF-8 text, not
+    ``valid``) are dropped and the file rewritten without them (the original kept as
+    ``<name>.damaged``), the repair's line ending with ``meaning``: what their loss means."""
     if not path.exists():
         return []
     try:
-        raw = path.read_bytes()
+        lines = journal_lines(path)
     except OSError as exc:
         raise RunDirectoryDamaged(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    lines = raw.split(b"\n")
-    torn = lines[-1] != b""  # no newline at the end: the last write was cut short
-    lines = lines[:-1]
-    if torn:
-        repaired(f"{path.name}: the last line was cut short (line {len(lines) + 1}); dropped")
+    if lines and lines[-1].torn:
+        repaired(f"{path.name}: the last line was cut short (line {lines[-1].number}); dropped")
+        lines.pop()
     good, bad = [], []
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            record = None
-        if isinstance(record, dict) and valid(record):
-            good.append(record)
+    for line in lines:
+        if isinstance(line.record, dict) and valid(line.record):
+            good.append(line.record)
         else:
-            bad.append(number)
+            bad.append(line.number)
     if bad:
         shown = ", ".join(map(str, bad[:5])) + (", ..." if len(bad) > 5 else "")
         rewrite(path, good)
         repaired(f"{path.name}: {len(bad)} damaged line(s) dropped (line {shown}); the original is kept "
-                 f"as {path.name}.damaged")
+                 f"as {path.name}.damaged" + (f"; {meaning}" if meaning else ""))
     return good
 
 

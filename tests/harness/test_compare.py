@@ -580,3 +580,39 @@ def test_tables_an_earlier_compare_wrote_and_this_one_does_not_are_moved_aside(c
     assert "table4_ablation.md" in report and f"`{stamp}`" in report
     assert {p.name for p in out.iterdir() if p.name.startswith("table")} == \
         {p.name for p in result.files if p.name.startswith("table")}
+
+
+@pytest.mark.parametrize("damage, now", [
+    (lambda data: b"", "0 now"),                                            # emptied
+    (lambda data: data[: data.rindex(b"\n", 0, -1) + 1], "1 now"),          # cut short
+    (lambda data: data + data.splitlines(keepends=True)[-1], "3 now"),      # a row repeated
+    (lambda data: data + b"garbage,,\r\n", "3 now"),                        # a line added
+    (lambda data: data.replace(b"1.25", b"0.25", 1), "2 now"),              # a value edited
+    (lambda data: data + b"\xff\xfe\r\n", "not UTF-8 text now"),            # bytes that are not text
+])
+def test_a_results_file_changed_since_its_evaluation_is_evaluated_again_never_reused(tmp_path, damage, now):
+    """A results file is reused only as its suite evaluation wrote it: its record keeps its rows and
+    digest, and one that does not match them is moved aside and evaluated again, said in the line."""
+    from raise_plugin.harness.compare_jobs import ROW_FIELDS
+    from raise_plugin.harness.provenance import result_meta, write_result_meta
+    from raise_plugin.harness.results_csv import write_rows
+    from raise_plugin.harness.reuse import plan_reuse
+    from tasks import get_task
+
+    task, out = get_task("ovrp"), tmp_path / "cmp"
+    config = tiny(out)
+    for name in task.baselines:
+        csv_path = out / "results" / f"baseline-{name}.csv"
+        write_rows(csv_path, [dict.fromkeys(ROW_FIELDS, "x") | {"instance": k, "metric": 1.25} for k in range(2)])
+        write_result_meta(csv_path, result_meta(config.study.suite_instances, f"baseline-{name}",
+                                                sandbox=config.evaluation_limits()))
+    variants = plan_variants(("eoh",), (0.002,), False)
+    assert plan_reuse(config, task, variants, out).evaluated == len(task.baselines)  # as written: reused
+    first = next(iter(task.baselines))
+    damaged = out / "results" / f"baseline-{first}.csv"
+    damaged.write_bytes(damage(damaged.read_bytes()))
+    plan = plan_reuse(config, task, variants, out)
+    assert plan.evaluated == len(task.baselines) - 1 and not damaged.exists()
+    assert plan.moved == [f"baseline-{first}: its results file is not the one its suite evaluation "
+                          f"wrote (2 rows then, {now})"]
+    assert "did not match (its results file is not the one its suite evaluation wrote" in plan.line(str(out))

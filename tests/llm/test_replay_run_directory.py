@@ -129,6 +129,23 @@ def test_replay_of_a_missing_or_non_run_directory_is_a_one_line_error(tmp_path, 
         replaying(tmp_path / "folder")
 
 
+def test_replay_of_a_run_whose_config_lacks_a_setting_is_refused_in_one_line(recorded, tmp_path, capsys):
+    """Filled by its default, a setting the config.json lost would replay another run (another task's
+    prompts against this run's answers)."""
+    import shutil
+
+    source = tmp_path / "source"
+    shutil.copytree(recorded, source)
+    config = json.loads((source / "config.json").read_text())
+    del config["task"]
+    (source / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main(["run", "--llm", f"replay:{source}", "--out", str(tmp_path / "again"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "config.json lacks 'task', which every run records" in err, err
+    assert not (tmp_path / "again").exists()
+
+
 def test_a_recorded_file_replay_that_misses_says_how_to_replay_the_run(recorded, tmp_path):
     replay = make_llm(f"replay:{recorded / 'llm_calls.jsonl'}")  # a run's journal: its run directory is named
     with pytest.raises(ReplayMissError, match=r"not in the recording: this run asks prompts the recorded one did "

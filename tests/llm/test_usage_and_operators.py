@@ -59,3 +59,13 @@ def test_host_eoh_prompts_and_reevo_style_prompts_are_told_apart():
     assert infer_operator("[Reflection]\nhint\nPlease write an improved function `priority_v2`") == "crossover"
     assert infer_operator("You respond with some hints for designing better heuristics") == "short_reflection"
     assert infer_operator("nothing known") == "other"
+
+
+def test_a_request_journal_with_a_line_that_is_not_utf8_counts_the_others(tmp_path):
+    path = tmp_path / "llm_requests.jsonl"
+    sent = [{"e": "sent", "id": k, "op": "e1", "attempt": 0} for k in range(3)]
+    path.write_bytes(b"\n".join(json.dumps(e).encode() for e in sent[:2]) + b"\n\xff\xfe garbage\n"
+                     + json.dumps(sent[2]).encode() + b"\n")
+    ledger = UsageLedger()
+    ledger.load_journal(path)
+    assert ledger.to_dict()["total"]["requests"] == 3

@@ -464,8 +464,10 @@ def test_resume_repairs_damaged_records_says_what_it_did_and_finishes(finished_r
     (lambda d: (d / "config.json").write_bytes(b"\xff\xfe\x00garbage"), "config.json is damaged"),
     (lambda d: (d / "config.json").write_text("[1, 2]"), "config.json is damaged"),
     (lambda d: (d / "config.json").unlink(), "not a run directory"),
-    (lambda d: (d / "config.json").write_text('{"task": "obp", "budget": "many"}'), "budget"),
-    (lambda d: (d / "config.json").write_text('{"task": "obp", "colour": 1}'), "unknown field"),
+    (lambda d: _recorded(d, budget="many"), "config field 'budget'"),
+    (lambda d: _recorded(d, colour=1), "unknown field"),
+    (lambda d: _recorded(d, task=None), "config.json lacks 'task', which every run records"),
+    (lambda d: _recorded(d, budget=None, seed=None), "config.json lacks 'budget', 'seed', which every run records"),
     (lambda d: (d / "instances" / "index.jsonl").write_text(""), "has lost the record of adversarial instance"),
     (lambda d: next((d / "instances").glob("adv-*.npz")).write_bytes(b"\x00garbage"), "not an instance file"),
     (lambda d: _plant_pickle(next((d / "instances").glob("adv-*.npz"))), "not an instance file"),
@@ -477,6 +479,41 @@ def test_resume_of_an_unrepairable_directory_says_why_in_one_line(finished_run, 
     assert main(["resume", str(finished_run), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def _recorded(run_dir: Path, **changes) -> None:
+    """The run's ``config.json`` with ``changes`` (``None``: the field taken out)."""
+    recorded = {**json.loads((run_dir / "config.json").read_text()), **changes}
+    (run_dir / "config.json").write_text(json.dumps({k: v for k, v in recorded.items()
+                                                     if not (k in changes and v is None)}))
+
+
+def test_a_config_lacking_a_setting_is_refused_before_anything_is_written(finished_run, capsys):
+    """A setting every run records, filled by its default, made another run of it (an OVRP run resumed
+    as OBP): refused in one line, and nothing is repaired or written."""
+    from raise_plugin.cli import main
+
+    _recorded(finished_run, task=None)
+    _garble_line(finished_run / "samples.jsonl", 3)  # a repair a resume would have made
+    before = {p: p.read_bytes() for p in finished_run.rglob("*") if p.is_file() and p.name != "lock"}
+    assert main(["resume", str(finished_run), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"raise-ahd: error: {finished_run / 'config.json'} lacks 'task', which every run records; the "
+                   "run's configuration cannot be rebuilt from the other files: restore it from a copy"]
+    after = {p: p.read_bytes() for p in finished_run.rglob("*") if p.is_file() and p.name != "lock"}
+    assert after == before
+
+
+def test_a_config_written_before_later_settings_existed_still_resumes(finished_run):
+    """Settings added after the first run directories (the instance seed, allow_no_refresh, the base URL,
+    the caps, ...) may be missing from an older run's config.json: their values of that time are taken."""
+    from raise_plugin.rundir.reader import ALWAYS_RECORDED
+
+    recorded = json.loads((finished_run / "config.json").read_text())
+    (finished_run / "config.json").write_text(json.dumps({k: recorded[k] for k in ALWAYS_RECORDED}))
+    method = resume_run(finished_run, llm=ScriptedLLM(1), budget=10)
+    method.run()
+    assert json.loads((finished_run / "summary.json").read_text())["samples"] == 10
 
 
 def test_a_checkpoint_rebuilt_after_a_kill_inside_a_refresh_holds_the_set_its_generation_was_recorded_on(tmp_path):

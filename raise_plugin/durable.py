@@ -153,7 +153,8 @@ class JournalLine:
 
 def journal_lines(path: str | os.PathLike) -> list[JournalLine]:
     """The lines of the JSONL file ``path`` (none when there is no such file), split at newlines
-    only (a raw U+2028 inside a JSON string does not end a line); ``OSError`` when it cannot be
+    only (a raw U+2028 inside a JSON string does not end a line), blank ones passed over (each line
+    keeps its number in the file); ``OSError`` when it cannot be
     read. Every reader of a run directory's journals reads them here, so that a damaged line is
     one line passed over or repaired, never an error about the whole file."""
     try:
@@ -166,6 +167,8 @@ def journal_lines(path: str | os.PathLike) -> list[JournalLine]:
         chunks.pop()
     lines = []
     for number, raw in enumerate(chunks, 1):
+        if not raw.strip():  # a blank line (a recording edited by hand) holds nothing to read
+            continue
         last = torn and number == len(chunks)
         try:
             lines.append(JournalLine(number, json.loads(raw.decode("utf-8")), torn=last))

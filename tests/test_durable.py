@@ -50,3 +50,5 @@ def test_a_journal_is_read_back_a_line_at_a_time_a_damaged_line_never_the_whole_
         (1, {"a": 1}, False, False), (2, None, True, False), (3, None, True, False),
         (4, {"p": "x\u2028y"}, False, False), (5, None, True, True)]  # a raw U+2028 does not end a line
     assert journal_lines(tmp_path / "none.jsonl") == []
+    path.write_bytes(b'{"a": 1}\n\n  \n{"b": 2}\n\n')  # blank lines (a recording edited by hand) hold nothing
+    assert [(line.number, line.record) for line in journal_lines(path)] == [(1, {"a": 1}), (4, {"b": 2})]

@@ -32,7 +32,7 @@ from typing import Any
 
 from llm4ad.base import LLM
 
-from raise_plugin.durable import AppendLog
+from raise_plugin.durable import AppendLog, journal_lines
 from raise_plugin.errors import UserError
 
 from .errors import EndpointFailed, LLMAborted, ReplayMissError
@@ -129,23 +129,17 @@ def recorded_answers(source: str | Path) -> list[dict]:
     could be replayed) is a one-line error."""
     path = recording_path(source)
     try:
-        data = path.read_bytes()
+        lines = journal_lines(path)
     except OSError as exc:
         raise UserError(f"cannot read LLM recording {path}: {exc.strerror or exc}") from None
-    lines = data.split(b"\n")
     entries = []
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw.decode("utf-8"))
-            if not isinstance(entry, dict) or not isinstance(entry["hash"], str):
-                raise TypeError
-        except (ValueError, KeyError, TypeError):
-            if number == len(lines):  # no newline after it: torn by a kill while being written
+    for line in lines:
+        entry = line.record
+        if not (isinstance(entry, dict) and isinstance(entry.get("hash"), str)):
+            if line.torn:  # no newline after it: torn by a kill while being written
                 break
-            raise UserError(f"LLM recording {path} line {number} is not a recorded answer (a --record file, or a "
-                            f"run directory's {CALLS_FILE}, holds one JSON object per line)") from None
+            raise UserError(f"LLM recording {path} line {line.number} is not a recorded answer (a --record file, or "
+                            f"a run directory's {CALLS_FILE}, holds one JSON object per line)")
         entries.append(entry)
     if not entries:
         raise UserError(f"replay:{source}: the recording holds no answer")

@@ -29,7 +29,7 @@ HOSTILE = {
     "sys.exit": ("    sys.exit(0)\n", FailureKind.HEURISTIC, "SystemExit"),
     "NaN": ("    return np.full(len(bins), np.nan)\n", FailureKind.HEURISTIC, "non-finite"),
     "inf": ("    return np.full(len(bins), np.inf)\n", FailureKind.HEURISTIC, "non-finite"),
-    "None": ("    return None\n", FailureKind.HEURISTIC, "shape ()"),
+    "None": ("    return None\n", FailureKind.HEURISTIC, "returned None, expected an array"),
     "strings": ("    return ['a'] * len(bins)\n", FailureKind.HEURISTIC, "expected numbers"),
     "wrong length": ("    return -bins[:-1]\n", FailureKind.HEURISTIC, "expected ("),
     "printing megabytes": ("    print('x' * 10**6)\n    return -bins\n", FailureKind.HEURISTIC, "printed more than"),

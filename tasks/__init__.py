@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common import Task
+from .common.behaviour import check_name
 from .common.errors import UnknownName, UserError
 
 __all__ = ["get_task", "list_tasks", "register_task", "registered_here", "reference_sources", "task_reference", "reference_of",
@@ -60,7 +61,8 @@ def register_task(task: Task | type) -> Task:
     obj = task() if isinstance(task, type) else task
     if not isinstance(obj, Task):
         raise TypeError(f"register_task needs a tasks.Task, got {type(obj).__name__}")
-    key = str(obj.name).strip().lower()
+    check_name(obj)  # a name the workers would read as a reference ("lb:x") fails there, not here
+    key = obj.name.strip().lower()
     earlier = _registered.get(key)
     if earlier is not None and type(earlier).__qualname__ == type(obj).__qualname__:
         return earlier

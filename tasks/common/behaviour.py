@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import HeuristicError, one_line
 
-__all__ = ["check_behaviour", "check_metric", "raising_part", "NAME_RULE"]
+__all__ = ["check_behaviour", "check_name", "check_metric", "raising_part", "NAME_RULE"]
 
 # what a task's name may hold: it is a registry key, a file and folder name, and never a file or module reference
 NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -25,10 +25,7 @@ def check_behaviour(task) -> None:
     instance a finite metric for every baseline. Else a ``ValueError`` naming the part at fault and what
     it gave or raised."""
     who = type(task).__name__
-    name = getattr(task, "name", None)
-    if not (isinstance(name, str) and NAME_RULE.fullmatch(name)):
-        raise ValueError(f"{who}.name must be a non-empty string of letters, digits, '_', '-' and '.' (starting "
-                         f"with a letter or digit), got {name!r}")
+    check_name(task)
     try:
         tree = ast.parse(str(task.template_program))
     except (SyntaxError, ValueError) as exc:  # ValueError: null bytes
@@ -52,6 +49,15 @@ def check_behaviour(task) -> None:
         _gives(task, f"{suite}_suite", lambda: task.suite(suite), f" (building the {suite} suite)")
     for rule_name, rule in task.baselines.items():
         _check_baseline(task, who, rule_name, rule, nominal[0])
+
+
+def check_name(task) -> None:
+    """A ``ValueError`` unless ``task.name`` is a name (``NAME_RULE``): the registry's key, a file's and a
+    folder's name, never read as a file or module reference."""
+    name = getattr(task, "name", None)
+    if not (isinstance(name, str) and NAME_RULE.fullmatch(name)):
+        raise ValueError(f"{type(task).__name__}.name must be a non-empty string of letters, digits, '_', '-' and "
+                         f"'.' (starting with a letter or digit), got {name!r}")
 
 
 def check_metric(task, metric, doing: str) -> float:

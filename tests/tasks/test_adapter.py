@@ -86,3 +86,14 @@ def test_a_script_registers_a_task_by_name(monkeypatch):
     clash = type("Other", (Sums,), {})
     with pytest.raises(ValueError, match="already registered"):
         register_task(clash)
+
+
+@pytest.mark.parametrize("name", [5, "", "lb:x", "a b/c:d", " padded"])
+def test_a_script_cannot_register_a_task_under_a_name_that_is_no_name(monkeypatch, name):
+    """A task loaded from a file is refused a name its workers would read as a reference (``lb:x``)
+    or none at all; a task a script registers was not, and failed later with a line blaming the
+    sandbox. It is held to the same rule when it is registered."""
+    monkeypatch.setattr(tasks, "_registered", {})
+    with pytest.raises(ValueError, match=r"\.name must be a non-empty string of letters, digits"):
+        register_task(type("Named", (Sums,), {"name": name}))
+    assert tasks._registered == {}

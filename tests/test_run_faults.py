@@ -196,14 +196,15 @@ def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_and_says_so_in_one_l
     assert not list(tmp_path.glob("*.tmp"))  # the refused replacement's temporary file is gone
 
 
-def _stop_with(sig: int, out: Path, after_samples: int, group: bool) -> tuple[subprocess.CompletedProcess, float]:
+def _stop_with(sig: int, out: Path, after_samples: int, group) -> tuple[subprocess.CompletedProcess, float]:
     """The run stopped by ``sig`` once ``after_samples`` samples are recorded: sent to its process
     alone, or to its whole process group (``group``), as a shell's Ctrl-C, ``timeout``, systemd and
-    batch schedulers send it, which reaches the engine's fork server and resource tracker too."""
+    batch schedulers send it, which reaches the engine's fork server and resource tracker too
+    (``"twice"``: to the process, then to the group, as ``timeout`` and systemd do)."""
     before = set(Path(tempfile.gettempdir()).glob("raise-sandbox-*"))
     proc = subprocess.Popen([sys.executable, "-m", "raise_plugin.cli", *RUN, "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), start_new_session=group)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), start_new_session=bool(group))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         path = out / "samples.jsonl"
@@ -212,6 +213,9 @@ def _stop_with(sig: int, out: Path, after_samples: int, group: bool) -> tuple[su
         time.sleep(0.02)
     assert proc.poll() is None, "the run ended before the signal"
     sent = time.monotonic()
+    if group == "twice":  # as GNU timeout and systemd send it: to the process, then to its group
+        proc.send_signal(sig)
+        time.sleep(0.05)  # the first heard (the same signal delivered twice before is merged into one)
     os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=120)
     took = time.monotonic() - sent
@@ -224,8 +228,9 @@ def _stop_with(sig: int, out: Path, after_samples: int, group: bool) -> tuple[su
 # SIGTERM to the whole group (the fork server, once killed so, took the workers with it: a refresh under way
 # was recorded as skipped and never redone; tests/engine/workers/test_stop_signals.py holds the moment),
 # SIGINT to the run's process alone
-@pytest.mark.parametrize("sig, group", [(signal.SIGTERM, True), (signal.SIGINT, False)],
-                         ids=["SIGTERM-to-the-group", "SIGINT-to-the-process"])
+# and SIGTERM as `timeout` sends it, to the process and then its group: one stop, not a second signal
+@pytest.mark.parametrize("sig, group", [(signal.SIGTERM, True), (signal.SIGINT, False), (signal.SIGTERM, "twice")],
+                         ids=["SIGTERM-to-the-group", "SIGINT-to-the-process", "SIGTERM-as-timeout-sends-it"])
 def test_sigterm_and_sigint_stop_a_run_cleanly_and_resume_continues_it_exactly(sig, group, uninterrupted, tmp_path):
     out = tmp_path / "run"
     stopped, took = _stop_with(sig, out, after_samples=3, group=group)

@@ -6,6 +6,7 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from raise_plugin.config import ConfigError, RunConfig
@@ -186,17 +187,28 @@ def _usage_line(usage: dict) -> str:
     return ", ".join(parts)
 
 
+# a signal that comes again within this many seconds is the same stop sent twice, to the process and
+# to its group, not a second Ctrl-C asking to stop at once
+ONE_STOP_SECONDS = 0.5
+
+
 @contextlib.contextmanager
 def stop_on_signals(method, run_dir):
     """SIGINT (Ctrl-C) or SIGTERM stops the run as a cap does: no new sample starts, those under
     way are recorded, the summary is written, and ``resume`` continues; a second one stops it at
-    once. Yields the list of the signals received."""
+    once. The same signal again within ``ONE_STOP_SECONDS`` is the first delivered twice (GNU
+    ``timeout`` and systemd signal the process, then its group): it is passed over. Yields the list
+    of the signals received."""
     received: list[int] = []
+    since = [0.0]
 
     def stop(signum, frame):
+        if received and signum == received[0] and time.monotonic() - since[0] < ONE_STOP_SECONDS:
+            return
         if received or threading.current_thread() is not threading.main_thread():
             raise KeyboardInterrupt
         received.append(signum)
+        since[0] = time.monotonic()
         name = signal.Signals(signum).name
         print(f"raise-ahd: {name}: stopping after the samples under way ({name} again stops at once); "
               f"`raise-ahd resume {run_dir}` continues", file=sys.stderr)

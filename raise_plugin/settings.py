@@ -78,6 +78,7 @@ class Setting:
     metavar: str | None = None
     shown: str | None = None  # the default in words, where ``default`` is ``None`` ("all", "the task's")
     field: str = ""  # its field in its section's config, where the section has its name: ``budget.samples``
+    flag_name: str = ""  # its flag, where that is not its name: ``--price`` gives one entry of the ``prices`` table
 
     @property
     def field_name(self) -> str:
@@ -87,7 +88,7 @@ class Setting:
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return "--" + (self.flag_name or self.name).replace("_", "-")
 
     def shown_default(self) -> str:
         """The default as ``--help`` shows it."""
@@ -232,7 +233,8 @@ TREE = Section("run", "run", (
         _s("record", None, "str", "record every prompt and response to this JSONL file (replay it with "
            "--llm replay:FILE)", metavar="FILE", shown="none"),
         _s("prices", None, "table", "models added to the price table: model -> [input, output] dollars per "
-           "million tokens"),
+           "million tokens (on the command line one model a flag, repeatable: --price MODEL=IN,OUT)",
+           flag_name="price"),
         _s("max_tokens", None, "int", "completion tokens per LLM request, sent to the endpoint", unit="tokens",
            low=1, metavar="N", shown="the endpoint's own limit"),
         _s("llm_timeout", None, "float", "seconds one LLM request may take, its whole answer included, at most a "

@@ -23,7 +23,7 @@ from raise_plugin.replay import RecordedRun
 from raise_plugin.resolve import final_selection
 from raise_plugin.runner import start_run
 from raise_plugin.commands.flags import add_flags
-from raise_plugin.settings import TREE
+from raise_plugin.settings import SETTINGS, TREE
 from raise_plugin.validation import select_final
 from tasks import is_task_reference, task_reference
 
@@ -50,7 +50,7 @@ def register(sub) -> None:
 
 def add_price_flag(groups: dict) -> None:
     """``--price MODEL=IN,OUT`` (repeatable), in the LLM group: the ``prices`` setting is a table."""
-    groups["llm"].add_argument("--price", action="append", metavar="MODEL=IN,OUT", dest="price_items",
+    groups["llm"].add_argument(SETTINGS["prices"].flag, action="append", metavar="MODEL=IN,OUT", dest="price_items",
                                help="add a model to the price table: dollars per million input and output tokens "
                                     "(repeatable; the [prices] table of a TOML config likewise) (default none: "
                                     "the built-in table)")

@@ -154,14 +154,17 @@ HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
 
 
 def checked_callbacks(callbacks) -> tuple:
-    """``callbacks`` (a list, or ``None``) as a tuple, each with every hook (a ``Callback``); else a
-    one-line ``UserError``: an object without them failed at every event, logged, and the run went on."""
+    """``callbacks`` (a list, or ``None``) as a tuple, each an instance with every hook (a ``Callback``); else a
+    one-line ``UserError``: an object without them (or a class, whose hooks are unbound) failed at every event,
+    logged, and the run went on."""
     if callbacks is None:
         return ()
     if isinstance(callbacks, (Callback, str, bytes)) or not isinstance(callbacks, Iterable):
         raise UserError(f"callbacks: give a list of Callbacks, got {type(callbacks).__name__}")
     given = tuple(callbacks)
     for cb in given:
+        if isinstance(cb, type):  # its hooks would each fail, unbound, and the run end in a TypeError
+            raise UserError(f"callbacks: {cb.__name__} is a class: give an instance, {cb.__name__}()")
         missing = [hook for hook in HOOKS if not callable(getattr(cb, hook, None))]
         if missing:
             raise UserError(f"callbacks: {cb!r} has no {missing[0]}: subclass raise_plugin.robust.Callback")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -267,9 +268,17 @@ def test_the_evaluation_holds_the_aggregation_and_the_callback_only_checks_it():
                                           pop_size=4, max_generations=None)
 
 
-def test_search_timeout_is_validated():
-    with pytest.raises(ValueError, match="search_timeout"):
-        AdversarialInstanceCallback(0.002, search_timeout=-1)
+@pytest.mark.parametrize("kwargs, said", [  # each was let through (a refresh then failed), or a bare ValueError
+    ({"seed": -1}, "seed: must be >= 0, got -1"), ({"seed": "x"}, "seed: must be an integer, got 'x'"),
+    ({"seed": 1.5}, "seed: must be an integer, got 1.5"),
+    ({"search_timeout": -1}, "search_timeout: must be >= 0 seconds, got -1"),
+    ({"search_timeout": float("nan")}, "search_timeout: must be a finite number, got nan"),
+    ({"search_timeout": "x"}, "search_timeout: must be a finite number, got 'x'"),
+    ({"searcher": 42}, "searcher: must be a function with raise_plugin.adversary.search's signature")])
+def test_seed_search_timeout_and_searcher_are_checked_when_the_callback_is_made(kwargs, said):
+    with pytest.raises(AdversaryConfigError, match=f"^{re.escape(said)}") as caught:
+        AdversarialInstanceCallback(0.002, **kwargs)
+    assert isinstance(caught.value, ValueError) and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("objective", ["metric", "regret:baselines", "regret:population:2", "regret:bestfit"])

@@ -111,6 +111,12 @@ class Callback:
         what distinguishes two of one class instead."""
         return type(self).__qualname__
 
+    def reset(self) -> None:
+        """Forget what an earlier run left in this callback (one given to ``robust()`` is shared by every
+        run of the class, and an object may be given to a second run): called once a run first uses its
+        callbacks, before a resumed run restores their states (``load_state_dict``) and before
+        ``on_run_start``. Nothing by default."""
+
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         """Before the first sample (or, on resume, before the first new one)."""
 

@@ -117,6 +117,10 @@ class AdversarialInstanceCallback(Callback):
         self._searcher = searcher
         self.search_timeout = search_timeout
         self.inner_parallel = bool(inner_parallel)
+        self.reset()
+
+    def reset(self) -> None:
+        """No refresh made yet: a new run's refresh k draws the seed and instance id the first run's did."""
         self.skipped: list[dict] = []
         self.refreshes = 0
         self.last_refresh_generation = 0

@@ -664,3 +664,19 @@ def test_re_scores_recorded_before_a_kill_are_not_written_again_by_the_refresh_m
     after.close()
     written = [(r["program_id"], r["instance_set"]) for r in read_jsonl(tmp_path / "scores.jsonl")]
     assert written == [("p", 1), ("p", 1), ("q", 1), ("p", 2), ("p", 2), ("q", 2)]
+
+
+def test_a_resumed_run_starts_no_worker_before_it_runs(tmp_path):
+    """``resume_run`` started the engine's workers before ``run()``: one neither run nor closed printed
+    tracebacks as the interpreter exited (a new run's object, unused, starts none either)."""
+    import threading
+
+    start_run(RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, nominal=2, seed=0, out=str(tmp_path / "run"))).run()
+    before = set(threading.enumerate())
+    method = resume_run(tmp_path / "run", budget=6)
+    try:  # the engine's pool serves its workers from threads of its own
+        assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("raise-sandbox")]
+    finally:
+        method.close()
+    summary = resume_run(tmp_path / "run", budget=6).run()  # and it runs as before
+    assert summary["finished"] and summary["samples"] == 6

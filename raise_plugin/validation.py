@@ -140,6 +140,10 @@ class ValidationTrace(Callback):
         self.per_dataset = per_dataset
         self.timeout = timeout
         self.workers = workers
+        self.reset()
+
+    def reset(self) -> None:
+        """No point yet (a new run's task may be another: its baselines and programs are measured afresh)."""
         self.points: list[dict] = []
         self.baselines: dict[str, float] = {}
         self._cache: dict[str, dict] = {}

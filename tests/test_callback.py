@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -267,9 +268,17 @@ def test_the_evaluation_holds_the_aggregation_and_the_callback_only_checks_it():
                                           pop_size=4, max_generations=None)
 
 
-def test_search_timeout_is_validated():
-    with pytest.raises(ValueError, match="search_timeout"):
-        AdversarialInstanceCallback(0.002, search_timeout=-1)
+@pytest.mark.parametrize("kwargs, said", [  # each was let through (a refresh then failed), or a bare ValueError
+    ({"seed": -1}, "seed: must be >= 0, got -1"), ({"seed": "x"}, "seed: must be an integer, got 'x'"),
+    ({"seed": 1.5}, "seed: must be an integer, got 1.5"),
+    ({"search_timeout": -1}, "search_timeout: must be >= 0 seconds, got -1"),
+    ({"search_timeout": float("nan")}, "search_timeout: must be a finite number, got nan"),
+    ({"search_timeout": "x"}, "search_timeout: must be a finite number, got 'x'"),
+    ({"searcher": 42}, "searcher: must be a function with raise_plugin.adversary.search's signature")])
+def test_seed_search_timeout_and_searcher_are_checked_when_the_callback_is_made(kwargs, said):
+    with pytest.raises(AdversaryConfigError, match=f"^{re.escape(said)}") as caught:
+        AdversarialInstanceCallback(0.002, **kwargs)
+    assert isinstance(caught.value, ValueError) and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("objective", ["metric", "regret:baselines", "regret:population:2", "regret:bestfit"])
@@ -386,3 +395,35 @@ def test_a_runs_validation_trace_follows_its_refresh_interval(tmp_path):
                                  validation_trace=True, out=str(tmp_path / "run")))  # a plain run traces as often
     [trace] = [c for c in method.callbacks if isinstance(c, ValidationTrace)]
     assert trace.every == 5
+
+
+def test_a_callback_shared_by_runs_starts_each_afresh_and_the_same_seed_gives_the_same_run():
+    """A class's callback kept the first run's refresh count: the second run under the same seed made no refresh."""
+    def run(cls):
+        rec = Recorder()
+        method = cls(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=16, pop_size=4,
+                     max_generations=None, seed=0, callbacks=[rec])
+        method.run()
+        history = [{k: v for k, v in h.items() if not k.endswith("seconds")} for h in cb.history]  # timings differ
+        return cb.refreshes, history, rec.samples, [e.instance_id for e in method.instance_set]
+
+    cb = AdversarialInstanceCallback(epsilon=0.002, tau=2, inner_population=4, inner_generations=2, searcher=fake_search)
+    shared = robust(EoH, callbacks=[cb])
+    first = run(shared)
+    assert first[0] >= 2
+    assert run(shared) == first  # the class instantiated again
+    assert run(robust(EoH, callbacks=[cb])) == first  # the same callback given to robust() again
+
+
+def test_a_resumed_run_keeps_the_state_it_restores_and_forgets_an_earlier_runs(tmp_path):
+    method = robust(EoH)(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=8, pop_size=4,
+                         max_generations=None)
+    cb = AdversarialInstanceCallback(epsilon=0.002, tau=2)
+    cb.refreshes, cb.last_refresh_generation = 7, 9  # what an earlier run left
+    method.callbacks.insert(0, cb)
+    method.take_callbacks()
+    assert (cb.refreshes, cb.last_refresh_generation, cb.history) == (0, 0, [])
+    cb.load_state_dict({"refreshes": 2, "last_refresh_generation": 4})  # restored after: kept for the run
+    method.take_callbacks()
+    assert (cb.refreshes, cb.last_refresh_generation) == (2, 4)
+    method.close()

@@ -163,3 +163,17 @@ def test_a_runs_callback_in_lines_mode_prints_its_generation_and_best():
     assert written[1].startswith("run: 1/6 sample (16%)") and written[1].endswith("| gen 0 best 1.55 set 5")
     assert written[-1].startswith("run: 6/6 sample (100%)") and written[-1].endswith("| gen 3 best 1.55 set 5")
     assert len(written) == 8  # the first line, one per sample 40 s apart, the last
+
+
+def test_a_bar_given_to_a_second_run_shows_that_run_from_its_start():
+    """The second run updated the first run's closed bar: no line of it was written."""
+    log, clock = io.StringIO(), Clock()
+    bar = ProgressBar(2, enabled="lines", stream=log, clock=clock)
+    method = SimpleNamespace(llm=None)
+    for _ in range(2):
+        bar.reset()
+        bar.on_run_start(method, SimpleNamespace(generation=0, samples=0, best=None, instance_set_size=1))
+        bar.on_sample_evaluated(method, SimpleNamespace(generation=1, samples=2, best=None, instance_set_size=1), None)
+        bar.on_run_end(method, SimpleNamespace(generation=1, samples=2, best=None, instance_set_size=1))
+    written = lines(log)
+    assert [w.split(" sample")[0] for w in written] == ["run: 0/2", "run: 2/2"] * 2

@@ -244,3 +244,18 @@ def test_results_do_not_depend_on_the_number_of_evaluation_workers():
     one, three = run("process:1"), run("process:3")
     assert one == three
     assert len(one[1]) > 4  # the set grew, and each re-scoring was shared among the workers too
+
+
+def test_a_callback_class_given_for_an_instance_is_refused_in_one_line(tmp_path):
+    """Accepted, every hook then failed unbound and ``run()`` ended in a TypeError from ``summary_fields``."""
+    import raise_plugin as rp
+
+    said = r"^callbacks: Callback is a class: give an instance, Callback\(\)$"
+    with pytest.raises(rp.UserError, match=said):
+        robust(EoH, callbacks=[Callback])
+    with pytest.raises(rp.UserError, match=said):
+        make(callbacks=[Callback])
+    out = tmp_path / "run"
+    with pytest.raises(rp.UserError, match=said):
+        rp.start_run(rp.RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, out=str(out)), callbacks=[Callback])
+    assert not out.exists()

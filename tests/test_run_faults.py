@@ -65,9 +65,9 @@ def lines(path: Path) -> list[dict]:
 
 def run_record(run_dir: Path) -> dict:
     """What a resumed run must share with the uninterrupted one: its samples, the prompts it sent,
-    its populations and the instances it found."""
+    its populations, the instances it found and its re-scores."""
     return {"samples": samples(run_dir), "prompts": [e["hash"] for e in lines(run_dir / "llm_calls.jsonl")],
-            "populations": lines(run_dir / "population.jsonl"),
+            "populations": lines(run_dir / "population.jsonl"), "scores": lines(run_dir / "scores.jsonl"),
             "instances": [r["instance_id"] for r in lines(run_dir / "instances" / "index.jsonl")
                           if r.get("kind") == "instance"]}
 

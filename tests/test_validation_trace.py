@@ -100,3 +100,15 @@ def test_trace_settings_are_checked():
         ValidationTrace(every=0)
     with pytest.raises(ValueError, match="per_dataset"):
         ValidationTrace(per_dataset=0)
+
+
+def test_a_trace_given_to_two_runs_traces_each_from_its_start(tmp_path):
+    """The second run kept the first's points and last generation: it measured none where the first had."""
+    trace = ValidationTrace(every=1, workers=1)
+    runs = []
+    for name in ("a", "b"):
+        robust(EoH, callbacks=[trace])(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=8,
+                                       pop_size=4, max_generations=None, recorder=RunDirectory(tmp_path / name)).run()
+        runs.append([(p["generation"], p["program_id"], p["validation_metric"]) for p in trace.points])
+    assert runs[0] and runs[1] == runs[0]
+    assert [p["generation"] for p in read_trace(tmp_path / "b")] == [p[0] for p in runs[0]]

@@ -13,15 +13,15 @@ import numpy as np
 from raise_plugin.config import AdversarySettings, InnerSearchSettings
 from raise_plugin.errors import UserError
 from raise_plugin.settings import (CONSTRAINTS, ENCODINGS, LENGTHS, PER_REFRESH, PROJECTIONS, SETTINGS, TAU_UNITS,
-                                   SettingError, default, fallback)
+                                   Setting, SettingError, default, fallback)
 from tasks.common.aggregation import Aggregation
 from tasks.common.evaluation import named_baseline
 
 from .objective import Objective, parse_objective
 from .projection import check_epsilon
 
-__all__ = ["SearchConfig", "PAPER_DRAWS", "AdversaryConfig", "AdversaryConfigError", "ENCODINGS", "CONSTRAINTS",
-           "NOISE", "OBJECTIVES", "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
+__all__ = ["SearchConfig", "PAPER_DRAWS", "AdversaryConfig", "AdversaryConfigError", "checked_setting", "ENCODINGS",
+           "CONSTRAINTS", "NOISE", "OBJECTIVES", "LENGTHS", "TAU_UNITS", "PER_REFRESH"]
 
 # R of one bare inner search: the paper's one draw per candidate distribution (a run's ``inner_draws``
 # left unset is its task's instead, ``default_draws``)
@@ -108,6 +108,15 @@ class AdversaryConfigError(SettingError, UserError):
     ``ValueError`` as every bad setting is, and a ``UserError``: one line for the user)."""
 
 
+def checked_setting(setting: "str | Setting", value: Any) -> Any:
+    """``value`` if it is a valid value of ``setting`` (a ``Setting``, or the tree's by name), else an
+    ``AdversaryConfigError`` naming it."""
+    try:
+        return (SETTINGS[setting] if isinstance(setting, str) else setting).check(value)
+    except SettingError as exc:
+        raise AdversaryConfigError(exc.name, exc.reason) from None
+
+
 @dataclass(frozen=True)
 class AdversaryConfig(AdversarySettings):
     """RAISE's settings, the run's ``adversary`` section (``AdversarySettings``: eps, tau, A, the
@@ -125,12 +134,6 @@ class AdversaryConfig(AdversarySettings):
     switches: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self):
-        def check(name, value):
-            try:
-                SETTINGS[name].check(value)
-            except SettingError as exc:
-                raise AdversaryConfigError(exc.name, exc.reason) from None
-
         if self.epsilon is None:
             raise AdversaryConfigError("epsilon", "must be a finite number > 0, got None")
         if self.adversary_objective is None:  # left unset: the paper's
@@ -139,10 +142,10 @@ class AdversaryConfig(AdversarySettings):
             raise AdversaryConfigError("inner_search", f"must be InnerSearchSettings, got {self.inner_search!r}")
         for name in ("epsilon", "tau_unit", "instances_per_refresh", "tau", "max_adversarial", "allow_no_refresh",
                      "nominal"):
-            check(name, getattr(self, name))
+            checked_setting(name, getattr(self, name))
         for name in ("inner_draws", "inner_population", "inner_generations", "projection", "encoding", "constraint",
                      "length"):
-            check(name, getattr(self.inner_search, name))
+            checked_setting(name, getattr(self.inner_search, name))
         object.__setattr__(self, "epsilon", float(self.epsilon))
         for name, parse in (("aggregation", Aggregation.parse), ("adversary_objective", parse_objective)):
             try:

@@ -246,6 +246,7 @@ class RobustCore:
         if progress_mode(self._progress) != "off" and not any(isinstance(cb, ProgressBar) for cb in self.callbacks):
             self.callbacks.insert(len(self.callbacks) - 1 if self._recorder is not None else len(self.callbacks),
                                   ProgressBar(self._max_sample_nums, initial=self.samples, enabled=self._progress))
+        self.take_callbacks()
         self.start_engine()
         self._fire("on_run_start", self.snapshot())
         catch_up, self._catch_up = self._catch_up, []

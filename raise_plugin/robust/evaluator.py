@@ -207,6 +207,10 @@ class InstanceSetEvaluator:
         programs are what there is to spread. Each program's metrics are its own, so the order
         in which they finish changes nothing. The time counted for ``purpose`` is the wall time
         of the whole batch, not the sum of its overlapping calls."""
+        ids = [e.instance_id for e in entries]  # a program that met every member needs no worker: none is started
+        records = [rec for rec in records if self._book.missing(rec, ids)]  # (a resume's members, recorded whole)
+        if not records:
+            return
         width = self._runner.width
         if width <= 1 or len(records) <= 1:
             for rec in records:

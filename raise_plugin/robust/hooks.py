@@ -111,6 +111,12 @@ class Callback:
         what distinguishes two of one class instead."""
         return type(self).__qualname__
 
+    def reset(self) -> None:
+        """Forget what an earlier run left in this callback (one given to ``robust()`` is shared by every
+        run of the class, and an object may be given to a second run): called once a run first uses its
+        callbacks, before a resumed run restores their states (``load_state_dict``) and before
+        ``on_run_start``. Nothing by default."""
+
     def on_run_start(self, method, snapshot: RunSnapshot) -> None:
         """Before the first sample (or, on resume, before the first new one)."""
 
@@ -154,14 +160,17 @@ HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
 
 
 def checked_callbacks(callbacks) -> tuple:
-    """``callbacks`` (a list, or ``None``) as a tuple, each with every hook (a ``Callback``); else a
-    one-line ``UserError``: an object without them failed at every event, logged, and the run went on."""
+    """``callbacks`` (a list, or ``None``) as a tuple, each an instance with every hook (a ``Callback``); else a
+    one-line ``UserError``: an object without them (or a class, whose hooks are unbound) failed at every event,
+    logged, and the run went on."""
     if callbacks is None:
         return ()
     if isinstance(callbacks, (Callback, str, bytes)) or not isinstance(callbacks, Iterable):
         raise UserError(f"callbacks: give a list of Callbacks, got {type(callbacks).__name__}")
     given = tuple(callbacks)
     for cb in given:
+        if isinstance(cb, type):  # its hooks would each fail, unbound, and the run end in a TypeError
+            raise UserError(f"callbacks: {cb.__name__} is a class: give an instance, {cb.__name__}()")
         missing = [hook for hook in HOOKS if not callable(getattr(cb, hook, None))]
         if missing:
             raise UserError(f"callbacks: {cb!r} has no {missing[0]}: subclass raise_plugin.robust.Callback")

@@ -30,8 +30,16 @@ class ProgressBar(Callback):
 
     def __init__(self, total: int, initial: int = 0, enabled: bool | str | None = True, *,
                  stream: TextIO | None = None, every: float = EVERY, clock: Callable[[], float] = time.monotonic):
-        self._bar = open_progress(total, progress=enabled, desc="run", unit="sample", initial=initial,
-                                  stream=stream, every=every, clock=clock)
+        self._opening = dict(progress=enabled, desc="run", unit="sample", initial=initial, stream=stream, every=every,
+                             clock=clock)
+        self._bar = open_progress(total, **self._opening)
+        self._total, self._shown = total, False
+
+    def reset(self) -> None:
+        """A bar of its own for a new run, where an earlier run showed (and closed) this one's."""
+        if self._shown:
+            self._bar = open_progress(self._total, **self._opening)
+            self._shown = False
 
     def _post(self, method, snapshot):
         best = snapshot.best
@@ -43,6 +51,7 @@ class ProgressBar(Callback):
         self._bar.set_postfix_str(text, refresh=False)
 
     def on_run_start(self, method, snapshot):
+        self._shown = True
         self._post(method, snapshot)
 
     def on_sample_evaluated(self, method, snapshot, sample):

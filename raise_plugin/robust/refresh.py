@@ -14,14 +14,19 @@ from tasks.common.evaluation import named_baseline
 from ..adversary.objective import Objective
 from ..adversary.sandboxed import SearchFailed, in_one_worker, on_run_workers, sandbox_pool, search_program
 from ..adversary.search import AdversaryReferenceError, default_draws, search
-from ..adversary.adversary_config import AdversaryConfig, SearchConfig
+from ..adversary.adversary_config import AdversaryConfig, AdversaryConfigError, SearchConfig, checked_setting
 from ..config import AdversarySettings, BudgetSettings
 from ..errors import PluginWarning
+from ..settings import Setting
 from .hooks import Callback, ProgramView, RunSnapshot
 
 log = logging.getLogger("raise_plugin.robust")
 
-__all__ = ["AdversarialInstanceCallback", "IdleAdversaryWarning", "idle_adversary"]
+__all__ = ["AdversarialInstanceCallback", "IdleAdversaryWarning", "idle_adversary", "SEARCH_TIMEOUT"]
+
+# the callback's own setting, no run's: checked as the tree's are
+SEARCH_TIMEOUT = Setting("search_timeout", None, "float", "wall-clock seconds allowed for one inner search (0: no "
+                         "limit)", unit="seconds", low=0)
 
 
 class AdversarialInstanceCallback(Callback):
@@ -101,15 +106,21 @@ class AdversarialInstanceCallback(Callback):
             config = AdversaryConfig.of_keywords(**({"epsilon": adversary} if adversary is not None else {}),
                                                  **settings)
         self.config = config  # the callback's settings: read from it where used, never copied
-        self.seed = int(seed)
+        self.seed = checked_setting("seed", int(seed) if isinstance(seed, np.integer) else seed)
         if searcher is None:  # the real search: check its settings now, naming the field
             options = config.search_options(config.inner_search.inner_draws or 1)
             SearchConfig(epsilon=config.epsilon, **{k: v for k, v in options.items() if k != "executor"})
-        if search_timeout is not None and not (math.isfinite(search_timeout) and search_timeout >= 0):
-            raise ValueError(f"search_timeout must be a number of seconds >= 0, got {search_timeout!r}")
+        elif not callable(searcher):  # every refresh would fail calling it
+            raise AdversaryConfigError("searcher", f"must be a function with raise_plugin.adversary.search's "
+                                                   f"signature (None: that one), got {searcher!r}")
+        checked_setting(SEARCH_TIMEOUT, search_timeout)
         self._searcher = searcher
         self.search_timeout = search_timeout
         self.inner_parallel = bool(inner_parallel)
+        self.reset()
+
+    def reset(self) -> None:
+        """No refresh made yet: a new run's refresh k draws the seed and instance id the first run's did."""
         self.skipped: list[dict] = []
         self.refreshes = 0
         self.last_refresh_generation = 0

@@ -35,6 +35,17 @@ def function_from_record(sample: dict, duplicate: bool = False) -> Function:
 
 
 class Checkpoints:
+    _callbacks_taken = False  # whether this run has reset its callbacks (``take_callbacks``)
+
+    def take_callbacks(self) -> None:
+        """The first time this run uses its callbacks (``restore``, or ``run``'s start): each forgets what an
+        earlier run left in it (``Callback.reset``), so a callback shared by runs, or given again, starts
+        each as a new one does; a resumed run then restores their states."""
+        if not self._callbacks_taken:
+            self._callbacks_taken = True
+            for cb in self.callbacks:
+                cb.reset()
+
     def state_dict(self) -> dict:
         """Checkpoint: generation, samples, instance set, callback states and the selection RNG."""
         entries, version = self._instances.state()
@@ -64,6 +75,7 @@ class Checkpoints:
         generation ended after the last checkpoint, its ``on_generation_end`` fires again at
         the start of ``run`` (the adversarial callback skips refreshes it already made).
         """
+        self.take_callbacks()
         ckpt = log.checkpoint or {}
         built = {e.instance_id: e for e in self._instances.state()[0]}  # the nominal set, built afresh
         nominal_ids = log.sets[0]["members"] if log.sets else list(built)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import Counter
 from pathlib import Path
 
 from .files import JsonlAppender, json_number, read_jsonl, save_instance, write_json_atomic
@@ -32,6 +33,9 @@ class RunDirectory:
         index = read_jsonl(self.path / "instances" / "index.jsonl")
         self._known_instances = {r.get("instance_id") for r in index if r.get("kind") == "instance"}
         self._known_sets = {r.get("version") for r in index if r.get("kind") == "set"}
+        # and its re-scores, by program and set: a refresh made again writes only what the kill left unwritten
+        self._known_scores = Counter((r.get("program_id"), r.get("instance_set"))
+                                     for r in read_jsonl(self.path / "scores.jsonl"))
         # a generation recorded with no member (a start with no valid program) is recorded again
         populations = [p for p in read_jsonl(self.path / "population.jsonl") if p.get("members")]
         self.recorded_generation = int(populations[-1].get("generation", -1)) if populations else -1
@@ -91,6 +95,9 @@ class RunDirectory:
 
     def log_scores(self, version: int, rescored, ids) -> None:
         for view, metrics in rescored:
+            if self._known_scores[view.program_id, version] > 0:  # recorded before a kill, by the same refresh
+                self._known_scores[view.program_id, version] -= 1
+                continue
             self._scores.write({"program_id": view.program_id, "instance_set": version,
                                 "score": json_number(view.score),
                                 "metrics": {i: json_number(metrics.get(i)) for i in ids if i in metrics},

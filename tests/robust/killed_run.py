@@ -3,6 +3,8 @@
     python killed_run.py OUT call:N        the N-th LLM call, before it is answered
     python killed_run.py OUT sample:N      the N-th sample, before the run directory records it
     python killed_run.py OUT generation:N  the end of generation N, after its refresh, before its checkpoint
+
+A third argument names the method (``eoh`` when left out).
 """
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ class KillingSampler(OfflineSampler):
 if __name__ == "__main__":
     out, point = sys.argv[1], sys.argv[2]
     event, n = point.split(":")
-    cfg = config(out)
+    cfg = config(out, method=sys.argv[3] if len(sys.argv) > 3 else "eoh")
     llm = KillingSampler(int(n), seed=cfg.seed, task=cfg.task) if event == "call" else None
     start_run(cfg, llm=llm, callbacks=[KillAt(event, int(n))]).run()
     sys.exit(3)  # never reached: the run is killed first

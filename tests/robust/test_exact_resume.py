@@ -31,6 +31,7 @@ def record(out: Path) -> dict:
         "prompts": [e["hash"] for e in read_jsonl(out / "llm_calls.jsonl")],
         "populations": read_jsonl(out / "population.jsonl"),
         "instances": [r["instance_id"] for r in index if r.get("kind") == "instance"],
+        "scores": read_jsonl(out / "scores.jsonl"),
     }
 
 
@@ -41,9 +42,9 @@ def uninterrupted(tmp_path_factory):
     return record(out)
 
 
-def kill(out: Path, point: str) -> int:
+def kill(out: Path, point: str, method: str = "eoh") -> int:
     env = {**os.environ, "PYTHONPATH": str(HERE.parents[1])}
-    done = subprocess.run([sys.executable, str(HERE / "killed_run.py"), str(out), point], env=env,
+    done = subprocess.run([sys.executable, str(HERE / "killed_run.py"), str(out), point, method], env=env,
                           capture_output=True, text=True, timeout=300)
     return done.returncode
 
@@ -70,3 +71,16 @@ def test_the_journal_of_a_resumed_run_replays_it(tmp_path, uninterrupted):
     replayed = tmp_path / "replayed"
     start_run(killed_run.config(str(replayed), llm=f"replay:{out / 'llm_calls.jsonl'}")).run()
     assert record(replayed)["samples"] == record(out)["samples"] == uninterrupted["samples"]
+
+
+@pytest.mark.parametrize("method", ["eoh", "gp"])
+def test_a_run_killed_between_a_refresh_and_its_checkpoint_resumes_to_the_uninterrupted_run(tmp_path, method,
+                                                                                           uninterrupted):
+    """The refresh made again on resume wrote its re-scores to scores.jsonl a second time."""
+    if method != "eoh":
+        start_run(killed_run.config(str(tmp_path / "whole"), method=method)).run()
+        uninterrupted = record(tmp_path / "whole")
+    out = tmp_path / "run"
+    assert kill(out, "generation:2", method) == -signal.SIGKILL
+    resume_run(out).run()
+    assert record(out) == uninterrupted

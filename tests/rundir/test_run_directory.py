@@ -646,3 +646,37 @@ def test_an_instance_file_is_never_unpickled_and_a_damaged_one_is_one_line(tmp_p
         assert str(tmp_path / f"{name}.npz") in str(caught.value) and says in str(caught.value)
         assert "\n" not in str(caught.value)
     assert not marker.exists()
+
+
+def test_re_scores_recorded_before_a_kill_are_not_written_again_by_the_refresh_made_again(tmp_path):
+    """A refresh whose re-scores were written before a kill, made again on resume, wrote them twice."""
+    from raise_plugin.robust.hooks import ProgramView
+    from raise_plugin.rundir.writer import RunDirectory
+
+    p, q = ProgramView("p", "code", -1.0), ProgramView("q", "code", -2.0)
+    rescored = [(p, {"a": 1.0}), (p, {"a": 1.0}), (q, {"a": None})]  # p twice: a duplicate member
+    before = RunDirectory(tmp_path)
+    before.log_scores(1, rescored[:2], ["a"])  # the kill came before q's line
+    before.close()
+    after = RunDirectory(tmp_path)
+    after.log_scores(1, rescored, ["a"])  # the refresh made again: only what was left unwritten
+    after.log_scores(2, rescored, ["a"])  # the next refresh: all of it
+    after.close()
+    written = [(r["program_id"], r["instance_set"]) for r in read_jsonl(tmp_path / "scores.jsonl")]
+    assert written == [("p", 1), ("p", 1), ("q", 1), ("p", 2), ("p", 2), ("q", 2)]
+
+
+def test_a_resumed_run_starts_no_worker_before_it_runs(tmp_path):
+    """``resume_run`` started the engine's workers before ``run()``: one neither run nor closed printed
+    tracebacks as the interpreter exited (a new run's object, unused, starts none either)."""
+    import threading
+
+    start_run(RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, nominal=2, seed=0, out=str(tmp_path / "run"))).run()
+    before = set(threading.enumerate())
+    method = resume_run(tmp_path / "run", budget=6)
+    try:  # the engine's pool serves its workers from threads of its own
+        assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("raise-sandbox")]
+    finally:
+        method.close()
+    summary = resume_run(tmp_path / "run", budget=6).run()  # and it runs as before
+    assert summary["finished"] and summary["samples"] == 6

@@ -2,7 +2,7 @@
 user can fix (shown as one line)."""
 from __future__ import annotations
 
-__all__ = ["HeuristicError", "UserError", "UnknownName", "BadArgument", "one_line", "printable"]
+__all__ = ["HeuristicError", "UserError", "UnknownName", "BadArgument", "BadArgumentType", "one_line", "printable"]
 
 
 class UserError(Exception):
@@ -21,6 +21,11 @@ class UnknownName(UserError, KeyError):
 class BadArgument(UserError, ValueError):
     """An argument of a call that it cannot take: a ``UserError`` (one line naming the argument
     and what it takes) and a ``ValueError``, as a bad setting is."""
+
+
+class BadArgumentType(UserError, TypeError):
+    """An argument of a kind a call does not take (a number where a class is wanted): a ``UserError``
+    (one line naming the argument and what it takes) and a ``TypeError``, as Python's own for it."""
 
 
 class HeuristicError(Exception):

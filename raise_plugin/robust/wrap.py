@@ -39,7 +39,9 @@ def robust(method_cls: type, *, callbacks: Iterable[Callback] | None = None) -> 
 
     ``callbacks`` given here are shared by every instance of the returned class; more can be
     passed to its constructor (``callbacks=[...]``), together with ``seed`` (parent selection)
-    and ``recorder`` (a ``raise_plugin.rundir.writer.RunDirectory``).
+    and ``recorder`` (a ``raise_plugin.rundir.writer.RunDirectory``). A host without generations
+    (FunSearch, HillClimb, RandSample) ends one every ``pop_size`` samples (10 when not given;
+    ``generation_size`` sets it apart from ``pop_size``), and its template counts as its first sample.
     """
     if not isinstance(method_cls, type):
         raise BadArgumentType(f"method_cls: robust() takes a method class (EoH, FunSearch, rp.get_method('reevo'), "

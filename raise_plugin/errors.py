@@ -4,9 +4,10 @@
 import difflib
 import warnings
 
-from tasks.common.errors import UnknownName, UserError
+from tasks.common.errors import BadArgument, BadArgumentType, UnknownName, UserError
 
-__all__ = ["UserError", "UnknownName", "UnknownKeyword", "PluginWarning", "SandboxNote", "note_once",
+__all__ = ["UserError", "UnknownName", "BadArgument", "BadArgumentType", "UnknownKeyword", "PluginWarning",
+           "SandboxNote", "note_once",
            "unexpected_keyword"]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import stat
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from .common import Task
 from .common.behaviour import check_name
-from .common.errors import UnknownName, UserError
+from .common.errors import BadArgument, BadArgumentType, UnknownName, UserError
 
 __all__ = ["get_task", "list_tasks", "register_task", "registered_here", "reference_sources", "task_reference", "reference_of",
            "is_task_reference", "TaskReferenceError", "Task"]
@@ -58,16 +59,20 @@ def register_task(task: Task | type) -> Task:
     A name already registered (built-in, entry point or an earlier call) is refused, unless
     by the same class, when the task registered first is returned.
     """
+    if isinstance(task, type) and issubclass(task, Task) and inspect.isabstract(task):
+        raise BadArgumentType(f"task: {task.__name__} leaves {', '.join(sorted(task.__abstractmethods__))} undefined: "
+                              f"register a subclass that defines them")
+    if not isinstance(task, Task) and not (isinstance(task, type) and issubclass(task, Task)):
+        raise BadArgumentType(f"task: register_task takes a tasks.Task or a Task subclass, got "
+                              f"{type(task).__name__} {task!r:.40}")
     obj = task() if isinstance(task, type) else task
-    if not isinstance(obj, Task):
-        raise TypeError(f"register_task needs a tasks.Task, got {type(obj).__name__}")
     check_name(obj)  # a name the workers would read as a reference ("lb:x") fails there, not here
     key = obj.name.strip().lower()
     earlier = _registered.get(key)
     if earlier is not None and type(earlier).__qualname__ == type(obj).__qualname__:
         return earlier
     if earlier is not None or key in _entry_points():
-        raise ValueError(f"a task named {key!r} is already registered")
+        raise BadArgument(f"task: a task named {key!r} is already registered")
     _registered[key] = obj
     return obj
 

@@ -155,6 +155,42 @@ def test_a_wrong_argument_to_the_api_is_one_line_and_writes_nothing(tmp_path, ca
     assert "\n" not in str(caught.value) and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
+class NotAMethod:
+    pass
+
+
+@pytest.mark.parametrize("call, kind, message", [
+    (lambda: rp.robust(42), TypeError, r"^method_cls: robust\(\) takes a method class \(EoH, FunSearch, .*got int 42$"),
+    (lambda: rp.robust("eoh"), TypeError, r"^method_cls: robust\(\) takes a method class .*got str 'eoh'$"),
+    (lambda: rp.robust(NotAMethod), TypeError, r"^method_cls: robust\(\) cannot wrap NotAMethod: it keeps neither"),
+    (lambda: rp.run_compare(42), TypeError, r"^config: run_compare takes a CompareConfig \(rp.CompareConfig\(...\)\), "
+                                            r"got int; rp.compare\(...\) takes its fields as keywords$"),
+    (lambda: rp.profile(42, ["SP-Insert"]), TypeError, "^task: give a task, its name or a file or module reference, "
+                                                       "got int 42$"),
+    (lambda: rp.profile("ovrp", 42), rp.UserError, "^heuristics: give each as a file, a baseline's name or a "
+                                                   "Heuristic, got 42$"),
+    (lambda: rp.make_llm("offline", record=42), TypeError, "^record: give the JSONL file to record to, got int 42$"),
+    (lambda: rp.make_llm("offline", seed="x"), ValueError, "^seed: must be an integer, got 'x'$"),
+    (lambda: rp.make_llm("offline", seed=-1), ValueError, "^seed: must be >= 0, got -1$"),
+    (lambda: rp.register_task(42), TypeError, "^task: register_task takes a tasks.Task or a Task subclass, got int 42$"),
+    (lambda: rp.register_task(rp.Task), TypeError, "^task: Task leaves evaluate, .* undefined: register a subclass"),
+    (lambda: rp.RunLog.load(42), TypeError, "^path: RunLog.load takes a run directory's path, got int 42$"),
+    (lambda: rp.get_task("ovrp").evaluation(aggregation="foo"), ValueError, "^aggregation 'foo': use mean, min"),
+    *[(lambda kw=kw: rp.get_method("gp")(llm=rp.make_llm("offline"), evaluation=rp.get_task("ovrp").evaluation(),
+                                         max_sample_nums=4, pop_size=2, **kw), kind, said)
+      for kw, kind, said in (
+          ({"crossover_rate": 2.0}, ValueError, "^GP: crossover_rate: must be a number from 0 to 1, got 2.0$"),
+          ({"tournament_size": 0}, ValueError, "^GP: tournament_size: must be a whole number >= 1, got 0$"),
+          ({"max_height": -1}, ValueError, "^GP: max_height: must be a whole number >= 1, got -1$"),
+          ({"bogus": 1}, TypeError, "^GP: unknown field 'bogus'$"))]])  # accepted silently
+def test_an_entry_point_refuses_a_wrong_argument_in_one_line_naming_it(call, kind, message):
+    """Each was a bare TypeError, AttributeError or ValueError from inside (or, for GP's unknown keyword,
+    nothing); each is a UserError now, and still the error Python code would catch."""
+    with pytest.raises(rp.UserError, match=message) as caught:
+        call()
+    assert isinstance(caught.value, kind) and "\n" not in str(caught.value)
+
+
 def test_a_run_s_paths_may_be_path_objects_and_are_recorded_as_their_text(tmp_path):
     """``RunConfig(out=Path(...))`` was refused: "config field 'out': must be a string, got PosixPath(...)"."""
     config = rp.RunConfig(task="ovrp", out=tmp_path / "run", record=tmp_path / "answers.jsonl")

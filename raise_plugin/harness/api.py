@@ -9,7 +9,7 @@ from typing import Iterable
 
 from raise_plugin.adversary.projection import check_epsilon
 from raise_plugin.engine.suite import Heuristic, check_heuristics
-from raise_plugin.errors import UserError
+from raise_plugin.errors import BadArgumentType, UserError
 from raise_plugin.harness.compare import CompareResult, run_compare
 from raise_plugin.harness.compare_config import CompareConfig, given_once
 from raise_plugin.harness.rerank import check_recorded_task
@@ -17,7 +17,7 @@ from raise_plugin.harness.robustness_profile import Profile, robustness_profile,
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
 from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback
-from tasks import get_task, list_tasks
+from tasks import Task, get_task, list_tasks
 from tasks.common.classical import classical_rules
 
 __all__ = ["compare", "profile", "PROFILE_EPSILONS", "PROFILE_OBJECTIVES"]
@@ -124,8 +124,11 @@ def _adversary_seeds(given) -> list[int]:
 
 
 def _task(task):
-    if not isinstance(task, str):
+    if isinstance(task, Task):
         return task
+    if not isinstance(task, str):
+        raise BadArgumentType(f"task: give a task, its name or a file or module reference, got "
+                              f"{type(task).__name__} {task!r:.40}")
     try:
         return get_task(task)
     except KeyError:
@@ -135,8 +138,10 @@ def _task(task):
 def _heuristics(task, given) -> list[Heuristic]:
     """Each heuristic given as a ``Heuristic``, a program's source or the name of one of the task's
     classical rules (``classical_rules``: its baselines, then its other rules, as ``evaluate`` takes them)."""
-    if isinstance(given, (str, Path, Heuristic)):
+    if isinstance(given, (str, os.PathLike, Heuristic)):
         given = [given]
+    if not isinstance(given, Iterable):
+        raise UserError(f"heuristics: give each as a file, a baseline's name or a Heuristic, got {given!r:.40}")
     rules = list(classical_rules(task))
     lookup = {b.lower(): b for b in rules}
     chosen = []
@@ -166,7 +171,7 @@ def _heuristics(task, given) -> list[Heuristic]:
 
 
 def _epsilons(task, epsilon) -> list[float]:
-    values = [epsilon] if isinstance(epsilon, Real) else list(epsilon)
+    values = [epsilon] if isinstance(epsilon, Real) else list(epsilon) if isinstance(epsilon, Iterable) else []
     if not values or not all(isinstance(v, Real) and v > 0 for v in values):
         raise UserError(f"epsilons: give one or more positive radii, got {epsilon!r}")
     values = sorted(given_once("epsilons", tuple(float(v) for v in values), shown=lambda eps: f"{eps:g}"))

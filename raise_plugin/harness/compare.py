@@ -26,7 +26,7 @@ from pathlib import Path
 
 from raise_plugin.durable import unwritable
 from raise_plugin.engine.suite import Heuristic
-from raise_plugin.errors import UserError
+from raise_plugin.errors import BadArgumentType, UserError
 from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.compare_jobs import EvalJob, TrainJob, run_finished
 from raise_plugin.harness.compare_report import compare_report
@@ -68,6 +68,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     (``matching``, ``never``, ``any``: ``harness.reuse``); ``figure_formats`` the files of every
     figure (png, pdf, svg). A job that fails costs only its own cells: the tables, figures and report are written
     from what finished, and ``CompareResult.failures`` lists the failed jobs."""
+    if not isinstance(config, CompareConfig):
+        raise BadArgumentType(f"config: run_compare takes a CompareConfig (rp.CompareConfig(...)), got "
+                              f"{type(config).__name__}; rp.compare(...) takes its fields as keywords")
     runs, study = config.runs, config.study
     task = get_task(runs.task)
     check_methods(study.methods, task)

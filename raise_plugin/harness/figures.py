@@ -15,15 +15,16 @@ from pathlib import Path
 import numpy as np
 
 from raise_plugin.adversary import nearest
-from raise_plugin.errors import UserError
+from raise_plugin.durable import unwritable
+from raise_plugin.errors import BadArgument, BadArgumentType, UserError
 from raise_plugin.harness.figure_style import (band_style, legend_below, metric_axis_label, sequential_colour,
                                                 series_style)
 from raise_plugin.harness.run_metric import trained_metric
 from raise_plugin.rundir.reader import RunLog
 from raise_plugin.validation import read_trace, reference_words
-from tasks import get_task
+from tasks import Task, get_task, list_tasks
 
-__all__ = ["COLUMNS", "DPI", "convergence_series", "plot_convergence", "adversarial_centres",
+__all__ = ["COLUMNS", "DPI", "check_figure_path", "convergence_series", "plot_convergence", "adversarial_centres",
            "plot_adversarial_distributions", "shift_axis", "new_figure", "finish_figure", "grid_shape"]
 
 COLUMNS = 3  # panels per row: 3 keeps a saved figure under 2000 px wide
@@ -39,10 +40,29 @@ def new_figure(width: float, height: float):
 
 def finish_figure(fig, path: str | Path | None):
     """Save ``fig`` to ``path`` (its suffix the format: a PNG at ``DPI``, a PDF or SVG as vectors) when
-    given, and return it."""
+    given, making the folders on the way, and return it."""
     if path is not None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=DPI, bbox_inches="tight")
     return fig
+
+
+def check_figure_path(function: str, path) -> None:
+    """A one-line ``UserError`` unless ``path`` is ``None`` or a file a figure can be saved to (a path
+    whose suffix, if any, is a format matplotlib writes, in a place a file can be written): said
+    before anything is drawn."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    if path is None:
+        return
+    if not isinstance(path, (str, os.PathLike)):
+        raise BadArgumentType(f"{function}: path: give the file to save the figure to, got {type(path).__name__} "
+                              f"{path!r:.40}")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(path).suffix[1:].lower()
+    why = (f"a .{suffix} file is no figure format ({', '.join(sorted(formats))})" if suffix and suffix not in formats
+           else unwritable(path))
+    if why:
+        raise BadArgument(f"{function}: path {str(path)!r}: {why}")
 
 
 def grid_shape(panels: int, columns: int = COLUMNS) -> tuple[int, int]:
@@ -98,8 +118,10 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     with open ones (``figure_style.series_style``). Returns the ``Figure``.
     """
     from matplotlib.ticker import MaxNLocator
+    check_figure_path("plot_convergence", path)
     runs = run_logs(runs, "plot_convergence", per_seed=True)
-    task = _task_of({f"{k}{i}": log for k, logs in runs.items() for i, log in enumerate(logs)}, task)
+    task = _task_of({f"{k}{i}": log for k, logs in runs.items() for i, log in enumerate(logs)}, task,
+                    "plot_convergence")
     series = {label: [convergence_series(log) for log in logs] for label, logs in runs.items()}
     traced = any(s["validation"] for per_seed in series.values() for s in per_seed)
     fig = new_figure(11.0 if traced else 6.4, 4.8)
@@ -179,18 +201,30 @@ def run_logs(runs, function: str, *, per_seed: bool = False) -> dict:
         return log
     if not per_seed:
         return {label: read(label, log) for label, log in runs.items()}
+    empty = [label for label, logs in runs.items() if isinstance(logs, (list, tuple)) and not logs]
+    if empty:
+        raise UserError(f"{function}: {empty[0]!r} holds no runs: give each label a RunLog, a run directory or a "
+                        f"list of them")
     return {label: [read(label, log) for log in (logs if isinstance(logs, (list, tuple)) else [logs])]
             for label, logs in runs.items()}
 
 
-def _task_of(runs: dict, task):
-    """The task given (an object or a name), else the one every run recorded."""
-    if task is not None:
-        return get_task(task) if isinstance(task, str) else task
+def _task_of(runs: dict, task, function: str):
+    """The task given (an object or a name; one the runs recorded where they name a registered one), else
+    the one every run recorded."""
     names = {log.config.get("task") for log in runs.values()}
+    if task is not None:
+        task = get_task(task) if isinstance(task, str) else task
+        if not isinstance(task, Task):
+            raise BadArgumentType(f"{function}: task: give a task or its name, got {type(task).__name__} "
+                                  f"{task!r:.40}")
+        other = sorted(n for n in names if n in list_tasks() and n != task.name)
+        if other:
+            raise UserError(f"{function}: task {task.name!r}: the runs were trained on {', '.join(other)}: leave "
+                            f"task= out or name the runs' task")
+        return task
     if len(names) != 1 or None in names:
-        raise UserError(f"plot_adversarial_distributions: the runs record tasks {sorted(map(str, names))}; "
-                        f"name one with task=")
+        raise UserError(f"{function}: the runs record tasks {sorted(map(str, names))}; name one with task=")
     return get_task(names.pop())
 
 
@@ -212,8 +246,9 @@ def plot_adversarial_distributions(runs: dict, path: str | Path | None = None, *
     ``task``: a task or its name (default: the one the runs recorded). Returns the ``Figure``
     (saved to ``path`` when given).
     """
+    check_figure_path("plot_adversarial_distributions", path)
     runs = run_logs(runs, "plot_adversarial_distributions")
-    task = _task_of(runs, task)
+    task = _task_of(runs, task, "plot_adversarial_distributions")
     drawn = {label: adversarial_centres(task, log) for label, log in runs.items()}
     shown = {label: found for label, found in drawn.items() if found[1]}
     left_out = [label for label in runs if label not in shown]

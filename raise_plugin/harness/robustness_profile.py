@@ -24,7 +24,9 @@ from raise_plugin.adversary import PAPER_DRAWS, nearest, search
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
-from raise_plugin.harness.figures import NO_BREAK, finish_figure, label_shift_axis, new_figure, shift_axis
+from raise_plugin.errors import BadArgumentType
+from raise_plugin.harness.figures import (NO_BREAK, check_figure_path, finish_figure, label_shift_axis, new_figure,
+                                          shift_axis)
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.progress import open_progress
 from raise_plugin.rundir.files import jsonable
@@ -257,6 +259,7 @@ def plot_profile(profile: Profile, path: str | Path | None = None):
     legend sits below the panel and the title says what line and band are.
 
     Returns the ``Figure`` (saved to ``path`` when given)."""
+    _check_figure(profile, path, "plot_profile")
     task = get_task(profile.task)
     epsilons = sorted(profile.epsilons)
     xs = np.array([0.0, *epsilons])
@@ -280,6 +283,12 @@ def plot_profile(profile: Profile, path: str | Path | None = None):
                  + _wrap_words(_profile_caption(profile), 90, keep=r"[^;\s][^;]*"), fontsize=10)
     legend_below(fig, [ax])
     return finish_figure(fig, path)
+
+
+def _check_figure(profile, path, function: str) -> None:
+    if not isinstance(profile, Profile):
+        raise BadArgumentType(f"{function}: profile: give a Profile (rp.profile(...)), got {type(profile).__name__}")
+    check_figure_path(function, path)
 
 
 def _over_seeds(worst: np.ndarray, edge) -> float:
@@ -315,9 +324,11 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
     metric found and the distance d to that histogram; the legend sits below them.
 
     Returns the ``Figure`` (saved to ``path`` when given)."""
+    _check_figure(profile, path, "plot_worst_distributions")
+    epsilons = sorted(profile.epsilons)
+    profile.worst(heuristic, epsilons[0])  # a heuristic the profile does not hold: refused as worst_distribution does
     task = get_task(profile.task)
     edges, axis = _shift_edges(task, profile)
-    epsilons = sorted(profile.epsilons)
     fig = new_figure(7.2, 1.5 * len(epsilons) + 1.8)
     axes = fig.subplots(len(epsilons), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
     metric = task.metric_name + (f" ({task.metric_unit})" if task.metric_unit else "")

@@ -17,7 +17,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import BadArgument, UserError
 
 __all__ = ["ALPHA", "LEVEL", "RESAMPLES", "BOOTSTRAP_SEED", "Paired", "Comparison", "pair_rows", "wilcoxon_p",
            "bootstrap_ci", "compare_paired", "mean_half_width", "row_is_valid", "format_p", "format_signed", "holm",
@@ -88,8 +88,8 @@ def pair_rows(rows: Iterable[dict], method: str, reference: str, *, by_seed: boo
     diff = np.full((len(seeds), len(instances)), math.nan)
     dropped = 0
     if not by_seed and len(theirs) > 1:
-        raise ValueError(f"{reference!r} has results for {len(theirs)} seeds, so it was trained: pair it by seed "
-                         f"(by_seed=True; CompareResult.paired chooses for you)")
+        raise BadArgument(f"by_seed: {reference!r} has results for {len(theirs)} seeds, so it was trained: pair it "
+                          f"by seed (by_seed=True; CompareResult.paired chooses for you)")
     shared = next(iter(theirs.values()), {})
     for a, seed in enumerate(seeds):
         ref = theirs.get(seed, {}) if by_seed else shared

@@ -29,8 +29,8 @@ from tasks import Task
 
 from ..config import LLMSettings
 from ..durable import unwritable
-from ..errors import UserError
-from ..settings import SettingError
+from ..errors import BadArgument, BadArgumentType, UserError
+from ..settings import SETTINGS, SettingError
 
 from .errors import (EndpointFailed, LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError, SamplerStallWarning,
                      UnknownBackendError)
@@ -91,6 +91,8 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
     the endpoint's seed), each setting where the back-end takes it."""
     if isinstance(spec, LLMSettings):
         return _from_settings(spec, **options)
+    if record is not None and not isinstance(record, (str, os.PathLike)):
+        raise BadArgumentType(f"record: give the JSONL file to record to, got {type(record).__name__} {record!r:.40}")
     spec = "auto" if spec is None else str(spec).strip()
     kind, _, arg = spec.partition(":")
     kind = kind.lower()
@@ -107,6 +109,7 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
             except ValueError:
                 raise UnknownBackendError(f"offline seed must be an integer, got {arg!r} in {spec!r}") from None
         _only(options, {"seed", "task", "novelty_tries"}, kind)
+        _check_seed(options.get("seed", 0))
         llm: LLM = OfflineSampler(**options)
     elif kind == "openai":
         if arg:
@@ -160,6 +163,14 @@ def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:
     openai = {"seed": seed, "max_tokens": settings.max_tokens, **{k: v for k, v in given.items() if v}}
     options = {"offline": {"seed": seed, "task": task}, "openai": openai}.get(settings.kind, {})
     return make_llm(settings.backend, record=settings.record, **options)
+
+
+def _check_seed(seed) -> None:
+    """A one-line ``UserError`` unless ``seed`` is a seed (a whole number >= 0), as a run's is."""
+    try:
+        SETTINGS["seed"].check(seed)
+    except SettingError as exc:
+        raise BadArgument(str(exc)) from None
 
 
 def _only(options: dict, allowed: set, kind: str) -> None:

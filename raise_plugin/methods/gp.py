@@ -20,6 +20,7 @@ from typing import Optional
 
 from llm4ad.base import Function, TextFunctionProgramConverter
 
+from ..errors import BadArgument, unexpected_keyword
 from . import gp_probe, gp_render, gp_trees
 from .base import MethodBase
 from .population import finite
@@ -28,6 +29,28 @@ from .sampler import TracingSampler
 __all__ = ["GP", "Offspring", "TREE_PREFIX"]
 
 TREE_PREFIX = "GP tree: "  # a sample's "algorithm": the tree it was rendered from, read back on resume
+
+_whole = lambda v, low: isinstance(v, int) and not isinstance(v, bool) and v >= low  # noqa: E731
+_pair = lambda v: isinstance(v, (tuple, list)) and len(v) == 2  # noqa: E731
+# each option: whether the value given fits (read from all of them), and what it must be
+OPTION_CHECKS = {
+    "tournament_size": (lambda g: _whole(g["tournament_size"], 1), "a whole number >= 1"),
+    "crossover_rate": (lambda g: 0.0 <= float(g["crossover_rate"]) <= 1.0, "a number from 0 to 1"),
+    "max_height": (lambda g: _whole(g["max_height"], 1), "a whole number >= 1"),
+    "max_size": (lambda g: _whole(g["max_size"], 1), "a whole number >= 1"),
+    "max_tries": (lambda g: _whole(g["max_tries"], 1), "a whole number >= 1"),
+    "init_height": (lambda g: _pair(g["init_height"]) and _whole(g["init_height"][0], 0)
+                    and _whole(g["init_height"][1], g["init_height"][0]) and g["init_height"][1] <= g["max_height"],
+                    "(low, high), whole numbers with 0 <= low <= high <= max_height"),
+    "mutation_height": (lambda g: _pair(g["mutation_height"]) and _whole(g["mutation_height"][0], 0)
+                        and _whole(g["mutation_height"][1], g["mutation_height"][0]),
+                        "(low, high), whole numbers with 0 <= low <= high"),
+    "constants": (lambda g: _pair(g["constants"]) and 0 < float(g["constants"][0]) <= float(g["constants"][1])
+                  < math.inf, "(low, high), numbers with 0 < low <= high"),
+}
+OPTIONS = frozenset(OPTION_CHECKS) | {"seed"}
+# what GP passes on to the host's constructor (MethodBase's keywords and the host evaluator's start method)
+HOST_KEYWORDS = frozenset({"resume_mode", "debug_mode", "multi_thread_or_process_eval", "fork_proc"})
 
 # DEAP draws from Python's module-level ``random``; the method swaps its own state in around
 # every draw, under this lock, so runs are seeded and two GP runs in one process do not mix.
@@ -87,14 +110,19 @@ class GP(MethodBase):
         if task is None:
             raise TypeError("GP reads its features from evaluation.task (a task's TaskEvaluation), "
                             f"got {type(evaluation).__name__}")
-        checks = {"tournament_size": tournament_size >= 1, "crossover_rate": 0.0 <= crossover_rate <= 1.0,
-                  "max_height": max_height >= 1, "max_size": max_size >= 1, "max_tries": max_tries >= 1,
-                  "init_height": 0 <= init_height[0] <= init_height[1] <= max_height,
-                  "mutation_height": 0 <= mutation_height[0] <= mutation_height[1],
-                  "constants": 0 < constants[0] <= constants[1]}
-        for name, ok in checks.items():
-            if not ok:
-                raise ValueError(f"GP: bad {name}: {locals()[name]!r}")
+        extra = sorted(set(kwargs) - HOST_KEYWORDS)
+        if extra:
+            raise unexpected_keyword("GP", extra[0], OPTIONS | HOST_KEYWORDS)
+        given = dict(tournament_size=tournament_size, crossover_rate=crossover_rate, max_height=max_height,
+                     max_size=max_size, max_tries=max_tries, init_height=init_height, mutation_height=mutation_height,
+                     constants=constants)
+        for name, (ok, takes) in OPTION_CHECKS.items():
+            try:
+                fits = bool(ok(given))
+            except (TypeError, ValueError, IndexError):
+                fits = False
+            if not fits:
+                raise BadArgument(f"GP: {name}: must be {takes}, got {given[name]!r}")
         super().__init__(llm, evaluation, profiler, max_generations, max_sample_nums, pop_size, num_samplers,
                          num_evaluators, seed=seed, **kwargs)
         self.signature = gp_probe.probe_signature(task)

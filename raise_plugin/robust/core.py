@@ -61,7 +61,7 @@ class RobustCore:
     _bound_callbacks: tuple = ()
 
     def __init__(self, *args, callbacks: Iterable[Callback] | None = None, seed: int = 0,
-                 recorder=None, executor=None, generation_size: int = 10, progress: bool | str | None = None,
+                 recorder=None, executor=None, generation_size: int | None = None, progress: bool | str | None = None,
                  early_reject: bool = default("early_reject"),
                  programs_in_flight: int = default("programs_in_flight"), **kwargs):
         host_init = super().__init__
@@ -81,7 +81,8 @@ class RobustCore:
         self._llm_guard = params.get("llm")
         try:  # a refusal here (the method's own check, a callback's) leaves nothing of the run open
             host_init(**params)
-            self._set_up(evaluation, callbacks, seed, recorder, executor, generation_size, programs_in_flight)
+            self._set_up(evaluation, callbacks, seed, recorder, executor,  # a generation of a host without: pop_size
+                         params.get("pop_size") if generation_size is None else generation_size, programs_in_flight)
         except BaseException:
             self._close_parts(params["profiler"])
             raise
@@ -104,7 +105,7 @@ class RobustCore:
             if check is not None:
                 check(evaluation)
         self.seed = int(seed)
-        self._generation_size = max(1, int(generation_size))  # samples per generation of hosts without one
+        self._generation_size = max(1, int(10 if generation_size is None else generation_size))  # hosts without one
         self._recorder = recorder  # the run directory (``RunRecorder`` writes to it, last of the callbacks)
         if recorder is not None:
             self.callbacks.append(RunRecorder(recorder))

@@ -5,7 +5,10 @@ These hosts register every evaluated sample with ``self._profiler.register_funct
 wrapper always attaches a profiler), so the adapter puts a tap in front of the profiler's
 class. Their sampler loops run ``while self._tot_sample_nums < self._max_sample_nums`` and
 swallow ``Exception``: a requested stop makes the count read as infinite, so every loop ends
-after the sample it is drawing.
+after the sample it is drawing. The host evaluates its template and registers it before its
+sampler loops without counting it; the tap counts it, as a resumed run counts every recorded
+sample, so with one sampler a run ends at its budget (FunSearch, drawing 4 samples a prompt,
+up to 3 past it).
 """
 from __future__ import annotations
 
@@ -65,6 +68,8 @@ class TappedShape(HostShape):
 
     def _register_locked(self, function, rec, score, version, ids) -> None:
         self._tapped_samples += 1
+        if function is getattr(self, "_function_to_evolve", None):  # the template, which the host does not count
+            self._tot_sample_nums = self.__dict__.get("_raise_tot_sample_nums", 0) + 1  # a sample of the budget
         joined = score is not None and math.isfinite(score)
         function.score = score if joined else float("-inf")
         duplicate = joined and self._admit(function)

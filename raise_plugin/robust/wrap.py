@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..errors import BadArgumentType
 from .accounting import Accounting
 from .core import RobustCore
 from .database import DatabaseShape
@@ -38,17 +39,20 @@ def robust(method_cls: type, *, callbacks: Iterable[Callback] | None = None) -> 
 
     ``callbacks`` given here are shared by every instance of the returned class; more can be
     passed to its constructor (``callbacks=[...]``), together with ``seed`` (parent selection)
-    and ``recorder`` (a ``raise_plugin.rundir.writer.RunDirectory``).
+    and ``recorder`` (a ``raise_plugin.rundir.writer.RunDirectory``). A host without generations
+    (FunSearch, HillClimb, RandSample) ends one every ``pop_size`` samples (10 when not given;
+    ``generation_size`` sets it apart from ``pop_size``), and its template counts as its first sample.
     """
     if not isinstance(method_cls, type):
-        raise TypeError(f"robust() takes a method class, got {type(method_cls).__name__}")
+        raise BadArgumentType(f"method_cls: robust() takes a method class (EoH, FunSearch, rp.get_method('reevo'), "
+                              f"...), got {type(method_cls).__name__} {method_cls!r:.40}")
     callbacks = checked_callbacks(callbacks)
     name = f"Robust{method_cls.__name__}"
     if issubclass(method_cls, RobustMethodMixin):
         return type(name, (method_cls,), {"_bound_callbacks": tuple(method_cls._bound_callbacks) + callbacks})
     shape = shape_of(method_cls)
     if shape is None:
-        raise TypeError(f"robust() cannot wrap {method_cls.__name__}: it keeps neither a population (EoH), "
-                        f"a programs database (FunSearch) nor an incumbent (HillClimb, RandSample)")
+        raise BadArgumentType(f"method_cls: robust() cannot wrap {method_cls.__name__}: it keeps neither a population "
+                              f"(EoH), a programs database (FunSearch) nor an incumbent (HillClimb, RandSample)")
     return type(name, (RobustMethodMixin, shape, method_cls), {"_bound_callbacks": callbacks,
                                                               "__doc__": f"{method_cls.__name__} with callbacks (RAISE)."})

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import UserError
+from ..errors import BadArgumentType, UnknownName, UserError
 from .files import RunDirectoryDamaged, load_instance, read_json
 from .lock import LOCK_NAME
 from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid_index, valid_population, valid_sample,
@@ -53,6 +53,9 @@ class RunLog:
     @classmethod
     def load(cls, path: str | os.PathLike, *, on_repair: Callable[[str], None] | None = None) -> "RunLog":
         """Read ``path``; ``on_repair(message)`` is told of every repair (default: a log warning)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise BadArgumentType(f"path: RunLog.load takes a run directory's path, got {type(path).__name__} "
+                                  f"{path!r:.40}")
         p = Path(path)
         if not p.is_dir():
             raise RunDirectoryDamaged(f"{p} is not a run directory ({'a file' if p.exists() else 'no such directory'})")
@@ -105,6 +108,11 @@ class RunLog:
         (self.on_repair or _log.warning)(message)
 
     def instance(self, instance_id: str) -> Any:
+        """The instance the run recorded as ``instance_id`` (a key of ``instances``), read once."""
+        if instance_id not in self.instances:
+            known = list(self.instances)
+            raise UnknownName(f"instance_id: the run records no instance {instance_id!r}; it records "
+                              f"{', '.join(known[:5]) or 'none'}{', ...' if len(known) > 5 else ''}")
         if instance_id not in self._cache:
             self._cache[instance_id] = load_instance(self.path / "instances" / self.instances[instance_id]["file"])
         return self._cache[instance_id]

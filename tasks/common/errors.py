@@ -2,7 +2,7 @@
 user can fix (shown as one line)."""
 from __future__ import annotations
 
-__all__ = ["HeuristicError", "UserError", "UnknownName", "one_line", "printable"]
+__all__ = ["HeuristicError", "UserError", "UnknownName", "BadArgument", "BadArgumentType", "one_line", "printable"]
 
 
 class UserError(Exception):
@@ -16,6 +16,16 @@ class UnknownName(UserError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class BadArgument(UserError, ValueError):
+    """An argument of a call that it cannot take: a ``UserError`` (one line naming the argument
+    and what it takes) and a ``ValueError``, as a bad setting is."""
+
+
+class BadArgumentType(UserError, TypeError):
+    """An argument of a kind a call does not take (a number where a class is wanted): a ``UserError``
+    (one line naming the argument and what it takes) and a ``TypeError``, as Python's own for it."""
 
 
 class HeuristicError(Exception):

@@ -8,7 +8,7 @@ import numpy as np
 from llm4ad.base import Evaluation
 
 from .aggregation import Aggregation
-from .errors import HeuristicError
+from .errors import BadArgument, HeuristicError
 
 __all__ = ["TaskEvaluation", "baseline_reference", "named_baseline"]
 
@@ -44,6 +44,25 @@ def baseline_reference(task, instance, name: str | None = None) -> float:
     return min(values)
 
 
+def checked_instances(instances) -> list:
+    """``instances`` as the plain list an evaluation holds; a ``BadArgument`` unless it is a
+    non-empty collection of instances (dicts, as ``task.nominal_instances()`` gives)."""
+    given = None if isinstance(instances, (str, bytes, dict)) else _listed(instances)
+    if not given or not all(isinstance(inst, dict) for inst in given):
+        what = (f"{type(instances).__name__} {instances!r:.40}" if given is None else "an empty list" if not given
+                else f"a list holding {type(next(i for i in given if not isinstance(i, dict))).__name__}")
+        raise BadArgument(f"instances: give at least one instance of the task (a dict, as "
+                          f"task.nominal_instances() gives), not {what}")
+    return given
+
+
+def _listed(instances) -> list | None:
+    try:
+        return list(instances)
+    except TypeError:
+        return None
+
+
 class TaskEvaluation(Evaluation):
     """``score = A(-metric(h, s) for s in instances)``; ``None`` when the heuristic fails.
 
@@ -66,10 +85,16 @@ class TaskEvaluation(Evaluation):
             **kwargs,
         )
         self.task = task
-        self.instances = list(task.nominal_instances() if instances is None else instances)
-        self.aggregation = Aggregation.parse(aggregation)
+        self.instances = task.nominal_instances() if instances is None else checked_instances(instances)
+        try:
+            self.aggregation = Aggregation.parse(aggregation)
+        except ValueError as exc:
+            raise BadArgument(str(exc)) from None
         if self.aggregation.reference:
-            named_baseline(task, self.aggregation.reference)  # an unknown name fails here, not mid-run
+            try:
+                named_baseline(task, self.aggregation.reference)  # an unknown name fails here, not mid-run
+            except ValueError as exc:
+                raise BadArgument(f"aggregation: {exc}") from None
         self.nominal_count: int | None = None
         self.last_error: str | None = None
         self._references: dict[int, tuple[Any, float]] = {}  # id(instance) -> (instance, reference)

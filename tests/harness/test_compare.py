@@ -93,8 +93,10 @@ def test_paired_chooses_the_pairing_from_the_reference(compared):
     assert (baseline.mean, baseline.p, baseline.low, baseline.high) == (listed.mean, listed.raw_p, listed.low,
                                                                          listed.high)
     assert baseline.pairs + baseline.dropped == 2 * 15
-    with pytest.raises(ValueError, match="by_seed=True"):
+    with pytest.raises(UserError, match=r"^by_seed: 'EoH' has results for \d+ seeds, so it was trained: pair it by "
+                                        r"seed \(by_seed=True;") as caught:  # a plain ValueError
         compared.paired("eoh-raise-eps0.002", "eoh-plain", by_seed=False)
+    assert isinstance(caught.value, ValueError)
     # a baseline paired seed by seed kept seed 0's pairs alone; "yes" was taken as True
     with pytest.raises(UserError, match="'SP-Insert' is a baseline, one result per instance for every seed"):
         compared.paired(compared.variant("eoh"), "SP-Insert", by_seed=True)

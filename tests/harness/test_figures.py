@@ -187,6 +187,28 @@ def test_runs_of_two_tasks_need_the_task_named_and_no_runs_is_refused(runs):
         plot_convergence({})
 
 
+def test_a_figure_refuses_a_task_a_label_or_a_path_it_cannot_take_in_one_line_before_drawing(runs, tmp_path):
+    # task="obp" on knapsack runs was a KeyError 'items', task=42 and path=42 AttributeErrors, a label with no
+    # runs named plot_adversarial_distributions and task=, a path in a missing folder a FileNotFoundError
+    one = {"robust": runs[0]}
+    for call, said in ((lambda: plot_adversarial_distributions(one, task="obp"),
+                        "^plot_adversarial_distributions: task 'obp': the runs were trained on knapsack: leave task= "
+                        "out or name the runs' task$"),
+                       (lambda: plot_adversarial_distributions(one, task=42),
+                        "^plot_adversarial_distributions: task: give a task or its name, got int 42$"),
+                       (lambda: plot_convergence({"a": []}),
+                        "^plot_convergence: 'a' holds no runs: give each label a RunLog, a run directory or a list "
+                        "of them$"),
+                       (lambda: plot_convergence(one, 42),
+                        "^plot_convergence: path: give the file to save the figure to, got int 42$"),
+                       (lambda: plot_convergence(one, tmp_path / "c.nope"),
+                        r"^plot_convergence: path '.*c.nope': a .nope file is no figure format \(.*png.*\)$")):
+        with pytest.raises(UserError, match=said):
+            call()
+    assert list(tmp_path.iterdir()) == []
+    assert png_size(plot_convergence(one, tmp_path / "new" / "c.png") and tmp_path / "new" / "c.png")[0] > 0
+
+
 def test_a_plain_run_and_its_raise_twin_differ_in_colour_line_and_marker_and_their_bands_in_colour(runs):
     robust, plain = runs
     fig = plot_convergence({"EoH": [plain, plain], "RAISE-EoH (eps=0.002)": [robust, robust],

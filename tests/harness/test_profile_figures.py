@@ -147,3 +147,20 @@ def test_one_seed_draws_no_band_and_the_title_says_so():
     fig = plot_profile(synthetic_profile(seeds=(4,)))
     assert "line: adversary seed 4 (one seed, so no band)" in " ".join(fig.get_suptitle().split())
     assert not fig.axes[0].collections
+
+
+def test_a_heuristic_a_profile_lacks_a_profile_or_a_path_is_refused_in_one_line(tmp_path):
+    # plot_worst_distributions(p, "nope") drew a near-empty figure where worst_distribution refuses the name;
+    # plot_profile(42) and path=42 were AttributeErrors
+    from raise_plugin.errors import UserError
+    profile = synthetic_profile()
+    for call, said in ((lambda: plot_worst_distributions(profile, "nope"), "^the profile has no 'nope' at eps 0.002; "
+                        "it has BestFit, FirstFit, WorstFit at eps 0.002, 0.005, 0.01$"),
+                       (lambda: plot_profile(42), r"^plot_profile: profile: give a Profile \(rp.profile\(...\)\), "
+                                                  "got int$"),
+                       (lambda: plot_profile(profile, 42), "^plot_profile: path: give the file to save the figure "
+                                                           "to, got int 42$")):
+        with pytest.raises(UserError, match=said):
+            call()
+    with pytest.raises(UserError, match="the profile has no 'nope'"):
+        profile.worst_distribution("nope", 0.002)

@@ -196,3 +196,16 @@ def test_several_samplers_register_every_answer_they_paid_for(tmp_path, method):
     calls = summary["llm_usage"]["total"]["calls"]
     template = 1 if method == "hillclimb" else 0  # HillClimb's template is a sample no LLM wrote
     assert summary["samples"] == calls + template >= 30
+
+
+@pytest.mark.parametrize("host", [HillClimb, RandSample, FunSearch])
+def test_from_python_a_generation_is_pop_size_samples_and_the_template_is_a_sample_of_the_budget(host):
+    # pop_size went unread (a generation was 10 samples unless generation_size was given), and with one
+    # sampler the run took budget + 1 samples: the host does not count its template
+    method = robust(host)(llm=OfflineSampler(seed=0, task="ovrp"), evaluation=get_task("ovrp").evaluation(),
+                          max_sample_nums=8, pop_size=2, num_samplers=1, seed=0)
+    summary = method.run()
+    assert summary["finished"] and summary["budget"] == 8
+    past = 3 if host is FunSearch else 0  # FunSearch draws 4 samples a prompt
+    assert 8 <= summary["samples"] <= 8 + past
+    assert summary["generations"] == summary["samples"] // 2

@@ -74,6 +74,9 @@ def test_a_run_records_samples_populations_instances_and_a_summary(tmp_path):
         assert len(rescored) >= 4
     # the instance on disk is the one in the evaluation
     on_disk = log.instance(adversarial[-1]["instance_id"])
+    with pytest.raises(UserError, match=r"^instance_id: the run records no instance 'nope'; it records \w") as caught:
+        log.instance("nope")  # a bare KeyError: 'nope'
+    assert isinstance(caught.value, KeyError)
     in_memory = method.instance_entries()[-1].instance
     assert np.array_equal(on_disk["items"], in_memory["items"])
     assert (tmp_path / "run" / "host" / "samples").is_dir()  # the host's own profiler logs

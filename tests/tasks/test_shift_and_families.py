@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from tasks import get_task, list_tasks
 from tasks.common.aggregation import Aggregation
+from tasks.common.errors import UserError
 from tasks.common.families import sample_family
 from tasks.common.shift import ShiftDimension, is_distribution
 
@@ -192,8 +193,8 @@ def test_a_regret_against_one_named_rule_has_no_floor():
     assert evaluation.score_of(ff) == pytest.approx(-(ff - bf).max())
     either = task.evaluation(aggregation="regret:min")
     assert either.score_of(bf) == pytest.approx(-(bf - np.minimum(bf, ff)).max())
-    with pytest.raises(ValueError, match=r"^task 'obp' has no classical baseline 'worstfit' \(it has: BestFit, "
-                                         r"FirstFit\)$"):
+    with pytest.raises(UserError, match=r"^aggregation: task 'obp' has no classical baseline 'worstfit' \(it has: "
+                                        r"BestFit, FirstFit\)$"):
         task.evaluation(aggregation="regret:worstfit:min")
 
 
@@ -204,6 +205,22 @@ def test_a_regret_against_one_named_rule_has_no_floor():
 def test_bad_aggregations(spec):
     with pytest.raises(ValueError, match="aggregation"):
         Aggregation.parse(spec)
+
+
+@pytest.mark.parametrize("instances, given", [
+    ([], "an empty list"), (42, "int 42"), ("ab", "str 'ab'"), ([1, 2], "a list holding int")])
+def test_an_evaluation_refuses_what_is_no_instance_set_when_made(instances, given):
+    # no instance at all made a robust run wait for good; numbers or text made every sample invalid
+    with pytest.raises(UserError, match=rf"^instances: give at least one instance of the task \(a dict, as "
+                                        rf"task.nominal_instances\(\) gives\), not {given}$"):
+        get_task("ovrp").evaluation(instances)
+
+
+@pytest.mark.parametrize("spec", ["foo", "regret:nope:min"])
+def test_an_evaluation_refuses_a_bad_aggregation_as_a_user_error(spec):
+    with pytest.raises(UserError, match="^aggregation") as caught:
+        get_task("ovrp").evaluation(aggregation=spec)
+    assert isinstance(caught.value, ValueError) and "\n" not in str(caught.value)
 
 
 def test_an_aggregation_says_in_words_what_minus_its_score_is():

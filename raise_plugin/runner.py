@@ -12,7 +12,7 @@ from .build import build_run
 from .config import ConfigError, RunConfig, bad_field, check_names, check_setting
 from .durable import unwritable
 from .errors import UserError
-from .llm import SamplerStallWarning, asks_llm, offline_stall
+from .llm import SamplerStallWarning, asks_llm, check_backend, offline_stall
 from .llm.endpoint import EndpointWarning, recorded_settings_of, resumed_endpoint
 from .llm.run_usage import carry_usage, check_caps_left
 from .llm.usage import REQUESTS_FILE
@@ -39,7 +39,7 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     if not isinstance(config, RunConfig):
         raise UserError(f"start_run takes a RunConfig (rp.RunConfig(task=..., budget=...)), got "
                         f"{type(config).__name__}")
-    _check_llm(llm)
+    check_backend(llm)
     config, parts = resolve(config)
     if parts.idle and not config.adversary.allow_no_refresh:  # a robust run that would train as a plain one:
         raise ConfigError(f"{parts.idle} (or start it as it is with --allow-no-refresh)")  # refused, with the fix
@@ -76,13 +76,6 @@ def start_run(config: RunConfig, *, llm=None, callbacks: Iterable[Callback] = ()
     return method
 
 
-def _check_llm(llm) -> None:
-    """``llm``: a back-end object (an llm4ad ``LLM``: ``draw_sample``), or ``None`` for the config's."""
-    if llm is not None and not callable(getattr(llm, "draw_sample", None)):
-        raise UserError(f"llm: give a back-end object (an llm4ad LLM), or leave it out for the config's llm setting "
-                        f"(RunConfig(llm='offline'), 'openai:MODEL', ...), got {llm!r}")
-
-
 def _remove_new(out: Path, before: set | None) -> None:
     """What a new run refused as it was built (a back-end without its key, a method that cannot take the
     task) wrote in ``out``: the folder if it made it, else the entries it added."""
@@ -109,7 +102,7 @@ def resume_run(path, *, llm=None, callbacks: Iterable[Callback] = (), budget: in
     other setting, is a ``ConfigError``, and nothing changes; a refused resume leaves the lock naming the run's last
     writer). The LLM usage recorded so far is carried over (the run's request journal), so caps count the whole run.
     An ``openai`` run calls the base URL it recorded (else an ``EndpointWarning`` says which, and why)."""
-    _check_llm(llm)
+    check_backend(llm)
     check_names(overrides, "resume_run")
     fixed = sorted(name for name, value in overrides.items() if value is not None and name not in RESUME_CHANGES)
     if fixed:

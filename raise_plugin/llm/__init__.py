@@ -48,7 +48,7 @@ __all__ = [
     "DEFAULT_PRICES", "OPERATOR_PHRASES", "infer_operator", "prompt_hash", "NO_LLM_NOTICE", "endpoint_url",
     "OPENAI_API_URL", "LLMConfigError", "LLMAborted", "LLMCapReached", "EndpointFailed", "ReplayMissError",
     "UnknownBackendError", "offline_stall", "SamplerStallWarning", "notice_said", "say_notice", "is_offline",
-    "asks_llm",
+    "asks_llm", "check_backend",
 ]
 
 SPECS = "'offline[:SEED]', 'openai[:MODEL]', 'replay:FILE', 'replay:RUN_DIR' or 'auto'"
@@ -129,6 +129,14 @@ def make_llm(spec: "str | LLMSettings | None" = "auto", *, record: str | os.Path
     else:
         raise UnknownBackendError(f"unknown LLM back-end {spec!r}; expected {SPECS}")
     return RecordingLLM(llm, record) if record else llm
+
+
+def check_backend(llm) -> None:
+    """``llm``, given to a run beside its config: a back-end object (an llm4ad ``LLM``: ``draw_sample``),
+    or ``None`` for the back-end of the config's ``llm`` setting; else a one-line ``UserError``."""
+    if llm is not None and not callable(getattr(llm, "draw_sample", None)):
+        raise UserError(f"llm: give a back-end object (an llm4ad LLM), or leave it out for the config's llm setting "
+                        f"(RunConfig(llm='offline'), 'openai:MODEL', ...), got {llm!r}")
 
 
 def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> int | None:

@@ -143,8 +143,7 @@ class RobustCore:
 
     @property
     def recorder(self):
-        """The run directory's writer (``rundir.RunDirectory``: its ``path``, ``close()``), or ``None``
-        for a run that records nothing."""
+        """The run directory's writer (``rundir.RunDirectory``: ``path``, ``close()``), or ``None``: none kept."""
         return self._recorder
 
     # -- early rejection ------------------------------------------------------

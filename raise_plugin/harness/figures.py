@@ -218,7 +218,7 @@ def _task_of(runs: dict, task, function: str):
         if not isinstance(task, Task):
             raise BadArgumentType(f"{function}: task: give a task or its name, got {type(task).__name__} "
                                   f"{task!r:.40}")
-        other = sorted(n for n in names if n in list_tasks() and n != task.name)
+        other = sorted(n for n in names if n in list_tasks() and get_task(n).name != task.name)  # a file's: by name
         if other:
             raise UserError(f"{function}: task {task.name!r}: the runs were trained on {', '.join(other)}: leave "
                             f"task= out or name the runs' task")

@@ -154,9 +154,9 @@ class JournalLine:
 def journal_lines(path: str | os.PathLike) -> list[JournalLine]:
     """The lines of the JSONL file ``path`` (none when there is no such file), split at newlines
     only (a raw U+2028 inside a JSON string does not end a line), blank ones passed over (each line
-    keeps its number in the file); ``OSError`` when it cannot be
-    read. Every reader of a run directory's journals reads them here, so that a damaged line is
-    one line passed over or repaired, never an error about the whole file."""
+    keeps its number in the file); ``OSError`` when it cannot be read. Every reader of a run
+    directory's journals reads them here, so that a damaged line is one line passed over or
+    repaired, never an error about the whole file."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:

@@ -9,7 +9,10 @@ from typing import Any, Iterable
 from raise_plugin.errors import UserError
 from raise_plugin.settings import SECTIONS, SETTINGS, Setting, SettingError, check_settings, section_of
 
-__all__ = ["add_flags", "check_flags", "in_flag_words"]
+__all__ = ["add_flags", "check_flags", "in_flag_words", "SEARCH_TIMEOUT_HELP"]
+
+# --timeout of a command whose adversary searches (profile, rerank): the setting's help, and what a search may take
+SEARCH_TIMEOUT_HELP = f"{SETTINGS['timeout'].help}; a search may take that times the instances it evaluates"
 
 
 def check_flags(args, names: Iterable[str]) -> None:

@@ -8,7 +8,7 @@ from raise_plugin.commands.evaluate import all_invalid_status, check_output, res
 from raise_plugin.errors import UserError
 from raise_plugin.harness import api
 from raise_plugin.harness.robustness_profile import save_profile
-from raise_plugin.commands.flags import add_flags, check_flags, in_flag_words
+from raise_plugin.commands.flags import SEARCH_TIMEOUT_HELP, add_flags, check_flags, in_flag_words
 from tasks.common.classical import classical_rules
 
 
@@ -31,8 +31,7 @@ def register(sub) -> None:
                      "adversary_objective": "what the search maximises: metric or regret:baselines (the regret "
                                             "against the task's baselines on the same instance); the profile "
                                             "reports the metric of the instance found",
-                     "timeout": "seconds allowed per instance, at most 604800 (a week); a search may take that "
-                                "times the instances it evaluates"})
+                     "timeout": SEARCH_TIMEOUT_HELP})
     p.set_defaults(func=run)
 
 

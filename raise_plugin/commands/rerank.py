@@ -13,7 +13,7 @@ from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.tables import render_table
 from raise_plugin.programs import ProgramError
 from raise_plugin.rundir.reader import finished_summary, load_config
-from raise_plugin.commands.flags import add_flags, check_flags, in_flag_words
+from raise_plugin.commands.flags import SEARCH_TIMEOUT_HELP, add_flags, check_flags, in_flag_words
 from tasks.common.suite import Dataset
 
 
@@ -27,8 +27,7 @@ def register(sub) -> None:
                      "task": "the one a plugin run directory recorded; an llm4ad log folder records none"},
               helps={"out": "write rerank.csv, rerank.md and the robust bests here",
                      "suite_instances": "at most N instances per test dataset when comparing the two bests",
-                     "timeout": "seconds allowed per instance, at most 604800 (a week); a search may take that "
-                                "times the instances it evaluates"})
+                     "timeout": SEARCH_TIMEOUT_HELP})
     p.set_defaults(func=run)
 
 

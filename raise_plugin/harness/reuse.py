@@ -131,8 +131,7 @@ def set_aside_tables(out: Path, written: list[Path], plan: ReusePlan) -> list[st
     (never deleted), which a reader would otherwise take for current; their names, also kept in
     ``plan.tables_aside``."""
     now = {path.name for path in written}
-    stale = sorted(path.name for path in out.glob("table*") if path.is_file()
-                   and path.suffix in (".md", ".csv", ".tex") and path.name not in now)
+    stale = sorted(_tables(out) - now)
     for name in stale:
         _move(out / name, plan.superseded / name)
     plan.tables_aside += stale
@@ -146,12 +145,16 @@ def set_aside_report(out: Path, plan: ReusePlan, outputs: tuple[str, ...]) -> li
     interrupted). Nothing when nothing was moved. Their names, also kept in ``plan.report_aside``."""
     if not plan.moved:
         return []
-    tables = {path.name for path in out.glob("table*") if path.is_file() and path.suffix in (".md", ".csv", ".tex")}
-    names = sorted({name for name in outputs if (out / name).is_file()} | tables)
+    names = sorted({name for name in outputs if (out / name).is_file()} | _tables(out))
     for name in names:
         _move(out / name, plan.superseded / name)
     plan.report_aside += names
     return names
+
+
+def _tables(out: Path) -> set[str]:
+    """The names of the table files (Markdown, CSV, LaTeX) a compare's folder holds."""
+    return {path.name for path in out.glob("table*") if path.is_file() and path.suffix in (".md", ".csv", ".tex")}
 
 
 def set_aside(csv: Path, stamp: Path) -> None:

@@ -161,7 +161,7 @@ class LLMSettings(Settings):
                                                      "tokens, both from 0 to 1e6")
         if not (self.backend == "offline" or self.backend.startswith(("openai", "replay:"))):
             bad_field("llm", self.backend, "use offline, openai[:MODEL], replay:FILE or replay:RUN_DIR")
-        if self.backend.startswith("replay:") and not self.backend.partition(":")[2]:
+        if self.backend.startswith("replay:") and not self.replayed:
             bad_field("llm", self.backend, "replay needs a recording: replay:FILE or replay:RUN_DIR")
         if self.base_url is not None:
             if not self.backend.startswith("openai"):
@@ -181,6 +181,12 @@ class LLMSettings(Settings):
     def kind(self) -> str:
         """``offline``, ``openai`` or ``replay``."""
         return self.backend.split(":", 1)[0]
+
+    @property
+    def replayed(self) -> str | None:
+        """What a replay reads (``SOURCE`` of ``replay:SOURCE``: a recording or a run directory), else
+        ``None``."""
+        return self.backend.partition(":")[2] if self.kind == "replay" else None
 
 
 @dataclass(frozen=True)

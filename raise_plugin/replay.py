@@ -10,7 +10,8 @@ from typing import Any, Mapping
 from .config import ConfigError, RunConfig, check_names
 from .errors import UserError
 from .instance_seeds import resolve_instance_seed
-from .llm.record import ReplayLLM, recorded_answers, recording_path, run_directory_of
+from .llm.record import ReplayLLM
+from .llm.recording import Recording, read_recording, run_directory_of
 from .resolve import recorded_settings, robust_defaults
 from .rundir.files import RunDirectoryDamaged
 from .rundir.reader import load_config, load_summary
@@ -24,33 +25,30 @@ NOT_REPLAYED = ("llm", "out", "record", "base_url")
 
 @dataclass(frozen=True)
 class RecordedRun:
-    """A run directory to replay: where it is, and the settings its ``config.json`` records (with
-    those it left unset made explicit, ``recorded_settings``)."""
+    """A run directory to replay: where it is, the settings its ``config.json`` records (with
+    those it left unset made explicit, ``recorded_settings``) and its journal of answers."""
 
     directory: Path
     settings: Mapping[str, Any]
+    recording: Recording
 
     @classmethod
     def read(cls, run_dir: str | Path) -> "RecordedRun":
         """The run recorded in ``run_dir``; one line (``ConfigError``) when it is not a run directory
         with a journal of answers, or its ``config.json`` cannot be read."""
         source = Path(run_dir)
-        try:
-            recording_path(source)  # one line when it is neither a run directory nor holds a journal of answers
+        try:  # one line when it is neither a run directory nor holds a journal of answers, or a line is none
+            recording = read_recording(source)
         except UserError as exc:
             raise ConfigError(str(exc)) from None
         if run_directory_of(source) is None:
             raise ConfigError(f"replaying {source}: not a run directory (a --record file replays with "
                               f"llm='replay:{source}' and the recorded run's settings given again)")
         try:
-            recorded_answers(source)  # one line when its journal holds no answer, or a line that is none
-        except UserError as exc:
-            raise ConfigError(str(exc)) from None
-        try:
             settings = recorded_settings(load_config(source, whole=True))
         except RunDirectoryDamaged as exc:
             raise ConfigError(f"replaying {source}: {exc}") from None
-        return cls(source, MappingProxyType(settings))
+        return cls(source, MappingProxyType(settings), recording)
 
     def config(self, **overrides) -> RunConfig:
         """The recorded run again: its settings with ``overrides`` (not ``None``) over them, and its
@@ -79,8 +77,7 @@ class RecordedRun:
                 and (n in ("task", "method", "robust", "seed", "budget") or mine[n] != usual.get(n))]
         given = [f"{_words(n, mine[n])} (recorded {_value(n, self.settings[n])})" for n in names
                  if self.settings[n] != mine[n]]
-        with open(recording_path(self.directory), encoding="utf-8") as journal:
-            answers = sum(1 for line in journal if line.strip())
+        answers = len(self.recording.answers)
         return (f"replaying {self.directory.resolve()}: its settings ({', '.join(kept)}) and its {answers} recorded answers"
                 + (f"; given here: {', '.join(given)}" if given else ""))
 

@@ -16,8 +16,8 @@ from .config import ConfigError, RunConfig, bad_field
 from .engine.executors import check_engine
 from .instance_seeds import resolve_instance_seed
 from .llm import check_llm
-from .llm.record import recorded_run_of
 from .llm.endpoint import started_endpoint
+from .llm.recording import Recording
 from .methods import METHODS, get_method
 from .robust import idle_adversary, shape_of
 from .rundir.lock import RunDirectoryBusy, lock_holder
@@ -119,12 +119,13 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     try:  # each part checks what its section names (a bad value: a one-line error naming the field)
         adversary = AdversaryConfig.checked(config.adversary)
         adversary.check_task(task, reach=config.robust)
-        answers = check_llm(config.llm, out=config.out)  # a replay's: they bound its samples and generations
+        recording = check_llm(config.llm, out=config.out)  # a replay's answers bound its samples and generations
         check_engine(config.engine)
     except SettingError as exc:
         why = exc.reason + (" (a plain run is --no-robust)" if exc.name == "epsilon" else "")
         raise ConfigError(f"config field {exc.name!r}: {why}", exc.name, exc.reason) from None
-    _check_replayed_run(config)
+    _check_replayed_run(recording)
+    answers = None if recording is None else len(recording.answers)
     idle = idle_adversary(config.budget, config.adversary, answers) if config.robust else None
     available = len(task.nominal_instances())  # a run trains on the first N of its nominal set: no more than it has
     if config.adversary.nominal is not None and config.adversary.nominal > available:
@@ -139,13 +140,10 @@ def resolve(config: RunConfig) -> tuple[RunConfig, RunParts]:
     return config, RunParts(task, method, adversary, idle)
 
 
-def _check_replayed_run(config: RunConfig) -> None:
+def _check_replayed_run(recording: Recording | None) -> None:
     """A replay of a run another process still writes is refused (``RunDirectoryBusy``): its journal
     and its records would be read halfway, and counted apart."""
-    if config.llm.kind != "replay":
-        return
-    source = config.llm.backend.partition(":")[2]
-    run = recorded_run_of(source)
+    run = None if recording is None else recording.run
     holder = lock_holder(run) if run is not None else None
     if holder is not None:
         raise RunDirectoryBusy(f"{run} is in use by {holder}; replay it when it has ended")

@@ -136,3 +136,17 @@ def test_a_compare_that_cannot_refresh_is_refused_before_anything_is_trained(tmp
         with pytest.raises(Planned):
             compare.run_compare(CompareConfig(task="obp", methods=("eoh",), budget=20, pop_size=4, seeds=(0,),
                                               out=str(tmp_path / "enough")), quiet=True)
+
+
+def test_a_compare_replaying_too_few_answers_for_a_refresh_is_refused_before_anything_is_trained(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    recorded = tmp_path / "recorded"
+    assert main(["run", *TINY, "--pop-size", "2", "--tau", "1", "--budget", "4", "--out", str(recorded)]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(compare, "_train_and_evaluate", lambda *a, **k: pytest.fail("trained"))
+    # budget 6 at pop_size 2 would make tau 3, but each run replays the 4 recorded answers: 2 generations
+    config = CompareConfig(task="ovrp", methods=("eoh",), budget=6, pop_size=2, tau=3, nominal=1, seeds=(0,),
+                           llm=f"replay:{recorded}", out=str(tmp_path / "s"))
+    with pytest.raises(UserError, match="the 4 answers its recording holds: lower tau to 2 .*--allow-no-refresh"):
+        compare.run_compare(config, quiet=True)
+    assert not (tmp_path / "s").exists()

@@ -13,7 +13,7 @@ from raise_plugin.config import ConfigError, RunConfig
 from raise_plugin.errors import UserError
 from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_report import write_run_page
-from raise_plugin.llm.record import run_directory_of
+from raise_plugin.llm.recording import run_directory_of
 from raise_plugin.llm.usage import REPLAY
 from raise_plugin.robust.owned import CompiledPathReport
 from raise_plugin.robust.progress import ProgressBar

@@ -44,7 +44,7 @@ from raise_plugin.harness.reuse import ReusePlan, plan_reuse, set_aside, set_asi
 from raise_plugin.harness.run_shipping import client_token, unpack_run
 from raise_plugin.harness.study_budget import LEDGER_FILE, CappedPlace, StudyBudget, study_ledger
 from raise_plugin.harness.variants import Variant, plan_variants, result_name
-from raise_plugin.llm import SamplerStallWarning, asks_llm, is_offline, offline_stall
+from raise_plugin.llm import SamplerStallWarning, asks_llm, check_llm, is_offline, offline_stall
 from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
@@ -76,7 +76,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     check_methods(study.methods, task)
     out = Path(study.out).resolve()
     variants = plan_variants(study.methods, study.epsilons, study.ablations)
-    idle = idle_adversary(runs.budget, runs.adversary) if any(v.robust for v in variants) else None
+    replayed = check_llm(runs.llm)  # a replay's answers bound each run's samples, as a run's own check counts them
+    answers = None if replayed is None else len(replayed.answers)
+    idle = idle_adversary(runs.budget, runs.adversary, answers) if any(v.robust for v in variants) else None
     if idle and not runs.adversary.allow_no_refresh:  # refused before anything is trained or moved
         raise UserError(f"every RAISE row would equal its plain twin's: {idle} (or run it as it is with "
                         "--allow-no-refresh)")

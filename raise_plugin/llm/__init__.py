@@ -38,8 +38,8 @@ from .offline import NO_LLM_NOTICE, OfflineSampler, nothing_to_vary, notice_said
 from .openai_backend import (ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OPENAI_API_URL, OpenAIBackend, endpoint_configured,
                              endpoint_url)
 from .operators import OPERATOR_PHRASES, infer_operator
-from .record import (RecordingLLM, ReplayLLM, prompt_hash, recorded_answers, recording_path, records_its_source,
-                     unfit_recording)
+from .record import RecordingLLM, ReplayLLM, prompt_hash, records_its_source, unfit_recording
+from .recording import Recording, read_recording
 from .prices import DEFAULT_PRICES, Price
 from .usage import UsageLedger
 
@@ -139,22 +139,20 @@ def check_backend(llm) -> None:
                         f"(RunConfig(llm='offline'), 'openai:MODEL', ...), got {llm!r}")
 
 
-def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> int | None:
+def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> Recording | None:
     """What a run's ``llm`` section names, before anything is made: a replay's source holds a
     recording with an answer in it (``SettingError`` naming the field ``llm``), and a recording to
     write is a file that can be made and appended to (not a folder, nor under a file, nor a device
     or a pipe, nor the recording replayed, nor a run directory's journal of answers, ``out``'s own
-    or another run's: ``record``). Returns how many answers a replay's recording holds (a replay
-    takes no more samples than that); ``None`` for a back-end that is not a replay."""
-    answers = None
-    if settings.kind == "replay":
-        spec = settings.backend.partition(":")[2]
+    or another run's: ``record``). Returns a replay's recording (``read_recording``: a replay takes
+    no more samples than the answers it holds); ``None`` for a back-end that is not a replay."""
+    recording = None
+    if settings.replayed is not None:
         try:
-            source = recording_path(spec)
-            answers = len(recorded_answers(spec))
+            recording = read_recording(settings.replayed)
         except UserError as exc:
             raise SettingError("llm", str(exc)) from None
-        why = records_its_source(source, settings.record)
+        why = records_its_source(recording.path, settings.record)
         if why:
             raise SettingError("record", why)
     why = unwritable(settings.record) if settings.record else None
@@ -163,7 +161,7 @@ def check_llm(settings: LLMSettings, out: str | os.PathLike | None = None) -> in
     why = unfit_recording(settings.record, out) if settings.record else None
     if why is not None:
         raise SettingError("record", why)
-    return answers
+    return recording
 
 
 def _from_settings(settings: LLMSettings, *, seed: int, task: str) -> LLM:

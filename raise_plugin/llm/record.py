@@ -17,7 +17,7 @@ reproduces the recorded programs, with any number of samplers (docs/llm.md says 
 what is and is not reproduced).
 
 A run directory journals its answered calls in the same format (``CALLS_FILE``), so
-``replay:RUN_DIR`` replays a run from its directory alone (``recording_path``).
+``replay:RUN_DIR`` replays a run from its directory alone; a recording is read by ``recording``.
 """
 from __future__ import annotations
 
@@ -32,20 +32,16 @@ from typing import Any
 
 from llm4ad.base import LLM
 
-from raise_plugin.durable import AppendLog, journal_lines
-from raise_plugin.errors import UserError
+from raise_plugin.durable import AppendLog
 
 from .errors import EndpointFailed, LLMAborted, ReplayMissError
 from .operators import infer_operator
+from .recording import CALLS_FILE, Recording, journal_owner, read_recording
 from .usage import REPLAY, UsageLedger
 
-__all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM", "ReplayExhausted", "CALLS_FILE", "recording_path",
-           "recorded_answers", "records_its_source", "unfit_recording", "run_directory_of", "journal_owner",
-           "recorded_run_of"]
+__all__ = ["prompt_hash", "RecordingLLM", "ReplayLLM", "ReplayExhausted", "records_its_source", "unfit_recording"]
 
 log = logging.getLogger("raise_plugin.llm")
-
-CALLS_FILE = "llm_calls.jsonl"  # a run directory's journal of answered calls, in the recording's format
 
 
 class ReplayExhausted(LLMAborted):
@@ -121,67 +117,6 @@ def _recorded_counts(path: Path) -> dict[str, int]:
     return counts
 
 
-def recorded_answers(source: str | Path) -> list[dict]:
-    """The answers ``replay:SOURCE`` replays, in order (``recording_path``: a ``--record`` file or a
-    run directory's journal); a last line left without its newline by a kill that does not read as
-    an answer is passed over (a resume cuts it likewise: ``durable.AppendLog``). Any other line that
-    is not an answer, a file that is not UTF-8 text, or a recording that holds no answer (nothing
-    could be replayed) is a one-line error."""
-    path = recording_path(source)
-    try:
-        lines = journal_lines(path)
-    except OSError as exc:
-        raise UserError(f"cannot read LLM recording {path}: {exc.strerror or exc}") from None
-    entries = []
-    for line in lines:
-        entry = line.record
-        if not (isinstance(entry, dict) and isinstance(entry.get("hash"), str)):
-            if line.torn:  # no newline after it: torn by a kill while being written
-                break
-            raise UserError(f"LLM recording {path} line {line.number} is not a recorded answer (a --record file, or "
-                            f"a run directory's {CALLS_FILE}, holds one JSON object per line)")
-        entries.append(entry)
-    if not entries:
-        raise UserError(f"replay:{source}: the recording holds no answer")
-    return entries
-
-
-def run_directory_of(source: str | Path) -> Path | None:
-    """``source`` when it is a directory (``replay:RUN_DIR``), else ``None`` (``replay:FILE``)."""
-    path = Path(source)
-    return path if path.is_dir() else None
-
-
-def recording_path(source: str | Path) -> Path:
-    """The recording ``replay:SOURCE`` reads: a ``--record`` file, or a run directory's journal of
-    answered calls; one line (``UserError``) when ``source`` is neither."""
-    path = Path(source)
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise UserError(f"replay:{source}: not a run directory (no config.json)")
-        if not (path / CALLS_FILE).is_file():
-            raise UserError(f"replay:{source}: the run directory holds no journal of LLM answers ({CALLS_FILE})")
-        return path / CALLS_FILE
-    if not path.exists():
-        raise UserError(f"replay:{source}: no such recording (a --record file) or run directory")
-    if not path.is_file():  # a device or a pipe: nothing recorded there to read back
-        raise UserError(f"replay:{source}: the recording holds no answer (not a regular file)")
-    return path
-
-
-def journal_owner(path: str | Path) -> Path | None:
-    """The run directory whose journal of answered calls ``path`` is (its ``CALLS_FILE``, beside its
-    ``config.json``), else ``None``."""
-    path = Path(path)
-    return path.parent if path.name == CALLS_FILE and (path.parent / "config.json").is_file() else None
-
-
-def recorded_run_of(source: str | Path) -> Path | None:
-    """The run directory ``replay:SOURCE`` replays the answers of: ``source`` itself, or the run whose
-    journal it names; ``None`` for a ``--record`` file."""
-    return run_directory_of(source) or journal_owner(source)
-
-
 def records_its_source(source: Path, record: str | Path | None) -> str | None:
     """Why recording to ``record`` cannot go with replaying ``source`` (the recording it reads: it
     would append every answer to itself, doubling it), else None."""
@@ -209,7 +144,7 @@ def unfit_recording(record: str | Path, out: str | Path | None) -> str | None:
 
 class ReplayLLM(LLM):
     """Answers prompts from a recording made by ``RecordingLLM`` (``path``: the file, or a run
-    directory, whose journal it reads); never calls a model.
+    directory, whose journal it reads, or the ``Recording`` read from it); never calls a model.
 
     ``stand_ins``: answer a prompt the recording does not hold with the earliest unclaimed
     recorded answer (default: when the recording was made by several samplers). Once every
@@ -219,19 +154,18 @@ class ReplayLLM(LLM):
     (``ReplayExhausted``: the recorded run stopped there, before its budget, by a signal or a
     callback); one asked while answers are left is a ``ReplayMissError``."""
 
-    def __init__(self, path: str | Path, *, stand_ins: bool | None = None, grace: float = 30.0):
+    def __init__(self, path: str | Path | Recording, *, stand_ins: bool | None = None, grace: float = 30.0):
         super().__init__()
-        self.run_dir = run_directory_of(path)
-        self.path = recording_path(path)
-        self._entries: list[dict] = []
+        recording = path if isinstance(path, Recording) else read_recording(path)
+        self.run_dir, self.path = recording.run_dir, recording.path
+        self._entries = recording.answers
         self._answers: dict[str, deque] = defaultdict(deque)  # hash -> indices, in occurrence order
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
-        for entry in recorded_answers(path):
-            self._answers[entry["hash"]].append(len(self._entries))
-            self._entries.append(entry)
+        for index, entry in enumerate(self._entries):
+            self._answers[entry["hash"]].append(index)
         self.size = len(self._entries)
-        self.samplers = max((int(e.get("samplers") or 1) for e in self._entries), default=1)
+        self.samplers = recording.samplers
         self.stand_ins = self.samplers > 1 if stand_ins is None else bool(stand_ins)
         self.grace = float(grace)
         self.claimed = [False] * self.size

@@ -31,7 +31,8 @@ from llm4ad.base import LLM
 from ..durable import WriteFailed, journal_lines
 from ..llm.errors import LLMAborted, LLMCapReached, LLMConfigError, ReplayMissError
 from ..llm.operators import infer_operator, operator_kind
-from ..llm.record import CALLS_FILE, RecordingLLM, ReplayExhausted, prompt_hash
+from ..llm.record import RecordingLLM, ReplayExhausted, prompt_hash
+from ..llm.recording import CALLS_FILE
 from ..llm.usage import REQUESTS_FILE
 from ..rundir.repair import checked_lines
 

@@ -267,3 +267,33 @@ def test_a_recording_that_holds_no_answer_is_refused_before_anything_is_written(
         assert not (tmp_path / "out").exists()
     with pytest.raises(ConfigError, match="the recording holds no answer"):
         replaying(run)
+
+
+def test_a_run_replayed_from_its_directory_reads_its_journal_once(recorded, tmp_path, capsys, monkeypatch):
+    from raise_plugin.llm import recording
+
+    reads = []
+    read = recording._answers
+    monkeypatch.setattr(recording, "_answers", lambda *a: reads.append(a[0]) or read(*a))
+    recording._last.clear()  # as in a process that has read no recording yet
+    assert main(["run", "--llm", f"replay:{recorded}", "--out", str(tmp_path / "again"), "--no-progress"]) == 0
+    assert samples(tmp_path / "again") == samples(recorded)
+    assert reads == [recorded / "llm_calls.jsonl"]  # the run's checks, the line it prints and the back-end: one read
+
+
+def test_a_recording_changed_since_it_was_read_is_read_again(recorded, tmp_path):
+    from raise_plugin.llm.recording import read_recording
+
+    copy = tmp_path / "answers.jsonl"
+    lines = (recorded / "llm_calls.jsonl").read_text().splitlines(keepends=True)
+    copy.write_text("".join(lines[:5]))
+    first = read_recording(copy)
+    assert read_recording(copy) is first and len(first.answers) == 5 and first.run is None
+    with open(copy, "a") as more:
+        more.write("".join(lines[5:]))
+    again = read_recording(copy)
+    assert len(again.answers) == 12 and [a["hash"] for a in again.answers] == [
+        json.loads(line)["hash"] for line in lines]
+    assert read_recording(recorded).run == recorded and read_recording(recorded / "llm_calls.jsonl").run == recorded
+    with pytest.raises(TypeError):
+        again.answers[0]["response"] = "changed"  # the answers every reader shares cannot be changed by one

@@ -365,7 +365,7 @@ def test_a_run_another_process_writes_is_not_replayed_and_its_lock_is_only_looke
                                                                                        capsys):
     # the replay read a journal and records being written: "its 12 recorded answers", then "all 10 ... replayed"
     from raise_plugin.cli import main
-    from raise_plugin.llm.record import CALLS_FILE
+    from raise_plugin.llm.recording import CALLS_FILE
     from raise_plugin.rundir.lock import RunDirectoryBusy, lock_holder
 
     assert lock_holder(finished_run) is None and lock_holder(tmp_path / "nowhere") is None

@@ -36,9 +36,12 @@ def run(args) -> int:
     if not path.is_dir():
         raise UserError(f"{path} is neither a run directory nor an llm4ad log folder "
                         f"({'a file' if path.exists() else 'no such directory'})")
-    if (path / "config.json").exists():  # a plugin run directory: a finished one, its records read as select reads them
-        load_config(path)
-        finished_summary(path)
+    # a plugin run directory, or the host's log folder inside one: of a finished run, its records read as select
+    # reads them (an unfinished run's folders are still written, or wait for a resume)
+    owner = next((folder for folder in (path, path.parent) if (folder / "config.json").exists()), None)
+    if owner is not None:
+        load_config(owner)
+        finished_summary(owner)
     recorded = recorded_run_config(args.log_dir)
     if args.task is None and not recorded.get("task"):
         raise UserError(f"--task: {args.log_dir} records no task (an llm4ad log folder, or no run at all): give "

@@ -151,6 +151,8 @@ def test_an_unfinished_run_or_a_damaged_summary_is_refused_in_one_line_as_select
     assert captured.out == "" and captured.err == f"raise-ahd: error: {says.format(run=run)}\n"
     assert main(["select", str(run), "--workers", "1"]) == 2
     assert capsys.readouterr().err == captured.err
+    assert main(["rerank", str(run / "host"), *TINY]) == 2  # its host log is the unfinished run's, refused alike
+    assert capsys.readouterr().err == captured.err
 
 
 def test_a_missing_folder_and_a_damaged_config_are_named_as_such(run_dir, tmp_path, capsys):

@@ -37,8 +37,8 @@ SANDBOX_LIMITS = ("memory_mb", "file_mb", "output_mb")
 RECORDED_ORDER = (
     "task", "method", "robust", "epsilon", "tau", "allow_no_refresh", "inner_population", "inner_generations",
     "aggregation", "max_adversarial", "budget", "pop_size", "llm", "base_url", "seed", "instance_seed", "out",
-    "num_samplers", "num_evaluators", "programs_in_flight", "nominal", "timeout", "memory_mb", "file_mb", "output_mb", "projection",
-    "encoding", "constraint", "length", "host_profiler", "early_reject", "record", "executor", "workers",
+    "num_samplers", "num_evaluators", "programs_in_flight", "nominal", "timeout", "memory_mb", "file_mb", "output_mb",
+    "projection", "encoding", "constraint", "length", "host_profiler", "early_reject", "record", "executor", "workers",
     "adversary_objective", "inner_draws", "tau_unit", "max_cost_usd", "max_llm_calls", "prices", "max_tokens",
     "llm_timeout", "max_failed_requests", "validation_trace", "instances_per_refresh", "jit", "jit_after")
 
@@ -184,8 +184,7 @@ class LLMSettings(Settings):
 
     @property
     def replayed(self) -> str | None:
-        """What a replay reads (``SOURCE`` of ``replay:SOURCE``: a recording or a run directory), else
-        ``None``."""
+        """What a replay reads (``SOURCE`` of ``replay:SOURCE``: a recording or a run directory), else None."""
         return self.backend.partition(":")[2] if self.kind == "replay" else None
 
 
@@ -278,11 +277,8 @@ class RunConfig:
     counts requests, retries included: the endpoint receives at most that many.
     ``early_reject`` never changes a run's samples, populations or best (docs/robust.md); ``jit``
     compiles a program only where its decisions on the task's probe instances equal its Python
-    function's.
-    ``base_url`` (an ``openai`` back-end's endpoint) is resolved when the run starts and recorded
-    in ``config.json``, so ``resume_run`` calls the endpoint the run started with (the API key is
-    never recorded); ``raise_plugin.replay.replaying(RUN_DIR, **overrides)`` takes a recorded
-    run's settings and replays its answers, reproducing it.
+    function's. ``base_url`` (an ``openai`` back-end's endpoint) is recorded in ``config.json`` when
+    the run starts, so ``resume_run`` calls the endpoint the run started with (never the API key).
     """
 
     task: str = default("task")

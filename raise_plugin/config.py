@@ -253,10 +253,9 @@ SECTIONS = {"budget": BudgetSettings, "adversary": AdversarySettings, "llm": LLM
 
 @dataclass(frozen=True, init=False)
 class RunConfig:
-    """One run of a (robust) method on a task: the settings of the tree's ``run`` section
-    (``raise_plugin.settings``; docs/settings.md lists each with its default, unit and meaning),
-    each checked on creation against its setting; what a value names is checked when a run
-    starts, before it writes anything (``raise_plugin.resolve.resolve``).
+    """One run of a (robust) method on a task: the settings of the tree's ``run`` section (docs/settings.md
+    lists each with its default, unit and meaning), each checked on creation against its setting; what a
+    value names is checked when a run starts, before it writes anything (``raise_plugin.resolve.resolve``).
 
     The run's own settings (``task``, ``method``, ``robust``, ``seed``, ``instance_seed``,
     ``out``) are fields; every section of the tree under ``run`` is one frozen config

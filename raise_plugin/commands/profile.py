@@ -7,7 +7,7 @@ from pathlib import Path
 from raise_plugin.commands.evaluate import all_invalid_status, check_output, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness import api
-from raise_plugin.harness.robustness_profile import save_profile
+from raise_plugin.harness.profile_files import save_profile
 from raise_plugin.commands.flags import SEARCH_TIMEOUT_HELP, add_flags, check_flags, in_flag_words
 from tasks.common.classical import classical_rules
 

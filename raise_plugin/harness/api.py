@@ -12,8 +12,9 @@ from raise_plugin.engine.suite import Heuristic, check_heuristics
 from raise_plugin.errors import BadArgumentType, UserError
 from raise_plugin.harness.compare import CompareResult, run_compare
 from raise_plugin.harness.compare_config import CompareConfig, given_once
+from raise_plugin.harness.profile_files import save_profile
 from raise_plugin.harness.rerank import check_recorded_task
-from raise_plugin.harness.robustness_profile import Profile, robustness_profile, save_profile
+from raise_plugin.harness.robustness_profile import Profile, robustness_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
 from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback

@@ -11,7 +11,6 @@ searched further: its remaining points are marked skipped with the reason.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import math
 import re
 import textwrap
@@ -29,7 +28,6 @@ from raise_plugin.harness.figures import (NO_BREAK, check_figure_path, finish_fi
                                           shift_axis)
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.progress import open_progress
-from raise_plugin.rundir.files import jsonable
 from raise_plugin.selection import selects_on
 from raise_plugin.settings import default
 from tasks import get_task
@@ -37,7 +35,7 @@ from tasks.common.errors import UnknownName
 from tasks.common.suite import Dataset
 
 __all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions",
-           "save_profile"]
+           "INVALID_THERE"]
 
 
 @dataclass
@@ -141,6 +139,9 @@ class Profile:
                 "points": [p.__dict__ for p in self.points]}
 
 
+INVALID_THERE = "invalid on the worst instance found: "  # a search's reason where it found the heuristic fail
+
+
 def _cell(value: float) -> str:
     """A metric in the table: NaN (the search failed) and inf (it found where the heuristic fails) are invalid."""
     return f"{value:.3f}" if math.isfinite(value) else "invalid"
@@ -157,7 +158,7 @@ def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int,
                     inner_generations=inner_generations, **switches)
     reason = ""
     if not math.isfinite(float(result.metric)):  # the search found where the heuristic fails, and why
-        reason = f"invalid on the worst instance found: {result.failure or 'the heuristic fails there'}"
+        reason = f"{INVALID_THERE}{result.failure or 'the heuristic fails there'}"
     return ProfilePoint(heuristic.name, float(epsilon), int(seed), float(result.metric), float(result.distance),
                         np.asarray(result.distribution, dtype=float).tolist(), reason)
 
@@ -271,7 +272,8 @@ def plot_profile(profile: Profile, path: str | Path | None = None):
                         + [profile.summary(h, e)[0] for e in epsilons])
         low, high = (np.array([mean[0]] + [_over_seeds(profile.worst(h, e), edge) for e in epsilons])
                      for edge in (np.min, np.max))
-        ax.plot(xs, mean, label=h, **style)
+        drawn = np.isfinite(mean).any()  # a heuristic invalid everywhere has no point: its legend says so
+        ax.plot(xs, mean, label=h if drawn else f"{h} (invalid everywhere: no point)", **style)
         if np.isfinite(low[1:]).any():
             ax.fill_between(xs, low, high, where=np.isfinite(low), **band_style(style))
     ax.set_xticks(xs, [f"{e:g}" for e in xs])
@@ -347,8 +349,11 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
             ax.stairs(worst.distribution, edges, color=colour, lw=1.3,
                       label="distribution of the worst instance found within eps")
             to = "" if index is None else f" to nominal no. {index + 1} of {len(centres)}"
-            ax.set_title(f"eps = {e:g}: {metric} = {worst.metric:.3g} (seed {worst.seed}), d = {worst.distance:.3g}"
-                         f"{to}", fontsize=9, loc="left")
+            found = (f"{metric} = {worst.metric:.3g}" if math.isfinite(worst.metric) else
+                     textwrap.shorten(f"invalid ({worst.reason.removeprefix(INVALID_THERE) or 'it fails there'})",
+                                      70, placeholder="...)"))
+            ax.set_title(f"eps = {e:g}: {found} (seed {worst.seed}), d = {worst.distance:.3g}{to}", fontsize=9,
+                         loc="left")
         ax.grid(alpha=0.3)
     fig.supylabel("probability", fontsize=9)
     label_shift_axis(axes[-1], edges, axis)
@@ -376,22 +381,3 @@ def _shift_edges(task, profile: Profile) -> tuple[np.ndarray, str]:
     if len(edges) == cells + 1:
         return edges, axis
     return np.arange(cells + 1) - 0.5, f"{profile.shift or task.shift.name} (cell of {cells})"
-
-
-def save_profile(profile: Profile, out: str | Path) -> list[Path]:
-    """profile.json, profile.md, profile.png and one worst-distribution PNG per heuristic."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "profile.json", out / "profile.md", out / "profile.png"]
-    (out / "profile.json").write_text(json.dumps(jsonable(profile.to_json()), indent=1))  # invalid: null
-    (out / "profile.md").write_text(f"# Robustness profile on {profile.task}\n\n{profile.markdown()}\n")
-    plot_profile(profile, out / "profile.png")
-    for h in profile.heuristics():
-        path = out / f"worst_distributions_{_slug(h)}.png"
-        plot_worst_distributions(profile, h, path)
-        written.append(path)
-    return written
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from raise_plugin.cli import main
-from raise_plugin.harness.robustness_profile import (plot_profile, plot_worst_distributions, robustness_profile,
-                                                     save_profile)
+from raise_plugin.harness.profile_files import save_profile
+from raise_plugin.harness.robustness_profile import plot_profile, plot_worst_distributions, robustness_profile
 from raise_plugin.engine.suite import Heuristic
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -56,14 +56,7 @@ def run(args) -> int:
     except UserError as exc:
         raise in_flag_words(exc, PROFILE_FLAGS) from None
     written = save_profile(profile, Path(args.out))
-    print(profile.markdown())
-    for h in profile.heuristics():
-        failed = [p for p in profile.points if p.heuristic == h and p.reason and not math.isfinite(p.metric)]
-        if failed:
-            skipped = sum(p.skipped for p in failed)
-            first = next((p.reason for p in failed if not p.skipped), failed[0].reason)
-            print(f"{h}: {len(failed)} of {len(profile.points) // len(profile.heuristics())} searches failed: "
-                  f"{first}" + (f" ({skipped} skipped)" if skipped else ""))
+    print(profile.markdown())  # with the reasons of its invalid cells, as profile.md
     print("wrote " + ", ".join(str(w) for w in written))
     baselines = {lookup[b.lower()] for b in wanted}
     given = [h for h in profile.heuristics() if h not in baselines] or profile.heuristics()

@@ -129,7 +129,21 @@ class Profile:
                 m, half = self.summary(h, e)[0], self.half_width(h, e)
                 cells.append(_cell(m) + (f" ± {half:.3f}" if math.isfinite(half) else ""))
             lines.append(f"| eps={e:g}: worst instance found | " + " | ".join(cells) + " |")
-        return "\n".join(lines)
+        failed = self.failure_lines()
+        return "\n".join(lines + ([""] + [f"- {line}" for line in failed] if failed else []))
+
+    def failure_lines(self) -> list[str]:
+        """Why a table's cells read ``invalid``: per heuristic whose searches failed, how many and the first
+        reason (of a search that ran, where one did)."""
+        lines, per = [], len(self.points) // max(1, len(self.nominal))
+        for h in self.heuristics():
+            failed = [p for p in self.points if p.heuristic == h and p.reason and not math.isfinite(p.metric)]
+            if failed:
+                skipped = sum(p.skipped for p in failed)
+                first = next((p.reason for p in failed if not p.skipped), failed[0].reason)
+                lines.append(f"{h}: {len(failed)} of {per} searches failed: {first}"
+                             + (f" ({skipped} skipped)" if skipped else ""))
+        return lines
 
     def to_json(self) -> dict:
         return {"task": self.task, "epsilons": self.epsilons, "seeds": self.seeds, "nominal": self.nominal,

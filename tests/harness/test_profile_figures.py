@@ -203,3 +203,14 @@ def test_each_heuristic_s_worst_distributions_get_a_file_of_their_own_and_an_ear
     assert figures == ["worst_distributions_A_B_3.png", "worst_distributions_a_b.png",
                        "worst_distributions_a_b_2.png"]  # A_B too: one file apart on a case-blind file system
     assert len(set(written)) == len(written) == 6
+
+
+def test_the_profile_table_says_why_its_cells_are_invalid_and_profile_md_keeps_it(tmp_path):
+    # the reasons were printed on the console only: profile.md showed "invalid" with no word of why
+    profile = invalid_everywhere(synthetic_profile(), "WorstFit")
+    text = profile.markdown()
+    assert "| eps=0.01: worst instance found |" in text and "| invalid |" in text
+    assert text.endswith("\n\n- WorstFit: 9 of 9 searches failed: invalid on the worst instance found: priority "
+                         "raised ValueError: always fails")
+    save_profile(profile, tmp_path)
+    assert "- WorstFit: 9 of 9 searches failed: " in (tmp_path / "profile.md").read_text()

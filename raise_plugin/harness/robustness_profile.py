@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import math
-import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +23,8 @@ from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, Sandb
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
 from raise_plugin.errors import BadArgumentType
-from raise_plugin.harness.figures import (NO_BREAK, check_figure_path, finish_figure, label_shift_axis, new_figure,
-                                          shift_axis)
+from raise_plugin.harness.figures import (check_figure_path, finish_figure, label_shift_axis, new_figure,
+                                          shift_axis, wrap_words)
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.progress import open_progress
 from raise_plugin.selection import selects_on
@@ -291,12 +290,16 @@ def plot_profile(profile: Profile, path: str | Path | None = None):
         if np.isfinite(low[1:]).any():
             ax.fill_between(xs, low, high, where=np.isfinite(low), **band_style(style))
     ax.set_xticks(xs, [f"{e:g}" for e in xs])
+    ax.set_xlim(-0.05 * xs[-1], 1.05 * xs[-1])  # the radii's range even where no point is drawn
+    if not any(np.isfinite(line.get_ydata()).any() for line in ax.lines):
+        ax.text(0.5, 0.5, "no point: every heuristic is invalid everywhere\n(profile.md says why)", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9)
     ax.set_xlabel("eps, radius of the ball around the nominal histograms (0: the nominal set)")
     metric, comma, direction = metric_axis_label(task).rpartition(", ")
-    ax.set_ylabel(_wrap_words(f"worst instance's {metric}{comma}", 40) + "\n" + direction, fontsize=9)
+    ax.set_ylabel(wrap_words(f"worst instance's {metric}{comma}", 40) + "\n" + direction, fontsize=9)
     ax.grid(alpha=0.3)
     fig.suptitle(f"Worst {task.metric_name} the adversary finds within eps on {task.name}\n"
-                 + _wrap_words(_profile_caption(profile), 90, keep=r"[^;\s][^;]*"), fontsize=10)
+                 + wrap_words(_profile_caption(profile), 90, keep=r"[^;\s][^;]*"), fontsize=10)
     legend_below(fig, [ax])
     return finish_figure(fig, path)
 
@@ -322,13 +325,6 @@ def _profile_caption(profile: Profile) -> str:
         return f"line: adversary seed {profile.seeds[0]} (one seed, so no band); {at_zero}"
     return (f"line: mean over {len(profile.seeds)} adversary seeds; band: from the lowest to the highest seed "
             f"(the table's ± is the {LEVEL * 100:g} % t interval of the mean); {at_zero}")
-
-
-def _wrap_words(text: str, width: int, keep: str = r"\(.*?\)") -> str:
-    """``text`` wrapped to ``width`` characters a line, never inside a match of the pattern ``keep``
-    (by default a unit in parentheses; the profile's caption keeps each clause between semicolons)."""
-    kept = re.sub(keep, lambda m: m.group().replace(" ", NO_BREAK), text)
-    return "\n".join(textwrap.wrap(kept, width, break_on_hyphens=False)).replace(NO_BREAK, " ")
 
 
 def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path | None = None):
@@ -357,15 +353,16 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
         index, _ = nearest(worst.distribution, centres) if worst is not None and len(centres) else (None, None)
         centre = profile.nominal_histogram if index is None else centres[index]
         ax.stairs(centre, edges, fill=True, color="lightgray", label=centre_label)
-        if worst is None:
-            ax.set_title(f"eps = {e:g}: no search found an instance", fontsize=9, loc="left")
+        if worst is None:  # and why, as the first of its searches that failed says
+            why = next((p.reason for p in profile.points if p.heuristic == heuristic and p.epsilon == e), "")
+            ax.set_title(f"eps = {e:g}: no search found an instance" + (f" ({_short(why)})" if why else ""),
+                         fontsize=9, loc="left")
         else:
             ax.stairs(worst.distribution, edges, color=colour, lw=1.3,
                       label="distribution of the worst instance found within eps")
             to = "" if index is None else f" to nominal no. {index + 1} of {len(centres)}"
             found = (f"{metric} = {worst.metric:.3g}" if math.isfinite(worst.metric) else
-                     textwrap.shorten(f"invalid ({worst.reason.removeprefix(INVALID_THERE) or 'it fails there'})",
-                                      70, placeholder="...)"))
+                     f"invalid ({_short(worst.reason.removeprefix(INVALID_THERE) or 'it fails there')})")
             ax.set_title(f"eps = {e:g}: {found} (seed {worst.seed}), d = {worst.distance:.3g}{to}", fontsize=9,
                          loc="left")
         ax.grid(alpha=0.3)
@@ -379,6 +376,10 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
                  f"{task.name}, per eps\n{seeds} {against}", fontsize=10)
     legend_below(fig, axes)
     return finish_figure(fig, path)
+
+
+def _short(reason: str) -> str:
+    return textwrap.shorten(reason, 66, placeholder="...")
 
 
 def _worst_point(profile: Profile, heuristic: str, epsilon: float) -> ProfilePoint | None:

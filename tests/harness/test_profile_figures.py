@@ -81,7 +81,7 @@ def test_each_eps_has_its_panel_with_the_worst_seeds_distribution_over_the_cells
 def test_a_failed_eps_gets_a_panel_that_says_so_and_a_gap_in_the_profile():
     profile = synthetic_profile(failed=[("BestFit", 0.005)])
     fig = plot_worst_distributions(profile, "BestFit")
-    assert fig.axes[1].get_title(loc="left") == "eps = 0.005: no search found an instance"
+    assert fig.axes[1].get_title(loc="left") == "eps = 0.005: no search found an instance (the search timed out)"
     assert len(steps(fig.axes[1])) == 1  # the nominal histograms' mean only
     line = plot_profile(profile).axes[0].lines[0]
     assert math.isnan(line.get_ydata()[2]) and np.isfinite(line.get_ydata()[[0, 1, 3]]).all()
@@ -214,3 +214,16 @@ def test_the_profile_table_says_why_its_cells_are_invalid_and_profile_md_keeps_i
                          "raised ValueError: always fails")
     save_profile(profile, tmp_path)
     assert "- WorstFit: 9 of 9 searches failed: " in (tmp_path / "profile.md").read_text()
+
+
+def test_a_profile_with_no_point_keeps_its_radii_apart_and_says_why_it_is_empty():
+    # with every heuristic invalid everywhere the axis spanned -0.05 to 0.05 and the ticks 0 and 0.002 were
+    # printed over each other ("00002"), on an empty panel with no word of why
+    profile = synthetic_profile()
+    for h in HEURISTICS:
+        profile = invalid_everywhere(profile, h)
+    ax = plot_profile(profile).axes[0]
+    assert ax.get_xlim() == pytest.approx((-0.05 * EPS[-1], 1.05 * EPS[-1]))
+    assert [t.get_text() for t in ax.texts] == ["no point: every heuristic is invalid everywhere\n(profile.md says why)"]
+    drawn = plot_profile(synthetic_profile()).axes[0]
+    assert drawn.get_xlim() == pytest.approx((-0.05 * EPS[-1], 1.05 * EPS[-1])) and not drawn.texts

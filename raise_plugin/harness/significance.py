@@ -67,7 +67,7 @@ def significance_markdown(comparisons: list[Comparison], title: str, digits: int
         lines.append(f"| {cell_text(c.method)} | {cell_text(c.reference)} ({c.relation}) | "
                      f"{format_signed(c.mean, digits)} | {interval} | "
                      f"{format_p(c.p, c.alpha)} | {pairs} | {c.seeds} | {c.verdict} |")
-    over_instances = any(c.over == "instances" for c in comparisons)
+    over_instances = any(c.over == "instances" and c.pairs for c in comparisons)  # with pairs: one seed
     lines += ["", "Difference = method − reference on the same instance (a baseline's value is repeated for "
               "every seed; the plain twin is matched by seed); lower is better, so negative means the method "
               f"is better. Significant: two-sided Wilcoxon signed-rank p < {ALPHA:g} (Holm-adjusted over the table's rows) over the (seed, instance) "

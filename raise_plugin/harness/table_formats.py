@@ -68,7 +68,7 @@ def significance_latex(comparisons, title: str, digits: int = 3) -> str:
         return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{_tex(title)}.}}",
                           _tex(NO_COMPARISON), "\\end{table}"]) + "\n"
     over = ("instances (one seed: it says nothing of seed-to-seed variation)"
-            if any(c.over == "instances" for c in comparisons) else "seeds")  # as the Markdown table says
+            if any(c.over == "instances" and c.pairs for c in comparisons) else "seeds")  # as the Markdown table says
     lines = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{_tex(title)}. Difference = method $-$ "
              f"reference (negative: the method is better); 95 \\% bootstrap interval over {over}; Wilcoxon "
              "signed-rank p, Holm-adjusted over the table's rows.}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from raise_plugin.harness.paper_tables import build_table, family_columns
-from raise_plugin.harness.significance import significance
+from raise_plugin.harness.significance import significance, significance_markdown
 from raise_plugin.harness.table_formats import significance_latex, table_latex
 
 
@@ -42,3 +42,13 @@ def test_the_significance_caption_says_the_interval_resamples_instances_with_one
     assert "bootstrap interval over instances (one seed" in one_seed and "over seeds" not in one_seed
     rows += rows_for("A", 1, [2.5 + i for i in range(8)])
     assert "bootstrap interval over seeds;" in significance_latex(significance(rows, ["A"], ["B"]), "t")
+
+
+def test_a_comparison_with_no_valid_pair_is_not_taken_for_one_seed():
+    # every pair dropped: the bootstrap "resampled instances" of no pair, and both tables said one seed did
+    rows = rows_for("B", 0, [1.0] * 3) + [dict(r, metric="nan", valid=False) for s in (0, 1)
+                                          for r in rows_for("A", s, [1.0] * 3)]
+    tests = significance(rows, ["A"], ["B"])
+    assert tests[0].pairs == 0 and tests[0].verdict == "no valid pairs"
+    assert "one seed" not in significance_latex(tests, "t")
+    assert "With one seed" not in significance_markdown(tests, "t")

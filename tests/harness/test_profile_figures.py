@@ -224,6 +224,7 @@ def test_a_profile_with_no_point_keeps_its_radii_apart_and_says_why_it_is_empty(
         profile = invalid_everywhere(profile, h)
     ax = plot_profile(profile).axes[0]
     assert ax.get_xlim() == pytest.approx((-0.05 * EPS[-1], 1.05 * EPS[-1]))
-    assert [t.get_text() for t in ax.texts] == ["no point: every heuristic is invalid everywhere\n(profile.md says why)"]
+    said = "no point: every heuristic is invalid everywhere\n(profile.md says why)"
+    assert [t.get_text() for t in ax.texts] == [said]
     drawn = plot_profile(synthetic_profile()).axes[0]
     assert drawn.get_xlim() == pytest.approx((-0.05 * EPS[-1], 1.05 * EPS[-1])) and not drawn.texts

@@ -152,7 +152,7 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     trained = dict.fromkeys(trained_metric(log.config) for logs in runs.values() for log in logs)
     for ax, label in zip(axes, [metric_axis_label(task)] * traced + [f"{' / '.join(trained)}, lower is better"]):
         ax.set_xlabel("generation")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # one generation: one tick, not 1.925
         ax.set_ylabel(textwrap.fill(label, 48), fontsize=9)
         ax.grid(alpha=0.3)
     fig.suptitle(f"Convergence on {task.name}, {_seed_caption(seeds)}", fontsize=11)

@@ -7,7 +7,7 @@ from pathlib import Path
 from raise_plugin.commands.evaluate import all_invalid_status, check_output, resolve_task
 from raise_plugin.errors import UserError
 from raise_plugin.harness import api
-from raise_plugin.harness.robustness_profile import save_profile
+from raise_plugin.harness.profile_files import save_profile
 from raise_plugin.commands.flags import SEARCH_TIMEOUT_HELP, add_flags, check_flags, in_flag_words
 from tasks.common.classical import classical_rules
 
@@ -56,14 +56,7 @@ def run(args) -> int:
     except UserError as exc:
         raise in_flag_words(exc, PROFILE_FLAGS) from None
     written = save_profile(profile, Path(args.out))
-    print(profile.markdown())
-    for h in profile.heuristics():
-        failed = [p for p in profile.points if p.heuristic == h and p.reason and not math.isfinite(p.metric)]
-        if failed:
-            skipped = sum(p.skipped for p in failed)
-            first = next((p.reason for p in failed if not p.skipped), failed[0].reason)
-            print(f"{h}: {len(failed)} of {len(profile.points) // len(profile.heuristics())} searches failed: "
-                  f"{first}" + (f" ({skipped} skipped)" if skipped else ""))
+    print(profile.markdown())  # with the reasons of its invalid cells, as profile.md
     print("wrote " + ", ".join(str(w) for w in written))
     baselines = {lookup[b.lower()] for b in wanted}
     given = [h for h in profile.heuristics() if h not in baselines] or profile.heuristics()

@@ -12,8 +12,9 @@ from raise_plugin.engine.suite import Heuristic, check_heuristics
 from raise_plugin.errors import BadArgumentType, UserError
 from raise_plugin.harness.compare import CompareResult, run_compare
 from raise_plugin.harness.compare_config import CompareConfig, given_once
+from raise_plugin.harness.profile_files import save_profile
 from raise_plugin.harness.rerank import check_recorded_task
-from raise_plugin.harness.robustness_profile import Profile, robustness_profile, save_profile
+from raise_plugin.harness.robustness_profile import Profile, robustness_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
 from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback
@@ -144,13 +145,15 @@ def _heuristics(task, given) -> list[Heuristic]:
         raise UserError(f"heuristics: give each as a file, a baseline's name or a Heuristic, got {given!r:.40}")
     rules = list(classical_rules(task))
     lookup = {b.lower(): b for b in rules}
-    chosen = []
+    chosen, paths = [], {}  # paths: index in chosen -> the file or directory its program came from
     for h in given:
         if isinstance(h, Heuristic):
             chosen.append(h)
         elif not isinstance(h, (str, os.PathLike)):
             raise UserError(f"heuristics: give each as a file, a baseline's name or a Heuristic, got {h!r}")
         elif Path(h).exists():
+            if Path(h).resolve() in {p.resolve() for p in paths.values()}:
+                raise UserError(f"heuristics: {h} given twice")
             check_recorded_task(h, task)  # a run on another task: its program meets instances it was not written for
             try:
                 name, code = read_program(h)
@@ -159,6 +162,7 @@ def _heuristics(task, given) -> list[Heuristic]:
                 raise UserError(str(exc)) from None
             except UnicodeDecodeError:
                 raise UserError(f"{h}: not UTF-8 text (a heuristic file must be UTF-8 text)") from None
+            paths[len(chosen)] = Path(h)
             chosen.append(Heuristic(name, code=code))
         elif str(h).lower() in lookup:
             chosen.append(Heuristic(lookup[str(h).lower()], baseline=lookup[str(h).lower()]))
@@ -167,6 +171,10 @@ def _heuristics(task, given) -> list[Heuristic]:
                             f"({', '.join(rules)})")
     if not chosen:
         raise UserError("nothing to profile: give heuristic files or baseline names")
+    names = [h.name for h in chosen]
+    for i, path in paths.items():  # named by its path where another has its name (runs/a/best.py, runs/b/best.py)
+        if names.count(chosen[i].name) > 1:
+            chosen[i] = Heuristic(str(path), code=chosen[i].code)
     return check_heuristics(task, chosen)  # each baseline the task's, no name twice
 
 

@@ -31,7 +31,7 @@ from raise_plugin.harness.compare_config import CompareConfig
 from raise_plugin.harness.compare_jobs import EvalJob, TrainJob, run_finished
 from raise_plugin.harness.compare_report import compare_report
 from raise_plugin.harness.compare_result import CompareResult
-from raise_plugin.harness.compare_tables import write_tables
+from raise_plugin.harness.compare_tables import with_reference_rule, write_tables
 from raise_plugin.harness.figures import finish_figure, plot_adversarial_distributions, plot_convergence
 from raise_plugin.harness.final_programs import final_program
 from raise_plugin.harness.html_report import write_compare_page
@@ -112,7 +112,9 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     failures = [r for r in records if r.status == "failed"]
     finished = {k: p for k, p in run_dirs.items() if run_finished(p)}
     started = {k: p for k, p in run_dirs.items() if (p / "config.json").exists()}  # finished or not
-    rows = collect_rows(out, task.baselines, [result_name(v.key, s, study.select_on) for v, s in cells])
+    rows = with_reference_rule(task, collect_rows(out, task.baselines,
+                                                  [result_name(v.key, s, study.select_on) for v, s in cells]))
+    write_rows(out / "results.csv", rows)
     in_tables = {(r["variant"], int(r["seed"])) for r in rows if r["kind"] != "baseline"}
     tables, comparisons, table_files = write_tables(study, task, variants, rows, out, budget=runs.budget.samples)
     stale = set_aside_tables(out, table_files, plan)
@@ -127,8 +129,8 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
                                                   failures=failures, plan=plan, in_tables=in_tables))
     files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / LEDGER_FILE,
              out / "report.md", write_compare_page(out)]
-    result = CompareResult(out, rows, tables, files, comparisons, records, variants, list(task.baselines),
-                           failures)
+    baselines = list(dict.fromkeys([*task.baselines, *(r["method"] for r in rows if r["kind"] == "baseline")]))
+    result = CompareResult(out, rows, tables, files, comparisons, records, variants, baselines, failures)
     return result
 
 

@@ -71,9 +71,14 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
         lines += [table.markdown(), "", f"([{name}.md]({name}.md))", ""]
     if figures:
         lines += ["## Figures", ""] + figure_lines(figures)
-    lines += ["## Runs", "", runs_intro(), "", _markdown_row(RUNS_HEADER),
-              "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|---:|---|---|"]
-    lines += [_markdown_row(row) for row in run_rows(variants, run_dirs)]
+    runs = run_rows(variants, run_dirs)
+    lines += ["## Runs", "", runs_intro(), ""]
+    if runs:
+        lines += [_markdown_row(RUNS_HEADER), "|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---|---:|---|---|"]
+        lines += [_markdown_row(row) for row in runs]
+    else:  # a table of no rows would say nothing of why
+        lines.append("No run started" + (": every training job failed before its run began (Failed jobs, above, "
+                                         "says why)." if failures else "."))
     for note in runs_notes(plan, task):
         lines += ["", note]
     costs = cost_rows(variants, run_dirs)

@@ -15,7 +15,7 @@ from tasks import get_task
 from tasks.common.classical import best_on_validation, classical_rules, suite_metrics
 from tasks.common.suite import Dataset
 
-__all__ = ["paper_tables", "ablation_rows", "write_tables", "rule_rows"]
+__all__ = ["paper_tables", "ablation_rows", "write_tables", "rule_rows", "with_reference_rule"]
 
 
 def paper_tables(task_name: str, rows: list[dict], order: list[str], ablation_rows: list[str],
@@ -76,8 +76,7 @@ def write_tables(study, task, variants: list[Variant], rows: list[dict], out: Pa
     its runs' samples, named in the titles."""
     chosen = best_on_validation(task)  # the best classical rule, from every rule of the task
     baselines = list(dict.fromkeys([*task.baselines, *([chosen] if chosen else [])]))
-    if chosen is not None and chosen not in task.baselines:
-        rows = rows + rule_rows(task, chosen, rows)
+    rows = with_reference_rule(task, rows)
     order = baselines + [v.label for v in variants if v.kind != "ablation"]
     ablations, ablation_names = (ablation_rows(study.methods, study.epsilons[0], variants) if study.ablations
                                  else ([], {}))
@@ -107,6 +106,16 @@ def write_tables(study, task, variants: list[Variant], rows: list[dict], out: Pa
         (out / f"table_significance{suffix}").write_text(text)
         files.append(out / f"table_significance{suffix}")
     return tables, comparisons, files
+
+
+def with_reference_rule(task, rows: list[dict]) -> list[dict]:
+    """``rows`` with those of the best classical rule on the validation suite on the same test instances,
+    where it is not one of the task's baselines (which compare evaluates as jobs) and ``rows`` lack it: the
+    tables test every method against it and show its row, so ``results.csv`` holds its results too."""
+    chosen = best_on_validation(task)
+    if chosen is None or chosen in task.baselines or any(r["method"] == chosen for r in rows):
+        return rows
+    return rows + rule_rows(task, chosen, rows)
 
 
 def rule_rows(task, name: str, rows: list[dict]) -> list[dict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from raise_plugin.validation import read_trace, reference_words
 from tasks import Task, get_task, list_tasks
 
 __all__ = ["COLUMNS", "DPI", "check_figure_path", "convergence_series", "plot_convergence", "adversarial_centres",
-           "plot_adversarial_distributions", "shift_axis", "new_figure", "finish_figure", "grid_shape"]
+           "plot_adversarial_distributions", "shift_axis", "new_figure", "finish_figure", "grid_shape", "wrap_words"]
 
 COLUMNS = 3  # panels per row: 3 keeps a saved figure under 2000 px wide
 DPI = 120
@@ -151,7 +152,7 @@ def plot_convergence(runs: dict, path: str | Path | None = None, *, task=None):
     trained = dict.fromkeys(trained_metric(log.config) for logs in runs.values() for log in logs)
     for ax, label in zip(axes, [metric_axis_label(task)] * traced + [f"{' / '.join(trained)}, lower is better"]):
         ax.set_xlabel("generation")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # one generation: one tick, not 1.925
         ax.set_ylabel(textwrap.fill(label, 48), fontsize=9)
         ax.grid(alpha=0.3)
     fig.suptitle(f"Convergence on {task.name}, {_seed_caption(seeds)}", fontsize=11)
@@ -231,6 +232,13 @@ def _task_of(runs: dict, task, function: str):
 LEGEND_ENTRIES = 5  # beyond this many distributions in a panel, a colour bar says the generation
 NO_BREAK = "\N{NO-BREAK SPACE}"
 SHIFT_TICKS = 6  # at most this many ticks on the shift axis: a 200-wide range stays legible in a narrow panel
+
+
+def wrap_words(text: str, width: int, keep: str = r"\(.*?\)") -> str:
+    """``text`` wrapped to ``width`` characters a line, never inside a match of the pattern ``keep``
+    (by default a unit in parentheses; the profile's caption keeps each clause between semicolons)."""
+    kept = re.sub(keep, lambda m: m.group().replace(" ", NO_BREAK), text)
+    return "\n".join(textwrap.wrap(kept, width, break_on_hyphens=False)).replace(NO_BREAK, " ")
 
 
 def plot_adversarial_distributions(runs: dict, path: str | Path | None = None, *, task=None):

@@ -50,7 +50,8 @@ def line_chart(series: list[dict], *, title: str, x_label: str, y_label: str, ma
     xs, ys = [p[0] for p in points] + list(marks), [p[1] for p in points]
     x_ticks = nice_ticks(min(xs), max(xs), 8, integer=True)
     y_ticks = nice_ticks(min(ys), max(ys), 6)
-    x0, x1 = min(xs), max(max(xs), min(xs) + 1)  # generations: the axis spans the data
+    # generations: the axis spans the data; one generation sits in the middle, not on the frame beside a next one
+    x0, x1 = (min(xs), max(xs)) if max(xs) > min(xs) else (min(xs) - 0.5, min(xs) + 0.5)
     y0, y1 = y_ticks[0], y_ticks[-1]
     plot_w, plot_h = WIDTH - LEFT - RIGHT, PLOT_HEIGHT
     legend_rows = len(series) + (1 if marks and mark_label else 0)

@@ -25,10 +25,16 @@ from raise_plugin.harness.stats import ALPHA, LEVEL, compare_paired, holm_adjust
 from tasks.common.families import FAMILIES
 
 __all__ = ["Column", "Table", "build_table", "layout_table", "family_columns", "size_columns", "param_columns",
-           "parse_params", "lowest"]
+           "parse_params", "lowest", "cell_text"]
 
 FAMILY_LABELS = {"uniform": "Uniform", "normal": "Normal", "lognormal": "Lognormal",
                  "exponential": "Exponential", "triangular": "Triangular"}
+
+
+def cell_text(text) -> str:
+    """``text`` (a method's or a column's name) fit for a cell of a Markdown table: a ``|`` in it escaped,
+    where it would end the cell."""
+    return str(text).replace("|", "\\|")
 
 
 def parse_params(params) -> dict:
@@ -119,7 +125,7 @@ class Table:
     def cell(self, i: int, j: int, digits: int = 3) -> str:
         m = self.mean[i, j]
         if math.isnan(m):
-            return "—"
+            return "— §" if self.invalid[i, j] else "—"
         text = f"{m:.{digits}f}"
         if self.seeds[i, j] > 1 and self.half is not None and math.isfinite(self.half[i, j]):
             text += f" ± {self.half[i, j]:.{digits}f}"
@@ -141,7 +147,8 @@ class Table:
 
     def markdown(self, digits: int = 3) -> str:
         ranks = self.ranks()
-        lines = [f"**{self.title}**", "", self.caption(), "", "| Method | " + " | ".join(self.columns) + " |",
+        header = "| Method | " + " | ".join(map(cell_text, self.columns)) + " |"
+        lines = [f"**{self.title}**", "", self.caption(), "", header,
                  "|---|" + "|".join("---:" for _ in self.columns) + "|"]
         for i, m in enumerate(self.methods):
             cells = []
@@ -152,7 +159,7 @@ class Table:
                 elif ranks[i, j] == 1:
                     text = f"<u>{text}</u>"
                 cells.append(text)
-            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+            lines.append(f"| {cell_text(m)} | " + " | ".join(cells) + " |")
         return "\n".join(lines + [""] + self.footnotes()).rstrip()
 
     def marked(self) -> dict[tuple[str, str], list[str]]:
@@ -184,7 +191,7 @@ class Table:
         if self.invalid.any():
             counted = self.invalid[:, :-1] if self.average else self.invalid
             notes.append(f"§ some instances invalid for that method ({int(counted.sum())} in all); the mean is over "
-                         "the valid ones and the tests drop those pairs.")
+                         "the valid ones (— where none is) and the tests drop those pairs.")
         return ["\n\n".join(notes)] if notes else []
 
 

@@ -29,14 +29,10 @@ def read_rows(path: Path) -> list[dict]:
 
 def collect_rows(out: Path, baselines: Iterable[str], cells: Iterable[str]) -> list[dict]:
     """Every baseline's rows, then those of every evaluated cell (``results/<name>.csv``), in that
-    order, leaving out what was not evaluated (a failed job); written to ``OUT/results.csv`` too."""
+    order, leaving out what was not evaluated (a failed job)."""
     rows: list[dict] = []
     for name in [f"baseline-{b}" for b in baselines] + list(cells):
         path = out / "results" / f"{name}.csv"
         if path.exists():
             rows += read_rows(path)
-    with (out / "results.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=ROW_FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
     return rows

@@ -11,9 +11,7 @@ searched further: its remaining points are marked skipped with the reason.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import math
-import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,11 +23,10 @@ from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, Sandb
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
 from raise_plugin.errors import BadArgumentType
-from raise_plugin.harness.figures import (NO_BREAK, check_figure_path, finish_figure, label_shift_axis, new_figure,
-                                          shift_axis)
+from raise_plugin.harness.figures import (check_figure_path, finish_figure, label_shift_axis, new_figure,
+                                          shift_axis, wrap_words)
 from raise_plugin.harness.stats import LEVEL, mean_half_width
 from raise_plugin.progress import open_progress
-from raise_plugin.rundir.files import jsonable
 from raise_plugin.selection import selects_on
 from raise_plugin.settings import default
 from tasks import get_task
@@ -37,7 +34,7 @@ from tasks.common.errors import UnknownName
 from tasks.common.suite import Dataset
 
 __all__ = ["ProfilePoint", "Profile", "robustness_profile", "plot_profile", "plot_worst_distributions",
-           "save_profile"]
+           "INVALID_THERE"]
 
 
 @dataclass
@@ -131,7 +128,21 @@ class Profile:
                 m, half = self.summary(h, e)[0], self.half_width(h, e)
                 cells.append(_cell(m) + (f" ± {half:.3f}" if math.isfinite(half) else ""))
             lines.append(f"| eps={e:g}: worst instance found | " + " | ".join(cells) + " |")
-        return "\n".join(lines)
+        failed = self.failure_lines()
+        return "\n".join(lines + ([""] + [f"- {line}" for line in failed] if failed else []))
+
+    def failure_lines(self) -> list[str]:
+        """Why a table's cells read ``invalid``: per heuristic whose searches failed, how many and the first
+        reason (of a search that ran, where one did)."""
+        lines, per = [], len(self.points) // max(1, len(self.nominal))
+        for h in self.heuristics():
+            failed = [p for p in self.points if p.heuristic == h and p.reason and not math.isfinite(p.metric)]
+            if failed:
+                skipped = sum(p.skipped for p in failed)
+                first = next((p.reason for p in failed if not p.skipped), failed[0].reason)
+                lines.append(f"{h}: {len(failed)} of {per} searches failed: {first}"
+                             + (f" ({skipped} skipped)" if skipped else ""))
+        return lines
 
     def to_json(self) -> dict:
         return {"task": self.task, "epsilons": self.epsilons, "seeds": self.seeds, "nominal": self.nominal,
@@ -139,6 +150,9 @@ class Profile:
                 "nominal_histogram": self.nominal_histogram, "nominal_histograms": self.nominal_histograms,
                 "shift": self.shift,
                 "points": [p.__dict__ for p in self.points]}
+
+
+INVALID_THERE = "invalid on the worst instance found: "  # a search's reason where it found the heuristic fail
 
 
 def _cell(value: float) -> str:
@@ -157,7 +171,7 @@ def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int,
                     inner_generations=inner_generations, **switches)
     reason = ""
     if not math.isfinite(float(result.metric)):  # the search found where the heuristic fails, and why
-        reason = f"invalid on the worst instance found: {result.failure or 'the heuristic fails there'}"
+        reason = f"{INVALID_THERE}{result.failure or 'the heuristic fails there'}"
     return ProfilePoint(heuristic.name, float(epsilon), int(seed), float(result.metric), float(result.distance),
                         np.asarray(result.distribution, dtype=float).tolist(), reason)
 
@@ -271,16 +285,21 @@ def plot_profile(profile: Profile, path: str | Path | None = None):
                         + [profile.summary(h, e)[0] for e in epsilons])
         low, high = (np.array([mean[0]] + [_over_seeds(profile.worst(h, e), edge) for e in epsilons])
                      for edge in (np.min, np.max))
-        ax.plot(xs, mean, label=h, **style)
+        drawn = np.isfinite(mean).any()  # a heuristic invalid everywhere has no point: its legend says so
+        ax.plot(xs, mean, label=h if drawn else f"{h} (invalid everywhere: no point)", **style)
         if np.isfinite(low[1:]).any():
             ax.fill_between(xs, low, high, where=np.isfinite(low), **band_style(style))
     ax.set_xticks(xs, [f"{e:g}" for e in xs])
+    ax.set_xlim(-0.05 * xs[-1], 1.05 * xs[-1])  # the radii's range even where no point is drawn
+    if not any(np.isfinite(line.get_ydata()).any() for line in ax.lines):
+        ax.text(0.5, 0.5, "no point: every heuristic is invalid everywhere\n(profile.md says why)", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9)
     ax.set_xlabel("eps, radius of the ball around the nominal histograms (0: the nominal set)")
     metric, comma, direction = metric_axis_label(task).rpartition(", ")
-    ax.set_ylabel(_wrap_words(f"worst instance's {metric}{comma}", 40) + "\n" + direction, fontsize=9)
+    ax.set_ylabel(wrap_words(f"worst instance's {metric}{comma}", 40) + "\n" + direction, fontsize=9)
     ax.grid(alpha=0.3)
     fig.suptitle(f"Worst {task.metric_name} the adversary finds within eps on {task.name}\n"
-                 + _wrap_words(_profile_caption(profile), 90, keep=r"[^;\s][^;]*"), fontsize=10)
+                 + wrap_words(_profile_caption(profile), 90, keep=r"[^;\s][^;]*"), fontsize=10)
     legend_below(fig, [ax])
     return finish_figure(fig, path)
 
@@ -306,13 +325,6 @@ def _profile_caption(profile: Profile) -> str:
         return f"line: adversary seed {profile.seeds[0]} (one seed, so no band); {at_zero}"
     return (f"line: mean over {len(profile.seeds)} adversary seeds; band: from the lowest to the highest seed "
             f"(the table's ± is the {LEVEL * 100:g} % t interval of the mean); {at_zero}")
-
-
-def _wrap_words(text: str, width: int, keep: str = r"\(.*?\)") -> str:
-    """``text`` wrapped to ``width`` characters a line, never inside a match of the pattern ``keep``
-    (by default a unit in parentheses; the profile's caption keeps each clause between semicolons)."""
-    kept = re.sub(keep, lambda m: m.group().replace(" ", NO_BREAK), text)
-    return "\n".join(textwrap.wrap(kept, width, break_on_hyphens=False)).replace(NO_BREAK, " ")
 
 
 def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path | None = None):
@@ -341,14 +353,18 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
         index, _ = nearest(worst.distribution, centres) if worst is not None and len(centres) else (None, None)
         centre = profile.nominal_histogram if index is None else centres[index]
         ax.stairs(centre, edges, fill=True, color="lightgray", label=centre_label)
-        if worst is None:
-            ax.set_title(f"eps = {e:g}: no search found an instance", fontsize=9, loc="left")
+        if worst is None:  # and why, as the first of its searches that failed says
+            why = next((p.reason for p in profile.points if p.heuristic == heuristic and p.epsilon == e), "")
+            ax.set_title(f"eps = {e:g}: no search found an instance" + (f" ({_short(why)})" if why else ""),
+                         fontsize=9, loc="left")
         else:
             ax.stairs(worst.distribution, edges, color=colour, lw=1.3,
                       label="distribution of the worst instance found within eps")
             to = "" if index is None else f" to nominal no. {index + 1} of {len(centres)}"
-            ax.set_title(f"eps = {e:g}: {metric} = {worst.metric:.3g} (seed {worst.seed}), d = {worst.distance:.3g}"
-                         f"{to}", fontsize=9, loc="left")
+            found = (f"{metric} = {worst.metric:.3g}" if math.isfinite(worst.metric) else
+                     f"invalid ({_short(worst.reason.removeprefix(INVALID_THERE) or 'it fails there')})")
+            ax.set_title(f"eps = {e:g}: {found} (seed {worst.seed}), d = {worst.distance:.3g}{to}", fontsize=9,
+                         loc="left")
         ax.grid(alpha=0.3)
     fig.supylabel("probability", fontsize=9)
     label_shift_axis(axes[-1], edges, axis)
@@ -360,6 +376,10 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
                  f"{task.name}, per eps\n{seeds} {against}", fontsize=10)
     legend_below(fig, axes)
     return finish_figure(fig, path)
+
+
+def _short(reason: str) -> str:
+    return textwrap.shorten(reason, 66, placeholder="...")
 
 
 def _worst_point(profile: Profile, heuristic: str, epsilon: float) -> ProfilePoint | None:
@@ -376,22 +396,3 @@ def _shift_edges(task, profile: Profile) -> tuple[np.ndarray, str]:
     if len(edges) == cells + 1:
         return edges, axis
     return np.arange(cells + 1) - 0.5, f"{profile.shift or task.shift.name} (cell of {cells})"
-
-
-def save_profile(profile: Profile, out: str | Path) -> list[Path]:
-    """profile.json, profile.md, profile.png and one worst-distribution PNG per heuristic."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / "profile.json", out / "profile.md", out / "profile.png"]
-    (out / "profile.json").write_text(json.dumps(jsonable(profile.to_json()), indent=1))  # invalid: null
-    (out / "profile.md").write_text(f"# Robustness profile on {profile.task}\n\n{profile.markdown()}\n")
-    plot_profile(profile, out / "profile.png")
-    for h in profile.heuristics():
-        path = out / f"worst_distributions_{_slug(h)}.png"
-        plot_worst_distributions(profile, h, path)
-        written.append(path)
-    return written
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)

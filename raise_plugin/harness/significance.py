@@ -11,10 +11,14 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from raise_plugin.harness.paper_tables import Table, lowest
+from raise_plugin.harness.paper_tables import Table, cell_text, lowest
 from raise_plugin.harness.stats import ALPHA, LEVEL, Comparison, compare_paired, format_p, format_signed, row_is_valid
 
-__all__ = ["best_baseline", "significance", "significance_markdown", "significance_summary"]
+__all__ = ["best_baseline", "significance", "significance_markdown", "significance_summary", "NO_COMPARISON"]
+
+# what the significance table says in place of rows when it has none, so that it is never left empty
+NO_COMPARISON = ("No comparison: no method has results on the test suite beside valid results of a baseline or of "
+                 "its plain twin (a failed job's cells are left out; report.md lists the failed jobs and why).")
 
 
 def best_baseline(rows: Iterable[dict], baselines: Iterable[str], chosen: str | None = None) -> str | None:
@@ -49,7 +53,10 @@ def significance(rows: Iterable[dict], methods: Iterable[str], baselines: Iterab
 
 
 def significance_markdown(comparisons: list[Comparison], title: str, digits: int = 3) -> str:
-    """One row per comparison: mean difference, interval, p, pairs, verdict in words."""
+    """One row per comparison: mean difference, interval, p, pairs, verdict in words (with none, a sentence
+    saying so, ``NO_COMPARISON``)."""
+    if not comparisons:
+        return f"**{title}**\n\n{NO_COMPARISON}"
     lines = [f"**{title}**", "",
              "| Method | compared with | mean difference | 95 % bootstrap CI | Wilcoxon p, Holm-adjusted | pairs | seeds | verdict |",
              "|---|---|---:|---:|---:|---:|---:|---|"]
@@ -57,9 +64,10 @@ def significance_markdown(comparisons: list[Comparison], title: str, digits: int
         pairs = f"{c.pairs}" + (f" ({c.dropped} dropped)" if c.dropped else "")
         interval = ("—" if math.isnan(c.low) else
                     f"[{format_signed(c.low, digits)}, {format_signed(c.high, digits)}]")
-        lines.append(f"| {c.method} | {c.reference} ({c.relation}) | {format_signed(c.mean, digits)} | {interval} | "
+        lines.append(f"| {cell_text(c.method)} | {cell_text(c.reference)} ({c.relation}) | "
+                     f"{format_signed(c.mean, digits)} | {interval} | "
                      f"{format_p(c.p, c.alpha)} | {pairs} | {c.seeds} | {c.verdict} |")
-    over_instances = any(c.over == "instances" for c in comparisons)
+    over_instances = any(c.over == "instances" and c.pairs for c in comparisons)  # with pairs: one seed
     lines += ["", "Difference = method − reference on the same instance (a baseline's value is repeated for "
               "every seed; the plain twin is matched by seed); lower is better, so negative means the method "
               f"is better. Significant: two-sided Wilcoxon signed-rank p < {ALPHA:g} (Holm-adjusted over the table's rows) over the (seed, instance) "

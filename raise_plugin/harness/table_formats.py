@@ -6,6 +6,7 @@ import csv
 import io
 import math
 
+from raise_plugin.harness.significance import NO_COMPARISON
 from raise_plugin.harness.stats import format_p, format_signed
 
 __all__ = ["table_csv", "table_latex", "significance_csv", "significance_latex"]
@@ -39,7 +40,7 @@ def table_latex(table, digits: int = 3) -> str:
     for i, method in enumerate(table.methods):
         cells = []
         for j in range(len(table.columns)):
-            text = _tex(table.cell(i, j, digits)).replace("±", "$\\pm$")
+            text = _tex(table.cell(i, j, digits))
             cells.append(f"\\textbf{{{text}}}" if ranks[i, j] == 0 else
                          f"\\underline{{{text}}}" if ranks[i, j] == 1 else text)
         lines.append(f"{_tex(method)} & " + " & ".join(cells) + " \\\\")
@@ -63,8 +64,13 @@ def significance_csv(comparisons) -> str:
 
 
 def significance_latex(comparisons, title: str, digits: int = 3) -> str:
+    if not comparisons:
+        return "\n".join(["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{_tex(title)}.}}",
+                          _tex(NO_COMPARISON), "\\end{table}"]) + "\n"
+    over = ("instances (one seed: it says nothing of seed-to-seed variation)"
+            if any(c.over == "instances" and c.pairs for c in comparisons) else "seeds")  # as the Markdown table says
     lines = ["\\begin{table}[t]", "\\centering", "\\small", f"\\caption{{{_tex(title)}. Difference = method $-$ "
-             "reference (negative: the method is better); 95 \\% bootstrap interval over seeds; Wilcoxon "
+             f"reference (negative: the method is better); 95 \\% bootstrap interval over {over}; Wilcoxon "
              "signed-rank p, Holm-adjusted over the table's rows.}",
              "\\begin{tabular}{llrrrl}", "\\toprule",
              "Method & compared with & mean difference & 95 \\% CI & p (Holm) & verdict \\\\", "\\midrule"]
@@ -86,7 +92,9 @@ def _plain(markdown: str) -> str:
 
 _TEX = {"\\": "\\textbackslash{}", "&": "\\&", "%": "\\%", "$": "\\$", "#": "\\#", "_": "\\_", "{": "\\{",
         "}": "\\}", "~": "\\textasciitilde{}", "^": "\\textasciicircum{}", "−": "$-$", "†": "$^\\dagger$",
-        "‡": "$^\\ddagger$", "§": "\\S{}", "≤": "$\\le$"}
+        "‡": "$^\\ddagger$", "§": "\\S{}", "≤": "$\\le$", "±": "$\\pm$",
+        # LaTeX's default font encoding (OT1) sets these three as other glyphs (¡, ¿, —) in text
+        "<": "$<$", ">": "$>$", "|": "\\textbar{}"}
 
 
 def _tex(text: str) -> str:

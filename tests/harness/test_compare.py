@@ -137,6 +137,21 @@ def test_cells_agree_with_the_raw_results(compared):
     assert t3.mean[i, 0] == pytest.approx(sum(per_seed) / 2)
 
 
+def test_results_csv_holds_the_rows_of_the_classical_rule_the_tables_test_against(tmp_path):
+    # OJSP's best classical rule on the validation suite, MOPNR, is not one of its baselines: the tables show
+    # its row and test every method against it, so results.csv holds its results, and they give its cells
+    result = run_compare(tiny(tmp_path / "cmp", task="ojsp", epsilons=(), ablations=False, budget=4, pop_size=2,
+                              seeds=(0,)), quiet=True)
+    rows = list(csv.DictReader((result.out / "results.csv").open()))
+    mopnr = [r for r in rows if r["method"] == "MOPNR"]
+    assert len(mopnr) == 20 and {r["kind"] for r in mopnr} == {"baseline"}
+    table = result.tables["table3_ojsp"]
+    i = table.methods.index("MOPNR")
+    ten = [float(r["metric"]) for r in mopnr if r["params"].startswith("M=10;")]
+    assert table.mean[i, 0] == pytest.approx(sum(ten) / len(ten))
+    assert result.paired("eoh-plain", "MOPNR").pairs == 20
+
+
 def test_a_rerun_trains_and_evaluates_nothing(compared, monkeypatch, capsys):
     import raise_plugin.harness.compare_jobs as jobs
     import raise_plugin.runner as runner

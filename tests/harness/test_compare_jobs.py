@@ -147,6 +147,26 @@ def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help
     assert (tmp_path / "convergence.png").exists() and (tmp_path / "table_all_distributions.md").exists()
 
 
+def test_a_compare_whose_every_training_job_fails_says_why_where_its_tables_would_be_empty(tmp_path):
+    # a time limit that fails the task's own baseline fails every training job and leaves every test instance
+    # invalid: the significance table and the runs table were a header with no row and no word of why, and a
+    # cell with no valid instance showed a bare — under a footnote about § cells
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0,),
+                           out=str(tmp_path), suite_instances=1, nominal=1, jobs=1, timeout=0.0001)
+    result = run_compare(config, quiet=True)
+    assert [(r.kind, r.label) for r in result.failures] == [("train", "EoH, seed 0")]
+    significance = (tmp_path / "table_significance.md").read_text()
+    assert "No comparison: no method has results on the test suite" in significance and "| Method |" not in significance
+    latex = (tmp_path / "table_significance.tex").read_text()
+    assert "No comparison" in latex and "tabular" not in latex
+    report = (tmp_path / "report.md").read_text()
+    runs = report.split("## Runs", 1)[1]
+    assert "No run started: every training job failed before its run began (Failed jobs, above, says why)." in runs
+    assert "| variant |" not in runs
+    table = (tmp_path / "table_all_distributions.md").read_text()
+    assert "| SP-Insert | — § | — § |" in table and "(— where none is)" in table
+
+
 def test_a_run_that_could_not_go_on_fails_its_job_and_a_retry_may_help(tmp_path, capsys, monkeypatch):
     """A training run whose LLM endpoint did not answer (a closed port here) stopped, and its job
     was said to have "trained, 0 samples, best none": the compare exited 0, with the LLM's failure

@@ -269,3 +269,14 @@ def test_a_figure_is_written_as_png_and_as_pdf(runs, tmp_path):
     finish_figure(fig, tmp_path / "c.png")
     finish_figure(fig, tmp_path / "c.pdf")
     assert png_size(tmp_path / "c.png")[0] > 0 and (tmp_path / "c.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_a_run_of_one_generation_is_ticked_at_that_generation_not_at_fractions(tmp_path):
+    # a panel with one generation (a short run, a validation trace of one point) was ticked 0.945 ... 1.050
+    assert main(["run", "--task", "knapsack", "--pop-size", "4", "--budget", "4", "--no-robust",
+                 "--no-validation-trace", "--no-progress", "--out", str(tmp_path / "run")]) == 0
+    fig = plot_convergence({"EoH": [RunLog.load(tmp_path / "run")]})
+    FigureCanvasAgg(fig).draw()
+    (ax,) = panels(fig)
+    low, high = ax.get_xlim()
+    assert [t.get_text() for x, t in zip(ax.get_xticks(), ax.get_xticklabels()) if low <= x <= high] == ["1"]

@@ -3,6 +3,7 @@ underlined, significant differences to the best baseline and the plain twin mark
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -133,3 +134,24 @@ def test_the_rule_chosen_on_validation_is_the_reference_even_where_another_does_
     assert t.tests[(t.methods.index("Robust"), 0, "baseline")].reference == "Chosen"
     compared = significance(rows, ["Robust"], ["Base", "Chosen"], chosen="Chosen")
     assert [c.reference for c in compared] == ["Chosen"]
+
+
+def test_a_bar_in_a_name_stays_in_its_cell_and_a_cell_of_invalid_instances_is_marked():
+    # "Best|Fit" split its row into one cell too many (in report.md and report.html alike); a cell whose
+    # instances were all invalid showed a bare "—", unmarked
+    rows = rows_for("Best|Fit", 0, {("uniform", 1, 1): [1.0]}) + rows_for("A", 0, {("uniform", 1, 1): [2.0]})
+    rows.append({"method": "C", "seed": 0, "family": "uniform", "params": "n=1;C=1", "instance": 0,
+                 "metric": "nan", "valid": "False"})
+    table = build_table(rows, family_columns(["uniform"]), title="t", average=False, baselines=["Best|Fit"])
+    lines = [line for line in table.markdown().splitlines() if line.startswith("| ")]
+    assert all(len(re.split(r"(?<!\\)\|", line)) == 4 for line in lines), lines
+    assert "| Best\\|Fit | **1.000** |" in lines and "| C | — § |" in lines
+    compared = significance(rows, ["A"], ["Best|Fit"])
+    text = significance_markdown(compared, "t")
+    assert "| A | Best\\|Fit (best baseline) |" in text
+
+
+def test_a_significance_table_with_no_comparison_says_so_instead_of_a_bare_header():
+    text = significance_markdown([], "ovrp: each method against ...")
+    assert "| Method |" not in text and text.endswith("(a failed job's cells are left out; report.md lists the "
+                                                      "failed jobs and why).")

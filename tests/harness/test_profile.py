@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from raise_plugin.cli import main
-from raise_plugin.harness.robustness_profile import (plot_profile, plot_worst_distributions, robustness_profile,
-                                                     save_profile)
+from raise_plugin.harness.profile_files import save_profile
+from raise_plugin.harness.robustness_profile import plot_profile, plot_worst_distributions, robustness_profile
 from raise_plugin.engine.suite import Heuristic
+from tasks import get_task
 
 PNG = b"\x89PNG\r\n\x1a\n"
 EPS = [0.001, 0.003, 0.01]
@@ -149,6 +150,25 @@ def test_a_heuristic_that_fails_everywhere_is_invalid_in_the_table_null_in_the_j
     point = json.loads(text)["points"][0]
     assert point["metric"] is None and point["reason"].endswith("invalid on the worst instance found: "
                                                                 "priority raised ValueError: x")
+
+
+def test_two_files_of_one_name_are_named_by_their_paths_and_one_file_given_twice_is_refused(tmp_path, capsys):
+    # runs/a/best.py and runs/b/best.py were refused ("best named twice; name them apart with
+    # Heuristic(name, code=...)", a fix only Python has), where evaluate names them by their paths
+    template = get_task("ovrp").template_program
+    files = [tmp_path / run / "best.py" for run in ("a", "b")]
+    for f in files:
+        f.parent.mkdir()
+        f.write_text(template)
+    flags = ["--task", "ovrp", "--epsilons", "0.002", "--adversary-seeds", "1", "--inner-population", "4",
+             "--inner-generations", "1", "--workers", "1", "--no-progress", "--out", str(tmp_path / "out")]
+    assert main(["profile", *map(str, files), *flags]) == 0
+    out = capsys.readouterr().out
+    assert f"| instance | {files[0]} | {files[1]} |" in out
+    again = tmp_path / "a" / ".." / "a" / "best.py"
+    assert main(["profile", str(files[0]), str(again), *flags[:-1], str(tmp_path / "out2")]) == 2
+    assert capsys.readouterr().err == f"raise-ahd: error: heuristics: {again} given twice\n"
+    assert not (tmp_path / "out2").exists()
 
 
 def test_the_projection_a_profile_refuses_is_not_offered(tmp_path, capsys):

@@ -4,6 +4,7 @@ the y axis, and the title saying what a line and its band are."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,7 +14,9 @@ from matplotlib.colors import to_hex
 from matplotlib.patches import StepPatch
 
 from raise_plugin.harness.figure_style import PALETTE
-from raise_plugin.harness.robustness_profile import Profile, ProfilePoint, plot_profile, plot_worst_distributions
+from raise_plugin.harness.profile_files import save_profile
+from raise_plugin.harness.robustness_profile import (INVALID_THERE, Profile, ProfilePoint, plot_profile,
+                                                     plot_worst_distributions)
 from tasks import get_task
 
 EPS = [0.002, 0.005, 0.01]
@@ -78,7 +81,7 @@ def test_each_eps_has_its_panel_with_the_worst_seeds_distribution_over_the_cells
 def test_a_failed_eps_gets_a_panel_that_says_so_and_a_gap_in_the_profile():
     profile = synthetic_profile(failed=[("BestFit", 0.005)])
     fig = plot_worst_distributions(profile, "BestFit")
-    assert fig.axes[1].get_title(loc="left") == "eps = 0.005: no search found an instance"
+    assert fig.axes[1].get_title(loc="left") == "eps = 0.005: no search found an instance (the search timed out)"
     assert len(steps(fig.axes[1])) == 1  # the nominal histograms' mean only
     line = plot_profile(profile).axes[0].lines[0]
     assert math.isnan(line.get_ydata()[2]) and np.isfinite(line.get_ydata()[[0, 1, 3]]).all()
@@ -164,3 +167,64 @@ def test_a_heuristic_a_profile_lacks_a_profile_or_a_path_is_refused_in_one_line(
             call()
     with pytest.raises(UserError, match="the profile has no 'nope'"):
         profile.worst_distribution("nope", 0.002)
+
+
+def invalid_everywhere(profile: Profile, heuristic: str) -> Profile:
+    """``profile`` with ``heuristic`` failing on the nominal set and on every instance its searches found."""
+    reason = INVALID_THERE + "priority raised ValueError: always fails"
+    points = [replace(p, metric=math.inf, reason=reason) if p.heuristic == heuristic else p for p in profile.points]
+    return replace(profile, points=points, nominal={**profile.nominal, heuristic: math.nan},
+                   nominal_worst={**profile.nominal_worst, heuristic: math.nan})
+
+
+def test_a_heuristic_invalid_everywhere_is_named_so_in_the_legend_and_its_panels_say_why():
+    # its legend entry stood for a line never drawn, and each panel's title read "waste ratio (%) = inf"
+    profile = invalid_everywhere(synthetic_profile(), "FirstFit")
+    labels = [t.get_text() for t in plot_profile(profile).legends[0].get_texts()]
+    assert labels == ["BestFit", "FirstFit (invalid everywhere: no point)", "WorstFit"]
+    fig = plot_worst_distributions(profile, "FirstFit")
+    for ax, e in zip(fig.axes, EPS):
+        title = ax.get_title(loc="left")
+        assert title.startswith(f"eps = {e:g}: invalid (priority raised ValueError: always fails) (seed ")
+        assert "inf" not in title.replace("invalid", "")
+
+
+def test_each_heuristic_s_worst_distributions_get_a_file_of_their_own_and_an_earlier_profile_s_go(tmp_path):
+    # "a b" and "a_b" were both worst_distributions_a_b.png, the second drawn over the first; a profile of
+    # other heuristics into the same folder left the earlier one's figures beside it
+    (tmp_path / "worst_distributions_gone.png").write_bytes(b"an earlier profile's")
+    names = {"BestFit": "a b", "FirstFit": "a_b", "WorstFit": "A_B"}
+    profile = synthetic_profile()
+    profile = replace(profile, points=[replace(p, heuristic=names[p.heuristic]) for p in profile.points],
+                      nominal={names[h]: v for h, v in profile.nominal.items()},
+                      nominal_worst={names[h]: v for h, v in profile.nominal_worst.items()})
+    written = save_profile(profile, tmp_path)
+    figures = sorted(p.name for p in tmp_path.glob("worst_distributions_*.png"))
+    assert figures == ["worst_distributions_A_B_3.png", "worst_distributions_a_b.png",
+                       "worst_distributions_a_b_2.png"]  # A_B too: one file apart on a case-blind file system
+    assert len(set(written)) == len(written) == 6
+
+
+def test_the_profile_table_says_why_its_cells_are_invalid_and_profile_md_keeps_it(tmp_path):
+    # the reasons were printed on the console only: profile.md showed "invalid" with no word of why
+    profile = invalid_everywhere(synthetic_profile(), "WorstFit")
+    text = profile.markdown()
+    assert "| eps=0.01: worst instance found |" in text and "| invalid |" in text
+    assert text.endswith("\n\n- WorstFit: 9 of 9 searches failed: invalid on the worst instance found: priority "
+                         "raised ValueError: always fails")
+    save_profile(profile, tmp_path)
+    assert "- WorstFit: 9 of 9 searches failed: " in (tmp_path / "profile.md").read_text()
+
+
+def test_a_profile_with_no_point_keeps_its_radii_apart_and_says_why_it_is_empty():
+    # with every heuristic invalid everywhere the axis spanned -0.05 to 0.05 and the ticks 0 and 0.002 were
+    # printed over each other ("00002"), on an empty panel with no word of why
+    profile = synthetic_profile()
+    for h in HEURISTICS:
+        profile = invalid_everywhere(profile, h)
+    ax = plot_profile(profile).axes[0]
+    assert ax.get_xlim() == pytest.approx((-0.05 * EPS[-1], 1.05 * EPS[-1]))
+    said = "no point: every heuristic is invalid everywhere\n(profile.md says why)"
+    assert [t.get_text() for t in ax.texts] == [said]
+    drawn = plot_profile(synthetic_profile()).axes[0]
+    assert drawn.get_xlim() == pytest.approx((-0.05 * EPS[-1], 1.05 * EPS[-1])) and not drawn.texts

@@ -71,9 +71,12 @@ class EvalOutcome:
 
 class RunStopped(RuntimeError):
     """A training run that could not go on (``summary.json``'s ``failure``): its job failed, and
-    running the compare again resumes the run where it stopped."""
+    running the compare again resumes the run where it stopped; ``retry_helps`` is ``False`` where
+    the resumed run would stop there again (a replay that its recording cannot answer)."""
 
-    retry_helps = True
+    def __init__(self, message: str, retry_helps: bool = True):
+        super().__init__(message)
+        self.retry_helps = retry_helps
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,11 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
         method.run()
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     if data.get("failure") and not data.get("finished"):  # its endpoint, engine or disk failed: it stopped
+        # a replay its recording could not answer (a prompt it lacks, the recorded run's own failure) asks the same
+        # prompts of the same answers when it resumes
+        if str(run.get("llm", "")).startswith("replay:") and data["failure"].startswith("replay "):
+            raise RunStopped(f"the run stopped: {data['failure']} (its replay would stop there again: a retry "
+                             "cannot help)", retry_helps=False)
         raise RunStopped(f"the run stopped: {data['failure']} (run again, it resumes)")
     best = (data.get("best") or {}).get("robust_score")
     return TrainOutcome(path.name, status, time.time() - started, data.get("samples"), data.get("refreshes") or 0,

@@ -70,8 +70,9 @@ def _execute(job):
     except UserError as exc:
         raise JobFailed(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - reported to the client in one line
-        said = str(exc) if getattr(exc, "retry_helps", False) else f"{type(exc).__name__}: {exc}"  # says itself
-        raise JobFailed(said, retry_helps=True) from None
+        helps = getattr(exc, "retry_helps", None)  # an error that says whether a retry helps says itself in words
+        said = str(exc) if helps is not None else f"{type(exc).__name__}: {exc}"
+        raise JobFailed(said, retry_helps=helps is not False) from None
 
 
 def _execute_on_dask_worker(job):

@@ -215,6 +215,8 @@ def test_a_job_process_says_whether_a_retry_helps():
 
     for error, helps, said in ((RunStopped("the run stopped: the endpoint went away"), True,
                                 "the run stopped: the endpoint went away"),
+                               (RunStopped("the run stopped: replay x: a prompt it lacks", retry_helps=False), False,
+                                "the run stopped: replay x: a prompt it lacks"),
                                (OSError("disk"), True, "OSError: disk"),
                                (UserError("methods: unknown 'x'"), False, "methods: unknown 'x'")):
         with pytest.raises(JobFailed) as caught:
@@ -273,3 +275,22 @@ def test_bad_job_settings_are_one_line_before_any_job(flags, field, tmp_path, ca
 def test_job_settings_that_agree_with_the_executor_are_taken(where, tmp_path):
     config = small(tmp_path / "c", **where)
     assert {name: getattr(config.study, name) for name in where} == where
+
+
+def test_a_replay_its_recording_cannot_answer_fails_its_job_and_no_retry_is_advised(tmp_path, capsys):
+    """A compare replaying a run with settings of its own asked prompts the recording lacks: its
+    training jobs failed "(run again, it resumes)", and the compare advised running it again, which
+    failed the same way."""
+    recorded = tmp_path / "recorded"
+    tiny = ["--task", "ovrp", "--budget", "8", "--pop-size", "2", "--nominal", "1", "--no-progress"]
+    assert main(["run", *tiny, "--no-robust", "--no-validation-trace", "--out", str(recorded)]) == 0
+    capsys.readouterr()
+    args = ["compare", *tiny, "--seeds", "2", "--epsilons", "", "--suite-instances", "1", "--llm",
+            f"replay:{recorded}", "--out", str(tmp_path / "c")]
+    for _ in range(2):  # the same again: resumed, they stop where they stopped
+        assert main(args) == 1
+        out, err = capsys.readouterr()
+        failed = [line for line in out.splitlines() if "FAILED" in line]
+        assert len(failed) == 1 and "is not in the recording" in failed[0] and "a retry cannot help" in failed[0], out
+        assert err.strip().splitlines()[-1].endswith("running the same command again cannot help these"), err
+    assert "cannot help" in (tmp_path / "c" / "report.md").read_text()

@@ -82,12 +82,19 @@ def plan_reuse(config, task, variants, out: Path) -> ReusePlan:
     cells = [(v, s) for v in variants for s in study.seeds]
     plan.runs = len(cells)
     dropped_runs, run_of, unfinished = set(), {}, set()
+    for folder in ("runs", "results"):  # a file where the compare's folder goes: in its way, set aside
+        if (out / folder).exists() and not (out / folder).is_dir():
+            _move(out / folder, stamp / folder)
+            plan.moved.append(f"{folder}: a file, not a folder")
     for v, s in cells:
         name = f"{v.key}-seed{s}"
         path = out / "runs" / name
         run_of[result_name(v.key, s, study.select_on)] = path
         if not (path / "config.json").exists():
-            if path.exists() and any(path.iterdir()) and reuse == "never":
+            if path.exists() and not path.is_dir():  # a file where the run's folder goes: in its way, set aside
+                _move(path, stamp / "runs" / name)
+                plan.moved.append(f"{name}: a file, not a run directory")
+            elif path.exists() and any(path.iterdir()) and reuse == "never":
                 _move(path, stamp / "runs" / name)
             continue
         why = _run_mismatch(path, config.run_fields(v.method, v.robust, v.epsilon, s, v.switches), now, reuse)

@@ -370,6 +370,29 @@ def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared,
     assert "18 runs and 21 results of another code version accepted (--reuse any)" in accepted.line(str(out))
 
 
+def test_a_file_where_a_run_s_folder_or_the_results_folder_goes_is_set_aside_and_said(compared, tmp_path):
+    """A compare stopped on it: "raise-ahd: error: Not a directory: OUT/runs/eoh-plain-seed0", exit 1."""
+    import shutil
+
+    from raise_plugin.harness.reuse import plan_reuse
+    from tasks import get_task
+
+    task, variants = get_task("ovrp"), plan_variants(("eoh",), (0.002,), True)
+    out = tmp_path / "cmp"
+    shutil.copytree(compared.out, out)
+    shutil.rmtree(out / "runs" / "eoh-plain-seed0")
+    (out / "runs" / "eoh-plain-seed0").write_text("not a run")
+    plan = plan_reuse(tiny(out), task, variants, out)
+    assert plan.finished == 17 and "eoh-plain-seed0: a file, not a run directory" in plan.moved
+    assert (plan.superseded / "runs" / "eoh-plain-seed0").read_text() == "not a run"
+    assert "(a file, not a run directory" in plan.line(str(out))
+    shutil.rmtree(out / "results")
+    (out / "results").write_text("")
+    plan = plan_reuse(tiny(out), task, variants, out)
+    assert "results: a file, not a folder" in plan.moved and plan.evaluated == 0 and plan.finished == 17
+    assert (plan.superseded / "results").is_file() and not (out / "results").exists()
+
+
 def test_the_report_lists_each_runs_settings_and_code_version(compared):
     from raise_plugin.harness.provenance import code_version, recorded_code_version
 

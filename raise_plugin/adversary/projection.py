@@ -60,8 +60,11 @@ def check_epsilon(task, epsilon: float) -> str | None:
     reach = reachable_epsilon(task)
     if epsilon <= reach:
         return None
-    return (f"{epsilon:g} is beyond the largest distance {task.name}'s distributions can reach from its nominal "
-            f"histograms ({reach:.4g})")
+    digits = 4  # as many as tell the two apart: 0.1880001 is beyond 0.188, not "0.188 beyond 0.188"
+    while f"{epsilon:.{digits}g}" == f"{reach:.{digits}g}":
+        digits += 1
+    return (f"{epsilon:.{max(digits, 6)}g} is beyond the largest distance {task.name}'s distributions can reach from "
+            f"its nominal histograms ({reach:.{digits}g})")
 
 
 @dataclass(frozen=True)

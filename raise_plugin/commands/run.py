@@ -115,6 +115,9 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
         print(f"skipped         {len(skipped)} refresh{'es' * (len(skipped) > 1)} whose inner search failed, the "
               f"run trained without their instances: {skipped[0]['reason']}"
               + (" (and other reasons)" if len({s['reason'] for s in skipped}) > 1 else ""), file=out)
+    if summary.get("hook_errors"):  # passed over so the run goes on, but never silently
+        print(f"callback errors {summary['hook_errors']} calls of a callback's hook raised and were passed over "
+              f"(their tracebacks: {Path(run_dir) / 'host' / 'run_log.txt'})", file=out)
     distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)
     print(f"instance set    {len(sets) - len(adv)} nominal + {len(adv)} adversarial"
           + (f" (distance to nominal: {distances})" if distances else ""), file=out)

@@ -79,6 +79,19 @@ def test_sampling_a_cell_stays_in_it(cell, high):
     assert set(dim.cell_of(values, high)) == {cell}
 
 
+@pytest.mark.parametrize("p, says", [
+    (np.full(10, 1.0), "got a sum of 10"),       # counts, not probabilities
+    (np.full(10, 0.1001), "got a sum of 1.001"),  # off by a little
+    (np.full(10, 0.05), "got a sum of 0.5"),
+])
+def test_a_vector_that_does_not_sum_to_one_is_refused_not_taken_for_one(p, says):
+    # it was divided by its sum without a word
+    with pytest.raises(ValueError, match=f"^distribution must sum to 1, {says} \\(divide it by its sum\\)$"):
+        get_task("ovrp").sample_instance(p, np.random.default_rng(0))
+    values = ShiftDimension("s", cells=10).sample(np.full(10, 0.1), 1000, np.random.default_rng(0), 10)
+    assert values.min() >= 1 and values.max() <= 10  # rounding aside (0.1 x 10 is not 1 in floats), one sums to 1
+
+
 def test_empty_cells_carry_no_mass():
     dim = ShiftDimension("s", cells=100)
     p = np.full(100, 0.01)

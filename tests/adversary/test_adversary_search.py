@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from raise_plugin.adversary import (GENES, AdversarialResult, InnerGA, SearchConfig, distance, flat_mixture,
-                                    mixture, search)
+                                    mixture, sample_and_evaluate, search)
+from tasks import get_task
 from tasks.common.shift import is_distribution
 from tasks.obp.baselines import best_fit
 
@@ -202,3 +204,22 @@ def test_a_keyword_of_before_the_settings_names_is_told_its_new_name(toy, old, n
     told = f"^search\\(\\) got the keyword '{old}': it is now '{new}', the setting's name$"
     with pytest.raises(TypeError, match=told):
         search(toy, best_fit, 0.01, **{old: 2})
+
+
+@pytest.mark.parametrize("given", ["nan", "inf"])
+def test_a_task_metric_that_is_not_finite_is_a_failure_the_task_is_named_for(tmp_path, fresh_registry, given):
+    # a task's rule searched in this process took the task's NaN as its fitness (every comparison false) and
+    # its inf as the rule failing ("the heuristic fails there"), where a program's was told as the task's
+    example = (Path(__file__).resolve().parents[2] / "examples" / "load_balance.py").read_text()
+    marker = '        jobs, loads = instance["jobs"], np.zeros(instance["machines"])\n'
+    assert marker in example
+    (tmp_path / "odd.py").write_text(example.replace(
+        marker, marker + f'        if jobs.max() > 80:\n            return float("{given}")\n'))
+    task = get_task(f"{tmp_path / 'odd.py'}:LoadBalance")
+    rule = task.baselines["LeastLoaded"]
+    p = np.zeros(task.shift.cells)
+    p[-1] = 1.0  # every job of size 96 to 100
+    _, metric, failure = sample_and_evaluate(task, rule, p, None, 0)
+    assert metric == np.inf and failure == f"the task returned a non-finite metric ({given})"
+    result = search(task, rule, 0.09, inner_population=4, inner_generations=2, projection="sphere")
+    assert result.metric == np.inf and result.failure == f"the task returned a non-finite metric ({given})"

@@ -59,6 +59,10 @@ class ShiftDimension:
             raise ValueError("the distribution puts no mass on any integer of the range")
         return values, probs / total
 
+    def occupied(self, high: int) -> np.ndarray:
+        """Which of the K cells hold at least one integer of ``[low, high]`` (the others carry no mass)."""
+        return _grid(self.low, int(high), self.cells)[2] > 0
+
     def sample(self, p: np.ndarray, size: int, rng: np.random.Generator, high: int) -> np.ndarray:
         """``size`` integers drawn from ``p`` (cell by ``p``, then uniform within the cell)."""
         values, probs = self.value_probabilities(p, high)

@@ -275,12 +275,21 @@ def nothing_evaluated(summary: dict, run_dir) -> str | None:
         errors = [row.get("error") or "" for row in read_jsonl(Path(run_dir) / "samples.jsonl")]
     except OSError:
         errors = []
+    try:
+        failed_on = sorted({i for row in read_jsonl(Path(run_dir) / "scores.jsonl")
+                            for i in row.get("failed_on") or ()})
+    except OSError:
+        failed_on = []
     reasons = collections.Counter(e for e in errors if e)
+    scored = len(errors) - sum(reasons.values())
+    # programs that evaluated and then failed on an instance the adversary added: not "none evaluated"
+    later = (f"{scored} evaluated, then failed on the adversarial instance{'s' * (len(failed_on) > 1)} "
+             f"{', '.join(failed_on)}" if scored and failed_on else "")
     if not reasons:
-        return f"none of its {summary['samples']} programs was valid"
+        return f"none of its {summary['samples']} programs was valid" + (f": {later}" if later else "")
     reason, count = reasons.most_common(1)[0]
-    return (f"none of its {summary['samples']} programs evaluated; {count} failed with: {reason} "
-            f"(its limits: docs/engine.md)")
+    head = f"is valid on its instance set: {later}; " if later else "evaluated; "
+    return f"none of its {summary['samples']} programs {head}{count} failed with: {reason} (its limits: docs/engine.md)"
 
 
 FINAL_PROGRAM = "best_program.py"

@@ -219,7 +219,7 @@ def test_an_inner_search_that_hangs_is_skipped_and_the_run_goes_on():
             "their instances: the inner search exceeded 0.5 s") in printed.getvalue()
 
 
-def test_the_summary_says_when_a_callback_s_hook_raised():
+def test_the_summary_says_when_a_callback_s_hook_raised(tmp_path):
     # a refresh that raised (OverflowError at G_in = 10^8) was counted in summary.json alone: the run
     # printed "refreshes 0" and nothing of why
     class Failing(Callback):
@@ -232,9 +232,14 @@ def test_the_summary_says_when_a_callback_s_hook_raised():
     summary = method.summary(finished=True)
     assert summary["hook_errors"] >= 1
     printed = io.StringIO()
-    print_summary(summary, Path("run"), out=printed)
+    print_summary(summary, tmp_path, out=printed)
     assert (f"callback errors {summary['hook_errors']} calls of a callback's hook raised and were passed over "
-            f"(their tracebacks: {Path('run') / 'host' / 'run_log.txt'})\n") in printed.getvalue()
+            "(their tracebacks: on stderr)\n") in printed.getvalue()
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host" / "run_log.txt").write_text("")  # a run the host's profiler logged
+    printed = io.StringIO()
+    print_summary(summary, tmp_path, out=printed)
+    assert f"(their tracebacks: {tmp_path / 'host' / 'run_log.txt'})\n" in printed.getvalue()
 
 
 def test_an_inner_search_past_the_memory_cap_costs_one_refresh_not_the_run():

@@ -116,8 +116,9 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
               f"run trained without their instances: {skipped[0]['reason']}"
               + (" (and other reasons)" if len({s['reason'] for s in skipped}) > 1 else ""), file=out)
     if summary.get("hook_errors"):  # passed over so the run goes on, but never silently
+        log_file = Path(run_dir) / "host" / "run_log.txt"  # the host's log, where it keeps one; else stderr
         print(f"callback errors {summary['hook_errors']} calls of a callback's hook raised and were passed over "
-              f"(their tracebacks: {Path(run_dir) / 'host' / 'run_log.txt'})", file=out)
+              f"(their tracebacks: {log_file if log_file.exists() else 'on stderr'})", file=out)
     distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)
     print(f"instance set    {len(sets) - len(adv)} nominal + {len(adv)} adversarial"
           + (f" (distance to nominal: {distances})" if distances else ""), file=out)

@@ -219,6 +219,29 @@ def test_an_inner_search_that_hangs_is_skipped_and_the_run_goes_on():
             "their instances: the inner search exceeded 0.5 s") in printed.getvalue()
 
 
+def test_the_summary_says_when_a_callback_s_hook_raised(tmp_path):
+    # a refresh that raised (OverflowError at G_in = 10^8) was counted in summary.json alone: the run
+    # printed "refreshes 0" and nothing of why
+    class Failing(Callback):
+        def on_generation_end(self, method, snapshot):
+            raise RuntimeError("boom")
+
+    method = robust(EoH)(llm=ScriptedLLM(0), evaluation=small_obp_evaluation(), max_sample_nums=8, pop_size=4,
+                         max_generations=None, callbacks=[Failing()])
+    method.run()
+    summary = method.summary(finished=True)
+    assert summary["hook_errors"] >= 1
+    printed = io.StringIO()
+    print_summary(summary, tmp_path, out=printed)
+    assert (f"callback errors {summary['hook_errors']} calls of a callback's hook raised and were passed over "
+            "(their tracebacks: on stderr)\n") in printed.getvalue()
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host" / "run_log.txt").write_text("")  # a run the host's profiler logged
+    printed = io.StringIO()
+    print_summary(summary, tmp_path, out=printed)
+    assert f"(their tracebacks: {tmp_path / 'host' / 'run_log.txt'})\n" in printed.getvalue()
+
+
 def test_an_inner_search_past_the_memory_cap_costs_one_refresh_not_the_run():
     from robust_helpers import hoarding_search
 

@@ -28,6 +28,8 @@ class Adversary:
             raise ValueError(f"task histograms have {self.histograms.shape[1]} cells, shift.cells is {self.cells}")
         self.p_bar = self.histograms.mean(axis=0)  # p_bar, the mean nominal histogram
         self.nominal_length = int(round(np.mean([task.instance_length(s) for s in self.nominal])))
+        # the cells that hold an integer of the range instances are drawn over (the others carry no mass there)
+        self.occupied = np.asarray(task.shift.occupied(task.high_of(dict(task.nominal_params))), dtype=bool)
         self.length_can_change = bool(task.length_can_change) and config.length == "gene"
 
     @property
@@ -36,11 +38,20 @@ class Adversary:
         return _genes.GENES if self.config.encoding == "basis" else self.cells + 1
 
     def mixture(self, genes) -> np.ndarray:
-        """p_adv before projection (anchored at p_bar unless ``constraint="none"``)."""
+        """p_adv before projection (anchored at p_bar unless ``constraint="none"``), with no mass on a cell
+        that holds no integer of the range: an instance drawn from it could not show that mass, and the
+        distance reported would not be the distance of what is drawn."""
         anchor = None if self.config.constraint == "none" else self.p_bar
         if self.config.encoding == "basis":
-            return _genes.mixture(genes, anchor, self.cells)
-        return _genes.flat_mixture(genes, anchor, self.cells)
+            p = _genes.mixture(genes, anchor, self.cells)
+        else:
+            p = _genes.flat_mixture(genes, anchor, self.cells)
+        if self.occupied.all():
+            return p
+        kept = np.where(self.occupied, p, 0.0)
+        if kept.sum() > 0:
+            return kept / kept.sum()
+        return self.p_bar.copy() if anchor is not None else self.occupied / self.occupied.sum()
 
     def decode(self, genes) -> tuple[Projection, int]:
         """The candidate's distribution (projected as configured) and its instance length."""

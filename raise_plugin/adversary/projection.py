@@ -37,31 +37,43 @@ def nearest(p, histograms: np.ndarray) -> tuple[int, float]:
     return index, float(d[index])
 
 
-def largest_reachable_distance(histograms: np.ndarray) -> float:
+def largest_reachable_distance(histograms: np.ndarray, occupied: np.ndarray | None = None) -> float:
     """An upper bound on the distance from the nominal histograms that any distribution reaches:
     ``min_b max_p d(p, b) = min_b 2 (1 - min_j b_j) / K`` (the farthest point from ``b`` is
-    the vertex of its emptiest cell), so no eps above it is ever reached."""
+    the vertex of its emptiest cell), so no eps above it is ever reached. ``occupied``: the cells a
+    distribution may hold mass in (all by default); ``j`` runs over them."""
     histograms = np.atleast_2d(np.asarray(histograms, dtype=float))
-    return float(np.min(2.0 * (1.0 - histograms.min(axis=1)) / histograms.shape[1]))
+    cells = histograms.shape[1]
+    kept = histograms if occupied is None else histograms[:, np.asarray(occupied, dtype=bool)]
+    return float(np.min(2.0 * (1.0 - kept.min(axis=1)) / cells))
 
 
 def reachable_epsilon(task) -> float:
-    """``largest_reachable_distance`` of ``task``'s nominal histograms. Every bound lies in
-    [2 (1 - 1/K) / K, 2 / K]: below that range the histograms are not needed."""
-    return largest_reachable_distance(np.stack([task.histogram(s) for s in task.nominal_instances()]))
+    """``largest_reachable_distance`` of ``task``'s nominal histograms over the cells that hold an integer
+    of its range (``ShiftDimension.occupied``). With m such cells every bound lies in
+    [2 (1 - 1/m) / K, 2 / K]: below that range the histograms are not needed."""
+    return largest_reachable_distance(np.stack([task.histogram(s) for s in task.nominal_instances()]),
+                                      _occupied(task))
+
+
+def _occupied(task) -> np.ndarray:
+    return np.asarray(task.shift.occupied(task.high_of(dict(task.nominal_params))), dtype=bool)
 
 
 def check_epsilon(task, epsilon: float) -> str | None:
     """Why ``epsilon`` can never be reached (beyond the largest distance ``task``'s distributions can
     reach from its nominal histograms), else None."""
-    cells = int(task.shift.cells)
-    if epsilon <= 2.0 * (1.0 - 1.0 / cells) / cells:
+    cells, held = int(task.shift.cells), int(_occupied(task).sum())
+    if epsilon <= 2.0 * (1.0 - 1.0 / held) / cells:
         return None
     reach = reachable_epsilon(task)
     if epsilon <= reach:
         return None
-    return (f"{epsilon:g} is beyond the largest distance {task.name}'s distributions can reach from its nominal "
-            f"histograms ({reach:.4g})")
+    digits = 4  # as many as tell the two apart: 0.1880001 is beyond 0.188, not "0.188 beyond 0.188"
+    while f"{epsilon:.{digits}g}" == f"{reach:.{digits}g}":
+        digits += 1
+    return (f"{epsilon:.{max(digits, 6)}g} is beyond the largest distance {task.name}'s distributions can reach from "
+            f"its nominal histograms ({reach:.{digits}g})")
 
 
 @dataclass(frozen=True)

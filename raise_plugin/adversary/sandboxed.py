@@ -14,6 +14,7 @@ import time
 from typing import Callable
 
 from ..engine import CallTimeout, ProcessExecutor, SandboxLimits, SourcePriority, WorkerDied
+from ..engine.limits import LONGEST_WAIT
 from ..engine.role import current_judge
 from .ga import evaluate_batch
 from .search import metric_or_inf
@@ -121,9 +122,12 @@ class DeadlineExecutor:
         return _BoundedFuture(future, self)
 
     def wait(self, future):
-        if self._deadline is not None:
-            done, _ = concurrent.futures.wait([future], timeout=max(0.0, self._deadline - time.perf_counter()))
-            if not done:
+        while self._deadline is not None:  # in waits of at most LONGEST_WAIT: a lock takes no wait of centuries
+            remaining = max(0.0, self._deadline - time.perf_counter())
+            done, _ = concurrent.futures.wait([future], timeout=min(remaining, LONGEST_WAIT))
+            if done:
+                break
+            if remaining <= LONGEST_WAIT:
                 self.cancel()
                 raise SearchFailed(f"the inner search exceeded {self._seconds:g} s")
         return future.result()

@@ -115,6 +115,10 @@ def print_summary(summary: dict, run_dir, out=None, selection: dict | None = Non
         print(f"skipped         {len(skipped)} refresh{'es' * (len(skipped) > 1)} whose inner search failed, the "
               f"run trained without their instances: {skipped[0]['reason']}"
               + (" (and other reasons)" if len({s['reason'] for s in skipped}) > 1 else ""), file=out)
+    if summary.get("hook_errors"):  # passed over so the run goes on, but never silently
+        log_file = Path(run_dir) / "host" / "run_log.txt"  # the host's log, where it keeps one; else stderr
+        print(f"callback errors {summary['hook_errors']} calls of a callback's hook raised and were passed over "
+              f"(their tracebacks: {log_file if log_file.exists() else 'on stderr'})", file=out)
     distances = ", ".join(f"{e['distance']:.4g}" for e in adv if e.get("distance") is not None)
     print(f"instance set    {len(sets) - len(adv)} nominal + {len(adv)} adversarial"
           + (f" (distance to nominal: {distances})" if distances else ""), file=out)
@@ -272,12 +276,21 @@ def nothing_evaluated(summary: dict, run_dir) -> str | None:
         errors = [row.get("error") or "" for row in read_jsonl(Path(run_dir) / "samples.jsonl")]
     except OSError:
         errors = []
+    try:
+        failed_on = sorted({i for row in read_jsonl(Path(run_dir) / "scores.jsonl")
+                            for i in row.get("failed_on") or ()})
+    except OSError:
+        failed_on = []
     reasons = collections.Counter(e for e in errors if e)
+    scored = len(errors) - sum(reasons.values())
+    # programs that evaluated and then failed on an instance the adversary added: not "none evaluated"
+    later = (f"{scored} evaluated, then failed on the adversarial instance{'s' * (len(failed_on) > 1)} "
+             f"{', '.join(failed_on)}" if scored and failed_on else "")
     if not reasons:
-        return f"none of its {summary['samples']} programs was valid"
+        return f"none of its {summary['samples']} programs was valid" + (f": {later}" if later else "")
     reason, count = reasons.most_common(1)[0]
-    return (f"none of its {summary['samples']} programs evaluated; {count} failed with: {reason} "
-            f"(its limits: docs/engine.md)")
+    head = f"is valid on its instance set: {later}; " if later else "evaluated; "
+    return f"none of its {summary['samples']} programs {head}{count} failed with: {reason} (its limits: docs/engine.md)"
 
 
 FINAL_PROGRAM = "best_program.py"

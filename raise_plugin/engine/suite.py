@@ -5,7 +5,9 @@ sandboxed worker process with a wall-clock limit per instance (by default the ta
 ``Task.instance_timeout``); a failure becomes a row with ``valid=False`` and its reason,
 never a crash. A task's own rule (a baseline) is the task's code, not a program that may
 fail or cheat: its instances go in one job per worker, with the sum of their limits (a
-program process and a look-ahead draw per job, not per instance; the same metrics). A
+program process and a look-ahead draw per job, not per instance; the same metrics); a job
+that runs out of time or memory has each of its instances run again alone, under its own
+limit, so the rows are those a job per instance gives. A
 program that fails in a way that repeats (times out, does not compile, kills its worker,
 exhausts memory) is not run on its remaining instances: those rows say they were skipped.
 The suite's instances are sent to each worker once.
@@ -29,6 +31,9 @@ from tasks.common.classical import classical_rules
 from tasks.common.suite import Dataset
 
 __all__ = ["Heuristic", "Row", "evaluate_suite", "check_heuristics"]
+
+# failures that end a job on all its instances at once (the process is stopped), not on one of them
+_WHOLE_JOB = frozenset({FailureKind.TIMEOUT, FailureKind.MEMORY, FailureKind.WORKER_DIED})
 
 
 @dataclass(frozen=True)
@@ -149,13 +154,23 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                 continue
             for i, fut in enumerate(engine.submit_each(h.spec, instances, timeout=timeouts, fail_fast=fail_fast)):
                 futures[fut] = (h_index, (i,))
+        again = {}
         for fut in cf.as_completed(futures):
             result = fut.result()
             h_index, chunk = futures[fut]
-            for k, i in enumerate(chunk):  # a job's unchecked check is counted once, on its first instance
-                kind = result.kind if result.reasons[k] else FailureKind.OK
-                results[(h_index, i)] = (result.metrics[k], result.reasons[k], kind, bool(result.unchecked) and k == 0)
+            if len(chunk) > 1 and result.kind in _WHOLE_JOB:
+                # a rule's job that ran out of time (or memory, or lost its worker) ends on all its instances:
+                # each goes again in a job of its own, under its own limit, so that an instance the rule
+                # finished keeps its metric and no row depends on how many workers cut the suite
+                for i in chunk:
+                    again[engine.submit_indices(heuristics[h_index].spec, instances, (i,), stop_on_failure=False,
+                                                timeout=timeouts[i])] = (h_index, (i,))
+                continue
+            _record(results, result, h_index, chunk)
             bar.update(len(chunk))
+        for fut in cf.as_completed(again):
+            _record(results, fut.result(), *again[fut])
+            bar.update(1)
         if limits.jit and compiled_report is not None and engine.compiled is not None:
             compiled_report(engine.compiled.line())
     bar.close()
@@ -170,6 +185,14 @@ def evaluate_suite(task_name: str, heuristics: Iterable[Heuristic], datasets, *,
                                 unchecked))
                 flat += 1
     return rows
+
+
+def _record(results: dict, result, h_index: int, chunk) -> None:
+    """A job's outcome on each of its instances, keyed by (heuristic, instance); the job's unchecked
+    check is counted once, on its first instance."""
+    for k, i in enumerate(chunk):
+        kind = result.kind if result.reasons[k] else FailureKind.OK
+        results[(h_index, i)] = (result.metrics[k], result.reasons[k], kind, bool(result.unchecked) and k == 0)
 
 
 def check_heuristics(task, heuristics) -> list[Heuristic]:

@@ -90,6 +90,11 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     if projection == "none" or adversary_objective not in PROFILE_OBJECTIVES:
         raise UserError(f"a profile searches with projection paper or sphere and adversary_objective "
                         f"{' or '.join(PROFILE_OBJECTIVES)}, got {projection!r} and {adversary_objective!r}")
+    alone = [h.baseline for h in chosen if adversary_objective == "regret:baselines" and h.baseline is not None
+             and not set(task.baselines) - {h.baseline}]
+    if alone:  # its references are the other baselines: every search would fail
+        raise UserError(f"adversary_objective: regret:baselines measures {alone[0]} against no baseline, it being "
+                        f"{task.name}'s only one; profile it with metric")
     if out is not None and not isinstance(out, (str, os.PathLike)):
         raise UserError(f"out: give a folder's path, got {out!r}")
     if out is not None and Path(out).exists() and not Path(out).is_dir():

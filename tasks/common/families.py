@@ -21,7 +21,7 @@ def sample_family(family: str, size: int, high: int, rng: np.random.Generator, *
 
     Uniform U(1, high); Normal(0.5 high, 0.2 high); LogNormal(ln(m high), s) with
     m = ``lognormal_median`` and s = ``lognormal_sigma``; Exponential(scale 0.3 high) + 1;
-    Triangular(1, 0.35 high, high).
+    Triangular(1, max(1, 0.35 high), high) (every value 1 where ``high`` is 1).
     """
     h = float(high)
     if family == "uniform":
@@ -32,8 +32,8 @@ def sample_family(family: str, size: int, high: int, rng: np.random.Generator, *
         x = rng.lognormal(np.log(lognormal_median * h), lognormal_sigma, size)
     elif family == "exponential":
         x = rng.exponential(0.3 * h, size) + 1.0
-    elif family == "triangular":
-        x = rng.triangular(1.0, 0.35 * h, h, size)
+    elif family == "triangular":  # the mode held within [1, high], so a range of one or two integers draws too
+        x = rng.triangular(1.0, max(1.0, 0.35 * h), h, size) if h > 1 else np.ones(size)
     elif family == "beta":
         x = 1.0 + (h - 1.0) * rng.beta(2.0, 5.0, size)
     elif family == "gamma":

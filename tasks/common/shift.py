@@ -49,7 +49,8 @@ class ShiftDimension:
         return counts / total
 
     def value_probabilities(self, p: np.ndarray, high: int) -> tuple[np.ndarray, np.ndarray]:
-        """Each integer in ``[low, high]`` with its probability under ``p``."""
+        """Each integer in ``[low, high]`` with its probability under ``p`` (a probability vector: finite,
+        non-negative, summing to 1, else a ``ValueError`` saying which)."""
         p = _check_distribution(p, self.cells)
         values, cells, sizes = _grid(self.low, int(high), self.cells)
         probs = p[cells] / sizes[cells]
@@ -57,6 +58,10 @@ class ShiftDimension:
         if total <= 0:
             raise ValueError("the distribution puts no mass on any integer of the range")
         return values, probs / total
+
+    def occupied(self, high: int) -> np.ndarray:
+        """Which of the K cells hold at least one integer of ``[low, high]`` (the others carry no mass)."""
+        return _grid(self.low, int(high), self.cells)[2] > 0
 
     def sample(self, p: np.ndarray, size: int, rng: np.random.Generator, high: int) -> np.ndarray:
         """``size`` integers drawn from ``p`` (cell by ``p``, then uniform within the cell)."""
@@ -88,4 +93,6 @@ def _check_distribution(p, cells: int) -> np.ndarray:
         raise ValueError(f"distribution must have shape ({cells},), got {p.shape}")
     if not np.all(np.isfinite(p)) or np.any(p < 0):
         raise ValueError("distribution must be finite and non-negative")
+    if abs(p.sum() - 1.0) > 1e-6:  # rounding aside: a vector of counts or weights is not taken for one
+        raise ValueError(f"distribution must sum to 1, got a sum of {p.sum():.6g} (divide it by its sum)")
     return p

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from raise_plugin.adversary import (GENES, AdversarialResult, InnerGA, SearchConfig, distance, flat_mixture,
-                                    mixture, search)
+                                    mixture, sample_and_evaluate, search)
+from tasks import get_task
 from tasks.common.shift import is_distribution
 from tasks.obp.baselines import best_fit
 
@@ -202,3 +204,46 @@ def test_a_keyword_of_before_the_settings_names_is_told_its_new_name(toy, old, n
     told = f"^search\\(\\) got the keyword '{old}': it is now '{new}', the setting's name$"
     with pytest.raises(TypeError, match=told):
         search(toy, best_fit, 0.01, **{old: 2})
+
+
+@pytest.mark.parametrize("given", ["nan", "inf"])
+def test_a_task_metric_that_is_not_finite_is_a_failure_the_task_is_named_for(tmp_path, fresh_registry, given):
+    # a task's rule searched in this process took the task's NaN as its fitness (every comparison false) and
+    # its inf as the rule failing ("the heuristic fails there"), where a program's was told as the task's
+    example = (Path(__file__).resolve().parents[2] / "examples" / "load_balance.py").read_text()
+    marker = '        jobs, loads = instance["jobs"], np.zeros(instance["machines"])\n'
+    assert marker in example
+    (tmp_path / "odd.py").write_text(example.replace(
+        marker, marker + f'        if jobs.max() > 80:\n            return float("{given}")\n'))
+    task = get_task(f"{tmp_path / 'odd.py'}:LoadBalance")
+    rule = task.baselines["LeastLoaded"]
+    p = np.zeros(task.shift.cells)
+    p[-1] = 1.0  # every job of size 96 to 100
+    _, metric, failure = sample_and_evaluate(task, rule, p, None, 0)
+    assert metric == np.inf and failure == f"the task returned a non-finite metric ({given})"
+    result = search(task, rule, 0.09, inner_population=4, inner_generations=2, projection="sphere")
+    assert result.metric == np.inf and result.failure == f"the task returned a non-finite metric ({given})"
+
+
+def test_no_mass_goes_to_cells_that_hold_no_value_so_the_distance_is_that_of_what_is_drawn(tmp_path, fresh_registry):
+    # K = 20 cells over the 10 sizes 1..10: every other cell holds none. The search put half its shift there,
+    # which sampling drops: it reported distance 0.01 of instances drawn at 0.0046, and its reach, 2 / K,
+    # counted the empty cells
+    from raise_plugin.adversary.projection import reachable_epsilon
+
+    example = (Path(__file__).resolve().parents[2] / "examples" / "load_balance.py").read_text()
+    sparse = example.replace("MAX_SIZE = 100", "MAX_SIZE = 10").replace("rng.integers(20, 61, size=200)",
+                                                                         "rng.integers(1, 11, size=200)")
+    (tmp_path / "sparse.py").write_text(sparse)
+    task = get_task(f"{tmp_path / 'sparse.py'}:LoadBalance")
+    held = task.shift.occupied(10)
+    assert held.sum() == 10 and not held[1::2].any()
+    histograms = np.stack([task.histogram(s) for s in task.nominal_instances()])
+    assert reachable_epsilon(task) == pytest.approx(float(np.min(2 * (1 - histograms[:, held].min(axis=1)) / 20)))
+    for projection in ("paper", "sphere"):
+        result = search(task, task.baselines["LeastLoaded"], 0.01, inner_population=8, inner_generations=3,
+                        projection=projection)
+        assert not result.distribution[~held].any()
+        values, probs = task.shift.value_probabilities(result.distribution, 10)
+        drawn = np.bincount(task.shift.cell_of(values, 10), weights=probs, minlength=20)
+        assert distance(drawn, histograms[result.nearest]) == pytest.approx(result.distance, abs=1e-12)

@@ -114,3 +114,19 @@ def test_on_a_dask_cluster_the_inner_search_runs_in_the_dask_workers_sandboxes(m
     assert all(math.isfinite(h["metric"]) for h in callback.history), callback.history
     assert len(submitted) >= 2 * callback.refreshes  # each refresh's calls went to the cluster
     assert _recorded(method, callback) == serial
+
+
+def test_a_search_limit_of_centuries_waits_as_no_limit():
+    # G_in = 10^8 made the limit (the task's seconds x G_in) one no lock can wait: every refresh failed
+    # with OverflowError ("timestamp out of range for platform time_t"), counted only as a hook error
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from raise_plugin.adversary.sandboxed import DeadlineExecutor
+
+    go = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        bounded = DeadlineExecutor(pool, 6e10)
+        future = bounded.submit(lambda: go.wait() and 2.0)
+        threading.Timer(0.2, go.set).start()  # the result comes while the search waits for it
+        assert future.result() == 2.0

@@ -228,6 +228,13 @@ def test_eps_beyond_reach_names_the_largest_reachable_distance(files, capsys, mo
     assert code == 2 and "largest distance obp's distributions can reach" in err and "(0.02)" in err
 
 
+def test_eps_just_beyond_reach_is_told_in_digits_that_tell_the_two_apart(files, capsys, monkeypatch):
+    # 0.02000001 said "0.02 is beyond the largest distance ... (0.02)"
+    monkeypatch.chdir(files)
+    code, err = run_cli(RUN + ["--epsilon", "0.02000001", "--out", str(files / "r")], capsys)
+    assert code == 2 and "'epsilon': 0.02000001 is beyond the largest distance" in err and "(0.02)" in err, err
+
+
 def test_a_word_a_command_does_not_take_points_at_that_command_s_help(capsys):
     assert main(["tasks", "obp"]) == 2  # `tasks --task obp` describes one task
     assert capsys.readouterr().err == "raise-ahd: error: unrecognized arguments: obp (see raise-ahd tasks --help)\n"

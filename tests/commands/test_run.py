@@ -9,6 +9,7 @@ import pytest
 from robust_helpers import SMALL_OBP, ScriptedLLM
 from raise_plugin import build
 from raise_plugin.cli import main
+from raise_plugin.commands.run import nothing_evaluated
 from raise_plugin.config import ConfigError, RunConfig, SandboxSettings
 
 
@@ -246,3 +247,17 @@ def test_a_run_and_a_compare_never_write_into_each_other_s_folder(tmp_path, caps
     assert capsys.readouterr().err.endswith(f"raise-ahd: error: {run_dir} holds a run; a compare writes a folder of "
                                             "its own: choose another --out\n")
     assert sorted(os.listdir(compare_dir)) == ["compare.json"] and sorted(os.listdir(run_dir)) == ["config.json"]
+
+
+def test_a_run_whose_programs_failed_on_an_adversarial_instance_is_not_said_to_have_evaluated_none(tmp_path):
+    # six programs scored, then every one failed on an instance a refresh added (the task's metric was inf
+    # there): the run said "none of its 8 programs evaluated; 2 failed with: ..."
+    rows = [{"sample": k, "error": None} for k in range(6)] + [{"sample": k, "error": "boom"} for k in (6, 7)]
+    (tmp_path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "scores.jsonl").write_text(json.dumps({"program_id": "a", "failed_on": ["adv-3-x"]}) + "\n")
+    assert nothing_evaluated({"samples": 8}, tmp_path) == (
+        "none of its 8 programs is valid on its instance set: 6 evaluated, then failed on the adversarial instance "
+        "adv-3-x; 2 failed with: boom (its limits: docs/engine.md)")
+    (tmp_path / "scores.jsonl").unlink()  # none re-scored: the programs that failed are all there is to say
+    assert nothing_evaluated({"samples": 8}, tmp_path) == (
+        "none of its 8 programs evaluated; 2 failed with: boom (its limits: docs/engine.md)")

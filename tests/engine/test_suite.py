@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from raise_plugin.engine import Engine
@@ -10,6 +12,7 @@ from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.errors import UserError
 from tasks import get_task
 from tasks.common.classical import classical_rules
+from tasks.common.suite import Dataset
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -48,6 +51,35 @@ def test_a_baseline_past_its_limit_fails_on_every_instance_of_its_job_with_the_r
                           timeout=1e-4)
     assert len(rows) == sum(len(d.instances) for d in datasets)
     assert all(not r.valid and r.kind == "timeout" and r.reason.startswith("timed out after") for r in rows), rows
+
+
+STUCK_RULE = """
+
+def stuck_on_95(job, loads):
+    \"\"\"Least loaded, but never ends on a job of size 95.\"\"\"
+    while job == 95:
+        pass
+    return -loads
+
+
+LoadBalance.baselines = {"LeastLoaded": least_loaded, "Stuck": stuck_on_95}
+"""
+
+
+def test_a_baseline_job_past_its_limit_keeps_the_instances_it_finishes(tmp_path, fresh_registry):
+    # a rule's instances share one job with the sum of their limits; one instance it never ends made
+    # every instance of the job invalid ("timed out after 2 s" with --timeout 1), and how many
+    # depended on the workers: each instance now goes again alone, under its own limit
+    path = tmp_path / "stuck_task.py"
+    path.write_text((Path(__file__).resolve().parents[2] / "examples" / "load_balance.py").read_text() + STUCK_RULE)
+    task = get_task(f"{path}:LoadBalance")
+    rng = np.random.default_rng(0)
+    instances = [task.make_instance(np.full(20, size), rng, m=4) for size in (10, 95, 30)]
+    rows = evaluate_suite(task.name, [Heuristic("Stuck", baseline="Stuck")], [Dataset("sizes", {}, instances)],
+                          workers=1, progress=False, timeout=1)
+    assert [(r.valid, r.kind) for r in rows] == [(True, "ok"), (False, "timeout"), (True, "ok")], rows
+    assert rows[1].reason == "timed out after 1 s"
+    assert [rows[0].metric, rows[2].metric] == [task.evaluate(task.baselines["Stuck"], instances[i]) for i in (0, 2)]
 
 
 BEST = Heuristic("best", baseline="BestFit")

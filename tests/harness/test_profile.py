@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -176,3 +177,16 @@ def test_the_projection_a_profile_refuses_is_not_offered(tmp_path, capsys):
     assert main(["profile", "--help"]) == 0 and "--projection {paper,sphere}" in capsys.readouterr().out
     assert main(["profile", str(tmp_path / "h.py"), "--task", "obp", "--projection", "none"]) == 2
     assert "invalid choice: 'none' (choose from 'paper', 'sphere')" in capsys.readouterr().err
+
+
+def test_regret_of_a_task_s_only_baseline_is_refused_before_any_search(tmp_path, fresh_registry, capsys):
+    # its references are the task's other baselines: every search failed with "the search raised ValueError:
+    # objective='regret' needs at least one reference heuristic (references=...)"
+    example = (Path(__file__).resolve().parents[2] / "examples" / "load_balance.py").read_text()
+    (tmp_path / "one.py").write_text(example + '\nLoadBalance.baselines = {"LeastLoaded": least_loaded}\n')
+    code = main(["profile", "--task", f"{tmp_path / 'one.py'}:LoadBalance", "--compare", "all",
+                 "--adversary-objective", "regret:baselines", "--no-progress", "--out", str(tmp_path / "p")])
+    assert code == 2 and capsys.readouterr().err == (
+        "raise-ahd: error: --adversary-objective: regret:baselines measures LeastLoaded against no baseline, it "
+        "being load_balance's only one; profile it with metric\n")
+    assert not (tmp_path / "p").exists()

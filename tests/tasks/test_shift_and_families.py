@@ -45,6 +45,16 @@ def test_lognormal_parameters_can_be_set():
     assert np.quantile(x, 0.8413) / np.median(x) == pytest.approx(np.exp(0.55), rel=0.01)
 
 
+@pytest.mark.parametrize("high", [1, 2, 3])
+@pytest.mark.parametrize("family", ["uniform", "normal", "lognormal", "exponential", "triangular", "beta", "gamma",
+                                    "weibull", "bimodal", "poisson"])
+def test_every_family_draws_on_a_range_of_one_two_or_three_integers(family, high):
+    # a task whose shifted quantity takes one or two values builds its suites: the triangular's mode,
+    # 0.35 high, fell below its lower end 1 there (numpy: left > mode) and every command refused the task
+    x = sample_family(family, 500, high, np.random.default_rng(0))
+    assert x.dtype == np.int64 and x.min() >= 1 and x.max() <= high
+
+
 def test_unknown_family_is_refused():
     with pytest.raises(ValueError, match="unknown family"):
         sample_family("cauchy", 10, 100, np.random.default_rng(0))
@@ -67,6 +77,19 @@ def test_sampling_a_cell_stays_in_it(cell, high):
     p[cell] = 1.0
     values = dim.sample(p, 200, np.random.default_rng(cell), high)
     assert set(dim.cell_of(values, high)) == {cell}
+
+
+@pytest.mark.parametrize("p, says", [
+    (np.full(10, 1.0), "got a sum of 10"),       # counts, not probabilities
+    (np.full(10, 0.1001), "got a sum of 1.001"),  # off by a little
+    (np.full(10, 0.05), "got a sum of 0.5"),
+])
+def test_a_vector_that_does_not_sum_to_one_is_refused_not_taken_for_one(p, says):
+    # it was divided by its sum without a word
+    with pytest.raises(ValueError, match=f"^distribution must sum to 1, {says} \\(divide it by its sum\\)$"):
+        get_task("ovrp").sample_instance(p, np.random.default_rng(0))
+    values = ShiftDimension("s", cells=10).sample(np.full(10, 0.1), 1000, np.random.default_rng(0), 10)
+    assert values.min() >= 1 and values.max() <= 10  # rounding aside (0.1 x 10 is not 1 in floats), one sums to 1
 
 
 def test_empty_cells_carry_no_mass():

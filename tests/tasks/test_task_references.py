@@ -266,3 +266,15 @@ def test_the_tasks_command_describes_a_task_of_one_nominal_instance(tmp_path, fr
     assert main(["tasks", "--task", f"{tmp_path}/one.py:LoadBalance"]) == 0
     assert "nominal 1 instances, spread 0 (mean d between two of them); eps 0.002 = no multiple of the spread" in (
         capsys.readouterr().out)
+
+
+def test_the_tasks_command_says_when_eps_is_beyond_what_a_task_can_reach(tmp_path, fresh_registry, capsys):
+    """K = 100000 cells: it said "an L1 shift of 200" (no two distributions lie 2 apart), and nothing of the
+    default eps a robust run then refused."""
+    (tmp_path / "fine.py").write_text(EXAMPLE.read_text().replace("cells=20)", "cells=100000)"))
+    assert main(["tasks", "--task", f"{tmp_path}/fine.py:LoadBalance"]) == 0
+    out = capsys.readouterr().out
+    assert "L1 shift" not in out
+    assert "x spread, but 0.002 is beyond the largest distance load_balance's distributions can " \
+           "reach from its nominal histograms (2e-05)\n" in out
+    assert out.count("(2e-05)") == 2 and "(2e-05): a robust run needs a smaller --epsilon\n" in out

@@ -31,7 +31,7 @@ from .foresight import UNCHECKED, check_budget, looks_ahead
 from .protocol import AS_THE_JOB, DONE, HEURISTIC, KINDS, MEMORY, Malformed, Record
 from .spawner import ProgramProcesses, reap_orphans
 
-__all__ = ["Judge", "evaluate_heuristic", "deadline_of"]
+__all__ = ["Judge", "evaluate_heuristic", "finite_metric", "deadline_of"]
 
 _DECISIONS_BOUND = 1 << 24  # decisions one instance may take, for tasks that do not say
 
@@ -75,9 +75,7 @@ class Judge:
             replay = Replay(record.decisions)
             metric = float(task.evaluate(replay, instance))
             replay.check_all_used()
-        if not math.isfinite(metric):
-            raise HeuristicError(f"the task returned a non-finite metric ({metric})")
-        return metric
+        return finite_metric(metric)
 
     def run_job(self, job, instances: list) -> EvalResult:
         """``job`` on ``instances`` (the worker's cached set): decisions from a program process,
@@ -280,8 +278,17 @@ def _task_reference(task) -> str:
 
 def evaluate_heuristic(task, priority, instance) -> float:
     """``task.evaluate(priority, instance)``, except that a program (``SourcePriority``) evaluated
-    in a worker runs in a program process of its own and is scored by the judge."""
+    in a worker runs in a program process of its own and is scored by the judge; a metric that is not
+    finite is a ``HeuristicError`` either way (``finite_metric``)."""
     judge = current_judge()
     if judge is not None and isinstance(priority, SourcePriority):
         return judge.metric(task, priority.spec, instance, alone=priority.alone)
-    return float(task.evaluate(priority, instance))
+    return finite_metric(float(task.evaluate(priority, instance)))
+
+
+def finite_metric(metric: float) -> float:
+    """``metric``, what the task's ``evaluate`` gave, where it is finite; else a ``HeuristicError`` saying
+    that the task gave it (an infinite or NaN metric scores no heuristic, the task's rules' neither)."""
+    if not math.isfinite(metric):
+        raise HeuristicError(f"the task returned a non-finite metric ({metric})")
+    return metric

@@ -304,3 +304,37 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--every-write"]:
                 failed.append(n)
                 print(f"killed after write {n} of {count}: {exc}", flush=True)
     sys.exit(f"{len(failed)} of {count - 1} kill points differ: {failed}" if failed else 0)
+
+
+def test_a_second_interrupt_stops_a_run_at_once_while_its_inner_search_runs(tmp_path):
+    """The second Ctrl-C, which says it stops at once, waited for the whole inner search (here one of
+    100000 generations): the run's exit waited on the hook the search held. The search is given up
+    instead, and its refresh is left undone as a kill leaves it: no checkpoint of that generation's
+    end, nothing skipped, for resume to make."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "raise_plugin.cli", "run", "--task", "ovrp", "--budget", "8",
+                             "--pop-size", "2", "--tau", "1", "--nominal", "1", "--inner-population", "4",
+                             "--inner-generations", "100000", "--no-progress", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    seen, since, deadline = -1, time.monotonic(), time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:  # the first generation's refresh under way
+        path = out / "samples.jsonl"
+        count = path.read_text().count("\n") if path.exists() else 0
+        if count != seen:
+            seen, since = count, time.monotonic()
+        elif count >= 2 and time.monotonic() - since > 1.5:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None and seen == 2, "the run did not reach its first refresh"
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)  # apart from the first by more than a signal delivered twice
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the second SIGINT did not stop the run while its inner search ran")
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert not summary["finished"] and "SIGINT" in summary["stopped"] and summary["refreshes"] == 0
+    assert not (out / "checkpoint.json").exists() and not _skipped(out)

@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import math
+import threading
 import time
 from typing import Callable
 
@@ -19,11 +20,20 @@ from ..engine.role import current_judge
 from .ga import evaluate_batch
 from .search import metric_or_inf
 
-__all__ = ["SearchFailed", "search_program", "in_one_worker", "on_run_workers", "sandbox_pool", "DeadlineExecutor"]
+__all__ = ["SearchFailed", "SearchAbandoned", "search_program", "in_one_worker", "on_run_workers", "sandbox_pool",
+           "DeadlineExecutor"]
+
+GIVE_UP_SECONDS = 0.2  # how often a search that may be abandoned looks whether it is
 
 
 class SearchFailed(Exception):
     """The inner search ran out of time or its process died."""
+
+
+class SearchAbandoned(BaseException):
+    """The run ended at once (a second Ctrl-C, an interrupt in its own thread) while its inner search
+    ran: the refresh is not made, and a resume makes it again. A ``BaseException``, as an interrupt,
+    so that nothing takes it for a search that failed (a skipped refresh)."""
 
 
 def search_program(search: Callable, task, code: str, references: list, epsilon: float, options: dict):
@@ -58,12 +68,13 @@ def _as_alone(task, code: str, result, executor) -> bool:
     return metric == searched or not (math.isfinite(metric) or math.isfinite(searched))
 
 
-def in_one_worker(fn: Callable, args: tuple, seconds: float):
+def in_one_worker(fn: Callable, args: tuple, seconds: float, give_up: threading.Event | None = None):
     """``fn(*args)`` in one of the engine's sandboxed workers (memory cap, audit hook, no secrets in
-    its environment), killed after ``seconds``: the attacked program is generated code."""
+    its environment), killed after ``seconds``: the attacked program is generated code. Once
+    ``give_up`` is set, ``SearchAbandoned`` (the worker is stopped with its pool)."""
     with ProcessExecutor(1, SandboxLimits(timeout=seconds)) as pool, \
             _as_search_failure(pool, f"the inner search exceeded {seconds:g} s"):
-        return pool.submit(fn, *args).result()
+        return DeadlineExecutor(pool, 0, give_up).submit(fn, *args).result()
 
 
 @contextlib.contextmanager
@@ -92,11 +103,12 @@ def sandbox_pool(method):
     return sandboxed() if callable(sandboxed) else None
 
 
-def on_run_workers(fn: Callable, args: tuple, pool, seconds: float):
+def on_run_workers(fn: Callable, args: tuple, pool, seconds: float, give_up: threading.Event | None = None):
     """``fn(*args)`` in this thread with the search's evaluations on ``pool``'s sandboxed
-    workers, all of them within ``seconds`` (``0``: no limit but the workers' own)."""
+    workers, all of them within ``seconds`` (``0``: no limit but the workers' own), until
+    ``give_up`` is set (``SearchAbandoned``)."""
     search, task, code, references, epsilon, options = args
-    bounded = DeadlineExecutor(pool, seconds)
+    bounded = DeadlineExecutor(pool, seconds, give_up)
     try:
         with _as_search_failure(pool, f"an evaluation of the inner search exceeded {pool.limits.timeout:g} s"):
             return fn(search, task, code, references, epsilon, {**options, "executor": bounded})
@@ -105,15 +117,17 @@ def on_run_workers(fn: Callable, args: tuple, pool, seconds: float):
 
 
 class DeadlineExecutor:
-    """An executor's ``submit`` under one wall-clock limit for all it was given: a result not
-    there by the deadline cancels what has not started and raises ``SearchFailed`` (a call
-    under way ends at its executor's own time limit)."""
+    """An executor's ``submit`` under one wall-clock limit for all it was given (``seconds``; ``0``:
+    none): a result not there by the deadline cancels what has not started and raises
+    ``SearchFailed`` (a call under way ends at its executor's own time limit); one still awaited
+    when ``give_up`` is set does the same with ``SearchAbandoned``."""
 
-    def __init__(self, executor, seconds: float):
+    def __init__(self, executor, seconds: float, give_up: threading.Event | None = None):
         self._executor = executor
         self.workers = getattr(executor, "workers", 1)
         self._seconds = seconds
         self._deadline = time.perf_counter() + seconds if seconds else None
+        self._give_up = give_up
         self._futures: list = []
 
     def submit(self, fn: Callable, *args):
@@ -122,14 +136,17 @@ class DeadlineExecutor:
         return _BoundedFuture(future, self)
 
     def wait(self, future):
-        while self._deadline is not None:  # in waits of at most LONGEST_WAIT: a lock takes no wait of centuries
-            remaining = max(0.0, self._deadline - time.perf_counter())
-            done, _ = concurrent.futures.wait([future], timeout=min(remaining, LONGEST_WAIT))
-            if done:
-                break
-            if remaining <= LONGEST_WAIT:
+        step = LONGEST_WAIT if self._give_up is None else GIVE_UP_SECONDS  # a lock takes no wait of centuries
+        while not future.done():
+            now = time.perf_counter()
+            if self._deadline is not None and now >= self._deadline:
                 self.cancel()
                 raise SearchFailed(f"the inner search exceeded {self._seconds:g} s")
+            if self._give_up is not None and self._give_up.is_set():
+                self.cancel()
+                raise SearchAbandoned("the run ended while its inner search ran")
+            concurrent.futures.wait([future], timeout=step if self._deadline is None
+                                    else min(step, self._deadline - now))
         return future.result()
 
     def cancel(self) -> None:

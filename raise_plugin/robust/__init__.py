@@ -32,7 +32,7 @@ the parts that hold the search state. The files, one idea each:
 from __future__ import annotations
 
 from .refresh import AdversarialInstanceCallback, IdleAdversaryWarning, idle_adversary
-from .core import QuietProfiler
+from .host_profiler import QuietProfiler
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, InstanceView, ProgramView, RunSnapshot, SampleView
 from .instances import ADVERSARIAL, NOMINAL, InstanceEntry, instance_digest

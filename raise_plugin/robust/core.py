@@ -10,13 +10,12 @@ from types import MappingProxyType
 from typing import Iterable
 
 from llm4ad.base import Function, TextFunctionProgramConverter
-from llm4ad.tools.profiler import ProfilerBase
 
 from ..durable import write_failure
 from ..settings import default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView, checked_callbacks
-from .host_profiler import HostProfiler
+from .host_profiler import HostProfiler, QuietProfiler
 from .host_lines import holding_back_host_advice
 from .in_flight import ProgramsInFlight, evaluation_pool
 from .instances import ADVERSARIAL, InstanceEntry, RunInstanceSet, instance_digest, score_function
@@ -28,22 +27,8 @@ from .recording import RunRecorder
 from .scores import ProgramRecord, ScoreBook, program_id_of
 from .tags import retag, tags
 
-__all__ = ["RobustCore", "QuietProfiler"]
+__all__ = ["RobustCore"]
 log = logging.getLogger("raise_plugin.robust")
-
-
-class QuietProfiler(ProfilerBase):
-    """Counts samples and writes nothing; attached when the caller passes ``profiler=None``."""
-
-    def __init__(self):
-        super().__init__(log_dir=None, create_random_path=False, method_name="robust")
-
-    def record_parameters(self, llm, prob, method):
-        self._parameters = [llm, prob, method]
-
-    def register_function(self, function, *, resume_mode=False):
-        with self._register_function_lock:
-            self.__class__._num_samples += 1
 
 
 def _bind_host_arguments(host_init, args, kwargs) -> dict:
@@ -110,6 +95,7 @@ class RobustCore:
         if recorder is not None:
             self.callbacks.append(RunRecorder(recorder))
         self._hook_lock = threading.RLock()
+        self.interrupted = threading.Event()  # the run ends at once: work under way in a hook gives up
         self._book = ScoreBook()
         self._stale_samples = 0
         self._sampled: set[str] = set()  # the programs of the samples so far, by id
@@ -261,7 +247,8 @@ class RobustCore:
                     super().run()  # the host's loops return nothing
                 self._ended_after_init(held)
             except BaseException as exc:  # an interrupt in this thread: the host's sampler threads go on, so
-                self.request_stop(f"ended by {type(exc).__name__}")  # they draw, and ask, nothing more
+                self.interrupted.set()  # they give up what their hooks have under way (an inner search),
+                self.request_stop(f"ended by {type(exc).__name__}")  # and draw, and ask, nothing more
                 self._fire("on_exception", self.snapshot(), exc)
                 raise
             self._fire("on_run_end", self.snapshot())
@@ -323,6 +310,8 @@ class RobustCore:
                 except BaseException as exc:  # an interrupt: in a host's thread it would end that thread alone, and
                     # the run would say it finished; it stops the run instead, to be resumed
                     self.request_stop(f"{type(exc).__name__} raised in {type(cb).__name__}.{hook}")
+                    if self.interrupted.is_set():  # a hook given up: the later ones record no event left half done
+                        break
 
     def sample_registered(self, n, func, rec, score, version, ids, joined, duplicate) -> None:
         """A sample joined (gate lock held): record it, queue ``on_sample_evaluated``. The shapes call

@@ -1,4 +1,5 @@
-"""``HostProfiler``: the host's own ``EoHProfiler`` logs of a run (``RUN_DIR/host``), written quietly."""
+"""``HostProfiler``: the host's own ``EoHProfiler`` logs of a run (``RUN_DIR/host``), written quietly;
+``QuietProfiler``: one that writes nothing."""
 from __future__ import annotations
 
 import contextlib
@@ -8,12 +9,13 @@ import sys
 from pathlib import Path
 
 from llm4ad.method.eoh import EoHProfiler
+from llm4ad.tools.profiler import ProfilerBase
 from tqdm.auto import tqdm
 
 from ..credentials import HiddenCredentials
 from ..llm.openai_request import notices
 
-__all__ = ["HostProfiler", "ConsoleNotices"]
+__all__ = ["HostProfiler", "QuietProfiler", "ConsoleNotices"]
 
 
 class ConsoleNotices(logging.Handler):
@@ -72,3 +74,16 @@ class HostProfiler(EoHProfiler):
                 logger.removeHandler(handler)
                 handler.close()
 
+
+class QuietProfiler(ProfilerBase):
+    """Counts samples and writes nothing; attached when the caller passes ``profiler=None``."""
+
+    def __init__(self):
+        super().__init__(log_dir=None, create_random_path=False, method_name="robust")
+
+    def record_parameters(self, llm, prob, method):
+        self._parameters = [llm, prob, method]
+
+    def register_function(self, function, *, resume_mode=False):
+        with self._register_function_lock:
+            self.__class__._num_samples += 1

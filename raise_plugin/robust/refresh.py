@@ -238,9 +238,10 @@ class AdversarialInstanceCallback(Callback):
             pool = sandbox_pool(method)
         if self.objective_rule.kind == "regret" and not references:
             raise SearchFailed(f"no reference for {self.objective_rule}: the population has no other valid member")
+        give_up = getattr(method, "interrupted", None)  # the run ends at once: the search is not waited for
         if pool is not None:
-            return on_run_workers(search_program, call, pool, limit)
-        return search_program(*call) if not limit else in_one_worker(search_program, call, limit)
+            return on_run_workers(search_program, call, pool, limit, give_up)
+        return search_program(*call) if not limit else in_one_worker(search_program, call, limit, give_up)
 
     def _skip(self, method, snapshot: RunSnapshot, best: ProgramView, k: int, seconds: float,
               exc: Exception) -> None:

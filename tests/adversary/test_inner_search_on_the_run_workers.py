@@ -130,3 +130,30 @@ def test_a_search_limit_of_centuries_waits_as_no_limit():
         future = bounded.submit(lambda: go.wait() and 2.0)
         threading.Timer(0.2, go.set).start()  # the result comes while the search waits for it
         assert future.result() == 2.0
+
+
+@pytest.mark.parametrize("seconds", [0, 60])
+def test_a_search_given_up_stops_waiting_and_is_no_failed_search(seconds):
+    # a run ended at once (a second Ctrl-C) waited for its whole inner search; a search failure would
+    # have recorded the refresh as skipped, never made again
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from raise_plugin.adversary.sandboxed import DeadlineExecutor, SearchAbandoned, SearchFailed
+
+    give_up, done = threading.Event(), threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        bounded = DeadlineExecutor(pool, seconds, give_up)
+        assert bounded.submit(lambda: 3.0).result() == 3.0  # not given up: as before
+        future, waiting = bounded.submit(done.wait), bounded.submit(lambda: 1.0)
+        threading.Timer(0.2, give_up.set).start()
+        with pytest.raises(SearchAbandoned) as caught:
+            future.result()
+        assert not isinstance(caught.value, SearchFailed) and not isinstance(caught.value, Exception)
+        assert waiting._future.cancelled()  # what had not started does not hold up the run's workers
+        done.set()
+    with ThreadPoolExecutor(1) as pool:  # a deadline still ends a search as a failure
+        late = threading.Event()
+        with pytest.raises(SearchFailed, match="exceeded 0.3 s"):
+            DeadlineExecutor(pool, 0.3, threading.Event()).submit(late.wait).result()
+        late.set()

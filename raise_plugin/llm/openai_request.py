@@ -6,6 +6,7 @@ import datetime
 import email.utils
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ LONG_WAIT = 10.0  # seconds: a wait from which the run says it is waiting
 
 _RETRYABLE_STATUS = {408, 409, 429}
 MAX_BODY = 16 * 2 ** 20   # bytes of one answer: far past any program, short of a runaway stream
+# half of a character: JSON may escape one (``\ud800``), but no UTF-8 file, journal or prompt can hold it
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def one_line(text: Any, limit: int = 200) -> str:
@@ -188,7 +191,7 @@ def _parse(body: bytes, status: int) -> Outcome:
     if not isinstance(content, str) or not content.strip():
         return Outcome("empty", status=status, why="an empty answer", **tokens)
     kind = LENGTH if first.get("finish_reason") == "length" else OK
-    return Outcome(kind, text=content, status=status, **tokens)
+    return Outcome(kind, text=_LONE_SURROGATE.sub("\ufffd", content), status=status, **tokens)
 
 
 def _count(value) -> int:

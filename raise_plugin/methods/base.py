@@ -154,6 +154,10 @@ class MethodBase(EoH):
         if failures >= MAX_CONSECUTIVE_FAILURES:
             log.error("%s: %d failures in a row in %s; this sampler thread stops", type(self).__name__,
                       failures, phase)
+            fail = getattr(self, "fail", None)  # the robust wrapper's: the run ends as failed, saying why
+            if callable(fail):
+                fail(f"{self.method_name}: {failures} operator steps in a row failed ({phase}); the last: "
+                     f"{type(exc).__name__}: {exc}")
             return True
         return False
 

@@ -10,7 +10,9 @@
   their stop check.
 - An answer that gave no sample (prose, another function, code that does not parse) is
   counted as unusable when the same thread asks again; it counts against the ledger's
-  failure bound like a failed request. A sample resets that bound.
+  failure bound like a failed request. A sample resets that bound. A back-end without a
+  ledger (one a script passes in), and a call that raises (the host's loops would ask again
+  at once, for ever), are held to the same bound by the guard itself.
 - Every answered call is appended to the run directory's ``llm_calls.jsonl`` (the
   ``--record`` format: ``raise-ahd run --llm replay:RUN_DIR`` replays any run).
   A resumed run primes the back-end with the calls made before its restore point and serves
@@ -35,6 +37,7 @@ from ..llm.record import RecordingLLM, ReplayExhausted, prompt_hash
 from ..llm.recording import CALLS_FILE
 from ..llm.usage import REQUESTS_FILE
 from ..rundir.repair import checked_lines
+from ..settings import default
 
 __all__ = ["LLMGuard", "LLMUnavailable", "CALLS_FILE", "REQUESTS_FILE", "is_answer", "check_journals"]
 
@@ -75,6 +78,8 @@ class LLMGuard(LLM):
         self._lock = threading.Lock()
         self._tail: deque[dict] = deque()
         self._local = threading.local()
+        self._failures = 0      # calls in a row that raised or, without a ledger, gave no sample
+        self._last_failure = ""
 
     def close(self) -> None:
         """Close the run directory's journals (answers and requests) this guard opened; the back-end
@@ -112,6 +117,7 @@ class LLMGuard(LLM):
     # -- the host's interface ----------------------------------------------------------------
     def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
         self._settle_previous()
+        self._check_failures()
         served = self._from_tail(prompt)
         if served is not None:
             self._answered(prompt, served, kwargs)
@@ -122,12 +128,17 @@ class LLMGuard(LLM):
             self._stop(str(exc), failed=False)
         except (LLMAborted, LLMConfigError, ReplayMissError, WriteFailed) as exc:  # WriteFailed: a full disk
             self._stop(str(exc), failed=True)
+        except Exception as exc:  # the back-end's fault, or a journal's: counted, then the host's loop sees it
+            self._failed_call(f"{type(exc).__name__}: {exc}")
+            raise
         self._answered(prompt, response, kwargs)
         return response
 
     def sample_registered(self) -> None:
         """The calling thread's latest answer became a sample."""
         self._local.registered = True
+        with self._lock:
+            self._failures = 0
         usage = self.usage
         if usage is not None and hasattr(usage, "usable"):
             usage.usable()
@@ -171,8 +182,10 @@ class LLMGuard(LLM):
             self.calls += 1
             call = self.calls
         op = kwargs.get("operator") or infer_operator(prompt)
-        # an answer meant to become a program; text operators (reflections) never do
-        self._local.pending = (op, call) if response and operator_kind(op) != "text" else None
+        # an answer meant to become a program; text operators (reflections) never do. A ledger counts an empty
+        # answer as a failed request itself; without one, the guard counts it here
+        self._local.pending = (op, call) if (response or not self._ledgered()) and operator_kind(op) != "text" \
+            else None
         self._local.registered = False
 
     def _settle_previous(self) -> None:
@@ -180,9 +193,29 @@ class LLMGuard(LLM):
         pending = getattr(self._local, "pending", None)
         self._local.pending = None
         if pending is not None and not getattr(self._local, "registered", False):
-            usage = self.usage
-            if usage is not None and hasattr(usage, "unusable"):
-                usage.unusable(*pending)
+            if self._ledgered():
+                self.usage.unusable(*pending)
+            else:
+                self._failed_call("an answer without a usable program")
+
+    def _ledgered(self) -> bool:
+        """Whether the back-end's ledger counts unusable answers against its failure bound."""
+        return hasattr(self.usage, "unusable")
+
+    def _failed_call(self, what: str) -> None:
+        with self._lock:
+            self._failures += 1
+            self._last_failure = what
+
+    def _check_failures(self) -> None:
+        """Stop the run as failed once ``max_failed_requests`` calls in a row raised or, from a back-end without a
+        ledger, gave no sample (the ledger's bound, else the setting's default)."""
+        bound = getattr(self.usage, "max_failed_requests", None) or default("max_failed_requests")
+        with self._lock:
+            failures, last = self._failures, self._last_failure
+        if failures >= bound:
+            self._stop(f"{failures} calls in a row to the LLM back-end ({self.describe()}) gave no usable program; "
+                       f"the last: {last}", failed=True)
 
     def _stop(self, reason: str, *, failed: bool):
         method = self._method

@@ -338,3 +338,19 @@ def test_a_run_watched_at_a_terminal_says_it_waits_for_the_endpoint_and_backs_of
     assert f"waiting for the LLM at {server.base_url}" in err
     log = (tmp_path / "run" / "host" / "run_log.txt").read_text()
     assert "retry 1 in 45.00 s" in log and "waiting for the LLM" in log  # the host's log keeps them too
+
+
+def test_an_answer_holding_half_a_character_becomes_a_sample(tmp_path, monkeypatch, capsys):
+    # a lone surrogate escaped in the JSON (``\ud800``: a server that cut a character in two) could not be
+    # journalled: every answer raised in the run's journal, and the run asked the endpoint again without end
+    from llm_chat_server import ChatServer
+
+    offline = offline_answers()
+    with ChatServer(answer=lambda prompt: offline(prompt).replace("{", "{\ud800 ", 1)) as server:
+        code, _, out = run_cli(tmp_path, server.base_url, "--max-llm-calls", "20", monkeypatch=monkeypatch)
+        received = len(server.requests)
+    assert code == 0 and "Traceback" not in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["finished"] and summary["samples"] == 6 and received == 6
+    answers = [json.loads(line)["response"] for line in (out / "llm_calls.jsonl").read_text().splitlines()]
+    assert len(answers) == 6 and all(a.startswith("{\ufffd ") for a in answers)

@@ -173,3 +173,20 @@ def test_improves_on_large_obp_instances(method_factory, name, budget, full_size
     method = method_factory(name, "obp", budget=budget, pop_size=10, evaluation=evaluation)
     method.run()
     assert max(f.score for f in method._population.population) > method.initial_best
+
+
+@pytest.mark.parametrize("name", PLUGIN_METHODS)
+def test_a_run_whose_operator_steps_keep_failing_ends_as_failed_saying_why(tmp_path, monkeypatch, name):
+    # it ended the sampler thread and the run said it had finished, with none of its budget and no reason
+    import raise_plugin as rp
+
+    def broken(self):
+        raise ValueError("a broken prompt")
+
+    monkeypatch.setattr(get_method(name), "_init_prompt", broken)
+    config = rp.RunConfig(task="ovrp", method=name, robust=False, budget=4, pop_size=2, nominal=1,
+                          validation_trace=False, out=str(tmp_path / "run"))
+    summary = rp.start_run(config).run()
+    assert not summary["finished"] and summary["samples"] == 0
+    assert summary["failure"] == (f"{name}: 25 operator steps in a row failed (init); the last: "
+                                  "ValueError: a broken prompt")

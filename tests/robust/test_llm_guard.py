@@ -1,13 +1,17 @@
 """The LLM guard's journals on resume: a lost or damaged journal of answers or of requests is said in one
-warning line with what it means, a damaged line dropped with the original kept, never a traceback."""
+warning line with what it means, a damaged line dropped with the original kept, never a traceback; and its
+failure bound on a back-end without a ledger."""
 from __future__ import annotations
 
 import json
 import shutil
 
 import pytest
+from llm4ad.base import LLM
 
+import raise_plugin as rp
 from raise_plugin.cli import main
+from raise_plugin.llm import OfflineSampler
 from raise_plugin.robust.llm_guard import CALLS_FILE, REQUESTS_FILE
 
 SMALL = ["--task", "ovrp", "--budget", "8", "--pop-size", "2", "--tau", "1", "--no-progress",
@@ -78,3 +82,35 @@ def _damaged(original: bytes, garbage: bytes) -> bytes:
     lines = original.split(b"\n")
     lines[1] = garbage
     return b"\n".join(lines)
+
+
+class _Failing(LLM):
+    """A back-end a script passes in, without a ledger: it fails (``how``) for its first 30 calls, then
+    answers as the offline sampler does."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.how, self.calls, self.offline = how, 0, OfflineSampler(seed=0, task="ovrp")
+
+    def draw_sample(self, prompt, *args, **kwargs):
+        self.calls += 1
+        if self.calls > 30:
+            return self.offline.draw_sample(prompt)
+        if self.how == "raise":
+            raise RuntimeError("the model server is down")
+        return {"none": None, "empty": "", "prose": "Prefer the cheapest insertion."}[self.how]
+
+
+@pytest.mark.parametrize("method", ["eoh", "hillclimb", "reevo"])
+@pytest.mark.parametrize("how", ["raise", "none", "empty", "prose"])
+def test_a_back_end_without_a_ledger_that_gives_no_program_ends_the_run_at_the_failure_bound(tmp_path, method, how):
+    # the host's loops asked again for ever (EoH, HillClimb: hundreds of thousands of calls a minute); ReEvo
+    # stopped after 25 failed steps and said the run had finished, with none of its samples
+    llm = _Failing(how)
+    config = rp.RunConfig(task="ovrp", method=method, robust=False, budget=4, pop_size=2, nominal=1,
+                          validation_trace=False, out=str(tmp_path / "run"))
+    summary = rp.start_run(config, llm=llm).run()
+    assert llm.calls == 10 and not summary["finished"]
+    last = "RuntimeError: the model server is down" if how == "raise" else "an answer without a usable program"
+    assert summary["failure"] == f"10 calls in a row to the LLM back-end (_Failing) gave no usable program; the " \
+                                 f"last: {last}"

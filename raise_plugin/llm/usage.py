@@ -178,7 +178,7 @@ class UsageLedger:
             self._write({"e": "failed", "op": operator})
 
     def unusable(self, operator: str, call: int | None = None) -> None:
-        """An answer gave no program (no code, another function, code that does not parse);
+        """An answer gave no program (no code, code that does not parse, an empty answer);
         ``call``: its number in the run, so a resumed run that is given it again from its
         journal does not count it twice."""
         with self._lock:

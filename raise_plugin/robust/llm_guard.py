@@ -8,7 +8,7 @@
   the journals (``WriteFailed``), ends it with a one-line failure. The host's loops swallow ``Exception`` and would ask again forever, so the guard
   tells the run to stop first and then raises ``LLMUnavailable``, which the loops pass to
   their stop check.
-- An answer that gave no sample (prose, another function, code that does not parse) is
+- An answer that gave no sample (prose, code that does not parse, an empty answer) is
   counted as unusable when the same thread asks again; it counts against the ledger's
   failure bound like a failed request. A sample resets that bound. A back-end without a
   ledger (one a script passes in), and a call that raises (the host's loops would ask again

@@ -49,6 +49,7 @@ from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
+from raise_plugin.rundir.lock import COMPARE_LOCK, RunLock
 from raise_plugin.rundir.reader import RunLog, holds
 from raise_plugin.settings import FIGURE_FORMATS
 from tasks import get_task
@@ -88,6 +89,15 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         raise UserError(f"out: {why}, got {str(study.out)!r}")
     if holds(out) == "a run":  # its report.html and the rest would be the compare's
         raise UserError(f"{out} holds a run; a compare writes a folder of its own: choose another --out")
+    # one compare at a time in a folder: a second would move aside, resume or write over the first's runs and tables
+    with RunLock(out, COMPARE_LOCK, after="comparing into it"):
+        return _compare_into(config, task, out, variants, idle, quiet, progress)
+
+
+def _compare_into(config: CompareConfig, task, out: Path, variants: list[Variant], idle: str | None, quiet: bool,
+                  progress: bool) -> CompareResult:
+    """What ``run_compare`` does once its settings are checked and ``out`` is its own."""
+    runs, study = config.runs, config.study
     plan = plan_reuse(config, task, variants, out)
     reused = plan.line(study.out)
     if reused:

@@ -68,7 +68,7 @@ def _execute(job):
     try:
         return job.execute()
     except UserError as exc:
-        raise JobFailed(str(exc)) from None
+        raise JobFailed(str(exc), retry_helps=getattr(exc, "retry_helps", False)) from None
     except Exception as exc:  # noqa: BLE001 - reported to the client in one line
         said = str(exc) if getattr(exc, "retry_helps", False) else f"{type(exc).__name__}: {exc}"  # says itself
         raise JobFailed(said, retry_helps=True) from None

@@ -21,7 +21,10 @@ COMPARE_LOCK = ".compare-lock"  # a compare's folder: one compare writes it at a
 
 
 class RunDirectoryBusy(UserError):
-    """Another process is writing the run directory."""
+    """Another process is writing the run directory. Not the settings' doing: once that process has
+    ended, the same command succeeds (a compare's job failed on it says a retry may help)."""
+
+    retry_helps = True
 
 
 _held: dict[str, int] = {}  # realpath of a lock file -> the descriptor this process holds its lock by

@@ -178,6 +178,31 @@ def test_a_run_that_could_not_go_on_fails_its_job_and_a_retry_may_help(tmp_path,
         f"http://127.0.0.1:{port}/v1?key=***"
 
 
+def test_a_training_run_another_process_writes_fails_its_job_and_a_retry_may_help(tmp_path, capsys):
+    """A run directory of the compare that a `raise-ahd resume` of its own held: the job failed, and the
+    compare said running it again could not help, as if its settings were the cause."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    held = tmp_path / "c" / "runs" / "eoh-plain-seed0"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom raise_plugin.rundir.lock import RunLock\n"
+                               "RunLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\ntime.sleep(120)",
+                               str(held)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code = main(["compare", "--task", "ovrp", "--budget", "4", "--pop-size", "2", "--seeds", "1", "--epsilons", "",
+                     "--suite-instances", "1", "--nominal", "1", "--jobs", "1", "--no-progress",
+                     "--out", str(tmp_path / "c")])
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and f"is in use by process {holder.pid}" in err[-1], err
+    assert err[-1].endswith("run the same command again to retry them"), err
+    assert "may help: run the same command again" in (tmp_path / "c" / "report.md").read_text()
+
+
 def test_a_job_process_says_whether_a_retry_helps():
     """In a job process every failure came back as a ``UserError``, which a retry cannot help: a
     run that stopped (its endpoint down) was advised not to be run again."""
@@ -185,6 +210,7 @@ def test_a_job_process_says_whether_a_retry_helps():
 
     from raise_plugin.harness.compare_jobs import RunStopped
     from raise_plugin.harness.job_place import JobFailed, _execute
+    from raise_plugin.rundir.lock import RunDirectoryBusy
 
     class Job:
         def __init__(self, error):
@@ -196,6 +222,8 @@ def test_a_job_process_says_whether_a_retry_helps():
     for error, helps, said in ((RunStopped("the run stopped: the endpoint went away"), True,
                                 "the run stopped: the endpoint went away"),
                                (OSError("disk"), True, "OSError: disk"),
+                               (RunDirectoryBusy("runs/a is in use by process 1"), True,
+                                "runs/a is in use by process 1"),
                                (UserError("methods: unknown 'x'"), False, "methods: unknown 'x'")):
         with pytest.raises(JobFailed) as caught:
             _execute(Job(error))

@@ -162,6 +162,44 @@ def test_a_run_on_a_full_disk_stops_in_one_line_and_resumes_once_space_is_freed(
         subprocess.run(["umount", str(disk)], capture_output=True)
 
 
+# the command line on a disk that refuses samples.jsonl's line of sample N (as a full disk does) and takes
+# what is written after it (a shorter line, once the refused one is cut off)
+REFUSER = textwrap.dedent("""
+    import errno, sys
+    from raise_plugin.durable import WriteFailed
+    from raise_plugin.rundir.writer import RunDirectory
+    n, log_sample = int(sys.argv[1]), RunDirectory.log_sample
+
+    def refusing(self, view):
+        if view.sample == n:
+            raise WriteFailed(self.path / "samples.jsonl", OSError(errno.ENOSPC, "No space left on device"))
+        log_sample(self, view)
+
+    RunDirectory.log_sample = refusing
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+def test_a_sample_the_disk_refused_is_named_by_no_later_record_and_resumes_without_repair(uninterrupted, tmp_path):
+    # the run wrote its generation's population after the refused sample, naming it: the resume
+    # warned of damage ("population.jsonl: 1 generation record(s) name samples missing ...") and kept a .damaged copy
+    reference, _ = uninterrupted
+    out = tmp_path / "run"
+    full = subprocess.run([sys.executable, "-c", REFUSER, "4", *RUN, "--out", str(out)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert full.returncode == 3 and "samples.jsonl: cannot write (No space left on device)" in full.stderr
+    recorded = {r["program_id"] for r in lines(out / "samples.jsonl")}
+    assert len(recorded) == 3
+    for population in lines(out / "population.jsonl"):
+        assert {m["program_id"] for m in population["members"]} <= recorded, population
+    resumed = cli("resume", str(out), "--no-progress")
+    assert resumed.returncode == 0 and "warning" not in resumed.stderr, resumed.stderr[-2000:]
+    assert not list(out.glob("*.damaged"))
+    assert run_record(out) == run_record(reference)
+
+
 def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_and_says_so_in_one_line(tmp_path):
     """RLIMIT_FSIZE makes the kernel refuse a write past a size (EFBIG), as a full disk refuses one
     (ENOSPC): the journal keeps its whole lines, nothing torn, and the error names the file."""

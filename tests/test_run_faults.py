@@ -200,6 +200,39 @@ def test_a_sample_the_disk_refused_is_named_by_no_later_record_and_resumes_witho
     assert run_record(out) == run_record(reference)
 
 
+# the command line on a disk that turns read-only as the host's log of sample N is written
+READ_ONLY_HOST_LOG = textwrap.dedent("""
+    import errno, sys
+    from llm4ad.method.eoh import EoHProfiler
+    n, write_json = int(sys.argv[1]), EoHProfiler._write_json
+
+    def refusing(self, function, **kwargs):
+        if type(self)._num_samples >= n:
+            raise OSError(errno.EROFS, "Read-only file system", self._samples_json_dir + "/samples_1~200.json")
+        write_json(self, function, **kwargs)
+
+    EoHProfiler._write_json = refusing
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+def test_a_host_log_the_disk_refuses_stops_the_run_naming_it_and_resume_continues_it(uninterrupted, tmp_path):
+    # the host's loop swallowed the error with the sample: ten samples later the run stopped with "10 LLM requests
+    # in a row gave no usable program", and the disk went unnamed
+    reference, _ = uninterrupted
+    out = tmp_path / "run"
+    refused = subprocess.run([sys.executable, "-c", READ_ONLY_HOST_LOG, "3", *RUN, "--out", str(out)],
+                             capture_output=True, text=True, cwd=ROOT, timeout=300)
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("raise-ahd: error:")]
+    assert refused.returncode == 3 and len(errors) == 1, refused.stderr[-2000:]
+    assert "samples_1~200.json: cannot write (Read-only file system)" in errors[0] and "usable" not in errors[0]
+    resumed = cli("resume", str(out), "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert run_record(out) == run_record(reference)
+
+
 def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_and_says_so_in_one_line(tmp_path):
     """RLIMIT_FSIZE makes the kernel refuse a write past a size (EFBIG), as a full disk refuses one
     (ENOSPC): the journal keeps its whole lines, nothing torn, and the error names the file."""

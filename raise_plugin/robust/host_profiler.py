@@ -6,11 +6,13 @@ import io
 import logging
 import sys
 from pathlib import Path
+from typing import Callable
 
 from llm4ad.method.eoh import EoHProfiler
 from tqdm.auto import tqdm
 
 from ..credentials import HiddenCredentials
+from ..durable import write_failure
 from ..llm.openai_request import notices
 
 __all__ = ["HostProfiler", "ConsoleNotices"]
@@ -39,11 +41,36 @@ class ConsoleNotices(logging.Handler):
 
 
 class HostProfiler(EoHProfiler):
-    """The host's ``EoHProfiler`` writing its usual logs, without printing every sample to stdout."""
+    """The host's ``EoHProfiler`` writing its usual logs, without printing every sample to stdout.
+
+    A log the disk refuses (full, read-only) goes to ``on_refused`` (the run's ``fail``: the run stops
+    as when a record of its own is refused) and the sample goes on to the run: raised in the host's
+    loop, which swallows it, it cost the sample, and ten in a row stopped the run as if the LLM had
+    given ten unusable answers."""
+
+    on_refused: Callable[[str], None] | None = None
 
     def __init__(self, log_dir, **kwargs):
         type(self)._cur_gen = 0  # a class attribute in the host: reset it per run
         super().__init__(log_dir, create_random_path=False, log_style="simple", **kwargs)
+
+    def register_function(self, function, *, resume_mode=False):
+        with self._refusals():
+            super().register_function(function, resume_mode=resume_mode)
+
+    def register_population(self, pop):
+        with self._refusals():
+            super().register_population(pop)
+
+    @contextlib.contextmanager
+    def _refusals(self):
+        try:
+            yield
+        except Exception as exc:
+            refused = write_failure(exc)
+            if refused is None or self.on_refused is None:
+                raise
+            self.on_refused(str(refused))
 
     def _create_log_path(self):
         with contextlib.redirect_stdout(io.StringIO()):

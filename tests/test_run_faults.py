@@ -233,6 +233,78 @@ def test_a_host_log_the_disk_refuses_stops_the_run_naming_it_and_resume_continue
     assert run_record(out) == run_record(reference)
 
 
+# the command line whose run directory (its last argument) is renamed to NEW right after its N-th durable write
+RENAMER = textwrap.dedent("""
+    import os, sys
+    n, new, me, real, count = int(sys.argv[1]), sys.argv[2], os.getpid(), os.fsync, [0]
+
+    def fsync(fd):
+        real(fd)
+        if os.getpid() == me:
+            count[0] += 1
+            if count[0] == n:
+                os.rename(sys.argv[-1], new)
+
+    os.fsync = fsync
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[3:]))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [12, 20])
+def test_a_run_directory_renamed_under_the_run_stops_it_in_one_line_and_resumes_under_its_new_name(
+        n, uninterrupted, tmp_path):
+    # its host's logs, opened by name, were not found: the host's loop swallowed that with each sample and the run
+    # stopped "10 LLM requests in a row gave no usable program"; then its page's reading of the folder ended the
+    # command with exit 2, `raise-ahd: error: RUN is not a run directory (no config.json)`, the stop unsaid
+    reference, _ = uninterrupted
+    out, new = tmp_path / "run", tmp_path / "renamed"
+    done = subprocess.run([sys.executable, "-c", RENAMER, str(n), str(new), *RUN, "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("raise-ahd: error:")]
+    assert done.returncode == 3 and len(errors) == 1, done.stderr[-2000:]
+    assert errors[0].startswith(f"raise-ahd: error: the run stopped: {out}/") and "No such file or directory" in \
+        errors[0] and "usable" not in errors[0], errors
+    assert "report          not written" in done.stdout
+    resumed = cli("resume", str(new), "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert run_record(new) == run_record(reference)
+
+
+# the command line whose working directory is removed (rmdir) right after its N-th durable write
+CWD_REMOVER = textwrap.dedent("""
+    import os, sys
+    n, me, real, count, here = int(sys.argv[1]), os.getpid(), os.fsync, [0], os.getcwd()
+
+    def fsync(fd):
+        real(fd)
+        if os.getpid() == me:
+            count[0] += 1
+            if count[0] == n:
+                os.rmdir(here)
+
+    os.fsync = fsync
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+def test_a_run_whose_working_directory_is_removed_finishes_into_its_run_directory_elsewhere(uninterrupted, tmp_path):
+    # the host's log was closed by a path resolved against the removed directory: `raise-ahd: error: No such
+    # file or directory`, exit 1, after the run had finished, and no summary printed
+    reference, _ = uninterrupted
+    here = tmp_path / "here"
+    here.mkdir()
+    done = subprocess.run([sys.executable, "-c", CWD_REMOVER, "10", *RUN, "--out", "../run"], capture_output=True,
+                          text=True, cwd=here, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert not here.exists()
+    assert done.returncode == 0 and "error" not in done.stderr, done.stderr[-2000:]
+    assert "report          ../run/report.html" in done.stdout
+    assert run_record(tmp_path / "run") == run_record(reference)
+
+
 def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_and_says_so_in_one_line(tmp_path):
     """RLIMIT_FSIZE makes the kernel refuse a write past a size (EFBIG), as a full disk refuses one
     (ENOSPC): the journal keeps its whole lines, nothing torn, and the error names the file."""

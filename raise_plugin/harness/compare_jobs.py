@@ -171,11 +171,14 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
         runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps).run()
     else:
         status = "trained"
+        # before the config.json the run writes, which a re-run checks it against before reusing it: a compare killed
+        # while the run was built (its engine starting) left a run of no version, set aside as another code's
+        path.mkdir(parents=True, exist_ok=True)
+        record_code_version(path)
         with warnings.catch_warnings():  # what the compare said once before it began, not again for each run
             warnings.simplefilter("ignore", IdleAdversaryWarning)
             warnings.simplefilter("ignore", SamplerStallWarning)
             method = runner.start_run(RunConfig(**{**run, **caps, "out": str(path), "executor": evaluation}))
-        record_code_version(path)  # beside the config.json the run wrote: what a re-run checks before reusing it
         method.run()
     data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     if data.get("failure") and not data.get("finished"):  # its endpoint, engine or disk failed: it stopped

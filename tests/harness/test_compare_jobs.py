@@ -112,6 +112,37 @@ def test_an_interrupted_compare_reruns_only_its_unfinished_job(here, tmp_path):
     assert (out / "results" / f"{name}.csv").exists()
 
 
+def test_a_compare_stopped_while_a_run_was_built_resumes_that_run_and_sets_nothing_aside(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """A compare killed while a training run was built (its config.json written, its engine starting) left a
+    run of no code version: the next compare said it "did not match (trained by code that recorded no
+    version ...)" and moved it to superseded/."""
+    import raise_plugin.runner as runner
+
+    class Killed(BaseException):
+        pass
+
+    start = runner.start_run
+
+    def killed_once_built(run_config, **kw):
+        start(run_config, **kw).close()  # what a kill leaves: the run's config.json, no sample
+        raise Killed
+
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0,),
+                           out=str(tmp_path), suite_instances=1, nominal=1, jobs=1)
+    monkeypatch.setattr(runner, "start_run", killed_once_built)
+    with pytest.raises(Killed):
+        run_compare(config, quiet=True, progress=False)
+    monkeypatch.setattr(runner, "start_run", start)
+    capsys.readouterr()
+    again = run_compare(config, progress=False)
+    assert capsys.readouterr().out.splitlines()[0].startswith(
+        f"{tmp_path} holds an earlier compare; reusing 0 of 1 training runs finished, 0 of 4 suite evaluations, "
+        "1 interrupted run to resume (")
+    assert not (tmp_path / "superseded").exists() and not again.failures
+    assert again.jobs[0].outcome.status == "resumed" and run_finished(tmp_path / "runs" / "eoh-plain-seed0")
+
+
 def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help(tmp_path, monkeypatch):
     import raise_plugin.runner as runner
     from raise_plugin.harness.compare import failure_line

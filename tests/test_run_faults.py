@@ -162,6 +162,37 @@ def test_a_run_on_a_full_disk_stops_in_one_line_and_resumes_once_space_is_freed(
         subprocess.run(["umount", str(disk)], capture_output=True)
 
 
+# the command line killed as it is about to call RunDirectory.WHAT the first time
+KILLED_BEFORE = textwrap.dedent("""
+    import os, signal, sys
+    from raise_plugin.rundir.writer import RunDirectory
+    what = sys.argv[1]
+
+    def kill(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    setattr(RunDirectory, what, kill)
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["log_population", "write_checkpoint"])
+def test_a_run_killed_before_its_first_checkpoint_resumes_with_no_warning(what, uninterrupted, tmp_path):
+    # the first generation's refresh recorded, its population (or checkpoint) not yet: "warning: checkpoint.json is
+    # missing; rebuilt ... (the random states of selection and search start afresh)", as for a damaged directory
+    reference, _ = uninterrupted
+    out = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLED_BEFORE, what, *RUN, "--out", str(out)], capture_output=True,
+                            text=True, cwd=ROOT, timeout=300)
+    assert killed.returncode == -signal.SIGKILL and not (out / "checkpoint.json").exists()
+    assert len(lines(out / "population.jsonl")) == (what == "write_checkpoint")
+    resumed = cli("resume", str(out), "--no-progress")
+    assert resumed.returncode == 0 and "warning" not in resumed.stderr, resumed.stderr[-2000:]
+    assert run_record(out) == run_record(reference)
+
+
 # the command line on a disk that refuses samples.jsonl's line of sample N (as a full disk does) and takes
 # what is written after it (a shorter line, once the refused one is cut off)
 REFUSER = textwrap.dedent("""

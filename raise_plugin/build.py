@@ -50,14 +50,17 @@ def build_run(config: RunConfig, parts: RunParts, run_dir: RunDirectory, llm, ca
         check_limits(task, SandboxLimits.of(config.engine), executor, timeout=timeout)
         profiler = HostProfiler(str(run_dir.path / "host"), evaluation_name=task.name, method_name=config.method,
                                 initial_num_samples=initial_samples) if config.engine.host_profiler else None
-        return robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler,
-                                    max_sample_nums=config.budget.samples, max_generations=None,
-                                    pop_size=config.budget.pop_size, num_samplers=config.llm.num_samplers,
-                                    num_evaluators=config.engine.num_evaluators,
-                                    programs_in_flight=config.engine.programs_in_flight,
-                                    callbacks=[*own, *callbacks, *owned], seed=config.seed,
-                                    recorder=run_dir, executor=executor, generation_size=config.budget.pop_size,
-                                    early_reject=config.engine.early_reject)
+        method = robust(parts.method)(llm=llm, evaluation=evaluation, profiler=profiler,
+                                      max_sample_nums=config.budget.samples, max_generations=None,
+                                      pop_size=config.budget.pop_size, num_samplers=config.llm.num_samplers,
+                                      num_evaluators=config.engine.num_evaluators,
+                                      programs_in_flight=config.engine.programs_in_flight,
+                                      callbacks=[*own, *callbacks, *owned], seed=config.seed,
+                                      recorder=run_dir, executor=executor, generation_size=config.budget.pop_size,
+                                      early_reject=config.engine.early_reject)
+        if profiler is not None:  # its logs refused (a full or read-only disk) stop the run as its records do
+            profiler.on_refused = method.fail
+        return method
     except BaseException:
         for part in owned:
             part.close()

@@ -12,7 +12,7 @@ import signal
 import sys
 import warnings
 
-from .errors import PluginWarning, SandboxNote, UserError
+from .errors import UserError, one_line_warning
 
 COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank", "select")
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args.given = {t[2:].split("=", 1)[0].replace("-", "_") for t in typed if t.startswith("--")}
     previous = signal.signal(signal.SIGTERM, _terminated)  # as Ctrl-C: every command cleans up after itself
     shown = warnings.showwarning
-    warnings.showwarning = _one_line_warning
+    warnings.showwarning = one_line_warning
     try:
         return int(args.func(args) or 0)
     except Terminated:
@@ -104,16 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         warnings.showwarning = shown
-
-
-def _one_line_warning(message, category, filename, lineno, file=None, line=None):
-    """The plugin's warnings as one line each; others as Python shows them."""
-    if issubclass(category, SandboxNote):
-        print(f"raise-ahd: note: {message}", file=sys.stderr)
-    elif issubclass(category, PluginWarning):
-        print(f"raise-ahd: warning: {message}", file=sys.stderr)
-    else:
-        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 class Terminated(KeyboardInterrupt):

@@ -2,13 +2,13 @@
 
 ``UserError`` is defined with the tasks (the lowest layer), so a task's own errors are ones too."""
 import difflib
+import sys
 import warnings
 
 from tasks.common.errors import BadArgument, BadArgumentType, UnknownName, UserError
 
 __all__ = ["UserError", "UnknownName", "BadArgument", "BadArgumentType", "UnknownKeyword", "PluginWarning",
-           "SandboxNote", "note_once",
-           "unexpected_keyword"]
+           "SandboxNote", "note_once", "one_line_warning", "unexpected_keyword"]
 
 
 class PluginWarning(UserWarning):
@@ -31,6 +31,17 @@ def note_once(message: str, stacklevel: int = 2) -> None:
     if message not in _NOTED:
         _NOTED.add(message)
         warnings.warn(message, SandboxNote, stacklevel=stacklevel + 1)
+
+
+def one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` of the command line (and of its job processes): the plugin's warnings
+    as one line each (``raise-ahd: warning: ...``, ``raise-ahd: note: ...``); others as Python shows them."""
+    if issubclass(category, SandboxNote):
+        print(f"raise-ahd: note: {message}", file=sys.stderr)
+    elif issubclass(category, PluginWarning):
+        print(f"raise-ahd: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 class UnknownKeyword(UserError, TypeError):

@@ -162,6 +162,180 @@ def test_a_run_on_a_full_disk_stops_in_one_line_and_resumes_once_space_is_freed(
         subprocess.run(["umount", str(disk)], capture_output=True)
 
 
+# the command line killed as it is about to call RunDirectory.WHAT the first time
+KILLED_BEFORE = textwrap.dedent("""
+    import os, signal, sys
+    from raise_plugin.rundir.writer import RunDirectory
+    what = sys.argv[1]
+
+    def kill(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    setattr(RunDirectory, what, kill)
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["log_population", "write_checkpoint"])
+def test_a_run_killed_before_its_first_checkpoint_resumes_with_no_warning(what, uninterrupted, tmp_path):
+    # the first generation's refresh recorded, its population (or checkpoint) not yet: "warning: checkpoint.json is
+    # missing; rebuilt ... (the random states of selection and search start afresh)", as for a damaged directory
+    reference, _ = uninterrupted
+    out = tmp_path / "run"
+    killed = subprocess.run([sys.executable, "-c", KILLED_BEFORE, what, *RUN, "--out", str(out)], capture_output=True,
+                            text=True, cwd=ROOT, timeout=300)
+    assert killed.returncode == -signal.SIGKILL and not (out / "checkpoint.json").exists()
+    assert len(lines(out / "population.jsonl")) == (what == "write_checkpoint")
+    resumed = cli("resume", str(out), "--no-progress")
+    assert resumed.returncode == 0 and "warning" not in resumed.stderr, resumed.stderr[-2000:]
+    assert run_record(out) == run_record(reference)
+
+
+# the command line on a disk that refuses samples.jsonl's line of sample N (as a full disk does) and takes
+# what is written after it (a shorter line, once the refused one is cut off)
+REFUSER = textwrap.dedent("""
+    import errno, sys
+    from raise_plugin.durable import WriteFailed
+    from raise_plugin.rundir.writer import RunDirectory
+    n, log_sample = int(sys.argv[1]), RunDirectory.log_sample
+
+    def refusing(self, view):
+        if view.sample == n:
+            raise WriteFailed(self.path / "samples.jsonl", OSError(errno.ENOSPC, "No space left on device"))
+        log_sample(self, view)
+
+    RunDirectory.log_sample = refusing
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+def test_a_sample_the_disk_refused_is_named_by_no_later_record_and_resumes_without_repair(uninterrupted, tmp_path):
+    # the run wrote its generation's population after the refused sample, naming it: the resume
+    # warned of damage ("population.jsonl: 1 generation record(s) name samples missing ...") and kept a .damaged copy
+    reference, _ = uninterrupted
+    out = tmp_path / "run"
+    full = subprocess.run([sys.executable, "-c", REFUSER, "4", *RUN, "--out", str(out)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+    assert full.returncode == 3 and "samples.jsonl: cannot write (No space left on device)" in full.stderr
+    recorded = {r["program_id"] for r in lines(out / "samples.jsonl")}
+    assert len(recorded) == 3
+    for population in lines(out / "population.jsonl"):
+        assert {m["program_id"] for m in population["members"]} <= recorded, population
+    resumed = cli("resume", str(out), "--no-progress")
+    assert resumed.returncode == 0 and "warning" not in resumed.stderr, resumed.stderr[-2000:]
+    assert not list(out.glob("*.damaged"))
+    assert run_record(out) == run_record(reference)
+
+
+# the command line on a disk that turns read-only as the host's log of sample N is written
+READ_ONLY_HOST_LOG = textwrap.dedent("""
+    import errno, sys
+    from llm4ad.method.eoh import EoHProfiler
+    n, write_json = int(sys.argv[1]), EoHProfiler._write_json
+
+    def refusing(self, function, **kwargs):
+        if type(self)._num_samples >= n:
+            raise OSError(errno.EROFS, "Read-only file system", self._samples_json_dir + "/samples_1~200.json")
+        write_json(self, function, **kwargs)
+
+    EoHProfiler._write_json = refusing
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+def test_a_host_log_the_disk_refuses_stops_the_run_naming_it_and_resume_continues_it(uninterrupted, tmp_path):
+    # the host's loop swallowed the error with the sample: ten samples later the run stopped with "10 LLM requests
+    # in a row gave no usable program", and the disk went unnamed
+    reference, _ = uninterrupted
+    out = tmp_path / "run"
+    refused = subprocess.run([sys.executable, "-c", READ_ONLY_HOST_LOG, "3", *RUN, "--out", str(out)],
+                             capture_output=True, text=True, cwd=ROOT, timeout=300)
+    errors = [line for line in refused.stderr.splitlines() if line.startswith("raise-ahd: error:")]
+    assert refused.returncode == 3 and len(errors) == 1, refused.stderr[-2000:]
+    assert "samples_1~200.json: cannot write (Read-only file system)" in errors[0] and "usable" not in errors[0]
+    resumed = cli("resume", str(out), "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert run_record(out) == run_record(reference)
+
+
+# the command line whose run directory (its last argument) is renamed to NEW right after its N-th durable write
+RENAMER = textwrap.dedent("""
+    import os, sys
+    n, new, me, real, count = int(sys.argv[1]), sys.argv[2], os.getpid(), os.fsync, [0]
+
+    def fsync(fd):
+        real(fd)
+        if os.getpid() == me:
+            count[0] += 1
+            if count[0] == n:
+                os.rename(sys.argv[-1], new)
+
+    os.fsync = fsync
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[3:]))
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [12, 20])
+def test_a_run_directory_renamed_under_the_run_stops_it_in_one_line_and_resumes_under_its_new_name(
+        n, uninterrupted, tmp_path):
+    # its host's logs, opened by name, were not found: the host's loop swallowed that with each sample and the run
+    # stopped "10 LLM requests in a row gave no usable program"; then its page's reading of the folder ended the
+    # command with exit 2, `raise-ahd: error: RUN is not a run directory (no config.json)`, the stop unsaid
+    reference, _ = uninterrupted
+    out, new = tmp_path / "run", tmp_path / "renamed"
+    done = subprocess.run([sys.executable, "-c", RENAMER, str(n), str(new), *RUN, "--out", str(out)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("raise-ahd: error:")]
+    assert done.returncode == 3 and len(errors) == 1, done.stderr[-2000:]
+    assert errors[0].startswith(f"raise-ahd: error: the run stopped: {out}/") and "No such file or directory" in \
+        errors[0] and "usable" not in errors[0], errors
+    assert "report          not written" in done.stdout
+    resumed = cli("resume", str(new), "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert run_record(new) == run_record(reference)
+
+
+# the command line whose working directory is removed (rmdir) right after its N-th durable write
+CWD_REMOVER = textwrap.dedent("""
+    import os, sys
+    n, me, real, count, here = int(sys.argv[1]), os.getpid(), os.fsync, [0], os.getcwd()
+
+    def fsync(fd):
+        real(fd)
+        if os.getpid() == me:
+            count[0] += 1
+            if count[0] == n:
+                os.rmdir(here)
+
+    os.fsync = fsync
+    from raise_plugin.cli import main
+    sys.exit(main(sys.argv[2:]))
+""")
+
+
+@pytest.mark.slow
+def test_a_run_whose_working_directory_is_removed_finishes_into_its_run_directory_elsewhere(uninterrupted, tmp_path):
+    # the host's log was closed by a path resolved against the removed directory: `raise-ahd: error: No such
+    # file or directory`, exit 1, after the run had finished, and no summary printed
+    reference, _ = uninterrupted
+    here = tmp_path / "here"
+    here.mkdir()
+    done = subprocess.run([sys.executable, "-c", CWD_REMOVER, "10", *RUN, "--out", "../run"], capture_output=True,
+                          text=True, cwd=here, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert not here.exists()
+    assert done.returncode == 0 and "error" not in done.stderr, done.stderr[-2000:]
+    assert "report          ../run/report.html" in done.stdout
+    assert run_record(tmp_path / "run") == run_record(reference)
+
+
 def test_a_write_the_disk_refuses_leaves_the_file_as_it_was_and_says_so_in_one_line(tmp_path):
     """RLIMIT_FSIZE makes the kernel refuse a write past a size (EFBIG), as a full disk refuses one
     (ENOSPC): the journal keeps its whole lines, nothing torn, and the error names the file."""

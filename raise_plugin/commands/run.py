@@ -248,8 +248,8 @@ def execute(method, run_dir, *, progress: bool, out=None) -> int:
         print(f"best program    not written ({exc.strerror or exc})", file=out)
     try:
         print(f"report          {write_run_page(run_dir, summary)}", file=out)  # one page: figures, costs, failures
-    except OSError as exc:
-        print(f"report          not written ({exc.strerror or exc})", file=out)
+    except (OSError, RunDirectoryDamaged) as exc:  # damaged: the folder renamed or removed under the run
+        print(f"report          not written ({getattr(exc, 'strerror', None) or exc})", file=out)
     compiled = [cb.line for cb in method.callbacks if isinstance(cb, CompiledPathReport) and cb.line]
     if compiled:
         print(f"compiled path   {compiled[0]}", file=out)

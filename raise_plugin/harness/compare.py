@@ -19,6 +19,7 @@ checkpoints, and re-uses evaluated results while their runs are as they were eva
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import warnings
@@ -49,6 +50,7 @@ from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
+from raise_plugin.rundir.lock import COMPARE_LOCK, RunLock
 from raise_plugin.rundir.reader import RunLog, holds
 from raise_plugin.settings import FIGURE_FORMATS
 from tasks import get_task
@@ -88,6 +90,15 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         raise UserError(f"out: {why}, got {str(study.out)!r}")
     if holds(out) == "a run":  # its report.html and the rest would be the compare's
         raise UserError(f"{out} holds a run; a compare writes a folder of its own: choose another --out")
+    # one compare at a time in a folder: a second would move aside, resume or write over the first's runs and tables
+    with RunLock(out, COMPARE_LOCK, after="comparing into it"):
+        return _compare_into(config, task, out, variants, idle, quiet, progress)
+
+
+def _compare_into(config: CompareConfig, task, out: Path, variants: list[Variant], idle: str | None, quiet: bool,
+                  progress: bool) -> CompareResult:
+    """What ``run_compare`` does once its settings are checked and ``out`` is its own."""
+    runs, study = config.runs, config.study
     plan = plan_reuse(config, task, variants, out)
     reused = plan.line(study.out)
     if reused:
@@ -108,30 +119,43 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
     say_notes(task, drawn=runs.instance_seed != "public", offline=bool(asking) and is_offline(runs.llm.backend))
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
-    records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress, plan)
+    with _writing(out):  # a disk that refuses a result (written here) is said in one line as the tables' are
+        records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress, plan)
     failures = [r for r in records if r.status == "failed"]
-    finished = {k: p for k, p in run_dirs.items() if run_finished(p)}
-    started = {k: p for k, p in run_dirs.items() if (p / "config.json").exists()}  # finished or not
-    rows = with_reference_rule(task, collect_rows(out, task.baselines,
-                                                  [result_name(v.key, s, study.select_on) for v, s in cells]))
-    write_rows(out / "results.csv", rows)
-    in_tables = {(r["variant"], int(r["seed"])) for r in rows if r["kind"] != "baseline"}
-    tables, comparisons, table_files = write_tables(study, task, variants, rows, out, budget=runs.budget.samples)
-    stale = set_aside_tables(out, table_files, plan)
-    if stale:
-        _say(f"{len(stale)} tables of an earlier compare that this one does not write ({', '.join(stale[:3])}"
-             f"{', ...' if len(stale) > 3 else ''}) moved to {plan.superseded}", quiet)
-    figures = _write_figures(task, variants, study.seeds, finished, out, study.figure_formats)
-    ledger = study_ledger({f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells
-                           if run_dirs[(v.key, s)].exists()})
-    (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=1) + "\n")
-    (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, started, comparisons,
-                                                  failures=failures, plan=plan, in_tables=in_tables))
-    files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / LEDGER_FILE,
-             out / "report.md", write_compare_page(out)]
+    with _writing(out):  # a disk that refuses the tables or the report: one line naming the folder, what is kept
+        finished = {k: p for k, p in run_dirs.items() if run_finished(p)}
+        started = {k: p for k, p in run_dirs.items() if (p / "config.json").exists()}  # finished or not
+        rows = with_reference_rule(task, collect_rows(out, task.baselines,
+                                                      [result_name(v.key, s, study.select_on) for v, s in cells]))
+        write_rows(out / "results.csv", rows)
+        in_tables = {(r["variant"], int(r["seed"])) for r in rows if r["kind"] != "baseline"}
+        tables, comparisons, table_files = write_tables(study, task, variants, rows, out, budget=runs.budget.samples)
+        stale = set_aside_tables(out, table_files, plan)
+        if stale:
+            _say(f"{len(stale)} tables of an earlier compare that this one does not write ({', '.join(stale[:3])}"
+                 f"{', ...' if len(stale) > 3 else ''}) moved to {plan.superseded}", quiet)
+        figures = _write_figures(task, variants, study.seeds, finished, out, study.figure_formats)
+        ledger = study_ledger({f"{v.key}-seed{s}": run_dirs[(v.key, s)] for v, s in cells
+                               if run_dirs[(v.key, s)].exists()})
+        (out / LEDGER_FILE).write_text(json.dumps(ledger, indent=1) + "\n")
+        (out / "report.md").write_text(compare_report(config, task, variants, tables, figures, started, comparisons,
+                                                      failures=failures, plan=plan, in_tables=in_tables))
+        files = [out / "compare.json", out / "results.csv", *table_files, *figures, out / LEDGER_FILE,
+                 out / "report.md", write_compare_page(out)]
     baselines = list(dict.fromkeys([*task.baselines, *(r["method"] for r in rows if r["kind"] == "baseline")]))
     result = CompareResult(out, rows, tables, files, comparisons, records, variants, baselines, failures)
     return result
+
+
+@contextlib.contextmanager
+def _writing(out: Path):
+    """What the compare writes into ``out`` itself (results, tables, report): a write the system refuses (a full
+    disk, which names no file) is one line naming ``out`` and what running it again does."""
+    try:
+        yield
+    except OSError as exc:
+        raise UserError(f"{out}: cannot write ({exc.strerror or exc}); every run and result that finished is kept: "
+                        "once the cause is gone, the same command goes on from them") from None
 
 
 def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[Variant], run_dirs: dict,

@@ -21,6 +21,7 @@ from raise_plugin import runner
 from raise_plugin.config import RunConfig
 from raise_plugin.engine import SandboxLimits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
+from raise_plugin.errors import PluginWarning
 from raise_plugin.harness.provenance import record_code_version
 from raise_plugin.harness.run_metric import best_line
 from raise_plugin.harness.run_shipping import pack_run, scratch_folder, sees_client_disk
@@ -30,8 +31,8 @@ from raise_plugin.robust import IdleAdversaryWarning
 from tasks import get_task
 from tasks.common.suite import Dataset
 
-__all__ = ["TrainJob", "EvalJob", "TrainOutcome", "EvalOutcome", "train_run", "run_finished", "suite_datasets",
-           "ROW_FIELDS"]
+__all__ = ["TrainJob", "EvalJob", "TrainOutcome", "EvalOutcome", "RunRepaired", "train_run", "run_finished",
+           "suite_datasets", "ROW_FIELDS"]
 
 ROW_FIELDS = ["method", "variant", "kind", "seed", "dataset", "family", "params", "instance", "metric", "valid",
               "reason"]
@@ -67,6 +68,11 @@ class EvalOutcome:
     def summary(self) -> str:
         invalid = sum(1 for r in self.rows if not r["valid"])
         return f"{len(self.rows)} instances" + (f", {invalid} invalid" if invalid else "")
+
+
+class RunRepaired(PluginWarning):
+    """A training run's directory repaired as its job resumed it (a line cut short by a kill, ...), named by
+    the run: a compare resumes many."""
 
 
 class RunStopped(RuntimeError):
@@ -165,22 +171,29 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
     ``max_llm_calls``) are what it may spend in all, its earlier requests included."""
     started = time.time()
     caps = caps or {}
+    data = None  # the run's summary as it ended, what its summary.json holds (the disk that stopped it may refuse it)
     if run_finished(path):
         status = "finished before"
     elif (path / "config.json").exists():
         status = "resumed"
         record_code_version(path)
         # the recorded evaluation executor may name another machine's share of cores; results do not depend on it
-        runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps).run()
+        data = runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps,
+                                 on_repair=lambda message: warnings.warn(f"{path.name}: {message}", RunRepaired,
+                                                                         stacklevel=2)).run()
     else:
         status = "trained"
+        # before the config.json the run writes, which a re-run checks it against before reusing it: a compare killed
+        # while the run was built (its engine starting) left a run of no version, set aside as another code's
+        path.mkdir(parents=True, exist_ok=True)
+        record_code_version(path)
         with warnings.catch_warnings():  # what the compare said once before it began, not again for each run
             warnings.simplefilter("ignore", IdleAdversaryWarning)
             warnings.simplefilter("ignore", SamplerStallWarning)
             method = runner.start_run(RunConfig(**{**run, **caps, "out": str(path), "executor": evaluation}))
-        record_code_version(path)  # beside the config.json the run wrote: what a re-run checks before reusing it
-        method.run()
-    data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
+        data = method.run()
+    if data is None:
+        data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     if data.get("failure") and not data.get("finished"):  # its endpoint, engine or disk failed: it stopped
         # a replay its recording could not answer (a prompt it lacks, the recorded run's own failure) asks the same
         # prompts of the same answers when it resumes

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_spec, default_workers,
                                            parse_executor_spec, say_if_weakened, worker_width)
-from raise_plugin.errors import SandboxNote, UserError
+from raise_plugin.errors import SandboxNote, UserError, one_line_warning
 from raise_plugin.instance_seeds import say_fixed_nominal
 from raise_plugin.llm import notice_said, say_notice
 
@@ -47,6 +47,7 @@ def _job_process_start() -> None:
     """A local job process says none of the notes its compare said before the jobs (``say_notes``),
     on this same machine, nor the offline sampler's notice, which the compare said too."""
     warnings.simplefilter("ignore", SandboxNote)
+    warnings.showwarning = one_line_warning  # as the command line shows them (a fork server's process has Python's)
     notice_said()
 
 
@@ -68,7 +69,7 @@ def _execute(job):
     try:
         return job.execute()
     except UserError as exc:
-        raise JobFailed(str(exc)) from None
+        raise JobFailed(str(exc), retry_helps=getattr(exc, "retry_helps", False)) from None
     except Exception as exc:  # noqa: BLE001 - reported to the client in one line
         helps = getattr(exc, "retry_helps", None)  # an error that says whether a retry helps says itself in words
         said = str(exc) if helps is not None else f"{type(exc).__name__}: {exc}"

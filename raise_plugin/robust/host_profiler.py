@@ -7,12 +7,14 @@ import io
 import logging
 import sys
 from pathlib import Path
+from typing import Callable
 
 from llm4ad.method.eoh import EoHProfiler
 from llm4ad.tools.profiler import ProfilerBase
 from tqdm.auto import tqdm
 
 from ..credentials import HiddenCredentials
+from ..durable import WriteFailed
 from ..llm.openai_request import notices
 
 __all__ = ["HostProfiler", "QuietProfiler", "ConsoleNotices"]
@@ -41,11 +43,36 @@ class ConsoleNotices(logging.Handler):
 
 
 class HostProfiler(EoHProfiler):
-    """The host's ``EoHProfiler`` writing its usual logs, without printing every sample to stdout."""
+    """The host's ``EoHProfiler`` writing its usual logs, without printing every sample to stdout.
+
+    A log the system refuses (a full or read-only disk, a folder gone) goes to ``on_refused`` (the
+    run's ``fail``: the run stops as when a record of its own is refused) and the sample goes on to
+    the run: raised in the host's loop, which swallows it, it cost the sample, and ten in a row
+    stopped the run as if the LLM had given ten unusable answers."""
+
+    on_refused: Callable[[str], None] | None = None
 
     def __init__(self, log_dir, **kwargs):
         type(self)._cur_gen = 0  # a class attribute in the host: reset it per run
+        self._folder = Path(log_dir).resolve()  # now: a relative path no longer resolves once the cwd is removed
         super().__init__(log_dir, create_random_path=False, log_style="simple", **kwargs)
+
+    def register_function(self, function, *, resume_mode=False):
+        with self._refusals():
+            super().register_function(function, resume_mode=resume_mode)
+
+    def register_population(self, pop):
+        with self._refusals():
+            super().register_population(pop)
+
+    @contextlib.contextmanager
+    def _refusals(self):
+        try:
+            yield
+        except OSError as exc:  # writing its logs is all it does: any error of the system's is a write refused
+            if self.on_refused is None:  # (its folder gone with the run directory, renamed or removed, too)
+                raise
+            self.on_refused(str(WriteFailed(exc.filename, exc)))
 
     def _create_log_path(self):
         with contextlib.redirect_stdout(io.StringIO()):
@@ -68,9 +95,9 @@ class HostProfiler(EoHProfiler):
     def close(self) -> None:
         """Close the log file the host's logger writes (``run_log.txt``): the host removes a handler
         only when the next profiler is made, and never closes it, so each run's file stayed open."""
-        logger, folder = getattr(self, "_logger_txt", None), Path(self._log_dir).resolve()
+        logger = getattr(self, "_logger_txt", None)
         for handler in list(getattr(logger, "handlers", ())):
-            if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == folder:
+            if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == self._folder:
                 logger.removeHandler(handler)
                 handler.close()
 

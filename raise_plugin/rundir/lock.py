@@ -1,4 +1,5 @@
-"""One writer per run directory: the advisory lock (``fcntl.flock``) on ``RUN_DIR/lock`` and who holds it."""
+"""One writer per run directory (and per compare's folder): the advisory lock (``fcntl.flock``) on
+``RUN_DIR/lock`` (``OUT/.compare-lock``) and who holds it."""
 from __future__ import annotations
 
 import fcntl
@@ -13,16 +14,20 @@ from pathlib import Path
 from ..credentials import shown_command
 from ..errors import UserError
 
-__all__ = ["LOCK_NAME", "RunLock", "RunDirectoryBusy", "lock_holder"]
+__all__ = ["LOCK_NAME", "COMPARE_LOCK", "RunLock", "RunDirectoryBusy", "lock_holder"]
 
 LOCK_NAME = "lock"
+COMPARE_LOCK = ".compare-lock"  # a compare's folder: one compare writes it at a time
 
 
 class RunDirectoryBusy(UserError):
-    """Another process is writing the run directory."""
+    """Another process is writing the run directory. Not the settings' doing: once that process has
+    ended, the same command succeeds (a compare's job failed on it says a retry may help)."""
+
+    retry_helps = True
 
 
-_held: dict[str, int] = {}  # realpath of a run directory -> the descriptor this process holds its lock by
+_held: dict[str, int] = {}  # realpath of a lock file -> the descriptor this process holds its lock by
 _held_lock = threading.Lock()
 
 
@@ -50,11 +55,15 @@ class RunLock:
     exits, crashes or is killed, so a lock file left by a dead process is simply taken
     over. Within one process it is held once too: a second run object on the directory (a notebook's
     cell run again) is refused until the first has run to its end or is closed.
+
+    ``name`` is the lock file's (a compare's folder has one of its own, ``COMPARE_LOCK``), ``after``
+    what the refusal asks the user to wait for before doing.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, name: str = LOCK_NAME, after: str = "running or resuming here"):
         self.directory = Path(path)
-        self.file = self.directory / LOCK_NAME
+        self.file = self.directory / name
+        self.after = after
         self._key: str | None = None
         self._before = b""  # the record this process found, the last writer's
 
@@ -62,8 +71,11 @@ class RunLock:
         if self._key is not None:
             return self
         self.directory.mkdir(parents=True, exist_ok=True)
-        key = os.path.realpath(self.directory)
+        key = os.path.realpath(self.file)
         with _held_lock:
+            if key in _held and self.file.name != LOCK_NAME:  # a compare of this process writes there (a thread's)
+                raise RunDirectoryBusy(f"{self.directory} is in use by a compare of this process; wait for it to "
+                                       f"end before {self.after}")
             if key in _held:  # a run object of this process writes there (one not yet run, or under way)
                 raise RunDirectoryBusy(f"{self.directory} is in use by a run of this process, started or resumed and "
                                        "not run to its end: run it, or let it go with its close()")
@@ -74,7 +86,7 @@ class RunLock:
                 holder = _read_holder(fd)
                 os.close(fd)
                 raise RunDirectoryBusy(f"{self.directory} is in use by {holder}; wait for it to end or stop it "
-                                       "before running or resuming here") from None
+                                       f"before {self.after}") from None
             except OSError as exc:
                 os.close(fd)
                 raise RunDirectoryBusy(f"{self.directory}: cannot lock {self.file.name} "
@@ -120,7 +132,7 @@ def lock_holder(path: str | os.PathLike) -> str | None:
     or ``None`` when no process holds its lock. Only looks: the lock is tried shared on a descriptor
     of its own and let go at once, and its file is neither made nor written."""
     with _held_lock:
-        if os.path.realpath(path) in _held:
+        if os.path.realpath(Path(path) / LOCK_NAME) in _held:
             return "a run of this process"
     try:
         fd = os.open(Path(path) / LOCK_NAME, os.O_RDONLY)

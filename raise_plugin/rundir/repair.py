@@ -163,8 +163,11 @@ def checked_checkpoint(p: Path, instances: dict, sets: list[dict], populations: 
     if last_set is not None:
         rebuilt.update(instance_set=list(last_set["members"]), instance_set_version=last_set["version"],
                        refreshes=int(last_set.get("refreshes") or 0))
-    if problem == "missing" and not populations and all(_made_at(s, instances) == 0 for s in sets):
-        return rebuilt  # stopped before its first generation ended, which writes the first checkpoint: nothing lost
+    first = not populations or (len(populations) == 1 and populations[0]["generation"] <= 1)
+    if problem == "missing" and first and all(_made_at(s, instances) <= 1 for s in sets):
+        # killed before the first checkpoint, which the first generation's end writes after its refresh and its
+        # record: the run's first state is what that checkpoint starts from, as an older one is for a later kill
+        return rebuilt
     repaired(f"checkpoint.json is {problem}; rebuilt from instances/index.jsonl and population.jsonl "
              f"(generation {rebuilt['generation']}, instance set version {rebuilt.get('instance_set_version', 0)}; "
              "the random states of selection and search start afresh)")

@@ -203,6 +203,89 @@ def test_a_fresh_compare_says_nothing_of_reuse_and_an_interrupted_one_says_what_
     assert list((again / "superseded").glob("*/results/baseline-SP-Insert.csv"))
 
 
+HOLDER = """
+import sys, time
+from raise_plugin.rundir.lock import COMPARE_LOCK, RunLock
+RunLock(sys.argv[1], COMPARE_LOCK).acquire()
+print("locked", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_compare_into_a_folder_another_compare_writes_is_refused_in_one_line_and_moves_nothing(tmp_path,
+                                                                                               monkeypatch, capsys):
+    # two compares into one folder each failed the jobs whose runs the other held, said a retry could not help,
+    # and a second of other settings moved aside the runs the first was writing
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from raise_plugin.cli import main
+    from raise_plugin.harness import compare
+    from raise_plugin.rundir.lock import RunDirectoryBusy
+
+    out = tmp_path / "out"
+    config = tiny(out, ablations=False)
+    under_way = out / "runs" / "eoh-plain-seed1"  # the other compare's run, of another budget
+    under_way.mkdir(parents=True)
+    (under_way / "config.json").write_text(json.dumps(expected_run_config(
+        tiny(out, ablations=False, budget=12).run_fields("eoh", False, None, 1))))
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+        with pytest.raises(RunDirectoryBusy, match=f"in use by process {holder.pid} .*before comparing into it$"):
+            run_compare(config, quiet=True)
+        capsys.readouterr()
+        assert main(["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "8", "--pop-size", "4", "--tau", "1",
+                     "--seeds", "2", "--out", str(out), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"raise-ahd: error: {out} is in use by process {holder.pid} ("), err
+        assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before  # nothing moved, nothing written
+    finally:
+        holder.kill()
+        holder.wait()
+
+    class Planned(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Planned
+
+    monkeypatch.setattr(compare, "_train_and_evaluate", stop)
+    with pytest.raises(Planned):  # its holder gone, the folder is the next compare's
+        run_compare(config, quiet=True)
+    assert list((out / "superseded").glob("*/runs/eoh-plain-seed1/config.json"))
+
+
+def test_a_compare_whose_disk_refuses_its_report_says_so_in_one_line_naming_its_folder(tmp_path, monkeypatch,
+                                                                                       capsys):
+    # a full disk's error names no file: `raise-ahd: error: No space left on device`, exit 1, and no word of what
+    # was kept or what to do
+    import errno
+
+    from raise_plugin.cli import main
+    from raise_plugin.harness import compare
+
+    def full(out):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(compare, "write_compare_page", full)
+    out = tmp_path / "c"
+    flags = ["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "4", "--pop-size", "2", "--seeds", "1",
+             "--epsilons", "", "--suite-instances", "1", "--nominal", "1", "--jobs", "1", "--no-progress",
+             "--out", str(out)]
+    assert main(flags) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"raise-ahd: error: {out}: cannot write (No space left on device); every run and result that "
+                       "finished is kept: once the cause is gone, the same command goes on from them"), err
+    monkeypatch.undo()
+    assert main(flags) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith(f"{out} holds an earlier compare; reusing 1 of 1 "
+                                                              "training runs finished, 4 of 4 suite evaluations")
+
+
 def test_variants_follow_the_paper():
     keys = [v.key for v in plan_variants(["eoh", "reevo"], [0.001, 0.01], ablations=True)]
     assert keys[:3] == ["eoh-plain", "eoh-raise-eps0.001", "eoh-raise-eps0.01"]

@@ -112,6 +112,87 @@ def test_an_interrupted_compare_reruns_only_its_unfinished_job(here, tmp_path):
     assert (out / "results" / f"{name}.csv").exists()
 
 
+def test_a_compare_stopped_while_a_run_was_built_resumes_that_run_and_sets_nothing_aside(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """A compare killed while a training run was built (its config.json written, its engine starting) left a
+    run of no code version: the next compare said it "did not match (trained by code that recorded no
+    version ...)" and moved it to superseded/."""
+    import raise_plugin.runner as runner
+
+    class Killed(BaseException):
+        pass
+
+    start = runner.start_run
+
+    def killed_once_built(run_config, **kw):
+        start(run_config, **kw).close()  # what a kill leaves: the run's config.json, no sample
+        raise Killed
+
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0,),
+                           out=str(tmp_path), suite_instances=1, nominal=1, jobs=1)
+    monkeypatch.setattr(runner, "start_run", killed_once_built)
+    with pytest.raises(Killed):
+        run_compare(config, quiet=True, progress=False)
+    monkeypatch.setattr(runner, "start_run", start)
+    capsys.readouterr()
+    again = run_compare(config, progress=False)
+    assert capsys.readouterr().out.splitlines()[0].startswith(
+        f"{tmp_path} holds an earlier compare; reusing 0 of 1 training runs finished, 0 of 4 suite evaluations, "
+        "1 interrupted run to resume (")
+    assert not (tmp_path / "superseded").exists() and not again.failures
+    assert again.jobs[0].outcome.status == "resumed" and run_finished(tmp_path / "runs" / "eoh-plain-seed0")
+
+
+def test_a_run_repaired_as_a_compare_resumes_it_is_named_in_one_warning_line_each(tmp_path, capfd):
+    """A run's repairs said as bare lines (`samples.jsonl: the last line was cut short (line 6); dropped`),
+    no `raise-ahd: warning:` and no word of which of the compare's runs it was."""
+    flags = ["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "8", "--pop-size", "2", "--seeds", "1",
+             "--epsilons", "", "--suite-instances", "1", "--nominal", "1", "--no-progress", "--out", str(tmp_path)]
+    assert main([*flags, "--jobs", "1"]) == 0
+    run = tmp_path / "runs" / "eoh-plain-seed0"
+    summary = json.loads((run / "summary.json").read_text())
+    (run / "summary.json").write_text(json.dumps({**summary, "finished": False}))  # as a kill leaves it
+    samples = (run / "samples.jsonl").read_text().splitlines()
+    (run / "samples.jsonl").write_text("\n".join(samples[:-1]) + "\n" + samples[-1][:30])
+    capfd.readouterr()
+    assert main([*flags, "--jobs", "1"]) == 0  # (job processes, reused from compare to compare, say it so too)
+    said = [line for line in capfd.readouterr().err.splitlines() if "samples.jsonl" in line]
+    assert said[0] == f"raise-ahd: warning: eoh-plain-seed0: samples.jsonl: the last line was cut short (line " \
+                      f"{len(samples)}); dropped", said
+    assert all(line.startswith("raise-ahd: warning: eoh-plain-seed0: ") for line in said), said
+
+
+def test_a_training_run_its_disk_stopped_fails_its_job_though_its_summary_could_not_be_written(tmp_path,
+                                                                                             monkeypatch):
+    """A full disk refused a sample's line and then the run's summary.json: its job was said to have trained,
+    and the evaluation it queued ended the whole compare with `raise-ahd: error: No such file or directory:
+    .../summary.json`."""
+    import errno
+
+    from raise_plugin.durable import WriteFailed
+    from raise_plugin.rundir.writer import RunDirectory
+
+    def full(self, *args):
+        raise WriteFailed(self.path / "summary.json", OSError(errno.ENOSPC, "No space left on device"))
+
+    log_sample = RunDirectory.log_sample
+
+    def refusing(self, view):
+        if view.sample == 3:
+            raise WriteFailed(self.path / "samples.jsonl", OSError(errno.ENOSPC, "No space left on device"))
+        log_sample(self, view)
+
+    monkeypatch.setattr(RunDirectory, "write_summary", full)
+    monkeypatch.setattr(RunDirectory, "log_sample", refusing)
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0,),
+                           out=str(tmp_path), suite_instances=1, nominal=1, jobs=1)
+    result = run_compare(config, quiet=True, progress=False)
+    assert [(r.kind, r.label) for r in result.failures] == [("train", "EoH, seed 0")]
+    error = result.failures[0].error
+    assert error.startswith("the run stopped: ") and "samples.jsonl: cannot write (No space left on device)" in error
+    assert result.failures[0].retry_helps
+
+
 def test_a_failed_job_costs_only_its_own_cells_and_says_whether_a_retry_can_help(tmp_path, monkeypatch):
     import raise_plugin.runner as runner
     from raise_plugin.harness.compare import failure_line
@@ -198,6 +279,31 @@ def test_a_run_that_could_not_go_on_fails_its_job_and_a_retry_may_help(tmp_path,
         f"http://127.0.0.1:{port}/v1?key=***"
 
 
+def test_a_training_run_another_process_writes_fails_its_job_and_a_retry_may_help(tmp_path, capsys):
+    """A run directory of the compare that a `raise-ahd resume` of its own held: the job failed, and the
+    compare said running it again could not help, as if its settings were the cause."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    held = tmp_path / "c" / "runs" / "eoh-plain-seed0"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom raise_plugin.rundir.lock import RunLock\n"
+                               "RunLock(sys.argv[1]).acquire()\nprint('locked', flush=True)\ntime.sleep(120)",
+                               str(held)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        code = main(["compare", "--task", "ovrp", "--budget", "4", "--pop-size", "2", "--seeds", "1", "--epsilons", "",
+                     "--suite-instances", "1", "--nominal", "1", "--jobs", "1", "--no-progress",
+                     "--out", str(tmp_path / "c")])
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and f"is in use by process {holder.pid}" in err[-1], err
+    assert err[-1].endswith("run the same command again to retry them"), err
+    assert "may help: run the same command again" in (tmp_path / "c" / "report.md").read_text()
+
+
 def test_a_job_process_says_whether_a_retry_helps():
     """In a job process every failure came back as a ``UserError``, which a retry cannot help: a
     run that stopped (its endpoint down) was advised not to be run again."""
@@ -205,6 +311,7 @@ def test_a_job_process_says_whether_a_retry_helps():
 
     from raise_plugin.harness.compare_jobs import RunStopped
     from raise_plugin.harness.job_place import JobFailed, _execute
+    from raise_plugin.rundir.lock import RunDirectoryBusy
 
     class Job:
         def __init__(self, error):
@@ -218,6 +325,8 @@ def test_a_job_process_says_whether_a_retry_helps():
                                (RunStopped("the run stopped: replay x: a prompt it lacks", retry_helps=False), False,
                                 "the run stopped: replay x: a prompt it lacks"),
                                (OSError("disk"), True, "OSError: disk"),
+                               (RunDirectoryBusy("runs/a is in use by process 1"), True,
+                                "runs/a is in use by process 1"),
                                (UserError("methods: unknown 'x'"), False, "methods: unknown 'x'")):
         with pytest.raises(JobFailed) as caught:
             _execute(Job(error))

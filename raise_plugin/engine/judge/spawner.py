@@ -181,6 +181,14 @@ class ProgramProcesses:
         except (OSError, RuntimeError):
             return -1
 
+    def spawner_gone(self) -> bool:
+        """Whether the spawner has ended (killed from outside: the OOM killer, a user's ``kill``);
+        every program process this worker would start then fails to start."""
+        try:
+            return os.waitpid(self.spawner, os.WNOHANG)[0] != 0
+        except ChildProcessError:  # reaped already, with the orphans
+            return True
+
     def process_for(self, key, keep: bool, warm: tuple[str, str] | None = None) -> tuple[ProgramProcess, bool]:
         """A kept process of the same program, or a new one (kept afterwards when ``keep``)."""
         if keep and key in self._kept:

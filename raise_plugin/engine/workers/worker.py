@@ -119,6 +119,10 @@ def worker_main(conn, limits: SandboxLimits, workdir: str, parent: int, method: 
                 reply = ("value", fn(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - returned to the caller
                 reply = ("raised", exc)
+        if judge.processes.spawner_gone():
+            # no program can run here any more: the worker ends unanswered, as if killed, so the engine
+            # starts a fresh one and runs the job again there (a failure of every job until the run's end before)
+            os._exit(1)
         try:
             conn.send(reply + (False,))
         except Exception as exc:  # noqa: BLE001 - e.g. an unpicklable return value

@@ -512,3 +512,29 @@ def test_a_second_interrupt_stops_a_run_at_once_while_its_inner_search_runs(tmp_
     summary = json.loads((out / "summary.json").read_text())
     assert not summary["finished"] and "SIGINT" in summary["stopped"] and summary["refreshes"] == 0
     assert not (out / "checkpoint.json").exists() and not _skipped(out)
+
+
+# a run that a signal stops at once (nothing under way), then the same signal to its group, as `timeout` sends it
+AFTER_THE_RUN = textwrap.dedent("""
+    import os, signal, sys, time
+    from raise_plugin.commands.run import stop_on_signals
+
+    class Run:
+        def request_stop(self, reason):
+            print("stop:", reason)
+
+    with stop_on_signals(Run(), "RUN") as received:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGTERM)  # the run has ended: the command is printing its summary
+    time.sleep(0.05)
+    print("ended", received == [signal.SIGTERM])
+""")
+
+
+def test_the_same_signal_to_the_group_after_a_run_that_stopped_at_once_is_passed_over():
+    """Under `timeout`, a run that stopped before the signal sent to its group came was killed by it
+    (exit -15, its summary never printed): the handler had been given back to Python's."""
+    done = subprocess.run([sys.executable, "-c", AFTER_THE_RUN], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "ended True", (done.returncode, done.stderr)
+    assert done.stdout.count("stop:") == 1

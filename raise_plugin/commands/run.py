@@ -222,7 +222,9 @@ def stop_on_signals(method, run_dir):
     try:
         yield received
     finally:
-        for s, handler in previous.items():
+        # stopped by a signal, the command ends: it keeps hearing the signal as it did, so the same one sent to its
+        # group too after a run that stopped at once is passed over as well, not taken by Python's own handler
+        for s, handler in previous.items() if not received else ():
             signal.signal(s, handler)
 
 

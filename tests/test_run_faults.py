@@ -538,3 +538,14 @@ def test_the_same_signal_to_the_group_after_a_run_that_stopped_at_once_is_passed
     done = subprocess.run([sys.executable, "-c", AFTER_THE_RUN], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0 and done.stdout.splitlines()[-1] == "ended True", (done.returncode, done.stderr)
     assert done.stdout.count("stop:") == 1
+
+
+def test_a_run_without_the_host_s_log_says_its_stop_once(tmp_path):
+    """With --no-host-profiler no log took the run's own "stopping: ..." line, so Python printed it bare
+    on stderr beside the run's own account of the stop, with RUN_DIR for the folder."""
+    out = tmp_path / "run"
+    done = cli("run", "--task", "ovrp", "--budget", "8", "--pop-size", "2", "--no-robust", "--max-llm-calls", "3",
+               "--no-progress", "--no-host-profiler", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not [line for line in done.stderr.splitlines() if line.startswith("stopping")], done.stderr
+    assert "stopped early   the cap of 3 LLM requests is reached" in done.stdout

@@ -275,7 +275,7 @@ class RobustCore:
         started, those under way are registered, everything is saved, and ``resume`` continues."""
         if self.stop_reason is None:
             self.stop_reason = str(reason)
-            log.warning("stopping: %s", reason)
+            log.info("stopping: %s", reason)  # the caller says it, and the summary records it
             if self._llm_guard is not None:  # no request after this one, not even a retry under way
                 self._llm_guard.stop_requests(self.stop_reason)
 

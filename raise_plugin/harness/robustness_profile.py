@@ -370,8 +370,9 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
     label_shift_axis(axes[-1], edges, axis)
     seeds = (f"the worst of {len(profile.seeds)} adversary seeds" if len(profile.seeds) > 1
              else f"adversary seed {profile.seeds[0]}")
-    against = ("against its nearest nominal histogram (the centre of its eps-ball), d: the distance to it"
-               if len(centres) else "against the mean of the nominal histograms; d: distance to the nearest one")
+    against = ("against its nearest nominal histogram (the centre of its eps-ball)\nd: the distance to it"
+               if len(centres) else "against the mean of the nominal histograms\nd: the distance to the nearest one")
+    against += ", the mean absolute difference per cell, as eps measures it"
     fig.suptitle(f"Distributions of {profile.shift or task.shift.name} under which {heuristic} did worst on "
                  f"{task.name}, per eps\n{seeds} {against}", fontsize=10)
     legend_below(fig, axes)

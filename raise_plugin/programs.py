@@ -46,6 +46,16 @@ def _chosen(functions: dict, name: str | None, source: str):
     return functions[name]
 
 
+def _assigns(tree: ast.Module, name: str) -> bool:
+    """Whether the module's top level assigns ``name`` (``name = lambda ...``, ``name = np.subtract``)."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
 def _accepts(node: ast.FunctionDef, count: int) -> bool:
     """Whether a call with ``count`` positional arguments matches the function's parameters."""
     a = node.args
@@ -65,6 +75,9 @@ def check_program(code: str, name: str | None = None, *, source: str = "<program
     """
     tree = _parse(code, source)
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if name is None and "priority" not in functions and len(functions) != 1 and _assigns(tree, "priority"):
+        raise ProgramError(f"{source}: 'priority' is assigned (priority = ...), not defined with def: "
+                           f"write it as def priority(...): ...")
     node = _chosen(functions, name, source)
     if isinstance(node, ast.AsyncFunctionDef):
         raise ProgramError(f"{source}: {node.name!r} is a coroutine (async def), not a function")

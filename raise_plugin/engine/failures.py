@@ -29,8 +29,14 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return FailureKind.MEMORY, one_line(f"exceeded the memory cap ({detail})")
     if isinstance(exc, HeuristicError):
         return FailureKind.HEURISTIC, one_line(str(exc))
-    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
-        return FailureKind.HEURISTIC, f"the program raised {type(exc).__name__}"
+    if not isinstance(exc, Exception):  # SystemExit, KeyboardInterrupt, GeneratorExit: no task raises them
+        return FailureKind.HEURISTIC, one_line(f"the program raised {_named(exc)}")
     if isinstance(exc, RecursionError):
         return FailureKind.HEURISTIC, one_line(f"RecursionError: {exc}")
-    return FailureKind.ERROR, one_line(f"evaluation raised {type(exc).__name__}: {exc}")
+    return FailureKind.ERROR, one_line(f"evaluation raised {_named(exc)}")
+
+
+def _named(exc: BaseException) -> str:
+    """``exc``'s type, then its message where it has one (``KeyError: 'x'``, ``GeneratorExit``)."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message.strip() else type(exc).__name__

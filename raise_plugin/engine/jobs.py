@@ -197,7 +197,7 @@ def execute_job(job: Job, instances: list, checksums: list[int] | None = None, c
         return EvalResult.failed(count, FailureKind.PROGRAM, one_line(str(exc)), time.perf_counter() - start)
     except BaseException as exc:  # noqa: BLE001 - a program's module code may raise anything
         kind, reason = classify(exc)
-        if kind == FailureKind.ERROR:
+        if kind != FailureKind.MEMORY:  # its module code failed: as the judge's program process says it
             kind = FailureKind.PROGRAM
         return EvalResult.failed(count, kind, reason, time.perf_counter() - start)
     metrics = [math.nan] * count

@@ -20,6 +20,7 @@ import numpy as np
 
 from raise_plugin.adversary import search
 from raise_plugin.adversary.adversary_config import AdversaryConfig
+from raise_plugin.adversary.sandboxed import search_program
 from raise_plugin.config import AdversarySettings, ConfigError
 from raise_plugin.engine import CallTimeout, ProcessExecutor, SandboxLimits, WorkerDied
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
@@ -27,7 +28,7 @@ from raise_plugin.errors import PluginWarning, UserError
 from raise_plugin.harness.robustness_profile import search_timeout
 from raise_plugin.resolve import task_defaults
 from raise_plugin.selection import selects_on
-from raise_plugin.programs import ProgramError, compile_priority
+from raise_plugin.programs import ProgramError
 from raise_plugin.rundir.files import RunDirectoryDamaged
 from raise_plugin.rundir.reader import load_config
 from raise_plugin.settings import SettingError, default
@@ -161,8 +162,8 @@ def _metrics(task_name: str, programs: list[RankedProgram], instances: list, exe
 def _attack(task_name: str, code: str, epsilon: float, seed: int, inner_population: int, inner_generations: int):
     """The adversarial search on one program (run in a sandboxed worker)."""
     task = get_task(task_name)
-    return search(task, compile_priority(code, None), epsilon, nominal=task.nominal_instances(), seed=seed,
-                  inner_population=inner_population, inner_generations=inner_generations)
+    return search_program(search, task, code, [], epsilon, dict(nominal=task.nominal_instances(), seed=seed,
+                          inner_population=inner_population, inner_generations=inner_generations))
 
 
 @selects_on("robust")  # ranks on the nominal set grown by adversarial instances

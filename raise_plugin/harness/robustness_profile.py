@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from raise_plugin.adversary import PAPER_DRAWS, nearest, search
+from raise_plugin.adversary.sandboxed import search_program
 from raise_plugin.engine import CallTimeout, FailureKind, ProcessExecutor, SandboxLimits, WorkerDied, default_workers
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.harness.figure_style import band_style, legend_below, metric_axis_label, series_style
@@ -163,12 +164,13 @@ def _cell(value: float) -> str:
 def _search_one(task_name: str, heuristic: Heuristic, epsilon: float, seed: int, inner_population: int,
                 inner_generations: int, switches: dict) -> ProfilePoint:
     task = get_task(task_name)
-    priority = heuristic.resolve(task)
-    switches = dict(switches)
-    if switches.get("references") == "baselines":  # regret against every baseline but the heuristic itself
-        switches["references"] = [(n, f) for n, f in task.baselines.items() if n != heuristic.baseline]
-    result = search(task, priority, epsilon, seed=seed, inner_population=inner_population,
-                    inner_generations=inner_generations, **switches)
+    options = dict(switches, seed=seed, inner_population=inner_population, inner_generations=inner_generations)
+    if options.get("references") == "baselines":  # regret against every baseline but the heuristic itself
+        options["references"] = [(n, f) for n, f in task.baselines.items() if n != heuristic.baseline]
+    if heuristic.code is None:  # a task's own rule: the task's code, run here
+        result = search(task, heuristic.resolve(task), epsilon, **options)
+    else:  # a program: in program processes of its own, as a run's searches meet it, never in this worker
+        result = search_program(search, task, heuristic.code, options.pop("references", None) or [], epsilon, options)
     reason = ""
     if not math.isfinite(float(result.metric)):  # the search found where the heuristic fails, and why
         reason = f"{INVALID_THERE}{result.failure or 'the heuristic fails there'}"

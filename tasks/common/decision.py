@@ -22,9 +22,12 @@ def check_priorities(priorities, expected: int) -> int:
 
     The scores must convert to a numeric array of shape ``(expected,)``. NaN anywhere,
     ``+inf`` anywhere, or every score ``-inf`` make the choice undefined and are errors;
-    ``-inf`` on some entries is allowed (a common way to rule candidates out).
+    ``-inf`` on some entries is allowed (a common way to rule candidates out), as are masked
+    entries of a masked array (``np.ma``), which are never chosen.
     """
     returned = priorities
+    if isinstance(priorities, np.ma.MaskedArray):
+        return _unmasked_choice(priorities, expected)
     if type(priorities) is not np.ndarray:
         try:
             priorities = np.asarray(priorities)
@@ -44,6 +47,18 @@ def check_priorities(priorities, expected: int) -> int:
     if kind == "f" and not math.isfinite(chosen):  # NaN (argmax returns the first NaN) or +-inf
         raise HeuristicError(f"priority returned a non-finite score ({chosen})")
     return index
+
+
+def _unmasked_choice(scores: np.ma.MaskedArray, expected: int) -> int:
+    """The choice among a masked array's unmasked scores: a masked entry holds no score and is
+    never chosen, as ``np.ma``'s own argmax leaves it out (its data was taken as a score)."""
+    data = np.asarray(scores.data)
+    if data.shape != (expected,):
+        raise HeuristicError(f"priority returned a masked array of shape {data.shape}, expected ({expected},)")
+    kept = np.flatnonzero(~np.ma.getmaskarray(scores))
+    if kept.size == 0:
+        raise HeuristicError("priority returned a masked array with every score masked")
+    return int(kept[check_priorities(data[kept], kept.size)])
 
 
 def _a(value) -> str:

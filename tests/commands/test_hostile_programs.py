@@ -133,6 +133,9 @@ def test_checking_a_file_early_does_not_run_it(tmp_path):
     ("def other(item, bins):\n    return -bins\ndef more(x):\n    return x\n", "expected one function"),
     ("def priority(item):\n    return -item\n", "must take the arguments (item, bins)"),
     ("async def priority(item, bins):\n    return -bins\n", "coroutine"),
+    # each said "expected one function or one named 'priority' (found: none)" of a file that names one
+    ("priority = lambda item, bins: -bins\n", "'priority' is assigned (priority = ...), not defined with def"),
+    ("import numpy as np\npriority = np.negative\n", "write it as def priority(...): ..."),
 ])
 def test_a_file_that_cannot_be_a_heuristic_is_one_line_before_any_work(text, says, tmp_path, capsys):
     heuristic = tmp_path / "bad.py"

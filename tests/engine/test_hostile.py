@@ -27,6 +27,8 @@ HOSTILE = {
     "os._exit": ("    os._exit(3)\n", FailureKind.WORKER_DIED, "exited with status 3"),
     "raising": ("    raise ValueError('boom')\n", FailureKind.HEURISTIC, "ValueError: boom"),
     "sys.exit": ("    sys.exit(0)\n", FailureKind.HEURISTIC, "SystemExit"),
+    # the program's failure, not the task's (kind error), and no message left empty after a colon
+    "GeneratorExit": ("    raise GeneratorExit\n", FailureKind.HEURISTIC, "the program raised GeneratorExit"),
     "NaN": ("    return np.full(len(bins), np.nan)\n", FailureKind.HEURISTIC, "non-finite"),
     "inf": ("    return np.full(len(bins), np.inf)\n", FailureKind.HEURISTIC, "non-finite"),
     "None": ("    return None\n", FailureKind.HEURISTIC, "returned None, expected an array"),

@@ -190,3 +190,27 @@ def test_regret_of_a_task_s_only_baseline_is_refused_before_any_search(tmp_path,
         "raise-ahd: error: --adversary-objective: regret:baselines measures LeastLoaded against no baseline, it "
         "being load_balance's only one; profile it with metric\n")
     assert not (tmp_path / "p").exists()
+
+
+CHEAPEST = "def priority(customer_features, candidate_insertions):\n    return -candidate_insertions[:, 2]\n"
+# a program that, once called, makes the task score every instance 0.0 in its process
+PATCHES_THE_TASK = ("def priority(customer_features, candidate_insertions):\n    import tasks.ovrp\n"
+                    "    tasks.ovrp.OVRPTask.evaluate = lambda *args: 0.0\n    return -candidate_insertions[:, 2]\n")
+
+
+def test_a_searched_program_runs_in_its_own_process_never_in_the_worker_that_scores():
+    """A profile's searches ran each program in the worker itself: a program that patched the task there
+    scored its worst instance 0.0 and every search after it in that worker too, and one raising
+    GeneratorExit ended the profile with a traceback. They run in program processes, as a run's do."""
+    def profiled(*programs):
+        heuristics = [Heuristic(name, code=code) for name, code in programs]
+        return robustness_profile("ovrp", heuristics, [0.01], [0], inner_population=4, inner_generations=1, workers=1,
+                                  progress=False, projection="sphere")
+
+    alone = profiled(("cheapest", CHEAPEST)).worst("cheapest", 0.01)
+    after = profiled(("patches", PATCHES_THE_TASK), ("exits", "def priority(a, b):\n    raise GeneratorExit\n"),
+                     ("cheapest", CHEAPEST))
+    assert after.worst("cheapest", 0.01) == alone and alone[0] > 1.0
+    assert after.worst("patches", 0.01) == alone  # its decisions are the cheapest insertion's
+    exits = [p for p in after.points if p.heuristic == "exits"]
+    assert not np.isfinite(exits[0].metric) and "the program raised GeneratorExit" in exits[0].reason, exits

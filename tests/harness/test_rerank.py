@@ -197,3 +197,23 @@ def test_a_failing_program_is_shown_invalid_with_its_reason_and_a_damaged_record
                   if line.startswith(f"{pid}: invalid on ") and ranked_on in line]
         assert len(reason) == 1 and why in reason[0]
     assert " inf " not in captured.out and "-inf" not in captured.out
+
+
+def test_an_attacked_program_runs_in_its_own_process_never_in_the_worker_that_searches():
+    """A re-rank's searches ran the attacked program in the worker itself: one that patched the task there
+    (every instance 0.0) made its search report the metric 0.0, and every later search in that worker
+    searched a task that scored nothing. They run in program processes, as a run's do."""
+    from raise_plugin.harness.rerank import RankedProgram
+
+    cheapest = "def priority(customer_features, candidate_insertions):\n    return -candidate_insertions[:, 2]\n"
+    patches = ("def priority(customer_features, candidate_insertions):\n    import tasks.ovrp\n"
+               "    tasks.ovrp.OVRPTask.evaluate = lambda *args: 0.0\n    return -candidate_insertions[:, 2]\n")
+
+    def found(code):
+        out = rerank("ovrp", [RankedProgram("p", code, 1.0)], epsilon=0.01, refreshes=2, top=1, inner_population=4,
+                     inner_generations=1, workers=1, progress=False)
+        return [f["metric"] for f in out["adversarial"]]
+
+    honest = found(cheapest)
+    assert len(honest) == 2 and min(honest) > 1.0
+    assert found(patches) == honest  # its decisions are the cheapest insertion's

@@ -282,3 +282,41 @@ def test_a_heuristic_that_returns_no_array_is_told_what_it_returned(returned, sa
     with pytest.raises(HeuristicError) as caught:
         check_priorities(returned, 3)
     assert str(caught.value) == said
+
+
+def test_a_masked_entry_is_never_chosen():
+    """A masked array's masked entries hold no score: the choice is among the others, as np.ma's
+    argmax makes it (the data under the mask was taken as a score: 1e9 there won every call)."""
+    from tasks.common.decision import check_priorities
+
+    scores = np.ma.masked_array([1e9, 2.0, 5.0, np.nan], mask=[True, False, False, True])
+    assert check_priorities(scores, 4) == 2
+    assert check_priorities(np.ma.masked_array([3, 7, 7], mask=[False, True, False]), 3) == 2
+    with pytest.raises(HeuristicError, match=r"^priority returned a masked array with every score masked$"):
+        check_priorities(np.ma.masked_array([1.0, 2.0], mask=[True, True]), 2)
+    with pytest.raises(HeuristicError, match=r"non-finite score \(nan\)"):  # NaN where it is not masked
+        check_priorities(np.ma.masked_array([1.0, np.nan], mask=[True, False]), 2)
+    with pytest.raises(HeuristicError, match=r"^priority returned a masked array of shape \(2,\), expected \(3,\)$"):
+        check_priorities(np.ma.masked_array([1.0, 2.0]), 3)
+
+
+def test_a_masked_array_decides_as_its_unmasked_scores_on_both_loops(task, loop):
+    """Masking the first of several candidates rules it out, as -inf there does."""
+    def masked(first, second):
+        scores = np.ma.masked_array(-last_candidate(first, second))
+        if len(scores) > 1:
+            scores[0] = np.ma.masked
+            scores.data[0] = 1e9
+        return scores
+
+    def ruled_out(first, second):
+        scores = -last_candidate(first, second)
+        if len(scores) > 1:
+            scores[0] = -np.inf
+        return scores
+
+    for instance in small_instances(task):
+        metric, decisions = recorded(task, masked, instance)
+        expected, chosen = recorded(task, ruled_out, instance)
+        assert metric == expected and decisions.tolist() == chosen.tolist()
+        assert (decisions > 0).any()  # the masked entry (1e9 under its mask) was chosen at every call

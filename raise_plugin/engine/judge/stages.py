@@ -12,6 +12,7 @@ replayed without calling the program, which is then asked the next one, as it wa
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
@@ -20,6 +21,8 @@ from tasks.common.decision import check_priorities
 from .protocol import STAGE, receive_request, send_answer
 
 __all__ = ["StagedPriority", "Reveal", "apply_patch"]
+
+_OWN_LIMIT = sys.getrecursionlimit()  # the process's recursion limit before any program ran
 
 
 def apply_patch(instance: dict, patch: dict) -> None:
@@ -59,8 +62,21 @@ class StagedPriority:
             scores[self.earlier[calls]] = 1
             return scores
         scores = self.priority(*arguments)
+        theirs = sys.getrecursionlimit()
+        if theirs >= _OWN_LIMIT:
+            return self._decided(scores, calls)
+        # the program lowered the limit: the check's own steps, a few frames deeper than the job's run had,
+        # run under this process's limit (a RecursionError of theirs lost a decision, called a look-ahead)
+        sys.setrecursionlimit(_OWN_LIMIT)
+        try:
+            return self._decided(scores, calls)
+        finally:
+            sys.setrecursionlimit(theirs)
+
+    def _decided(self, scores, calls: int):
+        """``scores``, the choice of them kept; at a stage's end, answered and the next part revealed."""
         try:  # the choice the simulator makes of these scores; what it refuses, it refuses itself
-            given = np.asarray(scores)
+            given = scores if isinstance(scores, np.ndarray) else np.asarray(scores)  # a masked array stays one
             choice = check_priorities(given, given.shape[0] if given.ndim == 1 else -1)
         except Exception:  # noqa: BLE001 - the simulator's own check then says why
             return scores

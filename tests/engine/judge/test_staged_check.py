@@ -93,3 +93,61 @@ def test_an_honest_program_that_remembers_or_draws_passes_every_check(name, kind
         results = [f.result() for _ in range(3) for f in engine.submit_each(code, instances)]  # 15 checks
     assert all(r.valid for r in results), [r.reason for r in results if not r.valid]
     assert [r.metrics[0] for r in results] == alone * 3
+
+
+# honest programs (they decide from what they are given) whose decisions the check's own steps once
+# took otherwise: the lowest recursion limit the program's depth allows (the check's steps run a few
+# frames deeper than the job's run, and a RecursionError there lost a decision), a masked array (the
+# check took the data under the mask for a score where the simulator leaves masked entries out)
+SCORES = {"obp": "item - bins", "ojsp": "-candidate_operations[:, 1]", "ovrp": "-candidate_insertions[:, 2]"}
+ARGUMENTS = {"obp": "item, bins", "ojsp": "current_time, candidate_operations",
+             "ovrp": "customer_features, candidate_insertions"}
+TIGHT_LIMIT = """
+import sys
+
+import numpy as np
+
+
+def depth():
+    frame, count = sys._getframe(), 0
+    while frame is not None:
+        frame, count = frame.f_back, count + 1
+    return count
+
+
+def priority({arguments}):
+    sys.setrecursionlimit(1000)
+    limit = depth()
+    while True:  # the lowest limit this depth allows
+        try:
+            sys.setrecursionlimit(limit)
+            break
+        except RecursionError:
+            limit += 1
+    return {scores}
+"""
+MASKED = """
+import numpy as np
+
+
+def priority({arguments}):
+    scores = np.ma.masked_array(np.asarray({scores}, dtype=float))
+    if len(scores) > 1:
+        scores[0] = np.ma.masked
+    return scores
+"""
+
+
+@pytest.mark.parametrize("name", ["obp", "ojsp", "ovrp"])
+@pytest.mark.parametrize("kind", ["recursion limit", "masked"])
+def test_an_honest_program_with_a_low_recursion_limit_or_masked_scores_passes_every_check(name, kind):
+    task = get_task(name)
+    code = (TIGHT_LIMIT if kind == "recursion limit" else MASKED).format(arguments=ARGUMENTS[name],
+                                                                        scores=SCORES[name])
+    instances = task.nominal_instances()
+    limits = SandboxLimits(timeout=120.0, foresight=1.0)
+    with ProcessExecutor(1, limits) as pool:
+        results = [f.result() for f in Engine(name, pool, limits=limits).submit_each(code, instances)]
+    assert all(r.kind != "foresight" for r in results), [r.reason for r in results if not r.valid]
+    plain = code if kind == "masked" else f"def priority({ARGUMENTS[name]}):\n    return {SCORES[name]}\n"
+    assert [r.metrics[0] for r in results] == _alone(task, plain, instances)  # its decisions, the limit aside

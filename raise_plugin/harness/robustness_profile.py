@@ -375,7 +375,7 @@ def plot_worst_distributions(profile: Profile, heuristic: str, path: str | Path 
     against = ("against its nearest nominal histogram (the centre of its eps-ball)\nd: the distance to it"
                if len(centres) else "against the mean of the nominal histograms\nd: the distance to the nearest one")
     fig.suptitle(f"Distributions of {profile.shift or task.shift.name} under which {heuristic} did worst on "
-                 f"{task.name}, per eps\n{seeds} {against}, the mean absolute difference per cell (as eps)", fontsize=10)
+                 f"{task.name}, per eps\n{seeds} {against}: mean absolute difference per cell, as eps", fontsize=10)
     legend_below(fig, axes)
     return finish_figure(fig, path)
 

@@ -69,6 +69,8 @@ def _from_toml(tmp_path, text: str) -> list:
     ('figure_formats = ["png", "gif"]', "figure_formats: must be one of png, pdf, svg, got 'gif'"),
     ("figure_formats = []", "figure_formats: give one or more of png, pdf, svg"),
     ('figure_formats = "png,PNG"', "figure_formats: 'png' given twice"),
+    ("prices = 3", "'prices': must be a table, got 3"),  # a TypeError's traceback: 'int' object is not a mapping
+    ('prices = ["gpt-x", 1, 2]', "'prices': must be a table, got ['gpt-x', 1, 2]"),
 ])
 def test_a_bad_value_in_a_config_file_is_one_line_naming_its_setting(tmp_path, capsys, line, message):
     assert _refused(capsys, _from_toml(tmp_path, line)) == f"raise-ahd: error: {message}"

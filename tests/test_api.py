@@ -91,6 +91,7 @@ def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(
     ({"projection": "cube"}, "projection: must be one of paper, sphere, none"),
     ({"projection": "none"}, "a profile searches with projection paper or sphere"),
     ({"adversary_objective": "regret"}, "adversary_objective metric or regret:baselines, got 'paper' and 'regret'"),
+    ({"adversary_objective": ["metric"]}, r"regret:baselines, got 'paper' and \['metric'\]$"),  # a TypeError
     ({"workers": 0}, "workers: must be >= 1"),
     ({"timeout": -1}, "timeout: must be > 0"),
     ({"epsilons": [0.002, 0.01, 0.002]}, "^epsilons: 0.002 given twice$"),  # it searched the radius once, silently

@@ -87,7 +87,8 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
                         "projection": projection, "workers": workers, "timeout": timeout})
     except SettingError as exc:
         raise UserError(str(exc)) from None
-    if projection == "none" or adversary_objective not in PROFILE_OBJECTIVES:
+    if projection == "none" or not isinstance(adversary_objective, str) or adversary_objective not in \
+            PROFILE_OBJECTIVES:  # a list was a TypeError (unhashable type)
         raise UserError(f"a profile searches with projection paper or sphere and adversary_objective "
                         f"{' or '.join(PROFILE_OBJECTIVES)}, got {projection!r} and {adversary_objective!r}")
     alone = [h.baseline for h in chosen if adversary_objective == "regret:baselines" and h.baseline is not None

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any, Iterable
 
 
 __all__ = ["Setting", "Section", "SettingError", "TREE", "HARNESS", "SETTINGS", "default", "fallback", "section_of",
-           "check_settings", "SECTIONS",
+           "check_settings", "plain_value", "SECTIONS",
            "flatten_tables", "PROJECTIONS", "ENCODINGS", "CONSTRAINTS", "LENGTHS", "TAU_UNITS",
            "PER_REFRESH", "REUSE", "FIGURE_FORMATS"]
 
@@ -331,6 +332,18 @@ def check_settings(values: dict[str, Any]) -> None:
     is a ``SettingError``."""
     for name, value in values.items():
         SETTINGS[name].check(value)
+
+
+def plain_value(value: Any) -> Any:
+    """``value`` with numpy's scalars (a notebook's ``np.int64(4)``, ``np.float32(0.5)``, ``np.True_``), in a list
+    or tuple too, as Python's bool, int and float: what every setting's check and ``config.json`` take."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain_value(item) for item in value)
+    if type(value) in (bool, int, float) or not hasattr(value, "dtype"):
+        return value
+    if value.dtype.kind == "b":
+        return bool(value)
+    return int(value) if isinstance(value, Integral) else float(value) if isinstance(value, Real) else value
 
 
 def default(name: str) -> Any:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import raise_plugin as rp
@@ -76,6 +77,12 @@ def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(
     assert {f.name for f in (tmp_path / "out").iterdir()} == {"profile.json", "profile.md", "profile.png",
                                                                "worst_distributions_CheapestInsertion.png"}
     assert json.loads((tmp_path / "out" / "profile.json").read_text())["points"][0]["seed"] == 5
+    # numpy's numbers as Python's: each was refused as 'must be an integer, got np.int64(1)'
+    counted = rp.profile("ovrp", "SP-Insert", epsilons=np.float64(0.003), adversary_seeds=np.int64(1),
+                         inner_population=np.int64(4), inner_generations=np.int64(1), workers=1, progress=False)
+    listed = rp.profile("ovrp", "SP-Insert", epsilons=0.003, adversary_seeds=np.arange(1), inner_population=4,
+                        inner_generations=1, workers=1, progress=False)
+    assert counted.seeds == listed.seeds == [0] and type(listed.seeds[0]) is int
 
 
 @pytest.mark.parametrize("keywords, message", [

@@ -17,7 +17,7 @@ from raise_plugin.harness.rerank import check_recorded_task
 from raise_plugin.harness.robustness_profile import Profile, robustness_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
-from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback
+from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback, plain_value
 from tasks import Task, get_task, list_tasks
 from tasks.common.classical import classical_rules
 
@@ -44,6 +44,7 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     """
     if check_progress(progress) == "off":
         progress = False  # run_compare reads it as a truth value, and "off" is a true string
+    seeds = plain_value(seeds)  # np.int64(3) a count as 3 is
     if isinstance(seeds, int) and not isinstance(seeds, bool):  # a count; anything else, CompareConfig checks
         try:
             SETTINGS["seeds"].check(seeds)
@@ -78,6 +79,8 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     setting of the same name (``raise_plugin.settings``); bad input is a one-line ``UserError``.
     """
     check_progress(progress)
+    adversary_seeds, inner_population, inner_generations, workers, timeout = (
+        plain_value(v) for v in (adversary_seeds, inner_population, inner_generations, workers, timeout))
     task = _task(task)
     chosen = _heuristics(task, heuristics)
     radii = _epsilons(task, epsilons)
@@ -121,7 +124,7 @@ def _adversary_seeds(given) -> list[int]:
     if whole(given):
         seeds = list(range(given))
     elif isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
-        seeds = list(given)
+        seeds = [plain_value(seed) for seed in given]
     else:
         raise UserError(f"adversary_seeds: give a count of at least 1, or the seeds, got {given!r}")
     if not seeds or not all(whole(s) and s >= 0 for s in seeds):

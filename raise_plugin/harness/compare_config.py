@@ -16,7 +16,7 @@ from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS
 from raise_plugin.resolve import final_selection, resolve, robust_defaults
 from raise_plugin.selection import check_selection_suite
-from raise_plugin.settings import SETTINGS, SettingError, check_settings, default
+from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, plain_value
 from tasks import is_task_reference, list_tasks, task_reference
 
 __all__ = ["CompareConfig", "StudySettings", "RUN_CONTROLS", "STUDY_CAPS", "DEFAULT_OUT", "given_once"]
@@ -93,7 +93,7 @@ class CompareConfig:
         given = {**({name: getattr(study, name) for name in _STUDY} if study is not None else {}),
                  **({name: value for name, value in runs.to_dict().items() if name in RUN_SETTINGS}
                     if runs is not None else {}),
-                 **settings}
+                 **{name: plain_value(value) for name, value in settings.items()}}
         unknown = sorted(set(given) - set(RECORDED_ORDER))
         if unknown:
             raise unexpected_keyword("CompareConfig", unknown[0], RECORDED_ORDER)
@@ -248,7 +248,7 @@ def _seeds(value: Any) -> tuple[int, ...]:
     """The seeds themselves (the command line's ``--seeds N`` is the seeds 0..N-1), each given once."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise UserError(f"seeds: must be the seeds themselves (a list of integers), got {value!r}")
-    seeds = tuple(value)
+    seeds = tuple(plain_value(seed) for seed in value)  # np.arange(3) too
     if len(seeds) > SETTINGS["seeds"].high:  # as many as the command line's count may give
         raise UserError(f"seeds: at most {SETTINGS['seeds'].high:g} seeds, got {len(seeds)}")
     for seed in seeds:

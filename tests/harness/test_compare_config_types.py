@@ -134,6 +134,23 @@ def test_compare_config_takes_a_comma_string_and_a_path_as_the_command_line_does
     assert CompareConfig(**base, methods=["eoh"], seeds=[3, 1]).study.seeds == (3, 1)
 
 
+def test_numpy_numbers_are_taken_as_the_python_numbers_they_are(monkeypatch):
+    """A notebook's ``seeds=np.arange(2)`` or ``budget=np.int64(8)`` was refused as not an integer ('seeds: must be
+    an integer, got np.int64(0)'), and ``rp.compare``'s count ``seeds=np.int64(2)`` as not the seeds themselves."""
+    np = pytest.importorskip("numpy")
+    given = CompareConfig(task="ovrp", budget=np.int64(8), pop_size=np.int32(4), tau=np.int64(1), seeds=np.arange(2),
+                          epsilons=np.array([0.002, 0.01]), suite_instances=np.int64(1), ablations=np.False_,
+                          timeout=np.float32(2.5), workers=np.int64(1))
+    plain = CompareConfig(task="ovrp", budget=8, pop_size=4, tau=1, seeds=(0, 1), epsilons=(0.002, 0.01),
+                          suite_instances=1, ablations=False, timeout=2.5, workers=1)
+    assert given == plain and given.to_dict() == plain.to_dict()
+    assert [type(v) for v in (given.runs.budget.samples, *given.study.seeds)] == [int, int, int]
+    taken = []
+    monkeypatch.setattr("raise_plugin.harness.api.run_compare", lambda config, **kw: taken.append(config))
+    rp.compare("ovrp", seeds=np.int64(2), budget=8, pop_size=4, tau=1)
+    assert taken[0].study.seeds == (0, 1)
+
+
 @pytest.mark.parametrize("settings, message", [
     (dict(seeds=3), "seeds: must be the seeds themselves (a list of integers), got 3"),
     (dict(seeds=(0, 1, 0)), "seeds: 0 given twice"),

@@ -32,7 +32,7 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     """Train every method plain and with RAISE, evaluate them and the baselines on the test suite,
     and write the tables, figures and report to ``out`` (``CompareConfig``'s fields as keywords).
 
-    ``task`` is a name or a file or module reference (``"my_task.py:MyTask"``); ``seeds`` a
+    ``task`` is a name or a file or module reference (``"my_task.py:MyTask"``), or a registered task; ``seeds`` a
     count (seeds 0..N-1) or the seeds themselves. The result holds the tables
     (``result.tables[name].markdown()``), the paired tests (``result.comparisons``; any other
     pair with ``result.paired("eoh-raise-eps0.002", "eoh-plain")``), the variants by key

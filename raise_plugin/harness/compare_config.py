@@ -17,7 +17,7 @@ from raise_plugin.methods import METHODS
 from raise_plugin.resolve import final_selection, resolve, robust_defaults
 from raise_plugin.selection import check_selection_suite
 from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, plain_value
-from tasks import is_task_reference, list_tasks, task_reference
+from tasks import Task, get_task, is_task_reference, list_tasks, reference_of, task_reference
 
 __all__ = ["CompareConfig", "StudySettings", "RUN_CONTROLS", "STUDY_CAPS", "DEFAULT_OUT", "given_once"]
 
@@ -99,7 +99,7 @@ class CompareConfig:
             raise unexpected_keyword("CompareConfig", unknown[0], RECORDED_ORDER)
         flat = {**{name: default(name) for name in RUN_SETTINGS}, **{f.name: f.default for f in fields(StudySettings)},
                 **given}
-        task = flat["task"]
+        task = flat["task"] = _task_name(flat["task"])
         if task not in list_tasks():  # a file or module reference loads here, or fails in one line
             raise UserError(f"task: unknown {task!r}; choose from {', '.join(list_tasks())}")
         if is_task_reference(task):  # the file's absolute path: jobs and re-runs find it from anywhere
@@ -184,6 +184,17 @@ class CompareConfig:
 
 
 _STUDY = tuple(f.name for f in fields(StudySettings))
+
+
+def _task_name(task: Any) -> Any:
+    """A task given as itself (``rp.get_task("ovrp")``, as ``profile`` takes it) by the name or reference its
+    jobs find it by; one this process did not register is a one-line ``UserError`` (it said ``unknown <Task ovrp>``)."""
+    if not isinstance(task, Task):
+        return task
+    if task.name not in list_tasks() or get_task(task.name) is not task:
+        raise UserError(f"task: {task.name!r} is not a registered task: register it (rp.register_task) or give its "
+                        "file or module reference (my_task.py:MyTask)")
+    return reference_of(task)
 
 
 def _check_job_place(executor: str, jobs: int | None, workers: int | None) -> None:

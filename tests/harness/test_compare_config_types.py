@@ -134,6 +134,19 @@ def test_compare_config_takes_a_comma_string_and_a_path_as_the_command_line_does
     assert CompareConfig(**base, methods=["eoh"], seeds=[3, 1]).study.seeds == (3, 1)
 
 
+def test_a_task_given_as_itself_is_compared_under_its_name_and_an_unregistered_one_is_refused():
+    """``task=rp.get_task("ovrp")``, as ``profile`` takes it, was refused as 'task: unknown <Task ovrp>; choose from
+    cvrp, knapsack, obp, ojsp, ovrp'."""
+    task = rp.get_task("ovrp")
+    assert CompareConfig(task=task, budget=8) == CompareConfig(task="ovrp", budget=8)
+
+    class Unregistered(type(task)):
+        name = "ovrp-copy"
+
+    with pytest.raises(UserError, match=r"^task: 'ovrp-copy' is not a registered task: register it \(rp.register"):
+        CompareConfig(task=Unregistered())
+
+
 def test_numpy_numbers_are_taken_as_the_python_numbers_they_are(monkeypatch):
     """A notebook's ``seeds=np.arange(2)`` or ``budget=np.int64(8)`` was refused as not an integer ('seeds: must be
     an integer, got np.int64(0)'), and ``rp.compare``'s count ``seeds=np.int64(2)`` as not the seeds themselves."""

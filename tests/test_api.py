@@ -133,6 +133,9 @@ def _ovrp_datasets():
     (lambda out: rp.compare("ovrp", runs={"budget": 4}), r"^runs: give a RunConfig, or its settings as keywords"),
     (lambda out: rp.compare("ovrp", budget=8, pop_size=4, tau=1, seeds=1, out=str(out.parent / "afile"),
                             progress=False), r"^out: not a directory, got '.*afile'$"),
+    (lambda out: rp.run_compare(rp.CompareConfig(task="ovrp", budget=4, pop_size=2, tau=1, seeds=(0,), out=str(out)),
+                                progress="maybe"),  # every run trained, then every suite evaluation failed saying so
+     r"^progress: must be true, false or one of auto, bar, lines, off, got 'maybe'$"),
     (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[0]),
      r"^datasets: give a list of Datasets .*got Dataset$"),
     (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[:1],

@@ -42,8 +42,7 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     the figures' files (png, pdf, svg; default png and pdf). ``progress``: ``True`` (a bar where a person watches,
     plain lines in a log), ``False``, or a mode (``"bar"``, ``"lines"``, ``"off"``, ``"auto"``).
     """
-    if check_progress(progress) == "off":
-        progress = False  # run_compare reads it as a truth value, and "off" is a true string
+    check_progress(progress)  # before the settings, as the command line checks its flags
     seeds = plain_value(seeds)  # np.int64(3) a count as 3 is
     if isinstance(seeds, int) and not isinstance(seeds, bool):  # a count; anything else, CompareConfig checks
         try:

@@ -45,6 +45,9 @@ class CompareResult:
         several were trained), with ``ablation`` (a key of ``variants.ABLATIONS``, e.g. ``"flat"``);
         or ``method`` given as a variant's key (``"eoh-raise-eps0.002"``) or label.
         A ``UserError`` names what matched nothing or more than one."""
+        if robust is not None and not isinstance(robust, bool):  # robust="no" was taken as True
+            raise UserError(f"variant: robust must be True, False or None (either, as epsilon or ablation says), "
+                            f"got {robust!r}")
         exact = [v for v in self.variants if method in (v.key, v.label)]
         if exact and robust is epsilon is ablation is None:
             return exact[0]

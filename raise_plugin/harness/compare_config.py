@@ -73,8 +73,8 @@ class CompareConfig:
     method, kind, eps and seed), and ``study``, the compare's own (``StudySettings``). Made from the
     settings by name, flat (``CompareConfig(task="obp", budget=40, seeds=(0, 1))``; each the setting
     of the same name in the tree, ``raise_plugin.settings``, with its default), from the sections,
-    or both (the named settings over the sections); checked on creation, one-line errors naming the
-    field. ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii (the task's eps
+    or both (the named settings over the sections; a ``runs`` setting a compare does not pass on is
+    refused); checked on creation, one-line errors naming the field. ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii (the task's eps
     when not given); ``methods`` and ``epsilons`` are each a list or, as on the command line, a
     comma-separated string (``"eoh,reevo"``; ``epsilons`` one number too), as is ``figure_formats``,
     and no item of these four may be given twice; ``out`` is a path or its text. The run's controls (``RUN_CONTROLS``:
@@ -90,6 +90,8 @@ class CompareConfig:
             if value is not None and not isinstance(value, cls):  # a mapping: its settings as keywords instead
                 raise UserError(f"{name}: give a {cls.__name__}, or its settings as keywords, got "
                                 f"{type(value).__name__}")
+        if runs is not None:
+            _check_run_only(runs)
         given = {**({name: getattr(study, name) for name in _STUDY} if study is not None else {}),
                  **({name: value for name, value in runs.to_dict().items() if name in RUN_SETTINGS}
                     if runs is not None else {}),
@@ -184,6 +186,22 @@ class CompareConfig:
 
 
 _STUDY = tuple(f.name for f in fields(StudySettings))
+
+
+# a run's settings a compare sets itself, each by its own setting: a ``runs`` that gives one is told which
+_ITS_OWN = {"method": "methods=", "robust": "epsilons= (an empty list: plain runs only)", "epsilon": "epsilons=",
+            "seed": "seeds=", "out": "out=", "executor": "executor=", "workers": "workers=",
+            "max_cost_usd": "max_cost_usd=", "max_llm_calls": "max_llm_calls="}
+
+
+def _check_run_only(runs: RunConfig) -> None:
+    """A one-line ``UserError`` when ``runs`` sets a run's setting that a compare does not give its runs as it is
+    (``RUN_SETTINGS`` aside): the compare trained its own methods, radii and seeds, at the defaults of the rest."""
+    for name, value in runs.to_dict().items():
+        if name not in RUN_SETTINGS and value != default(name):
+            fix = f"give the compare's {_ITS_OWN[name]} instead" if name in _ITS_OWN else \
+                "a compare trains at its default"
+            raise UserError(f"runs: {name}={value!r} is not passed to a compare's runs; {fix}")
 
 
 def _task_name(task: Any) -> Any:

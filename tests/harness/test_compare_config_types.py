@@ -147,6 +147,24 @@ def test_a_task_given_as_itself_is_compared_under_its_name_and_an_unregistered_o
         CompareConfig(task=Unregistered())
 
 
+@pytest.mark.parametrize("run, message", [
+    (dict(method="reevo"), "runs: method='reevo' is not passed to a compare's runs; give the compare's methods= "),
+    (dict(epsilon=0.01), "runs: epsilon=0.01 is not passed to a compare's runs; give the compare's epsilons= "),
+    (dict(robust=False), "runs: robust=False is not passed to a compare's runs; give the compare's epsilons= (an "),
+    (dict(seed=3), "runs: seed=3 is not passed to a compare's runs; give the compare's seeds= instead"),
+    (dict(max_adversarial=3), "runs: max_adversarial=3 is not passed to a compare's runs; a compare trains at its "),
+])
+def test_a_runs_config_that_sets_what_a_compare_does_not_give_its_runs_is_refused(run, message):
+    """``CompareConfig(runs=RunConfig(method="reevo", epsilon=0.01, max_adversarial=3))`` trained EoH at the task's
+    eps with every instance kept, saying nothing; the settings a compare passes on are taken."""
+    with pytest.raises(UserError) as caught:
+        CompareConfig(runs=rp.RunConfig(task="ovrp", **run))
+    assert str(caught.value).startswith(message)
+    passed = CompareConfig(runs=rp.RunConfig(task="ovrp", budget=8, tau=1, memory_mb=1024))
+    assert passed == CompareConfig(task="ovrp", budget=8, tau=1, memory_mb=1024)
+    assert CompareConfig(runs=passed.runs, study=passed.study) == passed
+
+
 def test_numpy_numbers_are_taken_as_the_python_numbers_they_are(monkeypatch):
     """A notebook's ``seeds=np.arange(2)`` or ``budget=np.int64(8)`` was refused as not an integer ('seeds: must be
     an integer, got np.int64(0)'), and ``rp.compare``'s count ``seeds=np.int64(2)`` as not the seeds themselves."""

@@ -269,9 +269,10 @@ TREE = Section("run", "run", (
             _s("timeout", None, "float", "seconds allowed per evaluation of one instance, at most 604800 (a week)",
                unit="seconds", low=0, above=True, high=604800, metavar="SECONDS", shown="the task's"),
             _s("memory_mb", 2048, "int", "memory a program's process may add to its size at start, and the "
-               "worker's own budget (RLIMIT_DATA; docs/engine.md)", unit="MB", low=16, metavar="MB"),
-            _s("file_mb", 16, "int", "largest file a program may write (RLIMIT_FSIZE)", unit="MB", low=0,
-               metavar="MB"),
+               "worker's own budget (RLIMIT_DATA; docs/engine.md), at most 524288 (512 GB)", unit="MB",
+               low=16, high=2 ** 19, metavar="MB"),
+            _s("file_mb", 16, "int", "largest file a program may write (RLIMIT_FSIZE), at most 524288 (512 "
+               "GB)", unit="MB", low=0, high=2 ** 19, metavar="MB"),
             _s("output_mb", 10, "float", "what a program may print per evaluation; past it the evaluation is "
                "invalid", unit="MB", low=0, metavar="MB"),
         )),

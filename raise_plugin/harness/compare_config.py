@@ -74,9 +74,10 @@ class CompareConfig:
     settings by name, flat (``CompareConfig(task="obp", budget=40, seeds=(0, 1))``; each the setting
     of the same name in the tree, ``raise_plugin.settings``, with its default), from the sections,
     or both (the named settings over the sections; a ``runs`` setting a compare does not pass on is
-    refused); checked on creation, one-line errors naming the field. ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii (the task's eps
-    when not given); ``methods`` and ``epsilons`` are each a list or, as on the command line, a
-    comma-separated string (``"eoh,reevo"``; ``epsilons`` one number too), as is ``figure_formats``,
+    refused); checked on creation, one-line errors naming the field. ``seeds`` are the seeds themselves,
+    ``epsilons`` the robust runs' radii (the task's eps when not given); ``methods`` and ``epsilons``
+    are each a list or, as on the command line, a comma-separated string (``"eoh,reevo"``; ``epsilons``
+    one number too), as is ``figure_formats``,
     and no item of these four may be given twice; ``out`` is a path or its text. The run's controls (``RUN_CONTROLS``:
     sandbox limits, endpoint, tokens, timeouts, prices) pass to every run as they are; the caps
     (``STUDY_CAPS``) hold for the whole study; ``to_dict`` gives the settings flat, as

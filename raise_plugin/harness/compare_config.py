@@ -238,6 +238,9 @@ def _listed(name: str, value: Any) -> tuple:
     if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
         what = "numbers" if name == "epsilons" else "names"
         raise UserError(f"{name}: must be a list of {what} or a comma-separated string, got {value!r}")
+    if isinstance(value, (set, frozenset)):  # its order changed from process to process, and the tables' with it
+        raise UserError(f"{name}: give a list or a tuple, in the order the tables show them: a set has no order, "
+                        f"got {value!r}")
     return tuple(value)
 
 

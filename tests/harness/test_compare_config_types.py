@@ -194,6 +194,11 @@ def test_numpy_numbers_are_taken_as_the_python_numbers_they_are(monkeypatch):
     (dict(out=None), "out: must be a directory's path, got None"),
     (dict(executor=2), "executor: must be a string, got 2"),
     (dict(select_on=3), "select_on: must be a string, got 3"),
+    # a set's order changed with PYTHONHASHSEED, and the order of the tables' rows, compare.json and the jobs with it
+    (dict(methods={"eoh"}), "methods: give a list or a tuple, in the order the tables show them: a set has no "
+                            "order, got {'eoh'}"),
+    (dict(epsilons=frozenset([0.01])), "epsilons: give a list or a tuple, in the order the tables show them: a set "
+                                       "has no order, got frozenset({0.01})"),
 ])
 def test_compare_config_refuses_a_bad_type_or_a_repeat_in_one_line(settings, message):
     with pytest.raises(UserError) as caught:

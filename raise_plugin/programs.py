@@ -153,6 +153,9 @@ def read_program(source: str | Path) -> tuple[str, str]:
             if not entries:
                 raise ProgramError(f"{host_best}: no samples recorded")
             return p.name, _HOST_PREFACE + entries[-1]["function"]
+        if (p / "config.json").is_file():  # a run stopped before its first summary: "neither a run directory" it said
+            raise ProgramError(f"{p}: a run directory with no summary.json yet (stopped before it wrote one); "
+                               f"raise-ahd resume {p} goes on to its best program")
         raise ProgramError(f"{p}: neither a run directory (summary.json) nor an llm4ad log (samples/samples_best.json)")
     try:
         return p.stem, p.read_text()

@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any, Iterable
 
 
 __all__ = ["Setting", "Section", "SettingError", "TREE", "HARNESS", "SETTINGS", "default", "fallback", "section_of",
-           "check_settings", "SECTIONS",
+           "check_settings", "plain_value", "SECTIONS",
            "flatten_tables", "PROJECTIONS", "ENCODINGS", "CONSTRAINTS", "LENGTHS", "TAU_UNITS",
            "PER_REFRESH", "REUSE", "FIGURE_FORMATS"]
 
@@ -268,9 +269,10 @@ TREE = Section("run", "run", (
             _s("timeout", None, "float", "seconds allowed per evaluation of one instance, at most 604800 (a week)",
                unit="seconds", low=0, above=True, high=604800, metavar="SECONDS", shown="the task's"),
             _s("memory_mb", 2048, "int", "memory a program's process may add to its size at start, and the "
-               "worker's own budget (RLIMIT_DATA; docs/engine.md)", unit="MB", low=16, metavar="MB"),
-            _s("file_mb", 16, "int", "largest file a program may write (RLIMIT_FSIZE)", unit="MB", low=0,
-               metavar="MB"),
+               "worker's own budget (RLIMIT_DATA; docs/engine.md), at most 524288 (512 GB)", unit="MB",
+               low=16, high=2 ** 19, metavar="MB"),
+            _s("file_mb", 16, "int", "largest file a program may write (RLIMIT_FSIZE), at most 524288 (512 "
+               "GB)", unit="MB", low=0, high=2 ** 19, metavar="MB"),
             _s("output_mb", 10, "float", "what a program may print per evaluation; past it the evaluation is "
                "invalid", unit="MB", low=0, metavar="MB"),
         )),
@@ -331,6 +333,18 @@ def check_settings(values: dict[str, Any]) -> None:
     is a ``SettingError``."""
     for name, value in values.items():
         SETTINGS[name].check(value)
+
+
+def plain_value(value: Any) -> Any:
+    """``value`` with numpy's scalars (a notebook's ``np.int64(4)``, ``np.float32(0.5)``, ``np.True_``), in a list
+    or tuple too, as Python's bool, int and float: what every setting's check and ``config.json`` take."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(plain_value(item) for item in value)
+    if type(value) in (bool, int, float) or not hasattr(value, "dtype"):
+        return value
+    if value.dtype.kind == "b":
+        return bool(value)
+    return int(value) if isinstance(value, Integral) else float(value) if isinstance(value, Real) else value
 
 
 def default(name: str) -> Any:

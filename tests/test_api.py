@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import raise_plugin as rp
@@ -76,6 +77,12 @@ def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(
     assert {f.name for f in (tmp_path / "out").iterdir()} == {"profile.json", "profile.md", "profile.png",
                                                                "worst_distributions_CheapestInsertion.png"}
     assert json.loads((tmp_path / "out" / "profile.json").read_text())["points"][0]["seed"] == 5
+    # numpy's numbers as Python's: each was refused as 'must be an integer, got np.int64(1)'
+    counted = rp.profile("ovrp", "SP-Insert", epsilons=np.float64(0.003), adversary_seeds=np.int64(1),
+                         inner_population=np.int64(4), inner_generations=np.int64(1), workers=1, progress=False)
+    listed = rp.profile("ovrp", "SP-Insert", epsilons=0.003, adversary_seeds=np.arange(1), inner_population=4,
+                        inner_generations=1, workers=1, progress=False)
+    assert counted.seeds == listed.seeds == [0] and type(listed.seeds[0]) is int
 
 
 @pytest.mark.parametrize("keywords, message", [
@@ -91,6 +98,7 @@ def test_profile_from_python_returns_the_points_and_writes_the_report_when_told(
     ({"projection": "cube"}, "projection: must be one of paper, sphere, none"),
     ({"projection": "none"}, "a profile searches with projection paper or sphere"),
     ({"adversary_objective": "regret"}, "adversary_objective metric or regret:baselines, got 'paper' and 'regret'"),
+    ({"adversary_objective": ["metric"]}, r"regret:baselines, got 'paper' and \['metric'\]$"),  # a TypeError
     ({"workers": 0}, "workers: must be >= 1"),
     ({"timeout": -1}, "timeout: must be > 0"),
     ({"epsilons": [0.002, 0.01, 0.002]}, "^epsilons: 0.002 given twice$"),  # it searched the radius once, silently
@@ -125,6 +133,9 @@ def _ovrp_datasets():
     (lambda out: rp.compare("ovrp", runs={"budget": 4}), r"^runs: give a RunConfig, or its settings as keywords"),
     (lambda out: rp.compare("ovrp", budget=8, pop_size=4, tau=1, seeds=1, out=str(out.parent / "afile"),
                             progress=False), r"^out: not a directory, got '.*afile'$"),
+    (lambda out: rp.run_compare(rp.CompareConfig(task="ovrp", budget=4, pop_size=2, tau=1, seeds=(0,), out=str(out)),
+                                progress="maybe"),  # every run trained, then every suite evaluation failed saying so
+     r"^progress: must be true, false or one of auto, bar, lines, off, got 'maybe'$"),
     (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[0]),
      r"^datasets: give a list of Datasets .*got Dataset$"),
     (lambda out: rp.evaluate_suite("ovrp", [rp.Heuristic("a", baseline="SP-Insert")], _ovrp_datasets()[:1],

@@ -199,6 +199,11 @@ def test_a_bad_value_is_named_by_its_setting_in_every_config():
         CompareConfig(inner_population=1)
     with pytest.raises(ConfigError, match=r"^config field 'memory_mb': must be >= 16 MB, got 8$"):
         RunConfig(memory_mb=8)
+    # past what the system's limits hold in bytes: every evaluation failed, said as 'the sandbox fails the task's own
+    # baseline' (memory_mb) or an OverflowError (file_mb)
+    for name in ("memory_mb", "file_mb"):
+        with pytest.raises(ConfigError, match=rf"^config field '{name}': must be at most 524288 MB, got 10+$"):
+            RunConfig(**{name: 10 ** 13})
     with pytest.raises(Exception, match="^'output_mb': must be >= 0 MB"):
         CompareConfig(output_mb=-1)
     with pytest.raises(SettingError, match="^budget: must be an integer, got 1.5"):

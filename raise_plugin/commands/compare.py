@@ -114,8 +114,10 @@ def config_from(args) -> CompareConfig:
     except SettingError as exc:
         hint = " (a count: the runs take seeds 0..N-1)" if exc.name == "seeds" and isinstance(args.seeds, list) else ""
         raise UserError(f"{exc}{hint}") from None
-    return CompareConfig(**fields, seeds=tuple(range(args.seeds)),
-                         prices={**(getattr(args, "prices", None) or {}), **(prices or {})} or None)
+    written = getattr(args, "prices", None)  # the config file's table, which --price entries go over
+    if written is not None and not isinstance(written, dict):  # CompareConfig says what a table it must be
+        return CompareConfig(**fields, seeds=tuple(range(args.seeds)), prices=written)
+    return CompareConfig(**fields, seeds=tuple(range(args.seeds)), prices={**(written or {}), **(prices or {})} or None)
 
 
 def run(args) -> int:

@@ -17,7 +17,7 @@ from raise_plugin.harness.rerank import check_recorded_task
 from raise_plugin.harness.robustness_profile import Profile, robustness_profile
 from raise_plugin.programs import ProgramError, check_program, read_program
 from raise_plugin.progress import check_progress
-from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback
+from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, fallback, plain_value
 from tasks import Task, get_task, list_tasks
 from tasks.common.classical import classical_rules
 
@@ -32,7 +32,7 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     """Train every method plain and with RAISE, evaluate them and the baselines on the test suite,
     and write the tables, figures and report to ``out`` (``CompareConfig``'s fields as keywords).
 
-    ``task`` is a name or a file or module reference (``"my_task.py:MyTask"``); ``seeds`` a
+    ``task`` is a name or a file or module reference (``"my_task.py:MyTask"``), or a registered task; ``seeds`` a
     count (seeds 0..N-1) or the seeds themselves. The result holds the tables
     (``result.tables[name].markdown()``), the paired tests (``result.comparisons``; any other
     pair with ``result.paired("eoh-raise-eps0.002", "eoh-plain")``), the variants by key
@@ -42,8 +42,8 @@ def compare(task: str = default("task"), *, seeds: int | tuple = default("seeds"
     the figures' files (png, pdf, svg; default png and pdf). ``progress``: ``True`` (a bar where a person watches,
     plain lines in a log), ``False``, or a mode (``"bar"``, ``"lines"``, ``"off"``, ``"auto"``).
     """
-    if check_progress(progress) == "off":
-        progress = False  # run_compare reads it as a truth value, and "off" is a true string
+    check_progress(progress)  # before the settings, as the command line checks its flags
+    seeds = plain_value(seeds)  # np.int64(3) a count as 3 is
     if isinstance(seeds, int) and not isinstance(seeds, bool):  # a count; anything else, CompareConfig checks
         try:
             SETTINGS["seeds"].check(seeds)
@@ -78,6 +78,8 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
     setting of the same name (``raise_plugin.settings``); bad input is a one-line ``UserError``.
     """
     check_progress(progress)
+    adversary_seeds, inner_population, inner_generations, workers, timeout = (
+        plain_value(v) for v in (adversary_seeds, inner_population, inner_generations, workers, timeout))
     task = _task(task)
     chosen = _heuristics(task, heuristics)
     radii = _epsilons(task, epsilons)
@@ -87,7 +89,8 @@ def profile(task, heuristics, *, epsilons: float | Iterable[float] = PROFILE_EPS
                         "projection": projection, "workers": workers, "timeout": timeout})
     except SettingError as exc:
         raise UserError(str(exc)) from None
-    if projection == "none" or adversary_objective not in PROFILE_OBJECTIVES:
+    if projection == "none" or not isinstance(adversary_objective, str) or adversary_objective not in \
+            PROFILE_OBJECTIVES:  # a list was a TypeError (unhashable type)
         raise UserError(f"a profile searches with projection paper or sphere and adversary_objective "
                         f"{' or '.join(PROFILE_OBJECTIVES)}, got {projection!r} and {adversary_objective!r}")
     alone = [h.baseline for h in chosen if adversary_objective == "regret:baselines" and h.baseline is not None
@@ -120,7 +123,7 @@ def _adversary_seeds(given) -> list[int]:
     if whole(given):
         seeds = list(range(given))
     elif isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
-        seeds = list(given)
+        seeds = [plain_value(seed) for seed in given]
     else:
         raise UserError(f"adversary_seeds: give a count of at least 1, or the seeds, got {given!r}")
     if not seeds or not all(whole(s) and s >= 0 for s in seeds):

@@ -49,6 +49,7 @@ from raise_plugin.llm import SamplerStallWarning, asks_llm, check_llm, is_offlin
 from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
+from raise_plugin.progress import check_progress
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.lock import COMPARE_LOCK, RunLock
 from raise_plugin.rundir.reader import RunLog, holds
@@ -73,6 +74,8 @@ def run_compare(config: CompareConfig, *, quiet: bool = False, progress: bool = 
     if not isinstance(config, CompareConfig):
         raise BadArgumentType(f"config: run_compare takes a CompareConfig (rp.CompareConfig(...)), got "
                               f"{type(config).__name__}; rp.compare(...) takes its fields as keywords")
+    if check_progress(progress) == "off":  # a bad mode failed every suite evaluation once every run had trained
+        progress = False  # read as a truth value below, and "off" is a true string
     runs, study = config.runs, config.study
     task = get_task(runs.task)
     check_methods(study.methods, task)

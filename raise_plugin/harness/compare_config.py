@@ -16,8 +16,8 @@ from raise_plugin.llm import make_llm
 from raise_plugin.methods import METHODS
 from raise_plugin.resolve import final_selection, resolve, robust_defaults
 from raise_plugin.selection import check_selection_suite
-from raise_plugin.settings import SETTINGS, SettingError, check_settings, default
-from tasks import is_task_reference, list_tasks, task_reference
+from raise_plugin.settings import SETTINGS, SettingError, check_settings, default, plain_value
+from tasks import Task, get_task, is_task_reference, list_tasks, reference_of, task_reference
 
 __all__ = ["CompareConfig", "StudySettings", "RUN_CONTROLS", "STUDY_CAPS", "DEFAULT_OUT", "given_once"]
 
@@ -73,10 +73,11 @@ class CompareConfig:
     method, kind, eps and seed), and ``study``, the compare's own (``StudySettings``). Made from the
     settings by name, flat (``CompareConfig(task="obp", budget=40, seeds=(0, 1))``; each the setting
     of the same name in the tree, ``raise_plugin.settings``, with its default), from the sections,
-    or both (the named settings over the sections); checked on creation, one-line errors naming the
-    field. ``seeds`` are the seeds themselves, ``epsilons`` the robust runs' radii (the task's eps
-    when not given); ``methods`` and ``epsilons`` are each a list or, as on the command line, a
-    comma-separated string (``"eoh,reevo"``; ``epsilons`` one number too), as is ``figure_formats``,
+    or both (the named settings over the sections; a ``runs`` setting a compare does not pass on is
+    refused); checked on creation, one-line errors naming the field. ``seeds`` are the seeds themselves,
+    ``epsilons`` the robust runs' radii (the task's eps when not given); ``methods`` and ``epsilons``
+    are each a list or, as on the command line, a comma-separated string (``"eoh,reevo"``; ``epsilons``
+    one number too), as is ``figure_formats``,
     and no item of these four may be given twice; ``out`` is a path or its text. The run's controls (``RUN_CONTROLS``:
     sandbox limits, endpoint, tokens, timeouts, prices) pass to every run as they are; the caps
     (``STUDY_CAPS``) hold for the whole study; ``to_dict`` gives the settings flat, as
@@ -90,16 +91,18 @@ class CompareConfig:
             if value is not None and not isinstance(value, cls):  # a mapping: its settings as keywords instead
                 raise UserError(f"{name}: give a {cls.__name__}, or its settings as keywords, got "
                                 f"{type(value).__name__}")
+        if runs is not None:
+            _check_run_only(runs)
         given = {**({name: getattr(study, name) for name in _STUDY} if study is not None else {}),
                  **({name: value for name, value in runs.to_dict().items() if name in RUN_SETTINGS}
                     if runs is not None else {}),
-                 **settings}
+                 **{name: plain_value(value) for name, value in settings.items()}}
         unknown = sorted(set(given) - set(RECORDED_ORDER))
         if unknown:
             raise unexpected_keyword("CompareConfig", unknown[0], RECORDED_ORDER)
         flat = {**{name: default(name) for name in RUN_SETTINGS}, **{f.name: f.default for f in fields(StudySettings)},
                 **given}
-        task = flat["task"]
+        task = flat["task"] = _task_name(flat["task"])
         if task not in list_tasks():  # a file or module reference loads here, or fails in one line
             raise UserError(f"task: unknown {task!r}; choose from {', '.join(list_tasks())}")
         if is_task_reference(task):  # the file's absolute path: jobs and re-runs find it from anywhere
@@ -186,6 +189,33 @@ class CompareConfig:
 _STUDY = tuple(f.name for f in fields(StudySettings))
 
 
+# a run's settings a compare sets itself, each by its own setting: a ``runs`` that gives one is told which
+_ITS_OWN = {"method": "methods=", "robust": "epsilons= (an empty list: plain runs only)", "epsilon": "epsilons=",
+            "seed": "seeds=", "out": "out=", "executor": "executor=", "workers": "workers=",
+            "max_cost_usd": "max_cost_usd=", "max_llm_calls": "max_llm_calls="}
+
+
+def _check_run_only(runs: RunConfig) -> None:
+    """A one-line ``UserError`` when ``runs`` sets a run's setting that a compare does not give its runs as it is
+    (``RUN_SETTINGS`` aside): the compare trained its own methods, radii and seeds, at the defaults of the rest."""
+    for name, value in runs.to_dict().items():
+        if name not in RUN_SETTINGS and value != default(name):
+            fix = f"give the compare's {_ITS_OWN[name]} instead" if name in _ITS_OWN else \
+                "a compare trains at its default"
+            raise UserError(f"runs: {name}={value!r} is not passed to a compare's runs; {fix}")
+
+
+def _task_name(task: Any) -> Any:
+    """A task given as itself (``rp.get_task("ovrp")``, as ``profile`` takes it) by the name or reference its
+    jobs find it by; one this process did not register is a one-line ``UserError`` (it said ``unknown <Task ovrp>``)."""
+    if not isinstance(task, Task):
+        return task
+    if task.name not in list_tasks() or get_task(task.name) is not task:
+        raise UserError(f"task: {task.name!r} is not a registered task: register it (rp.register_task) or give its "
+                        "file or module reference (my_task.py:MyTask)")
+    return reference_of(task)
+
+
 def _check_job_place(executor: str, jobs: int | None, workers: int | None) -> None:
     """A ``UserError`` when ``jobs`` or ``workers`` asks for what ``executor`` does not do (``place_jobs``):
     ``serial`` runs one job at a time on one worker, Dask one job per worker thread on as many workers
@@ -208,6 +238,9 @@ def _listed(name: str, value: Any) -> tuple:
     if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
         what = "numbers" if name == "epsilons" else "names"
         raise UserError(f"{name}: must be a list of {what} or a comma-separated string, got {value!r}")
+    if isinstance(value, (set, frozenset)):  # its order changed from process to process, and the tables' with it
+        raise UserError(f"{name}: give a list or a tuple, in the order the tables show them: a set has no order, "
+                        f"got {value!r}")
     return tuple(value)
 
 
@@ -248,7 +281,7 @@ def _seeds(value: Any) -> tuple[int, ...]:
     """The seeds themselves (the command line's ``--seeds N`` is the seeds 0..N-1), each given once."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise UserError(f"seeds: must be the seeds themselves (a list of integers), got {value!r}")
-    seeds = tuple(value)
+    seeds = tuple(plain_value(seed) for seed in value)  # np.arange(3) too
     if len(seeds) > SETTINGS["seeds"].high:  # as many as the command line's count may give
         raise UserError(f"seeds: at most {SETTINGS['seeds'].high:g} seeds, got {len(seeds)}")
     for seed in seeds:

@@ -171,16 +171,17 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
     ``max_llm_calls``) are what it may spend in all, its earlier requests included."""
     started = time.time()
     caps = caps or {}
-    data = None  # the run's summary as it ended, what its summary.json holds (the disk that stopped it may refuse it)
+    method, data = None, None  # the run; its summary as it ended, what summary.json holds (a full disk may refuse it)
     if run_finished(path):
         status = "finished before"
     elif (path / "config.json").exists():
         status = "resumed"
         record_code_version(path)
         # the recorded evaluation executor may name another machine's share of cores; results do not depend on it
-        data = runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps,
-                                 on_repair=lambda message: warnings.warn(f"{path.name}: {message}", RunRepaired,
-                                                                         stacklevel=2)).run()
+        method = runner.resume_run(path, **({"executor": evaluation} if evaluation else {}), **caps,
+                                   on_repair=lambda message: warnings.warn(f"{path.name}: {message}", RunRepaired,
+                                                                           stacklevel=2))
+        data = method.run()
     else:
         status = "trained"
         # before the config.json the run writes, which a re-run checks it against before reusing it: a compare killed
@@ -192,6 +193,8 @@ def train_run(path: Path, run: dict, evaluation: str | None, caps: dict | None =
             warnings.simplefilter("ignore", SamplerStallWarning)
             method = runner.start_run(RunConfig(**{**run, **caps, "out": str(path), "executor": evaluation}))
         data = method.run()
+    if method is not None and method.hook_interrupt:  # Ctrl-C as a hook ran: the run stopped, the compare stops too
+        raise KeyboardInterrupt
     if data is None:
         data = json.loads((path / "summary.json").read_text()) if (path / "summary.json").exists() else {}
     if data.get("failure") and not data.get("finished"):  # its endpoint, engine or disk failed: it stopped

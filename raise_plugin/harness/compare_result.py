@@ -7,6 +7,7 @@ directory), by ``variant("eoh", robust=True, epsilon=0.002)``, or by a baseline'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Real
 from pathlib import Path
 
 from raise_plugin.errors import UserError
@@ -45,6 +46,10 @@ class CompareResult:
         several were trained), with ``ablation`` (a key of ``variants.ABLATIONS``, e.g. ``"flat"``);
         or ``method`` given as a variant's key (``"eoh-raise-eps0.002"``) or label.
         A ``UserError`` names what matched nothing or more than one."""
+        if robust is not None and not isinstance(robust, bool):  # robust="no" was taken as True
+            raise UserError(f"variant: robust must be True, False or None (either, as epsilon or ablation says), "
+                            f"got {robust!r}")
+        epsilon = _radius(epsilon)
         exact = [v for v in self.variants if method in (v.key, v.label)]
         if exact and robust is epsilon is ablation is None:
             return exact[0]
@@ -52,7 +57,7 @@ class CompareResult:
             raise UserError(f"ablation {ablation!r}: choose from {', '.join(ABLATIONS)}")
         robust = True if robust is None and (epsilon is not None or ablation is not None) else bool(robust)
         found = [v for v in self.variants if v.method == method and v.robust == robust
-                 and (epsilon is None or v.epsilon == float(epsilon))
+                 and (epsilon is None or v.epsilon == epsilon)
                  and (v.key.endswith(f"-{ablation}") if ablation else v.kind != "ablation")]
         if len(found) == 1:
             return found[0]
@@ -103,3 +108,16 @@ class CompareResult:
 
     def _keys(self) -> str:
         return ", ".join([v.key for v in self.variants] + list(self.baselines))
+
+
+def _radius(epsilon) -> float | None:
+    """A variant's eps as a number (its text too: ``"0.002"``), or ``None``; else a one-line ``UserError`` (a
+    string that is none was a ValueError from the message naming what matched nothing)."""
+    if epsilon is None:
+        return None
+    try:
+        if isinstance(epsilon, (Real, str)) and not isinstance(epsilon, bool):
+            return float(epsilon)
+    except ValueError:
+        pass
+    raise UserError(f"variant: epsilon must be a number, got {epsilon!r}")

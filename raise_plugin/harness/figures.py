@@ -189,10 +189,15 @@ def adversarial_centres(task, log) -> tuple[np.ndarray, list[tuple[int, np.ndarr
 
 def run_logs(runs, function: str, *, per_seed: bool = False) -> dict:
     """``runs`` as label -> ``RunLog`` (``per_seed``: label -> list of them, one per seed), a run
-    directory read where one is given; an empty or other ``runs`` is a one-line ``UserError``."""
+    directory read where one is given, each label as its text (a seed's number: ``"0"``); an empty or
+    other ``runs`` is a one-line ``UserError``."""
     if not isinstance(runs, dict) or not runs:
         raise UserError(f"{function}: runs maps a label to a RunLog or a run directory, got "
                         f"{'no runs' if isinstance(runs, dict) else type(runs).__name__}")
+    texts = [str(label) for label in runs]
+    if len(set(texts)) < len(texts):  # 0 and "0": one label of the figure's legend and title
+        raise UserError(f"{function}: two runs are labelled {next(t for t in texts if texts.count(t) > 1)!r}")
+    runs = {str(label): log for label, log in runs.items()}
 
     def read(label, log):
         if isinstance(log, (str, os.PathLike)):

@@ -96,6 +96,7 @@ class RobustCore:
             self.callbacks.append(RunRecorder(recorder))
         self._hook_lock = threading.RLock()
         self.interrupted = threading.Event()  # the run ends at once: work under way in a hook gives up
+        self.hook_interrupt = False  # a KeyboardInterrupt raised in a hook stopped the run (Ctrl-C as it fired)
         self._book = ScoreBook()
         self._stale_samples = 0
         self._sampled: set[str] = set()  # the programs of the samples so far, by id
@@ -310,6 +311,7 @@ class RobustCore:
                 except BaseException as exc:  # an interrupt: in a host's thread it would end that thread alone, and
                     # the run would say it finished; it stops the run instead, to be resumed
                     self.request_stop(f"{type(exc).__name__} raised in {type(cb).__name__}.{hook}")
+                    self.hook_interrupt = self.hook_interrupt or isinstance(exc, KeyboardInterrupt)
                     if self.interrupted.is_set():  # a hook given up: the later ones record no event left half done
                         break
 

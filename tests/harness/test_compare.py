@@ -77,7 +77,11 @@ def test_variants_are_addressed_by_key_and_labels_are_for_display(compared):
     assert compared.label("eoh-plain") == "EoH" and compared.label("SP-Insert") == "SP-Insert"
     for bad, message in ((dict(method="reevo"), "no variant reevo plain"),
                          (dict(method="eoh", epsilon=0.01), "no variant eoh robust at eps 0.01"),
-                         (dict(method="eoh", ablation="nope"), "ablation 'nope': choose from")):
+                         (dict(method="eoh", ablation="nope"), "ablation 'nope': choose from"),
+                         (dict(method="eoh", robust="no"), r"^variant: robust must be True, False or None"),
+                         (dict(method="eoh", epsilon="0.01"), "no variant eoh robust at eps 0.01"),  # a ValueError
+                         (dict(method="eoh", epsilon="abc"), r"^variant: epsilon must be a number, got 'abc'$"),
+                         (dict(method="eoh", epsilon=[0.002]), r"^variant: epsilon must be a number, got \[0.002\]$")):
         with pytest.raises(UserError, match=message):
             compared.variant(**bad)
 

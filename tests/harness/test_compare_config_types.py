@@ -69,6 +69,8 @@ def _from_toml(tmp_path, text: str) -> list:
     ('figure_formats = ["png", "gif"]', "figure_formats: must be one of png, pdf, svg, got 'gif'"),
     ("figure_formats = []", "figure_formats: give one or more of png, pdf, svg"),
     ('figure_formats = "png,PNG"', "figure_formats: 'png' given twice"),
+    ("prices = 3", "'prices': must be a table, got 3"),  # a TypeError's traceback: 'int' object is not a mapping
+    ('prices = ["gpt-x", 1, 2]', "'prices': must be a table, got ['gpt-x', 1, 2]"),
 ])
 def test_a_bad_value_in_a_config_file_is_one_line_naming_its_setting(tmp_path, capsys, line, message):
     assert _refused(capsys, _from_toml(tmp_path, line)) == f"raise-ahd: error: {message}"
@@ -132,6 +134,54 @@ def test_compare_config_takes_a_comma_string_and_a_path_as_the_command_line_does
     assert CompareConfig(**base, methods=["eoh"], seeds=[3, 1]).study.seeds == (3, 1)
 
 
+def test_a_task_given_as_itself_is_compared_under_its_name_and_an_unregistered_one_is_refused():
+    """``task=rp.get_task("ovrp")``, as ``profile`` takes it, was refused as 'task: unknown <Task ovrp>; choose from
+    cvrp, knapsack, obp, ojsp, ovrp'."""
+    task = rp.get_task("ovrp")
+    assert CompareConfig(task=task, budget=8) == CompareConfig(task="ovrp", budget=8)
+
+    class Unregistered(type(task)):
+        name = "ovrp-copy"
+
+    with pytest.raises(UserError, match=r"^task: 'ovrp-copy' is not a registered task: register it \(rp.register"):
+        CompareConfig(task=Unregistered())
+
+
+@pytest.mark.parametrize("run, message", [
+    (dict(method="reevo"), "runs: method='reevo' is not passed to a compare's runs; give the compare's methods= "),
+    (dict(epsilon=0.01), "runs: epsilon=0.01 is not passed to a compare's runs; give the compare's epsilons= "),
+    (dict(robust=False), "runs: robust=False is not passed to a compare's runs; give the compare's epsilons= (an "),
+    (dict(seed=3), "runs: seed=3 is not passed to a compare's runs; give the compare's seeds= instead"),
+    (dict(max_adversarial=3), "runs: max_adversarial=3 is not passed to a compare's runs; a compare trains at its "),
+])
+def test_a_runs_config_that_sets_what_a_compare_does_not_give_its_runs_is_refused(run, message):
+    """``CompareConfig(runs=RunConfig(method="reevo", epsilon=0.01, max_adversarial=3))`` trained EoH at the task's
+    eps with every instance kept, saying nothing; the settings a compare passes on are taken."""
+    with pytest.raises(UserError) as caught:
+        CompareConfig(runs=rp.RunConfig(task="ovrp", **run))
+    assert str(caught.value).startswith(message)
+    passed = CompareConfig(runs=rp.RunConfig(task="ovrp", budget=8, tau=1, memory_mb=1024))
+    assert passed == CompareConfig(task="ovrp", budget=8, tau=1, memory_mb=1024)
+    assert CompareConfig(runs=passed.runs, study=passed.study) == passed
+
+
+def test_numpy_numbers_are_taken_as_the_python_numbers_they_are(monkeypatch):
+    """A notebook's ``seeds=np.arange(2)`` or ``budget=np.int64(8)`` was refused as not an integer ('seeds: must be
+    an integer, got np.int64(0)'), and ``rp.compare``'s count ``seeds=np.int64(2)`` as not the seeds themselves."""
+    np = pytest.importorskip("numpy")
+    given = CompareConfig(task="ovrp", budget=np.int64(8), pop_size=np.int32(4), tau=np.int64(1), seeds=np.arange(2),
+                          epsilons=np.array([0.002, 0.01]), suite_instances=np.int64(1), ablations=np.False_,
+                          timeout=np.float32(2.5), workers=np.int64(1))
+    plain = CompareConfig(task="ovrp", budget=8, pop_size=4, tau=1, seeds=(0, 1), epsilons=(0.002, 0.01),
+                          suite_instances=1, ablations=False, timeout=2.5, workers=1)
+    assert given == plain and given.to_dict() == plain.to_dict()
+    assert [type(v) for v in (given.runs.budget.samples, *given.study.seeds)] == [int, int, int]
+    taken = []
+    monkeypatch.setattr("raise_plugin.harness.api.run_compare", lambda config, **kw: taken.append(config))
+    rp.compare("ovrp", seeds=np.int64(2), budget=8, pop_size=4, tau=1)
+    assert taken[0].study.seeds == (0, 1)
+
+
 @pytest.mark.parametrize("settings, message", [
     (dict(seeds=3), "seeds: must be the seeds themselves (a list of integers), got 3"),
     (dict(seeds=(0, 1, 0)), "seeds: 0 given twice"),
@@ -144,6 +194,11 @@ def test_compare_config_takes_a_comma_string_and_a_path_as_the_command_line_does
     (dict(out=None), "out: must be a directory's path, got None"),
     (dict(executor=2), "executor: must be a string, got 2"),
     (dict(select_on=3), "select_on: must be a string, got 3"),
+    # a set's order changed with PYTHONHASHSEED, and the order of the tables' rows, compare.json and the jobs with it
+    (dict(methods={"eoh"}), "methods: give a list or a tuple, in the order the tables show them: a set has no "
+                            "order, got {'eoh'}"),
+    (dict(epsilons=frozenset([0.01])), "epsilons: give a list or a tuple, in the order the tables show them: a set "
+                                       "has no order, got frozenset({0.01})"),
 ])
 def test_compare_config_refuses_a_bad_type_or_a_repeat_in_one_line(settings, message):
     with pytest.raises(UserError) as caught:

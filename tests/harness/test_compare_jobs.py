@@ -143,6 +143,31 @@ def test_a_compare_stopped_while_a_run_was_built_resumes_that_run_and_sets_nothi
     assert again.jobs[0].outcome.status == "resumed" and run_finished(tmp_path / "runs" / "eoh-plain-seed0")
 
 
+@pytest.mark.parametrize("hook", ["on_run_start", "on_run_end"])
+def test_ctrl_c_as_a_run_records_its_start_or_end_stops_the_compare_and_the_next_call_resumes_it(tmp_path,
+                                                                                                 monkeypatch, hook):
+    """Ctrl-C as a training run in the compare's own process fired a hook of its start or end stopped that run
+    alone: the compare went on past it (a run of 0 samples, left out of the tables), or ended with `cannot write
+    (No such file or directory)` of the run's summary.json."""
+    from raise_plugin.robust.recording import RunRecorder
+
+    recorded = getattr(RunRecorder, hook)
+
+    def interrupted(self, method, snapshot):  # as SIGINT arrives in the main thread while the hook runs
+        monkeypatch.setattr(RunRecorder, hook, recorded)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunRecorder, hook, interrupted)
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0,),
+                           out=str(tmp_path), suite_instances=1, nominal=1, jobs=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_compare(config, quiet=True, progress=False)
+    assert not (tmp_path / "results.csv").exists()
+    again = run_compare(config, quiet=True, progress=False)
+    assert again.jobs[0].outcome.status == "resumed" and again.jobs[0].outcome.samples == 4 and not again.failures
+    assert run_finished(tmp_path / "runs" / "eoh-plain-seed0") and {r["method"] for r in again.rows} >= {"EoH"}
+
+
 def test_a_run_repaired_as_a_compare_resumes_it_is_named_in_one_warning_line_each(tmp_path, capfd):
     """A run's repairs said as bare lines (`samples.jsonl: the last line was cut short (line 6); dropped`),
     no `raise-ahd: warning:` and no word of which of the compare's runs it was."""

@@ -209,6 +209,19 @@ def test_a_figure_refuses_a_task_a_label_or_a_path_it_cannot_take_in_one_line_be
     assert png_size(plot_convergence(one, tmp_path / "new" / "c.png") and tmp_path / "new" / "c.png")[0] > 0
 
 
+def test_runs_labelled_by_seed_numbers_are_drawn_under_their_text(runs):
+    """``{0: RunLog, 1: RunLog}``, runs by seed as a notebook keys them, was an AttributeError ('int' object has no
+    attribute 'startswith'); labels alike as text are one line."""
+    robust, plain = runs
+    by_seed = plot_convergence({0: plain, 1: robust})
+    assert by_seed.axes[0].get_legend_handles_labels()[1] == \
+        plot_convergence({"0": plain, "1": robust}).axes[0].get_legend_handles_labels()[1]
+    assert [ax.get_title() for ax in plot_adversarial_distributions({7: robust}).axes if ax.get_title()]
+    for function in (plot_convergence, plot_adversarial_distributions):
+        with pytest.raises(UserError, match=f"^{function.__name__}: two runs are labelled '0'$"):
+            function({0: robust, "0": plain})
+
+
 def test_a_plain_run_and_its_raise_twin_differ_in_colour_line_and_marker_and_their_bands_in_colour(runs):
     robust, plain = runs
     fig = plot_convergence({"EoH": [plain, plain], "RAISE-EoH (eps=0.002)": [robust, robust],

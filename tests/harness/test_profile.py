@@ -115,6 +115,18 @@ def test_cli_profile_errors_are_one_line(capsys):
         assert code == 2 and message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_a_run_stopped_before_its_first_summary_is_named_a_run_to_resume(tmp_path, capsys):
+    """A plain run killed mid-way keeps no summary.json (it writes one at a refresh or its end): profile said it
+    was 'neither a run directory (summary.json) nor an llm4ad log'."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"task": "ovrp", "method": "eoh"}))
+    (run / "samples.jsonl").write_text("")
+    assert main(["profile", "--task", "ovrp", str(run), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (f"raise-ahd: error: {run}: a run directory with no summary.json yet (stopped "
+                                       f"before it wrote one); raise-ahd resume {run} goes on to its best program\n")
+
+
 def test_profile_of_a_run_directory_and_of_its_llm4ad_log(tmp_path):
     from raise_plugin.config import RunConfig
     from raise_plugin.runner import start_run

@@ -118,9 +118,13 @@ class ProcessExecutor:
         self._lock = threading.Lock()
         self._threads = [threading.Thread(target=self._serve, args=(slot,), daemon=True,
                                           name=f"raise-sandbox-{i}") for i, slot in enumerate(self._slots)]
-        for t in self._threads:
-            t.start()
         self._finalizer = weakref.finalize(self, _stop_all, self._queue, self._slots, self._threads)
+        try:
+            for t in self._threads:
+                t.start()
+        except BaseException:  # Ctrl-C as they start: the ones started would wait on the queue for good
+            self._finalizer()
+            raise
 
     # -- the executor interface ------------------------------------------------------------------
     def submit(self, fn: Callable, /, *args, **kwargs) -> cf.Future:

@@ -225,6 +225,27 @@ def test_a_call_past_the_timeout_raises_and_the_pool_goes_on():
         assert pool.submit(pow, 3, 2).result() == 9
 
 
+def test_a_pool_interrupted_as_its_threads_start_leaves_none_of_them_running(monkeypatch):
+    """Ctrl-C as a pool started its dispatcher threads (a compare's suite evaluation) left the ones started
+    waiting on its queue for the rest of the process: a ``raise-sandbox-0`` thread after the compare ended."""
+    import threading
+
+    start, started = threading.Thread.start, []
+
+    def interrupted_after_the_first(thread):
+        if started:
+            raise KeyboardInterrupt
+        start(thread)
+        started.append(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted_after_the_first)
+    with pytest.raises(KeyboardInterrupt):
+        ProcessExecutor(workers=2)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    started[0].join(timeout=30)
+    assert not started[0].is_alive()
+
+
 def test_shutdown_refuses_new_work():
     pool = ProcessExecutor(1, SHORT)
     pool.shutdown()

@@ -14,9 +14,11 @@ from raise_plugin.errors import UserError
 from raise_plugin.harness.tables import dataset_means, render_table, write_rows_csv
 from raise_plugin.programs import ProgramError, check_program
 from raise_plugin.commands.flags import add_flags, check_flags
+from raise_plugin.commands.run import RUN_FAILED
 from raise_plugin.config import SANDBOX_LIMITS
 from tasks import get_task, list_tasks
 from tasks.common.classical import classical_rules
+from tasks.common.errors import printable
 
 
 def register(sub) -> None:
@@ -120,9 +122,17 @@ def run(args) -> int:
     except ValueError as exc:
         raise UserError(f"--jit-after: {exc}") from None
     check_limits(task, limits, timeout=args.timeout)  # limits that fail the task's own baseline: one line
-    rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
-                          progress=args.progress, executor=args.executor, limits=limits,
-                          compiled_report=compiled.append)
+    try:
+        rows = evaluate_suite(task.name, heuristics, datasets, workers=args.workers, timeout=args.timeout,
+                              progress=args.progress, executor=args.executor, limits=limits,
+                              compiled_report=compiled.append)
+    except UserError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever a program does comes back as its result: the place failed
+        print(f"raise-ahd: error: the engine running programs failed ({args.executor or 'its workers'}): "
+              f"{type(exc).__name__}: {printable(str(exc))}; nothing was written: once it is back, the same "
+              f"command evaluates again", file=sys.stderr)
+        return RUN_FAILED
     names, ds, means = dataset_means(rows)
     body = []
     for d, family, params in ds:

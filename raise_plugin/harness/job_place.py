@@ -141,13 +141,14 @@ class JobPlace:
             else:
                 self._pool = DaskExecutor(address)
             self.slots = self._pool.workers
+            self._address = self._pool.client.scheduler.address
 
     def describe(self) -> str:
         if self.kind == "here":
             return "one at a time in this process"
         if self.kind == "local":
             return f"{self.slots} at once in job processes on this machine"
-        return f"on the Dask cluster at {self._pool.client.scheduler.address} ({self.slots} at once)"
+        return f"on the Dask cluster at {self._address} ({self.slots} at once)"
 
     def submit(self, job) -> cf.Future:
         if self.kind == "here":
@@ -159,7 +160,31 @@ class JobPlace:
             return future
         if self.kind == "local":
             return self._pool.submit(_execute, job)
-        return self._pool.submit(_execute_on_dask_worker, job)
+        return self._on_cluster(job)
+
+    def _on_cluster(self, job) -> cf.Future:
+        """``job`` on the Dask cluster. Once the client has lost its scheduler (reconnecting, or closed
+        for good) no job is sent: Dask keeps one sent while its client closes waiting for ever. Such a
+        job fails, as one under way when the connection goes does, saying the scheduler went away."""
+        mirrored: cf.Future = cf.Future()
+        if self._pool.client.status != "running":
+            mirrored.set_exception(self._lost())
+            return mirrored
+
+        def settle(done: cf.Future) -> None:
+            failure = done.exception()
+            if isinstance(failure, cf.CancelledError):  # what Dask makes of the jobs it held when the connection went
+                failure = self._lost()
+            if failure is None:
+                mirrored.set_result(done.result())
+            else:
+                mirrored.set_exception(failure)
+
+        self._pool.submit(_execute_on_dask_worker, job).add_done_callback(settle)
+        return mirrored
+
+    def _lost(self) -> JobFailed:
+        return JobFailed(f"the connection to the Dask scheduler at {self._address} was lost", retry_helps=True)
 
     def close(self, interrupted: bool = False) -> None:
         if self._pool is None:

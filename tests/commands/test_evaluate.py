@@ -185,3 +185,32 @@ def test_every_classical_rule_of_a_task_is_a_baseline_evaluate_can_name(tmp_path
     assert all(name in printed for name in rules), printed[-1500:]
     assert main(["evaluate", "--task", "ojsp", "--baselines", "nosuch"]) == 2
     assert "ATC" in capsys.readouterr().err
+
+
+def test_an_engine_that_fails_under_evaluate_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch):
+    """A Dask scheduler lost while ``evaluate`` ran printed Python's traceback of the job's cancellation."""
+    import concurrent.futures as cf
+
+    from raise_plugin.commands import evaluate as command
+
+    class Gone:
+        """A place whose every call fails as Dask's do once the scheduler is lost."""
+        workers = 1
+
+        def submit(self, fn, *args, **kwargs):
+            future = cf.Future()
+            future.set_exception(cf.CancelledError("run_job-1 cancelled for reason: scheduler-connection-lost."))
+            return future
+
+    real = command.evaluate_suite
+    monkeypatch.setattr(command, "evaluate_suite",
+                        lambda *args, **kwargs: real(*args, **{**kwargs, "executor": Gone()}))
+    f = tmp_path / "mine.py"
+    f.write_text(GOOD)
+    out = tmp_path / "r.csv"
+    assert main(["evaluate", str(f), "--task", "obp", "--suite", "nominal", "--out", str(out), "--no-progress"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == ("raise-ahd: error: the engine running programs failed (its workers): CancelledError: run_job-1 "
+                       "cancelled for reason: scheduler-connection-lost.; nothing was written: once it is back, the "
+                       "same command evaluates again"), err
+    assert not out.exists()

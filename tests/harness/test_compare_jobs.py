@@ -359,6 +359,52 @@ def test_a_job_process_says_whether_a_retry_helps():
         assert (str(again), again.retry_helps) == (said, helps)
 
 
+def test_a_job_placed_once_the_dask_scheduler_is_gone_fails_saying_so(monkeypatch):
+    """A compare whose scheduler went away stopped at the job it placed as Dask's client closed (it waited
+    for ever), or ended at one placed after, in 'Client is closed. Can't send update-graph message.'"""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("distributed")
+    from raise_plugin.engine.executors import foreign
+    from raise_plugin.harness.job_place import JobFailed, JobPlace
+
+    monkeypatch.setattr(foreign, "CONNECT_SECONDS", 1.0)  # how long Dask's client tries to reconnect
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                  "--port", str(port), "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and scheduler.poll() is None
+                time.sleep(0.2)
+        place = JobPlace("dask", address=f"127.0.0.1:{port}")
+    finally:
+        scheduler.kill()
+        scheduler.wait()
+    try:
+        deadline = time.monotonic() + 30
+        while place._pool.client.status != "closed":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        future = place.submit(object())
+        with pytest.raises(JobFailed, match=rf"^the connection to the Dask scheduler at tcp://127.0.0.1:{port} "
+                                            rf"was lost$") as caught:
+            future.result(timeout=5)
+        assert caught.value.retry_helps
+    finally:
+        place.close()
+
+
 def test_a_worker_that_does_not_see_out_ships_the_run_directory_back(tmp_path, monkeypatch):
     import tempfile
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import multiprocessing
 import threading
 from typing import Any, Callable
 
@@ -42,11 +43,22 @@ def worker_width() -> int:
     return _local_width()
 
 
+def _may_start_processes() -> None:
+    """Lets this process start the sandbox's worker processes where it is a daemon: a worker of
+    ``dask worker``, whose nanny starts it as one unless told ``distributed.worker.daemon: False``,
+    refused them ("daemonic processes are not allowed to have children"). A daemon's children would
+    outlive it; the sandbox's die with the process that started them (their parent-death signal)."""
+    process = multiprocessing.current_process()
+    if process.daemon:
+        process.daemon = False
+
+
 def local_executor(limits: SandboxLimits) -> ProcessExecutor:
     """This process's own sandbox pool (one per set of limits), created on first use."""
     with _local_lock:
         pool = _local_pools.get(limits)
         if pool is None:
+            _may_start_processes()
             pool = _local_pools[limits] = ProcessExecutor(_local_width(), limits)
         return pool
 

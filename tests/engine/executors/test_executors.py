@@ -83,6 +83,22 @@ def test_dask_worker_processes_can_run_the_sandbox(reference, small_instances):
         assert _outcomes(engine.map(PROGRAMS[:2], small_instances)) == reference[:2]
 
 
+def test_a_cluster_whose_worker_processes_are_daemons_runs_the_sandbox(reference, small_instances):
+    """``dask worker`` starts its worker processes as daemons (Dask's default): a run's evaluations sent
+    there failed, every one, with 'daemonic processes are not allowed to have children'."""
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    from raise_plugin.engine import DaskExecutor
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
+        assert client.run(lambda: __import__("multiprocessing").current_process().daemon) == {
+            address: True for address in client.nthreads()}
+        with DaskExecutor(client=client, limits=ROOMY) as dask:
+            engine = Engine("obp", dask, limits=ROOMY)
+            assert _outcomes(engine.map(PROGRAMS[:2], small_instances)) == reference[:2]
+
+
 def test_make_executor_specs():
     serial = make_executor("serial")
     assert isinstance(serial, SerialExecutor)

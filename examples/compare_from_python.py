@@ -21,7 +21,7 @@ TASK = f"{Path(__file__).resolve().parent / 'load_balance.py'}:LoadBalance"
 def main(out: str = "compare-from-python", task_ref: str = TASK) -> None:
     task = rp.get_task(task_ref)
     print(f"task {task.name}: shift {task.shift.name}, baselines {', '.join(task.baselines)}")
-    result = rp.compare(task_ref, methods=("eoh", "eohs", "moh"), budget=8, pop_size=4, tau=1, seeds=2,
+    result = rp.compare(task_ref, methods=("eoh", "eohs", "moh"), budget=4, pop_size=2, tau=1, seeds=2,
                         suite_instances=1, jobs=1, out=out, quiet=True)
     print(result.tables["table_all_distributions"].markdown())
     for comparison in result.comparisons:  # rp.stats.Comparison: the paired test behind the marks

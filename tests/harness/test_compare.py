@@ -20,9 +20,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def tiny(out, **kw):
-    base = dict(task="ovrp", methods=("eoh",), epsilons=(0.002,), ablations=True, budget=8, pop_size=4,
+    base = dict(task="ovrp", methods=("eoh",), epsilons=(0.002,), ablations=True, budget=4, pop_size=2,
                 seeds=(0, 1), out=str(out), tau=1, inner_population=4, inner_generations=1, suite_instances=1,
-                workers=1)
+                nominal=1, workers=1)
     base.update(kw)
     return CompareConfig(**base)
 
@@ -242,7 +242,7 @@ def test_a_compare_into_a_folder_another_compare_writes_is_refused_in_one_line_a
         with pytest.raises(RunDirectoryBusy, match=f"in use by process {holder.pid} .*before comparing into it$"):
             run_compare(config, quiet=True)
         capsys.readouterr()
-        assert main(["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "8", "--pop-size", "4", "--tau", "1",
+        assert main(["compare", "--task", "ovrp", "--methods", "eoh", "--budget", "4", "--pop-size", "2", "--tau", "1",
                      "--seeds", "2", "--out", str(out), "--no-progress"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"raise-ahd: error: {out} is in use by process {holder.pid} ("), err
@@ -304,8 +304,8 @@ def test_a_compare_given_no_radius_says_it_trains_plain_runs_only(tmp_path):
 
     config = tiny(tmp_path / "c", epsilons="", ablations=False, seeds=(0,))  # as --epsilons "" gives it
     report = compare_report(config, get_task("ovrp"), plan_variants(("eoh",), ()), {}, [], {})
-    assert report.splitlines()[0] == "# Plain compare (no RAISE run) on ovrp: eoh, budget 8"  # was "RAISE compare"
-    assert "Methods eoh; no eps (no radius given: plain runs only); budget 8 samples" in report  # was "eps ;"
+    assert report.splitlines()[0] == "# Plain compare (no RAISE run) on ovrp: eoh, budget 4"  # was "RAISE compare"
+    assert "Methods eoh; no eps (no radius given: plain runs only); budget 4 samples" in report  # was "eps ;"
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -435,7 +435,7 @@ def test_a_run_is_reused_only_when_its_settings_and_code_version_match(compared,
     # each run and its result moved aside, all counted; the baselines' results hold
     assert plan.finished == 0 and len(plan.moved) == 18 + 18 and plan.evaluated == 3
     assert "36 earlier runs or results did not match" in plan.line(str(out))
-    assert "settings differ: budget 8 (here 6)" in plan.line(str(out))
+    assert "settings differ: budget 4 (here 6)" in plan.line(str(out))
     assert not list((out / "runs").iterdir()) and len(list(plan.superseded.glob("runs/*"))) == 18
     shutil.rmtree(out)
     shutil.copytree(compared.out, out)
@@ -484,10 +484,10 @@ def test_the_report_lists_each_runs_settings_and_code_version(compared):
     from raise_plugin.harness.provenance import code_version, recorded_code_version
 
     report = compared.report.read_text()
-    assert report.splitlines()[0] == "# RAISE compare on ovrp: eoh, budget 8"
+    assert report.splitlines()[0] == "# RAISE compare on ovrp: eoh, budget 4"
     assert f"This compare's code version: `{code_version()}`" in report
     assert "| variant | seed | budget | population | tau | eps | LLM | code version |" in report
-    assert f"| RAISE-EoH (eps=0.002) | 1 | 8 | 4 | 1 | 0.002 | offline | {code_version()} |" in report
+    assert f"| RAISE-EoH (eps=0.002) | 1 | 4 | 2 | 1 | 0.002 | offline | {code_version()} |" in report
     assert recorded_code_version(compared.out / "runs" / "eoh-plain-seed0") == code_version()
 
 
@@ -519,7 +519,7 @@ def test_every_table_is_markdown_csv_and_latex_titled_by_task_and_study_with_hol
         latex = (out / f"{name}.tex").read_text()
         assert "\\toprule" in latex and "\\bottomrule" in latex and "Holm" in latex
     for table in compared.tables.values():
-        assert not table.title.startswith("Table") and table.title.endswith("(eoh, budget 8, 2 seeds)")
+        assert not table.title.startswith("Table") and table.title.endswith("(eoh, budget 4, 2 seeds)")
         assert "Holm-adjusted p < 0.05" in table.markdown()
     assert compared.tables["table3_ovrp"].title.startswith("OVRP: route length")
     t3 = compared.tables["table3_ovrp"]
@@ -632,7 +632,7 @@ def test_a_browser_shows_the_compare_page_with_its_tables_and_every_figure_embed
     source = page.read_text()
     assert "<script" not in source and 'src="http' not in source and "<link" not in source  # nothing fetched
     dom, shot = browser(page)
-    assert "<title>RAISE compare on ovrp: eoh, budget 8</title>" in dom and "What is significant" in dom
+    assert "<title>RAISE compare on ovrp: eoh, budget 4</title>" in dom and "What is significant" in dom
     assert "<th>5-vehicle</th>" in dom and "RAISE-EoH (eps=0.002)" in dom and "<h2>LLM usage</h2>" in dom
     sources = re.findall(r'<img\b[^>]*\bsrc="([^"]*)"', dom)
     assert len(sources) == 2 and all(s.startswith("data:image/png;base64,") for s in sources)  # both figures

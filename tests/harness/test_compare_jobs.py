@@ -31,8 +31,9 @@ OUTPUTS = ("results.csv", "table3_ovrp.md", "table_all_distributions.md", "table
 
 
 def small(out, **where) -> CompareConfig:
-    return CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, seeds=(0, 1),
-                         out=str(out), tau=1, inner_population=4, inner_generations=1, suite_instances=1, **where)
+    return CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=4, pop_size=2, seeds=(0, 1),
+                         out=str(out), tau=1, inner_population=4, inner_generations=1, suite_instances=1,
+                         nominal=1, **where)
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,7 @@ def test_an_interrupted_compare_reruns_only_its_unfinished_job(here, tmp_path):
     recorded = json.loads((out / "runs" / name / "config.json").read_text())
     shutil.rmtree(out / "runs" / name)
     (out / "results" / f"{name}.csv").unlink()
-    stopped = start_run(RunConfig.from_dict({**recorded, "out": str(out / "runs" / name)}), callbacks=[StopAfter(5)])
+    stopped = start_run(RunConfig.from_dict({**recorded, "out": str(out / "runs" / name)}), callbacks=[StopAfter(3)])
     record_code_version(out / "runs" / name)  # as compare's training job records it
     stopped.run()
     assert not run_finished(out / "runs" / name)
@@ -106,7 +107,7 @@ def test_an_interrupted_compare_reruns_only_its_unfinished_job(here, tmp_path):
 
     again = run_compare(small(out, jobs=1), quiet=True)
     assert [(r.kind, r.name, r.status) for r in again.jobs] == [("train", name, "done"), ("evaluate", name, "done")]
-    assert again.jobs[0].outcome.status == "resumed" and again.jobs[0].outcome.samples == 8
+    assert again.jobs[0].outcome.status == "resumed" and again.jobs[0].outcome.samples == 4
     assert run_finished(out / "runs" / name)
     assert {p.name: p.read_bytes() for p in (out / "results").iterdir() if p.name in before} == before
     assert (out / "results" / f"{name}.csv").exists()

@@ -122,9 +122,9 @@ def test_select_names_a_damaged_summary_and_its_fix_in_one_line(finished_run, tm
 
 
 def test_compare_can_hand_every_run_s_validation_choice_to_the_report(tmp_path):
-    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=8, pop_size=4, seeds=(0,),
+    config = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(0.002,), budget=4, pop_size=2, seeds=(0,),
                            out=str(tmp_path / "c"), tau=1, inner_population=4, inner_generations=1,
-                           suite_instances=1, workers=1, select_on="validation")
+                           suite_instances=1, nominal=1, workers=1, select_on="validation")
     result = run_compare(config, quiet=True)
     out = tmp_path / "c"
     for key in ("eoh-plain", "eoh-raise-eps0.002"):

@@ -180,9 +180,10 @@ def test_compare_runs_gp_beside_eoh(tmp_path):
     from raise_plugin.harness.compare import run_compare
     from raise_plugin.harness.compare_config import CompareConfig
 
-    result = run_compare(CompareConfig(task="ojsp", methods=("gp", "eoh"), epsilons=(0.002,), budget=8,
-                                       pop_size=4, seeds=(0,), out=str(tmp_path / "cmp"), tau=1,
-                                       inner_population=4, inner_generations=1, suite_instances=1, workers=1),
+    result = run_compare(CompareConfig(task="ojsp", methods=("gp", "eoh"), epsilons=(0.002,), budget=4,
+                                       pop_size=2, seeds=(0,), out=str(tmp_path / "cmp"), tau=1,
+                                       inner_population=4, inner_generations=1, suite_instances=1, nominal=1,
+                                       workers=1),
                          quiet=True)
     methods = result.tables["table_all_distributions"].methods
     assert "GP" in methods and "EoH" in methods and any(m.startswith("RAISE-GP") for m in methods)

@@ -74,7 +74,7 @@ def test_a_robust_run_records_the_same_with_its_inner_search_on_one_or_two_worke
 
     def recorded(executor):
         out = tmp_path / executor.replace(":", "-")
-        config = RunConfig(task="ovrp", robust=True, budget=20, pop_size=4, tau=1, seed=0, num_samplers=1,
+        config = RunConfig(task="ovrp", robust=True, budget=8, pop_size=4, tau=1, seed=0, num_samplers=1,
                            executor=executor, out=str(out), validation_trace=False, host_profiler=False)
         start_run(config).run()
         samples = [{k: s[k] for k in ("sample", "program_id", "score", "metrics")} for s in read_jsonl(out / "samples.jsonl")]

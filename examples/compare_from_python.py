@@ -1,7 +1,8 @@
 """A small compare from Python, with one import: train, evaluate, and read the table and a figure.
 
 The task is the one-file load-balancing task beside this script, named by its file: no
-packaging, no registration. Offline (no LLM, no network), about fifteen seconds on two cores.
+packaging, no registration. Offline (no LLM, no network): 12 runs, most of the time EoH-S's, which
+scores every program on its 128 diverse instances.
 
     python examples/compare_from_python.py [OUT [TASK]]
 

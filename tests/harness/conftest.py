@@ -24,14 +24,18 @@ def browser(tmp_path):
 
 def render(page: Path, scratch: Path) -> tuple[str, np.ndarray]:
     """``page`` opened from disk by headless Chromium: the rendered DOM, and a 1280 x 2000 screenshot
-    as an array (height x width x channels)."""
+    as an array (height x width x channels). One start of the browser does both (Debian's Chromium
+    dumps the DOM and writes the screenshot in one go); a browser that wrote no screenshot so is
+    started again for it."""
     from matplotlib import image
 
     flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             f"--user-data-dir={scratch / 'chromium-profile'}"]
-    dom = subprocess.run(flags + ["--dump-dom", page.resolve().as_uri()], capture_output=True, text=True,
-                         timeout=180, check=True).stdout
+             f"--user-data-dir={scratch / 'chromium-profile'}", "--window-size=1280,2000"]
     shot = scratch / "screenshot.png"
-    subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1280,2000", page.resolve().as_uri()],
-                   capture_output=True, timeout=180, check=True)
+    shot.unlink(missing_ok=True)
+    dom = subprocess.run(flags + ["--dump-dom", f"--screenshot={shot}", page.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=180, check=True).stdout
+    if not shot.exists():
+        subprocess.run(flags + [f"--screenshot={shot}", page.resolve().as_uri()], capture_output=True, timeout=180,
+                       check=True)
     return dom, image.imread(shot)

@@ -623,7 +623,7 @@ def test_a_compare_writes_its_llm_ledger_over_every_run(compared):
     assert compared.out / "llm_ledger.json" in compared.files
 
 
-@pytest.mark.slow  # two starts of a browser on the compare above
+@pytest.mark.slow  # a start of a browser on the compare above
 def test_a_browser_shows_the_compare_page_with_its_tables_and_every_figure_embedded(compared, browser):
     import numpy as np
 

@@ -180,7 +180,7 @@ def colours(shot: np.ndarray) -> int:
     return len(np.unique(pixels, axis=0))
 
 
-@pytest.mark.slow  # two starts of a browser: 4 to 12 s on 2 shared cores
+@pytest.mark.slow  # two starts of a browser: about 12 s on 2 shared cores
 def test_a_browser_shows_the_run_page_and_the_failures(tmp_path, browser):
     run = hostile_run(tmp_path / "run")
     dom, shot = browser(write_run_page(run))

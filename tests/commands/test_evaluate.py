@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from raise_plugin.cli import main
+from robust_helpers import SMALL_OBP
 
 GOOD = "import numpy as np\n\ndef priority(item, bins):\n    return -bins\n"
 
@@ -139,7 +140,8 @@ def test_evaluate_with_jit_gives_the_same_table_and_says_what_compiled(tmp_path)
     pytest.importorskip("numba")
     f = tmp_path / "mine.py"
     f.write_text(SAMPLER_STYLE)
-    common = ("evaluate", str(f), "--task", "obp", "--suite", "nominal", "--workers", "1", "--no-progress")
+    # OBP at a tenth of its length (tests/_small_obp.py): what is checked is the compiled path's table and its count
+    common = ("evaluate", str(f), "--task", SMALL_OBP, "--suite", "nominal", "--workers", "1", "--no-progress")
     code, plain, _ = run_cli(*common)
     code_at_once, at_once, _ = run_cli(*common, "--jit", "--jit-after", "0")
     code_later, later, _ = run_cli(*common, "--baselines", "none", "--jit", "--jit-after", "1000")

@@ -16,15 +16,19 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import multiprocessing
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
 from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_spec, default_workers,
-                                           parse_executor_spec, say_if_weakened, worker_width)
+                                           no_worker_line, parse_executor_spec, say_if_weakened, worker_width)
+from raise_plugin.engine.sandbox import PR_SET_PDEATHSIG, prctl
 from raise_plugin.errors import SandboxNote, UserError, one_line_warning
 from raise_plugin.instance_seeds import say_fixed_nominal
 from raise_plugin.llm import notice_said, say_notice
@@ -86,8 +90,8 @@ def _execute_on_dask_worker(job):
         given, taken, log = Path(tmp) / "job.pickle", Path(tmp) / "outcome.pickle", Path(tmp) / "stderr.log"
         given.write_bytes(pickle.dumps(job))
         with open(log, "wb") as err:
-            code = subprocess.call([sys.executable, "-m", "raise_plugin.harness.job_place", str(given), str(taken)],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+            code = subprocess.call([sys.executable, "-m", "raise_plugin.harness.job_place", str(given), str(taken),
+                                    str(os.getpid())], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         if taken.exists():
             ok, value = pickle.loads(taken.read_bytes())
             if ok:
@@ -97,9 +101,14 @@ def _execute_on_dask_worker(job):
         raise JobFailed(f"its process exited with status {code}" + (f": {lines[-1].strip()}" if lines else ""))
 
 
-def _job_process_main(given: str, taken: str) -> int:
-    """The job process a Dask worker starts: the job from ``given``, ``(ok, outcome or message)`` to ``taken``.
-    What it says goes to its worker's log, on its own machine: its notes are its machine's, and kept."""
+def _job_process_main(given: str, taken: str, worker: str) -> int:
+    """The job process a Dask worker (process id ``worker``) starts: the job from ``given``, ``(ok, outcome or
+    message)`` to ``taken``. What it says goes to its worker's log, on its own machine: its notes are its
+    machine's, and kept. It dies with its worker: one that lived on (its worker killed, its job sent to another)
+    held the run directory's lock, and the job's next attempt failed saying the run was in use."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(worker):  # its worker died before it could say so
+        return 1
     job = pickle.loads(Path(given).read_bytes())
     try:
         outcome = (True, _execute(job))
@@ -142,6 +151,10 @@ class JobPlace:
                 self._pool = DaskExecutor(address)
             self.slots = self._pool.workers
             self._address = self._pool.client.scheduler.address
+            self._waiting: set[cf.Future] = set()  # the jobs sent to the cluster, not yet settled
+            self._waiting_lock = threading.Lock()
+            self._closed = threading.Event()
+            threading.Thread(target=self._watch, name="raise-compare-cluster", daemon=True).start()
 
     def describe(self) -> str:
         if self.kind == "here":
@@ -170,18 +183,35 @@ class JobPlace:
         if self._pool.client.status != "running":
             mirrored.set_exception(self._lost())
             return mirrored
+        if self._pool.without_workers():  # its workers left long enough ago to fail the jobs under way
+            mirrored.set_exception(self._no_worker())
+            return mirrored
 
         def settle(done: cf.Future) -> None:
             failure = done.exception()
             if isinstance(failure, cf.CancelledError):  # what Dask makes of the jobs it held when the connection went
                 failure = self._lost()
-            if failure is None:
-                mirrored.set_result(done.result())
-            else:
-                mirrored.set_exception(failure)
+            _settle(mirrored, failure, None if failure is not None else done.result())
+            with self._waiting_lock:
+                self._waiting.discard(mirrored)
 
+        with self._waiting_lock:
+            self._waiting.add(mirrored)
         self._pool.submit(_execute_on_dask_worker, job).add_done_callback(settle)
         return mirrored
+
+    def _watch(self) -> None:
+        """Fails the jobs on the cluster once it has had no worker for as long as a scheduler may take to
+        answer (its workers all left, or none joined): Dask keeps a job no worker can take waiting for ever."""
+        while not self._closed.wait(0.5):
+            with self._waiting_lock:
+                waiting = list(self._waiting)
+            if waiting and self._pool.without_workers():
+                for future in waiting:
+                    _settle(future, self._no_worker())
+
+    def _no_worker(self) -> JobFailed:
+        return JobFailed(no_worker_line(self._address), retry_helps=True)
 
     def _lost(self) -> JobFailed:
         return JobFailed(f"the connection to the Dask scheduler at {self._address} was lost", retry_helps=True)
@@ -189,6 +219,8 @@ class JobPlace:
     def close(self, interrupted: bool = False) -> None:
         if self._pool is None:
             return
+        if self.kind == "dask":
+            self._closed.set()
         if interrupted and self.kind == "local":
             # the jobs under way stop where they are; their run directories' checkpoints stay
             for process in list(getattr(self._pool, "_processes", {}).values()):
@@ -197,6 +229,18 @@ class JobPlace:
             self._pool.shutdown(wait=False, cancel_futures=True)
             return
         self._pool.shutdown(wait=not interrupted)
+
+
+def _settle(future: cf.Future, failure: BaseException | None, result=None) -> None:
+    """``future`` given its outcome, unless it has one already (a job failed for want of workers that
+    ends after all)."""
+    try:
+        if failure is None:
+            future.set_result(result)
+        else:
+            future.set_exception(failure)
+    except cf.InvalidStateError:
+        pass
 
 
 def default_jobs(cores: int | None = None) -> int:
@@ -212,12 +256,21 @@ def default_jobs(cores: int | None = None) -> int:
 
 
 def check_place(executor: str | None) -> None:
-    """A ``UserError`` when ``executor`` names a Dask scheduler that does not answer: said before a
-    compare writes anything, not when its first job is placed."""
+    """A ``UserError`` when ``executor`` names a Dask scheduler that does not answer, or that no worker
+    joins within the time it may take to answer (a worker that joins meanwhile is taken): said before a
+    compare writes anything, where its first job had waited for a worker for ever."""
     try:
-        check_spec(executor)
+        kind, address = check_spec(executor)
+        if kind == "dask" and isinstance(address, str):
+            cluster = DaskExecutor(address)
+            try:
+                cluster.wait_for_worker()
+            finally:
+                cluster.shutdown()
     except ExecutorSpecError as exc:
         raise UserError(str(exc)) from None
+    except TimeoutError as exc:
+        raise UserError(f"executor {executor!r}: {exc}, then run the same command again") from None
 
 
 def place_jobs(executor: str | None, jobs: int | None,
@@ -242,4 +295,4 @@ def place_jobs(executor: str | None, jobs: int | None,
 
 
 if __name__ == "__main__":
-    sys.exit(_job_process_main(*sys.argv[1:3]))
+    sys.exit(_job_process_main(*sys.argv[1:4]))

@@ -8,6 +8,7 @@ import concurrent.futures as cf
 import logging
 import multiprocessing
 import threading
+import time
 from typing import Any, Callable
 
 from ..compiled import CompiledTally
@@ -17,7 +18,7 @@ from ..results import EvalResult
 from .local import ProcessExecutor, default_workers, executor_workers, pool_width
 from .spec import CONNECT_SECONDS, ExecutorSpecError, check_reachable
 
-__all__ = ["DaskExecutor", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
+__all__ = ["DaskExecutor", "no_worker_line", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
 
 _local_pools: dict[SandboxLimits, ProcessExecutor] = {}
 # Dask's own lines (the tracebacks of a client that lost its scheduler) go where this process's logs go (a
@@ -140,6 +141,31 @@ class DaskExecutor:
         self._scattered: dict[str, tuple[int, Any]] = {}
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()
+        self._workerless_since: float | None = None  # when ``without_workers`` first found none (since then)
+
+    def wait_for_worker(self) -> None:
+        """Wait for a worker at the scheduler, at most ``CONNECT_SECONDS`` (one that joins meanwhile is
+        taken); a ``TimeoutError`` saying so (``no_worker_line``) when none did."""
+        try:
+            self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        except TimeoutError:
+            raise TimeoutError(no_worker_line(self.client.scheduler.address)) from None
+
+    def without_workers(self) -> bool:
+        """Whether the scheduler has had no worker for ``CONNECT_SECONDS``, as this method's calls saw it
+        (each asks the scheduler now): Dask keeps work that no worker can take waiting for one for ever.
+        A client that lost its scheduler is no answer (``False``): it says so itself."""
+        try:
+            count = len(self.client.nthreads()) if self.client.status == "running" else None
+        except Exception:  # noqa: BLE001 - the connection went as it asked
+            count = None
+        if count != 0:
+            self._workerless_since = None
+            return False
+        now = time.monotonic()
+        if self._workerless_since is None:
+            self._workerless_since = now
+        return now - self._workerless_since >= CONNECT_SECONDS
 
     @property
     def workers(self) -> int:
@@ -162,7 +188,10 @@ class DaskExecutor:
         with self._lock:
             held = self._scattered.get(instance_set.id)
             if held is None or held[0] != instance_set.version:
-                ref = self.client.scatter(instance_set, broadcast=True, hash=False)
+                try:  # Dask waits for a worker as long as its client's timeout, CONNECT_SECONDS
+                    ref = self.client.scatter(instance_set, broadcast=True, hash=False)
+                except TimeoutError:  # its own words, "No valid workers found", say neither where nor why
+                    raise TimeoutError(no_worker_line(self.client.scheduler.address)) from None
                 held = self._scattered[instance_set.id] = (instance_set.version, ref)
         future = _from_dask(self.client.submit(run_job, job, held[1], self.limits, pure=False))
         future.add_done_callback(lambda f: f.exception() is None and self.compiled.record(job, f.result()))
@@ -183,6 +212,13 @@ class DaskExecutor:
 
     def __repr__(self) -> str:
         return f"<DaskExecutor {self.client.scheduler.address if self.client.scheduler else '?'}>"
+
+
+def no_worker_line(scheduler: str) -> str:
+    """What to say of the Dask scheduler at ``scheduler`` (``tcp://HOST:PORT``) that has had no worker
+    for ``CONNECT_SECONDS``, and what to do."""
+    return (f"no Dask worker joined the scheduler at {scheduler} within {CONNECT_SECONDS:g} s (start one: "
+            f"dask worker {scheduler} --nthreads 1)")
 
 
 def _from_dask(dask_future) -> cf.Future:

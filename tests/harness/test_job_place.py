@@ -1,0 +1,96 @@
+"""Where compare's jobs run, on a Dask cluster that has no worker: refused before anything is written when
+none joins in time, taken when one joins meanwhile, its jobs failed in one line when its workers all leave;
+and a job's process that dies with the Dask worker that started it."""
+from __future__ import annotations
+
+import functools
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+
+import pytest
+
+from raise_plugin.cli import main
+from raise_plugin.engine.executors import foreign
+from raise_plugin.harness.job_place import JobFailed, JobPlace, check_place
+
+
+def test_a_compare_on_a_scheduler_no_worker_joins_is_refused_in_one_line_and_writes_nothing(bare_scheduler, tmp_path,
+                                                                                             capsys):
+    """Its first job waited for a worker for ever."""
+    address = bare_scheduler.scheduler_address
+
+    def hung(signum, frame):
+        raise AssertionError("the compare still waited after 60 s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        code = main(["compare", "--task", "ovrp", "--budget", "4", "--pop-size", "2", "--tau", "1", "--seeds", "1",
+                     "--no-progress", "--executor", f"dask://{address.removeprefix('tcp://')}", "--out",
+                     str(tmp_path / "c")])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert err[0] == (f"raise-ahd: error: executor 'dask://{address.removeprefix('tcp://')}': no Dask worker joined "
+                      f"the scheduler at {address} within 1 s (start one: dask worker {address} --nthreads 1), then "
+                      "run the same command again")
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_worker_that_joins_the_scheduler_in_time_is_taken(bare_scheduler, monkeypatch):
+    monkeypatch.setattr(foreign, "CONNECT_SECONDS", 30.0)
+    threading.Timer(0.3, bare_scheduler.scale, (1,)).start()
+    check_place(f"dask://{bare_scheduler.scheduler_address.removeprefix('tcp://')}")
+
+
+def test_jobs_on_a_cluster_whose_workers_all_left_fail_saying_so(bare_scheduler):
+    """A compare whose workers all left waited for one for ever at the jobs it had placed."""
+    bare_scheduler.scale(1)
+    bare_scheduler.wait_for_workers(1, timeout=30)
+    address = bare_scheduler.scheduler_address
+    place = JobPlace("dask", address=address.removeprefix("tcp://"))
+    try:
+        bare_scheduler.scale(0)
+        deadline = time.monotonic() + 30
+        while place._pool.client.nthreads():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        said = (rf"^no Dask worker joined the scheduler at {address} within 1 s \(start one: dask worker {address} "
+                r"--nthreads 1\)$")
+        for _ in range(2):  # the job placed as they left, and one placed after
+            with pytest.raises(JobFailed, match=said) as caught:
+                place.submit(object()).result(timeout=30)
+            assert caught.value.retry_helps
+    finally:
+        place.close()
+
+
+def test_a_job_process_dies_with_the_dask_worker_that_started_it():
+    """It lived on: a worker killed mid-job left its training run going, holding the run directory's lock, and
+    the job's next attempt, on another worker, failed saying the run was in use."""
+    psutil = pytest.importorskip("psutil")
+    job = types.SimpleNamespace(evaluation="serial", workers=1, execute=functools.partial(time.sleep, 60))
+    worker = subprocess.Popen([sys.executable, "-c", "import pickle, sys; from raise_plugin.harness import job_place; "
+                               "job_place._execute_on_dask_worker(pickle.loads(sys.stdin.buffer.read()))"],
+                              stdin=subprocess.PIPE)
+    worker.stdin.write(pickle.dumps(job))
+    worker.stdin.close()
+    deadline = time.monotonic() + 60
+    while not psutil.Process(worker.pid).children():
+        assert time.monotonic() < deadline and worker.poll() is None
+        time.sleep(0.05)
+    job_process = psutil.Process(worker.pid).children()[0]
+    worker.kill()
+    worker.wait()
+    try:
+        job_process.wait(timeout=10)
+    finally:
+        if job_process.is_running():
+            job_process.kill()

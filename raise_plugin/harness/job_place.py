@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import logging
 import multiprocessing
 import os
 import pickle
@@ -132,11 +133,12 @@ class JobPlace:
     processes on this machine) or ``dask`` (a cluster at ``address``; ``("local", N)`` starts a
     LocalCluster of N one-thread worker processes on this machine)."""
 
-    def __init__(self, kind: str, slots: int = 1, address=None):
+    def __init__(self, kind: str, slots: int = 1, address=None, log: Path | None = None):
         if kind not in ("here", "local", "dask"):
             raise ValueError(f"unknown job place {kind!r}")
         self.kind = kind
         self._pool = None
+        self._log = None
         if kind == "here":
             self.slots = 1
         elif kind == "local":
@@ -145,10 +147,18 @@ class JobPlace:
             self._pool = cf.ProcessPoolExecutor(self.slots, mp_context=_job_process_context(),
                                                 initializer=_job_process_start)
         else:
-            if isinstance(address, tuple):
-                self._pool = DaskExecutor("local", workers=address[1])
-            else:
-                self._pool = DaskExecutor(address)
+            if log is not None:  # Dask's own lines, off the console (executors.off_console), appended there
+                self._log = logging.FileHandler(log, delay=True)
+                self._log.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
+                logging.getLogger("distributed").addHandler(self._log)
+            try:
+                if isinstance(address, tuple):
+                    self._pool = DaskExecutor("local", workers=address[1])
+                else:
+                    self._pool = DaskExecutor(address)
+            except BaseException:
+                self._stop_log()
+                raise
             self.slots = self._pool.workers
             self._address = self._pool.client.scheduler.address
             self._waiting: set[cf.Future] = set()  # the jobs sent to the cluster, not yet settled
@@ -216,11 +226,21 @@ class JobPlace:
     def _lost(self) -> JobFailed:
         return JobFailed(f"the connection to the Dask scheduler at {self._address} was lost", retry_helps=True)
 
+    def _stop_log(self) -> None:
+        if self._log is not None:
+            logging.getLogger("distributed").removeHandler(self._log)
+            self._log.close()
+
     def close(self, interrupted: bool = False) -> None:
         if self._pool is None:
             return
         if self.kind == "dask":
             self._closed.set()
+            try:
+                self._pool.shutdown(wait=not interrupted)
+            finally:
+                self._stop_log()
+            return
         if interrupted and self.kind == "local":
             # the jobs under way stop where they are; their run directories' checkpoints stay
             for process in list(getattr(self._pool, "_processes", {}).values()):
@@ -273,20 +293,20 @@ def check_place(executor: str | None) -> None:
         raise UserError(f"executor {executor!r}: {exc}, then run the same command again") from None
 
 
-def place_jobs(executor: str | None, jobs: int | None,
-               workers: int | None) -> tuple[JobPlace, str | None, int | None]:
+def place_jobs(executor: str | None, jobs: int | None, workers: int | None,
+               log: Path | None = None) -> tuple[JobPlace, str | None, int | None]:
     """Where the jobs run, and the evaluation executor spec and workers each job uses.
 
     ``serial``: one job at a time in this process, evaluating in one sandboxed worker.
     ``process[:N]`` (the default): ``jobs`` at once, each in its own process (with one job,
     in this process), each evaluating on N workers (``workers``; by default its share of
     the cores). ``dask://...``: every job on the cluster, evaluating on the workers of the
-    machine it lands on (its Dask worker's threads)."""
+    machine it lands on (its Dask worker's threads), Dask's own lines appended to ``log``."""
     kind, arg = parse_executor_spec(executor)
     if kind == "serial":
         return JobPlace("here"), "serial", None
     if kind == "dask":
-        return JobPlace("dask", address=arg), None, workers
+        return JobPlace("dask", address=arg, log=log), None, workers
     jobs = jobs or default_jobs()
     workers = arg or workers
     if jobs == 1:

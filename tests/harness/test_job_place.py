@@ -94,3 +94,19 @@ def test_a_job_process_dies_with_the_dask_worker_that_started_it():
     finally:
         if job_process.is_running():
             job_process.kill()
+
+
+def test_dask_lines_of_a_compare_go_to_its_log_not_to_the_console(bare_scheduler, tmp_path, capfd):
+    """A worker restarted, a job that failed on a worker, a client reconnecting to a scheduler gone (with its
+    tracebacks): distributed's own lines were printed among the compare's."""
+    import logging
+
+    log = tmp_path / "dask_log.txt"
+    place = JobPlace("dask", address=bare_scheduler.scheduler_address.removeprefix("tcp://"), log=log)
+    logging.getLogger("distributed.client").error("Failed to reconnect to scheduler after 10.00 seconds")
+    place.close()
+    logging.getLogger("distributed.client").error("a line after the compare")
+    assert capfd.readouterr().err == ""
+    said = log.read_text()
+    assert "distributed.client - ERROR - Failed to reconnect to scheduler after 10.00 seconds" in said
+    assert "after the compare" not in said

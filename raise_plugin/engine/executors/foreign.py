@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-import logging
 import multiprocessing
 import threading
 import time
@@ -15,15 +14,13 @@ from ..compiled import CompiledTally
 from ..jobs import InstanceSet, Job
 from ..limits import SandboxLimits
 from ..results import EvalResult
+from .dask_lines import PRELOAD, off_console
 from .local import ProcessExecutor, default_workers, executor_workers, pool_width
 from .spec import CONNECT_SECONDS, ExecutorSpecError, check_reachable
 
 __all__ = ["DaskExecutor", "no_worker_line", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
 
 _local_pools: dict[SandboxLimits, ProcessExecutor] = {}
-# Dask's own lines (the tracebacks of a client that lost its scheduler) go where this process's logs go (a
-# run's run_log.txt), not to the console by logging's last resort: the run says in one line what failed
-_DASK_LINES = logging.NullHandler()
 _local_lock = threading.Lock()
 
 
@@ -113,7 +110,7 @@ class DaskExecutor:
             from distributed import Client, LocalCluster
         except ImportError:
             raise ExecutorSpecError("the Dask executor needs Dask: pip install 'raise-plugin[dask]'") from None
-        logging.getLogger("distributed").addHandler(_DASK_LINES)  # (once: a handler is added once)
+        off_console()  # what failed, the command says in one line of its own
         self.limits = limits or SandboxLimits()
         self._cluster = None
         self._own_client = client is None
@@ -124,7 +121,8 @@ class DaskExecutor:
             # the scheduler's HTTP endpoint (health, metrics) on a free local port, not 0.0.0.0:8787
             import dask
             # worker processes must not be daemons: the sandbox starts processes of its own in them
-            with dask.config.set({"distributed.worker.daemon": False}):
+            # its workers share this process's console: their Dask lines and this process's notes stay off it
+            with dask.config.set({"distributed.worker.daemon": False, "distributed.worker.preload": [PRELOAD]}):
                 self._cluster = LocalCluster(n_workers=pool_width(workers or None), threads_per_worker=1,
                                              processes=processes, dashboard_address="127.0.0.1:0", **network)
             self.client = Client(self._cluster)

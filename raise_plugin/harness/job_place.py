@@ -201,6 +201,10 @@ class JobPlace:
             failure = done.exception()
             if isinstance(failure, cf.CancelledError):  # what Dask makes of the jobs it held when the connection went
                 failure = self._lost()
+            elif type(failure).__name__ == "KilledWorker":  # Dask's words name its task's key and link its docs
+                failure = JobFailed(f"the Dask worker running it died, on {failure.allowed_failures + 1} workers in "
+                                    f"turn (the last at {failure.last_worker.address}; its log says why)",
+                                    retry_helps=True)
             _settle(mirrored, failure, None if failure is not None else done.result())
             with self._waiting_lock:
                 self._waiting.discard(mirrored)

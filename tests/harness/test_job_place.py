@@ -110,3 +110,24 @@ def test_dask_lines_of_a_compare_go_to_its_log_not_to_the_console(bare_scheduler
     said = log.read_text()
     assert "distributed.client - ERROR - Failed to reconnect to scheduler after 10.00 seconds" in said
     assert "after the compare" not in said
+
+
+def test_a_job_whose_dask_workers_all_died_running_it_fails_saying_so(bare_scheduler, monkeypatch):
+    """It said Dask's 'Attempted to run task '_execute_on_dask_worker-90b69c5f-...' on 4 different workers, but
+    all those workers died while running it. The last worker ... For more information see https://...'."""
+    import concurrent.futures as cf
+
+    from distributed.scheduler import KilledWorker
+
+    place = JobPlace("dask", address=bare_scheduler.scheduler_address.removeprefix("tcp://"))
+    try:
+        died: cf.Future = cf.Future()
+        died.set_exception(KilledWorker("_execute_on_dask_worker-90b69c5f",
+                                        types.SimpleNamespace(address="tcp://127.0.0.1:40111"), 3))
+        monkeypatch.setattr(place._pool, "submit", lambda fn, job: died)
+        with pytest.raises(JobFailed, match=r"^the Dask worker running it died, on 4 workers in turn \(the last at "
+                                            r"tcp://127.0.0.1:40111; its log says why\)$") as caught:
+            place.submit(object()).result(timeout=30)
+        assert caught.value.retry_helps
+    finally:
+        place.close()

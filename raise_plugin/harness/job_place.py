@@ -23,12 +23,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import warnings
 from pathlib import Path
 
 from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_spec, default_workers,
-                                           no_worker_line, parse_executor_spec, say_if_weakened, worker_width)
+                                           parse_executor_spec, say_if_weakened, worker_width)
 from raise_plugin.engine.sandbox import PR_SET_PDEATHSIG, prctl
 from raise_plugin.errors import SandboxNote, UserError, one_line_warning
 from raise_plugin.instance_seeds import say_fixed_nominal
@@ -161,10 +160,6 @@ class JobPlace:
                 raise
             self.slots = self._pool.workers
             self._address = self._pool.client.scheduler.address
-            self._waiting: set[cf.Future] = set()  # the jobs sent to the cluster, not yet settled
-            self._waiting_lock = threading.Lock()
-            self._closed = threading.Event()
-            threading.Thread(target=self._watch, name="raise-compare-cluster", daemon=True).start()
 
     def describe(self) -> str:
         if self.kind == "here":
@@ -193,39 +188,24 @@ class JobPlace:
         if self._pool.client.status != "running":
             mirrored.set_exception(self._lost())
             return mirrored
-        if self._pool.without_workers():  # its workers left long enough ago to fail the jobs under way
-            mirrored.set_exception(self._no_worker())
-            return mirrored
 
         def settle(done: cf.Future) -> None:
             failure = done.exception()
             if isinstance(failure, cf.CancelledError):  # what Dask makes of the jobs it held when the connection went
                 failure = self._lost()
+            elif isinstance(failure, TimeoutError):  # the cluster had no worker for as long as it may take to answer
+                failure = JobFailed(str(failure), retry_helps=True)
             elif type(failure).__name__ == "KilledWorker":  # Dask's words name its task's key and link its docs
                 failure = JobFailed(f"the Dask worker running it died, on {failure.allowed_failures + 1} workers in "
                                     f"turn (the last at {failure.last_worker.address}; its log says why)",
                                     retry_helps=True)
-            _settle(mirrored, failure, None if failure is not None else done.result())
-            with self._waiting_lock:
-                self._waiting.discard(mirrored)
+            if failure is None:
+                mirrored.set_result(done.result())
+            else:
+                mirrored.set_exception(failure)
 
-        with self._waiting_lock:
-            self._waiting.add(mirrored)
         self._pool.submit(_execute_on_dask_worker, job).add_done_callback(settle)
         return mirrored
-
-    def _watch(self) -> None:
-        """Fails the jobs on the cluster once it has had no worker for as long as a scheduler may take to
-        answer (its workers all left, or none joined): Dask keeps a job no worker can take waiting for ever."""
-        while not self._closed.wait(0.5):
-            with self._waiting_lock:
-                waiting = list(self._waiting)
-            if waiting and self._pool.without_workers():
-                for future in waiting:
-                    _settle(future, self._no_worker())
-
-    def _no_worker(self) -> JobFailed:
-        return JobFailed(no_worker_line(self._address), retry_helps=True)
 
     def _lost(self) -> JobFailed:
         return JobFailed(f"the connection to the Dask scheduler at {self._address} was lost", retry_helps=True)
@@ -239,7 +219,6 @@ class JobPlace:
         if self._pool is None:
             return
         if self.kind == "dask":
-            self._closed.set()
             try:
                 self._pool.shutdown(wait=not interrupted)
             finally:
@@ -253,18 +232,6 @@ class JobPlace:
             self._pool.shutdown(wait=False, cancel_futures=True)
             return
         self._pool.shutdown(wait=not interrupted)
-
-
-def _settle(future: cf.Future, failure: BaseException | None, result=None) -> None:
-    """``future`` given its outcome, unless it has one already (a job failed for want of workers that
-    ends after all)."""
-    try:
-        if failure is None:
-            future.set_result(result)
-        else:
-            future.set_exception(failure)
-    except cf.InvalidStateError:
-        pass
 
 
 def default_jobs(cores: int | None = None) -> int:

@@ -140,6 +140,9 @@ class DaskExecutor:
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()
         self._workerless_since: float | None = None  # when ``without_workers`` first found none (since then)
+        self._waiting: set[cf.Future] = set()  # what was sent to the cluster, not yet settled (``_watch``)
+        self._watching: threading.Thread | None = None
+        self._closed = threading.Event()
 
     def wait_for_worker(self) -> None:
         """Wait for a worker at the scheduler, at most ``CONNECT_SECONDS`` (one that joins meanwhile is
@@ -165,6 +168,49 @@ class DaskExecutor:
             self._workerless_since = now
         return now - self._workerless_since >= CONNECT_SECONDS
 
+    def _no_worker(self) -> TimeoutError:
+        return TimeoutError(no_worker_line(self.client.scheduler.address))
+
+    def _mirror(self, send: Callable) -> cf.Future:
+        """A ``concurrent.futures.Future`` mirroring the Dask future ``send()`` makes, failed at once (a
+        ``TimeoutError``, ``no_worker_line``) while the cluster has had no worker for ``CONNECT_SECONDS``, and
+        failed so by ``_watch`` when that comes to pass before it ends."""
+        fut: cf.Future = cf.Future()
+        fut.set_running_or_notify_cancel()
+        if self.without_workers():
+            fut.set_exception(self._no_worker())
+            return fut
+
+        def settle(dask_future) -> None:
+            try:
+                _settle(fut, None, dask_future.result())
+            except cf.CancelledError as exc:  # Dask's: its connection went, or what the work needed went with a worker
+                reason = getattr(exc, "reason", "unknown")
+                _settle(fut, exc if reason == "scheduler-connection-lost" else RuntimeError(
+                    f"Dask dropped it ({reason}): the workers that held what it needed (its instances) were lost"))
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                _settle(fut, exc)
+            with self._lock:
+                self._waiting.discard(fut)
+
+        with self._lock:
+            self._waiting.add(fut)
+            if self._watching is None:
+                self._watching = threading.Thread(target=self._watch, name="raise-dask-workers", daemon=True)
+                self._watching.start()
+        send().add_done_callback(settle)
+        return fut
+
+    def _watch(self) -> None:
+        """Fails what was sent to the cluster once it has had no worker for ``CONNECT_SECONDS`` (its workers
+        all left, or none joined): Dask keeps what no worker can take waiting for one for ever."""
+        while not self._closed.wait(0.5):
+            with self._lock:
+                waiting = list(self._waiting)
+            if waiting and self.without_workers():
+                for fut in waiting:
+                    _settle(fut, self._no_worker())
+
     @property
     def workers(self) -> int:
         return max(1, sum(self.client.nthreads().values()))
@@ -172,7 +218,7 @@ class DaskExecutor:
     def submit(self, fn: Callable, /, *args, **kwargs) -> cf.Future:
         """``fn(*args, **kwargs)`` on a Dask worker, in the worker's own process: for the caller's
         code; ``sandboxed_calls().submit`` for calls that run generated code."""
-        return _from_dask(self.client.submit(fn, *args, pure=False, **kwargs))
+        return self._mirror(lambda: self.client.submit(fn, *args, pure=False, **kwargs))
 
     def submit_sandboxed(self, fn: Callable, /, *args, **kwargs):
         """``fn(*args, **kwargs)`` in the sandbox pool of the Dask worker it lands on."""
@@ -191,11 +237,12 @@ class DaskExecutor:
                 except TimeoutError:  # its own words, "No valid workers found", say neither where nor why
                     raise TimeoutError(no_worker_line(self.client.scheduler.address)) from None
                 held = self._scattered[instance_set.id] = (instance_set.version, ref)
-        future = _from_dask(self.client.submit(run_job, job, held[1], self.limits, pure=False))
+        future = self._mirror(lambda: self.client.submit(run_job, job, held[1], self.limits, pure=False))
         future.add_done_callback(lambda f: f.exception() is None and self.compiled.record(job, f.result()))
         return future
 
     def shutdown(self, wait: bool = True, **_) -> None:
+        self._closed.set()
         self._scattered.clear()
         if self._own_client:
             self.client.close()
@@ -219,16 +266,13 @@ def no_worker_line(scheduler: str) -> str:
             f"dask worker {scheduler} --nthreads 1)")
 
 
-def _from_dask(dask_future) -> cf.Future:
-    """A ``concurrent.futures.Future`` mirroring a Dask future."""
-    fut: cf.Future = cf.Future()
-    fut.set_running_or_notify_cancel()
-
-    def settle(df):
-        try:
-            fut.set_result(df.result())
-        except BaseException as exc:  # noqa: BLE001 - delivered through the future
-            fut.set_exception(exc)
-
-    dask_future.add_done_callback(settle)
-    return fut
+def _settle(future: cf.Future, failure: BaseException | None, result=None) -> None:
+    """``future`` given its outcome, unless it has one already (one failed for want of workers that ends
+    after all)."""
+    try:
+        if failure is None:
+            future.set_result(result)
+        else:
+            future.set_exception(failure)
+    except cf.InvalidStateError:
+        pass

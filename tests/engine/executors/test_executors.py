@@ -299,3 +299,51 @@ def test_a_runs_engine_section_builds_the_engine_with_its_executor_and_sandbox()
         assert engine.workers == 1 and engine.limits == engine.executor.limits == SandboxLimits.of(section)
     with make_executor(RunConfig(task="obp", executor="serial", memory_mb=300).engine) as serial:
         assert isinstance(serial, SerialExecutor) and serial.limits.memory_mb == 300
+
+
+def test_work_on_a_dask_cluster_whose_workers_all_left_fails_saying_so(bare_scheduler):
+    """`evaluate` (and a run) on a cluster whose one worker died waited for ever for another."""
+    from raise_plugin.engine import DaskExecutor
+
+    bare_scheduler.scale(1)
+    bare_scheduler.wait_for_workers(1, timeout=30)
+    address = bare_scheduler.scheduler_address
+    with DaskExecutor(address.removeprefix("tcp://")) as dask:
+        bare_scheduler.scale(0)
+        deadline = time.monotonic() + 30
+        while dask.client.nthreads():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        said = (rf"^no Dask worker joined the scheduler at {address} within 1 s \(start one: dask worker {address} "
+                r"--nthreads 1\)$")
+        for _ in range(2):  # what was sent as they left, and what is sent after
+            with pytest.raises(TimeoutError, match=said):
+                dask.submit(pow, 3, 2).result(timeout=30)
+
+
+def test_work_dask_drops_as_its_workers_and_their_data_are_lost_says_so(monkeypatch):
+    """What Dask cancels with the workers that held an instance set was reported as
+    'FutureCancelledError: run_job-f23ea40a-... cancelled for reason: already forgotten.' (and kept `evaluate`
+    waiting for ever); a connection lost is still Dask's cancellation, which the harness reads as that."""
+    from distributed.client import FutureCancelledError
+
+    from raise_plugin.engine import DaskExecutor
+
+    class Dropped:
+        def __init__(self, reason):
+            self.reason = reason
+
+        def add_done_callback(self, callback):
+            callback(self)
+
+        def result(self):
+            raise FutureCancelledError("run_job-f23ea40a", self.reason)
+
+    with DaskExecutor("local", workers=1, processes=False) as dask:
+        monkeypatch.setattr(dask.client, "submit", lambda *args, **kwargs: Dropped("already forgotten"))
+        with pytest.raises(RuntimeError, match=r"^Dask dropped it \(already forgotten\): the workers that held what "
+                                               r"it needed \(its instances\) were lost$"):
+            dask.submit(pow, 3, 2).result(timeout=10)
+        monkeypatch.setattr(dask.client, "submit", lambda *args, **kwargs: Dropped("scheduler-connection-lost"))
+        with pytest.raises(FutureCancelledError):
+            dask.submit(pow, 3, 2).result(timeout=10)

@@ -140,8 +140,11 @@ def test_a_dask_scheduler_that_does_not_answer_is_refused_in_one_line_before_a_r
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         check_reachable(f"tcp://127.0.0.1:{listening.getsockname()[1]}")  # something answers: no error
-    with pytest.raises(ExecutorSpecError, match="give dask://HOST:PORT with PORT a number"):
-        check_reachable("somehost")
+    for malformed in ("somehost", ":8786", "127.0.0.1:99999", "127.0.0.1:0"):  # the last three said 'PORT a number'
+        with pytest.raises(ExecutorSpecError, match=rf"^executor 'dask://{malformed}': give dask://HOST:PORT with HOST "
+                                                    r"the scheduler's name or address and PORT a number from 1 to "
+                                                    r"65535$"):  # or, of a port past 65535, 'Connection refused'
+            check_reachable(malformed)
     # a run: refused as its config is resolved, before its directory exists (it had waited on the
     # scheduler in every evaluation, silently, with its run directory written)
     config = RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, out=str(tmp_path / "run"),

@@ -177,7 +177,7 @@ class DaskExecutor:
         failed so by ``_watch`` when that comes to pass before it ends."""
         fut: cf.Future = cf.Future()
         fut.set_running_or_notify_cancel()
-        if self.without_workers():
+        if self._workerless_since is not None and self.without_workers():  # (asked only once ``_watch`` saw none)
             fut.set_exception(self._no_worker())
             return fut
 

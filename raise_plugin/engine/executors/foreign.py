@@ -140,7 +140,7 @@ class DaskExecutor:
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()
         self._workerless_since: float | None = None  # when ``without_workers`` first found none (since then)
-        self._waiting: set[cf.Future] = set()  # what was sent to the cluster, not yet settled (``_watch``)
+        self._waiting: dict[cf.Future, Any] = {}  # what was sent to the cluster, not yet settled: its Dask future
         self._watching: threading.Thread | None = None
         self._closed = threading.Event()
 
@@ -191,25 +191,31 @@ class DaskExecutor:
             except BaseException as exc:  # noqa: BLE001 - delivered through the future
                 _settle(fut, exc)
             with self._lock:
-                self._waiting.discard(fut)
+                self._waiting.pop(fut, None)
 
+        dask_future = send()
         with self._lock:
-            self._waiting.add(fut)
+            self._waiting[fut] = dask_future
             if self._watching is None:
                 self._watching = threading.Thread(target=self._watch, name="raise-dask-workers", daemon=True)
                 self._watching.start()
-        send().add_done_callback(settle)
+        dask_future.add_done_callback(settle)
         return fut
 
     def _watch(self) -> None:
         """Fails what was sent to the cluster once it has had no worker for ``CONNECT_SECONDS`` (its workers
-        all left, or none joined): Dask keeps what no worker can take waiting for one for ever."""
+        all left, or none joined): Dask keeps what no worker can take waiting for one for ever. It is cancelled
+        there too: a worker that joined later would have run it, unseen (a compare's training job, say)."""
         while not self._closed.wait(0.5):
             with self._lock:
-                waiting = list(self._waiting)
+                waiting = list(self._waiting.items())
             if waiting and self.without_workers():
-                for fut in waiting:
+                for fut, _ in waiting:
                     _settle(fut, self._no_worker())
+                try:
+                    self.client.cancel([dask_future for _, dask_future in waiting])
+                except Exception:  # noqa: BLE001 - the connection went meanwhile: the scheduler forgets them itself
+                    pass
 
     @property
     def workers(self) -> int:

@@ -322,6 +322,10 @@ def test_work_on_a_dask_cluster_whose_workers_all_left_fails_saying_so(bare_sche
         for _ in range(2):  # what was sent as they left, and what is sent after
             with pytest.raises(TimeoutError, match=said):
                 dask.submit(pow, 3, 2).result(timeout=30)
+        deadline = time.monotonic() + 30  # and no worker that joins later runs it, unseen
+        while bare_scheduler.scheduler.tasks:
+            assert time.monotonic() < deadline, bare_scheduler.scheduler.tasks
+            time.sleep(0.05)
 
 
 def test_work_dask_drops_as_its_workers_and_their_data_are_lost_says_so(monkeypatch):

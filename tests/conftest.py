@@ -48,6 +48,19 @@ def fresh_registry(monkeypatch):
     monkeypatch.setenv(tasks.SOURCES_VARIABLE, "{}")
 
 
+@pytest.fixture
+def bare_scheduler(monkeypatch):
+    """A Dask scheduler in this process that no worker has joined, reached over TCP as any other; one
+    second is how long a scheduler may take to answer, and to be joined (``CONNECT_SECONDS``)."""
+    distributed = pytest.importorskip("distributed")
+    from raise_plugin.engine.executors import foreign
+
+    monkeypatch.setattr(foreign, "CONNECT_SECONDS", 1.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp", host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster:
+        yield cluster
+
+
 def pytest_addoption(parser):
     parser.addoption("--full-size", action="store_true",
                      help="run the slow end-to-end cases at their full sizes (make test-full): the characterisation's "

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from raise_plugin.engine import SandboxLimits
-from raise_plugin.engine.executors import parse_executor_spec
+from raise_plugin.engine.executors import check_engine
 from raise_plugin.engine.selfcheck import check_limits
 from raise_plugin.engine.suite import Heuristic, evaluate_suite
 from raise_plugin.durable import unwritable
@@ -15,7 +15,8 @@ from raise_plugin.harness.tables import dataset_means, render_table, write_rows_
 from raise_plugin.programs import ProgramError, check_program
 from raise_plugin.commands.flags import add_flags, check_flags
 from raise_plugin.commands.run import RUN_FAILED
-from raise_plugin.config import SANDBOX_LIMITS
+from raise_plugin.config import SANDBOX_LIMITS, EngineSettings
+from raise_plugin.settings import SettingError
 from tasks import get_task, list_tasks
 from tasks.common.classical import classical_rules
 from tasks.common.errors import printable
@@ -87,9 +88,16 @@ def check_output(path, *, folder: bool = False) -> None:
         raise UserError(f"--out {Path(path)}: {why}")
 
 
-def check_executor(spec) -> None:
-    if spec is not None:
-        parse_executor_spec(spec)  # a one-line ExecutorSpecError (a UserError) for a bad spec
+def check_executor(spec, workers: int | None = None) -> None:
+    """A one-line ``UserError`` for an executor spec that names none, a Dask scheduler that does not answer, or
+    ``workers`` beside an executor that says where programs run (``serial``, ``process:N``, ``dask://...``),
+    which evaluated without them, as a run's settings are refused."""
+    if spec is None:
+        return
+    try:
+        check_engine(EngineSettings(executor=spec, workers=workers))
+    except SettingError as exc:  # the spec's own message names it already
+        raise UserError(exc.reason if exc.name == "executor" else str(exc)) from None
 
 
 def report_invalid(rows, names, out=None, where: str = "") -> None:
@@ -111,7 +119,7 @@ def run(args) -> int:
     heuristics = collect_heuristics(task, args.heuristics, args.baselines)
     datasets = task.suite(args.suite)
     check_flags(args, ("workers", "timeout", *SANDBOX_LIMITS))
-    check_executor(args.executor)
+    check_executor(args.executor, args.workers)
     check_output(args.out)
     if args.out and Path(args.out).resolve() in {Path(f).resolve() for f in args.heuristics}:
         raise UserError(f"--out {args.out}: is one of the heuristic files evaluated; the table would replace it")

@@ -236,11 +236,12 @@ def _fail_fast(inner: list[cf.Future]) -> list[cf.Future]:
     failure: list[EvalResult] = []
 
     def settle(index: int, fut: cf.Future) -> None:
+        if fut.cancelled():
+            return  # cancelled below: its outer future is already settled
         try:
             result = fut.result()
-        except cf.CancelledError:
-            return  # cancelled below: its outer future is already settled
-        except BaseException as exc:  # noqa: BLE001 - delivered through the future
+        except BaseException as exc:  # noqa: BLE001 - delivered through the future (a CancelledError too: a Dask
+            # job cancelled by Dask, whose worker and instances were lost, left evaluate waiting for ever)
             with lock:
                 if not outer[index].done():
                     outer[index].set_exception(exc)

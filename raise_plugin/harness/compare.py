@@ -16,6 +16,7 @@ checkpoints, and re-uses evaluated results while their runs are as they were eva
       llm_ledger.json             the LLM's requests, tokens and cost per run (finished or not) and in all
       convergence.png, adversarial_distributions.png
       report.md, report.html      the report, and the same as one page with its figures embedded
+      dask_log.txt                Dask's own lines, on a Dask cluster (not on the console)
 """
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     again); each evaluation's rows land in ``OUT/results/<name>.csv``."""
     study = config.study
     cells = [(v, s) for v in variants for s in study.seeds]
-    place, evaluation, workers = place_jobs(study.executor, study.jobs, study.workers)
+    place, evaluation, workers = place_jobs(study.executor, study.jobs, study.workers, log=out / DASK_LOG)
     _say(f"compare on {task.name}: {len(variants)} variants x {len(study.seeds)} seeds, budget "
          f"{config.runs.budget.samples}, llm {config.runs.llm.backend}; jobs {place.describe()}"
          + ("; plain runs only (no radius given: no RAISE run)" if not study.epsilons else ""), quiet)
@@ -269,6 +270,7 @@ def check_methods(methods, task) -> None:
                             "(docs/tasks.md, 'What GP needs'); no job was started") from None
 
 
+DASK_LOG = "dask_log.txt"  # Dask's own lines as the compare ran on a cluster, appended
 FIGURE_FILES = tuple(f"{stem}.{fmt}" for stem, fmt in itertools.product(("convergence", "adversarial_distributions"),
                                                                           FIGURE_FORMATS))
 # what a compare writes from its runs and results as it ends, besides its tables

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import logging
 import multiprocessing
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, check_spec, default_workers,
                                            parse_executor_spec, say_if_weakened, worker_width)
+from raise_plugin.engine.sandbox import PR_SET_PDEATHSIG, prctl
 from raise_plugin.errors import SandboxNote, UserError, one_line_warning
 from raise_plugin.instance_seeds import say_fixed_nominal
 from raise_plugin.llm import notice_said, say_notice
@@ -86,8 +90,8 @@ def _execute_on_dask_worker(job):
         given, taken, log = Path(tmp) / "job.pickle", Path(tmp) / "outcome.pickle", Path(tmp) / "stderr.log"
         given.write_bytes(pickle.dumps(job))
         with open(log, "wb") as err:
-            code = subprocess.call([sys.executable, "-m", "raise_plugin.harness.job_place", str(given), str(taken)],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+            code = subprocess.call([sys.executable, "-m", "raise_plugin.harness.job_place", str(given), str(taken),
+                                    str(os.getpid())], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
         if taken.exists():
             ok, value = pickle.loads(taken.read_bytes())
             if ok:
@@ -97,9 +101,14 @@ def _execute_on_dask_worker(job):
         raise JobFailed(f"its process exited with status {code}" + (f": {lines[-1].strip()}" if lines else ""))
 
 
-def _job_process_main(given: str, taken: str) -> int:
-    """The job process a Dask worker starts: the job from ``given``, ``(ok, outcome or message)`` to ``taken``.
-    What it says goes to its worker's log, on its own machine: its notes are its machine's, and kept."""
+def _job_process_main(given: str, taken: str, worker: str) -> int:
+    """The job process a Dask worker (process id ``worker``) starts: the job from ``given``, ``(ok, outcome or
+    message)`` to ``taken``. What it says goes to its worker's log, on its own machine: its notes are its
+    machine's, and kept. It dies with its worker: one that lived on (its worker killed, its job sent to another)
+    held the run directory's lock, and the job's next attempt failed saying the run was in use."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(worker):  # its worker died before it could say so
+        return 1
     job = pickle.loads(Path(given).read_bytes())
     try:
         outcome = (True, _execute(job))
@@ -123,11 +132,12 @@ class JobPlace:
     processes on this machine) or ``dask`` (a cluster at ``address``; ``("local", N)`` starts a
     LocalCluster of N one-thread worker processes on this machine)."""
 
-    def __init__(self, kind: str, slots: int = 1, address=None):
+    def __init__(self, kind: str, slots: int = 1, address=None, log: Path | None = None):
         if kind not in ("here", "local", "dask"):
             raise ValueError(f"unknown job place {kind!r}")
         self.kind = kind
         self._pool = None
+        self._log = None
         if kind == "here":
             self.slots = 1
         elif kind == "local":
@@ -136,10 +146,18 @@ class JobPlace:
             self._pool = cf.ProcessPoolExecutor(self.slots, mp_context=_job_process_context(),
                                                 initializer=_job_process_start)
         else:
-            if isinstance(address, tuple):
-                self._pool = DaskExecutor("local", workers=address[1])
-            else:
-                self._pool = DaskExecutor(address)
+            if log is not None:  # Dask's own lines, off the console (executors.off_console), appended there
+                self._log = logging.FileHandler(log, delay=True)
+                self._log.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
+                logging.getLogger("distributed").addHandler(self._log)
+            try:
+                if isinstance(address, tuple):
+                    self._pool = DaskExecutor("local", workers=address[1])
+                else:
+                    self._pool = DaskExecutor(address)
+            except BaseException:
+                self._stop_log()
+                raise
             self.slots = self._pool.workers
             self._address = self._pool.client.scheduler.address
 
@@ -175,6 +193,12 @@ class JobPlace:
             failure = done.exception()
             if isinstance(failure, cf.CancelledError):  # what Dask makes of the jobs it held when the connection went
                 failure = self._lost()
+            elif isinstance(failure, TimeoutError):  # the cluster had no worker for as long as it may take to answer
+                failure = JobFailed(str(failure), retry_helps=True)
+            elif type(failure).__name__ == "KilledWorker":  # Dask's words name its task's key and link its docs
+                failure = JobFailed(f"the Dask worker running it died, on {failure.allowed_failures + 1} workers in "
+                                    f"turn (the last at {failure.last_worker.address}; its log says why)",
+                                    retry_helps=True)
             if failure is None:
                 mirrored.set_result(done.result())
             else:
@@ -186,8 +210,19 @@ class JobPlace:
     def _lost(self) -> JobFailed:
         return JobFailed(f"the connection to the Dask scheduler at {self._address} was lost", retry_helps=True)
 
+    def _stop_log(self) -> None:
+        if self._log is not None:
+            logging.getLogger("distributed").removeHandler(self._log)
+            self._log.close()
+
     def close(self, interrupted: bool = False) -> None:
         if self._pool is None:
+            return
+        if self.kind == "dask":
+            try:
+                self._pool.shutdown(wait=not interrupted)
+            finally:
+                self._stop_log()
             return
         if interrupted and self.kind == "local":
             # the jobs under way stop where they are; their run directories' checkpoints stay
@@ -212,28 +247,37 @@ def default_jobs(cores: int | None = None) -> int:
 
 
 def check_place(executor: str | None) -> None:
-    """A ``UserError`` when ``executor`` names a Dask scheduler that does not answer: said before a
-    compare writes anything, not when its first job is placed."""
+    """A ``UserError`` when ``executor`` names a Dask scheduler that does not answer, or that no worker
+    joins within the time it may take to answer (a worker that joins meanwhile is taken): said before a
+    compare writes anything, where its first job had waited for a worker for ever."""
     try:
-        check_spec(executor)
+        kind, address = check_spec(executor)
+        if kind == "dask" and isinstance(address, str):
+            cluster = DaskExecutor(address)
+            try:
+                cluster.wait_for_worker()
+            finally:
+                cluster.shutdown()
     except ExecutorSpecError as exc:
         raise UserError(str(exc)) from None
+    except TimeoutError as exc:
+        raise UserError(f"executor {executor!r}: {exc}, then run the same command again") from None
 
 
-def place_jobs(executor: str | None, jobs: int | None,
-               workers: int | None) -> tuple[JobPlace, str | None, int | None]:
+def place_jobs(executor: str | None, jobs: int | None, workers: int | None,
+               log: Path | None = None) -> tuple[JobPlace, str | None, int | None]:
     """Where the jobs run, and the evaluation executor spec and workers each job uses.
 
     ``serial``: one job at a time in this process, evaluating in one sandboxed worker.
     ``process[:N]`` (the default): ``jobs`` at once, each in its own process (with one job,
     in this process), each evaluating on N workers (``workers``; by default its share of
     the cores). ``dask://...``: every job on the cluster, evaluating on the workers of the
-    machine it lands on (its Dask worker's threads)."""
+    machine it lands on (its Dask worker's threads), Dask's own lines appended to ``log``."""
     kind, arg = parse_executor_spec(executor)
     if kind == "serial":
         return JobPlace("here"), "serial", None
     if kind == "dask":
-        return JobPlace("dask", address=arg), None, workers
+        return JobPlace("dask", address=arg, log=log), None, workers
     jobs = jobs or default_jobs()
     workers = arg or workers
     if jobs == 1:
@@ -242,4 +286,4 @@ def place_jobs(executor: str | None, jobs: int | None,
 
 
 if __name__ == "__main__":
-    sys.exit(_job_process_main(*sys.argv[1:3]))
+    sys.exit(_job_process_main(*sys.argv[1:4]))

@@ -216,3 +216,26 @@ def test_an_engine_that_fails_under_evaluate_is_one_line_and_exit_3(tmp_path, ca
                        "cancelled for reason: scheduler-connection-lost.; nothing was written: once it is back, the "
                        "same command evaluates again"), err
     assert not out.exists()
+
+
+def test_evaluate_on_a_scheduler_no_worker_joins_says_so_in_one_line(bare_scheduler, capsys):
+    """It said 'TimeoutError: No valid workers found', naming neither the scheduler nor what to do."""
+    address = bare_scheduler.scheduler_address
+    assert main(["evaluate", "--task", "ovrp", "--suite", "nominal", "--baselines", "SP-Insert", "--no-progress",
+                 "--executor", f"dask://{address.removeprefix('tcp://')}"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"raise-ahd: error: the engine running programs failed (dask://{address.removeprefix('tcp://')}"
+                       f"): TimeoutError: no Dask worker joined the scheduler at {address} within 1 s (start one: "
+                       f"dask worker {address} --nthreads 1); nothing was written: once it is back, the same command "
+                       "evaluates again"), err
+
+
+@pytest.mark.parametrize("executor", ["serial", "process:2", "dask://local:2"])
+def test_workers_beside_an_executor_that_says_where_programs_run_are_refused_in_one_line(executor, capsys):
+    """They were ignored: `--executor serial --workers 3` evaluated on one worker, saying nothing (a run refuses
+    them)."""
+    assert main(["evaluate", "--task", "ovrp", "--suite", "nominal", "--baselines", "SP-Insert", "--no-progress",
+                 "--executor", executor, "--workers", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"raise-ahd: error: workers: counts the local worker processes, and executor {executor!r} already "
+                   "says where programs run: give --workers N or --executor process:N, not both, got 3"]

@@ -130,3 +130,25 @@ def test_rerank_skips_a_program_that_timed_out_and_ranks_the_others():
     scores = {p.name: p.robust_score for p in out["programs"]}
     assert scores["loop"] == -math.inf and math.isfinite(scores["spt"]) and math.isfinite(scores["edd"])
     assert out["skipped"] >= 3  # the loop's other nominal instances, and it is not run on the new one
+
+
+def test_a_job_that_its_executor_ends_as_cancelled_ends_its_future_too():
+    """Dask cancels a job whose worker, and the instance set it held, were lost: the future of that instance
+    then waited for ever, and `evaluate` with it, as if the program had cancelled it itself."""
+    import concurrent.futures as cf
+
+    class Dropping:
+        """A place that ends every job as Dask ends one whose dependencies were lost."""
+        workers = 1
+
+        def submit(self, fn, *args, **kwargs):
+            future: cf.Future = cf.Future()
+            future.set_running_or_notify_cancel()
+            future.set_exception(cf.CancelledError("run_job-1 cancelled for reason: lost dependencies."))
+            return future
+
+    engine = Engine("obp", Dropping(), limits=SandboxLimits(timeout=10))
+    futures = engine.submit_each(BEST_FIT, get_task("obp").nominal_instances()[:2], fail_fast=True)
+    for future in futures:
+        with pytest.raises(cf.CancelledError, match="lost dependencies"):
+            future.result(timeout=10)

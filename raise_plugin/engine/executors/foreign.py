@@ -5,24 +5,22 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-import logging
 import multiprocessing
 import threading
+import time
 from typing import Any, Callable
 
 from ..compiled import CompiledTally
 from ..jobs import InstanceSet, Job
 from ..limits import SandboxLimits
 from ..results import EvalResult
+from .dask_lines import PRELOAD, off_console
 from .local import ProcessExecutor, default_workers, executor_workers, pool_width
 from .spec import CONNECT_SECONDS, ExecutorSpecError, check_reachable
 
-__all__ = ["DaskExecutor", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
+__all__ = ["DaskExecutor", "no_worker_line", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
 
 _local_pools: dict[SandboxLimits, ProcessExecutor] = {}
-# Dask's own lines (the tracebacks of a client that lost its scheduler) go where this process's logs go (a
-# run's run_log.txt), not to the console by logging's last resort: the run says in one line what failed
-_DASK_LINES = logging.NullHandler()
 _local_lock = threading.Lock()
 
 
@@ -112,7 +110,7 @@ class DaskExecutor:
             from distributed import Client, LocalCluster
         except ImportError:
             raise ExecutorSpecError("the Dask executor needs Dask: pip install 'raise-plugin[dask]'") from None
-        logging.getLogger("distributed").addHandler(_DASK_LINES)  # (once: a handler is added once)
+        off_console()  # what failed, the command says in one line of its own
         self.limits = limits or SandboxLimits()
         self._cluster = None
         self._own_client = client is None
@@ -123,7 +121,8 @@ class DaskExecutor:
             # the scheduler's HTTP endpoint (health, metrics) on a free local port, not 0.0.0.0:8787
             import dask
             # worker processes must not be daemons: the sandbox starts processes of its own in them
-            with dask.config.set({"distributed.worker.daemon": False}):
+            # its workers share this process's console: their Dask lines and this process's notes stay off it
+            with dask.config.set({"distributed.worker.daemon": False, "distributed.worker.preload": [PRELOAD]}):
                 self._cluster = LocalCluster(n_workers=pool_width(workers or None), threads_per_worker=1,
                                              processes=processes, dashboard_address="127.0.0.1:0", **network)
             self.client = Client(self._cluster)
@@ -140,6 +139,83 @@ class DaskExecutor:
         self._scattered: dict[str, tuple[int, Any]] = {}
         self.compiled = CompiledTally()  # the compiled path's programs (``limits.jit``)
         self._lock = threading.Lock()
+        self._workerless_since: float | None = None  # when ``without_workers`` first found none (since then)
+        self._waiting: dict[cf.Future, Any] = {}  # what was sent to the cluster, not yet settled: its Dask future
+        self._watching: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    def wait_for_worker(self) -> None:
+        """Wait for a worker at the scheduler, at most ``CONNECT_SECONDS`` (one that joins meanwhile is
+        taken); a ``TimeoutError`` saying so (``no_worker_line``) when none did."""
+        try:
+            self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        except TimeoutError:
+            raise TimeoutError(no_worker_line(self.client.scheduler.address)) from None
+
+    def without_workers(self) -> bool:
+        """Whether the scheduler has had no worker for ``CONNECT_SECONDS``, as this method's calls saw it
+        (each asks the scheduler now): Dask keeps work that no worker can take waiting for one for ever.
+        A client that lost its scheduler is no answer (``False``): it says so itself."""
+        try:
+            count = len(self.client.nthreads()) if self.client.status == "running" else None
+        except Exception:  # noqa: BLE001 - the connection went as it asked
+            count = None
+        if count != 0:
+            self._workerless_since = None
+            return False
+        now = time.monotonic()
+        if self._workerless_since is None:
+            self._workerless_since = now
+        return now - self._workerless_since >= CONNECT_SECONDS
+
+    def _no_worker(self) -> TimeoutError:
+        return TimeoutError(no_worker_line(self.client.scheduler.address))
+
+    def _mirror(self, send: Callable) -> cf.Future:
+        """A ``concurrent.futures.Future`` mirroring the Dask future ``send()`` makes, failed at once (a
+        ``TimeoutError``, ``no_worker_line``) while the cluster has had no worker for ``CONNECT_SECONDS``, and
+        failed so by ``_watch`` when that comes to pass before it ends."""
+        fut: cf.Future = cf.Future()
+        fut.set_running_or_notify_cancel()
+        if self._workerless_since is not None and self.without_workers():  # (asked only once ``_watch`` saw none)
+            fut.set_exception(self._no_worker())
+            return fut
+
+        def settle(dask_future) -> None:
+            try:
+                _settle(fut, None, dask_future.result())
+            except cf.CancelledError as exc:  # Dask's: its connection went, or what the work needed went with a worker
+                reason = getattr(exc, "reason", "unknown")
+                _settle(fut, exc if reason == "scheduler-connection-lost" else RuntimeError(
+                    f"Dask dropped it ({reason}): the workers that held what it needed (its instances) were lost"))
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                _settle(fut, exc)
+            with self._lock:
+                self._waiting.pop(fut, None)
+
+        dask_future = send()
+        with self._lock:
+            self._waiting[fut] = dask_future
+            if self._watching is None:
+                self._watching = threading.Thread(target=self._watch, name="raise-dask-workers", daemon=True)
+                self._watching.start()
+        dask_future.add_done_callback(settle)
+        return fut
+
+    def _watch(self) -> None:
+        """Fails what was sent to the cluster once it has had no worker for ``CONNECT_SECONDS`` (its workers
+        all left, or none joined): Dask keeps what no worker can take waiting for one for ever. It is cancelled
+        there too: a worker that joined later would have run it, unseen (a compare's training job, say)."""
+        while not self._closed.wait(0.5):
+            with self._lock:
+                waiting = list(self._waiting.items())
+            if waiting and self.without_workers():
+                for fut, _ in waiting:
+                    _settle(fut, self._no_worker())
+                try:
+                    self.client.cancel([dask_future for _, dask_future in waiting])
+                except Exception:  # noqa: BLE001 - the connection went meanwhile: the scheduler forgets them itself
+                    pass
 
     @property
     def workers(self) -> int:
@@ -148,7 +224,7 @@ class DaskExecutor:
     def submit(self, fn: Callable, /, *args, **kwargs) -> cf.Future:
         """``fn(*args, **kwargs)`` on a Dask worker, in the worker's own process: for the caller's
         code; ``sandboxed_calls().submit`` for calls that run generated code."""
-        return _from_dask(self.client.submit(fn, *args, pure=False, **kwargs))
+        return self._mirror(lambda: self.client.submit(fn, *args, pure=False, **kwargs))
 
     def submit_sandboxed(self, fn: Callable, /, *args, **kwargs):
         """``fn(*args, **kwargs)`` in the sandbox pool of the Dask worker it lands on."""
@@ -162,13 +238,17 @@ class DaskExecutor:
         with self._lock:
             held = self._scattered.get(instance_set.id)
             if held is None or held[0] != instance_set.version:
-                ref = self.client.scatter(instance_set, broadcast=True, hash=False)
+                try:  # Dask waits for a worker as long as its client's timeout, CONNECT_SECONDS
+                    ref = self.client.scatter(instance_set, broadcast=True, hash=False)
+                except TimeoutError:  # its own words, "No valid workers found", say neither where nor why
+                    raise TimeoutError(no_worker_line(self.client.scheduler.address)) from None
                 held = self._scattered[instance_set.id] = (instance_set.version, ref)
-        future = _from_dask(self.client.submit(run_job, job, held[1], self.limits, pure=False))
+        future = self._mirror(lambda: self.client.submit(run_job, job, held[1], self.limits, pure=False))
         future.add_done_callback(lambda f: f.exception() is None and self.compiled.record(job, f.result()))
         return future
 
     def shutdown(self, wait: bool = True, **_) -> None:
+        self._closed.set()
         self._scattered.clear()
         if self._own_client:
             self.client.close()
@@ -185,16 +265,20 @@ class DaskExecutor:
         return f"<DaskExecutor {self.client.scheduler.address if self.client.scheduler else '?'}>"
 
 
-def _from_dask(dask_future) -> cf.Future:
-    """A ``concurrent.futures.Future`` mirroring a Dask future."""
-    fut: cf.Future = cf.Future()
-    fut.set_running_or_notify_cancel()
+def no_worker_line(scheduler: str) -> str:
+    """What to say of the Dask scheduler at ``scheduler`` (``tcp://HOST:PORT``) that has had no worker
+    for ``CONNECT_SECONDS``, and what to do."""
+    return (f"no Dask worker joined the scheduler at {scheduler} within {CONNECT_SECONDS:g} s (start one: "
+            f"dask worker {scheduler} --nthreads 1)")
 
-    def settle(df):
-        try:
-            fut.set_result(df.result())
-        except BaseException as exc:  # noqa: BLE001 - delivered through the future
-            fut.set_exception(exc)
 
-    dask_future.add_done_callback(settle)
-    return fut
+def _settle(future: cf.Future, failure: BaseException | None, result=None) -> None:
+    """``future`` given its outcome, unless it has one already (one failed for want of workers that ends
+    after all)."""
+    try:
+        if failure is None:
+            future.set_result(result)
+        else:
+            future.set_exception(failure)
+    except cf.InvalidStateError:
+        pass

@@ -64,8 +64,9 @@ def check_reachable(target: str, seconds: float = CONNECT_SECONDS) -> None:
     or ``tcp://HOST:PORT``) within ``seconds``: a run or an evaluation would otherwise wait on it."""
     address = target.split("://", 1)[-1]
     host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ExecutorSpecError(f"executor 'dask://{target}': give dask://HOST:PORT with PORT a number")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:  # ':8786' named no host; 99999 no port
+        raise ExecutorSpecError(f"executor 'dask://{target}': give dask://HOST:PORT with HOST the scheduler's name or "
+                                f"address and PORT a number from 1 to 65535")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=seconds).close()
     except OSError as exc:

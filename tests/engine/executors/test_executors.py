@@ -140,8 +140,11 @@ def test_a_dask_scheduler_that_does_not_answer_is_refused_in_one_line_before_a_r
         listening.bind(("127.0.0.1", 0))
         listening.listen()
         check_reachable(f"tcp://127.0.0.1:{listening.getsockname()[1]}")  # something answers: no error
-    with pytest.raises(ExecutorSpecError, match="give dask://HOST:PORT with PORT a number"):
-        check_reachable("somehost")
+    for malformed in ("somehost", ":8786", "127.0.0.1:99999", "127.0.0.1:0"):  # the last three said 'PORT a number'
+        with pytest.raises(ExecutorSpecError, match=rf"^executor 'dask://{malformed}': give dask://HOST:PORT with HOST "
+                                                    r"the scheduler's name or address and PORT a number from 1 to "
+                                                    r"65535$"):  # or, of a port past 65535, 'Connection refused'
+            check_reachable(malformed)
     # a run: refused as its config is resolved, before its directory exists (it had waited on the
     # scheduler in every evaluation, silently, with its run directory written)
     config = RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, out=str(tmp_path / "run"),
@@ -299,3 +302,55 @@ def test_a_runs_engine_section_builds_the_engine_with_its_executor_and_sandbox()
         assert engine.workers == 1 and engine.limits == engine.executor.limits == SandboxLimits.of(section)
     with make_executor(RunConfig(task="obp", executor="serial", memory_mb=300).engine) as serial:
         assert isinstance(serial, SerialExecutor) and serial.limits.memory_mb == 300
+
+
+def test_work_on_a_dask_cluster_whose_workers_all_left_fails_saying_so(bare_scheduler):
+    """`evaluate` (and a run) on a cluster whose one worker died waited for ever for another."""
+    from raise_plugin.engine import DaskExecutor
+
+    bare_scheduler.scale(1)
+    bare_scheduler.wait_for_workers(1, timeout=30)
+    address = bare_scheduler.scheduler_address
+    with DaskExecutor(address.removeprefix("tcp://")) as dask:
+        bare_scheduler.scale(0)
+        deadline = time.monotonic() + 30
+        while dask.client.nthreads():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        said = (rf"^no Dask worker joined the scheduler at {address} within 1 s \(start one: dask worker {address} "
+                r"--nthreads 1\)$")
+        for _ in range(2):  # what was sent as they left, and what is sent after
+            with pytest.raises(TimeoutError, match=said):
+                dask.submit(pow, 3, 2).result(timeout=30)
+        deadline = time.monotonic() + 30  # and no worker that joins later runs it, unseen
+        while bare_scheduler.scheduler.tasks:
+            assert time.monotonic() < deadline, bare_scheduler.scheduler.tasks
+            time.sleep(0.05)
+
+
+def test_work_dask_drops_as_its_workers_and_their_data_are_lost_says_so(monkeypatch):
+    """What Dask cancels with the workers that held an instance set was reported as
+    'FutureCancelledError: run_job-f23ea40a-... cancelled for reason: already forgotten.' (and kept `evaluate`
+    waiting for ever); a connection lost is still Dask's cancellation, which the harness reads as that."""
+    from distributed.client import FutureCancelledError
+
+    from raise_plugin.engine import DaskExecutor
+
+    class Dropped:
+        def __init__(self, reason):
+            self.reason = reason
+
+        def add_done_callback(self, callback):
+            callback(self)
+
+        def result(self):
+            raise FutureCancelledError("run_job-f23ea40a", self.reason)
+
+    with DaskExecutor("local", workers=1, processes=False) as dask:
+        monkeypatch.setattr(dask.client, "submit", lambda *args, **kwargs: Dropped("already forgotten"))
+        with pytest.raises(RuntimeError, match=r"^Dask dropped it \(already forgotten\): the workers that held what "
+                                               r"it needed \(its instances\) were lost$"):
+            dask.submit(pow, 3, 2).result(timeout=10)
+        monkeypatch.setattr(dask.client, "submit", lambda *args, **kwargs: Dropped("scheduler-connection-lost"))
+        with pytest.raises(FutureCancelledError):
+            dask.submit(pow, 3, 2).result(timeout=10)

@@ -26,6 +26,7 @@ The rules (docs/llm.md, "How an answer is read"):
   and classes, and its assignments (unless they call the function) are put at the top of the
   function's body, so the heuristic keeps what it uses.
 - Tabs and indentation other than four spaces are re-indented; Windows line endings read.
+- A reasoning model's thinking (``<think>...</think>``) is not the answer: it is left out first.
 - The thought: the first ``{...}`` outside the code (over several lines: joined into one), else
   in a comment of the code, else the prose around the code, else ``(no description given)``; cut to
   ``MAX_THOUGHT_CHARS`` characters (with ``...``), so prompts that quote it stay bounded.
@@ -40,13 +41,15 @@ from dataclasses import dataclass
 from llm4ad.base import Program, SampleTrimmer, TextFunctionProgramConverter
 from llm4ad.method.eoh.sampler import EoHSampler
 
-__all__ = ["AnswerReader", "ReadingSampler", "MAX_THOUGHT_CHARS", "NO_DESCRIPTION"]
+__all__ = ["AnswerReader", "ReadingSampler", "MAX_THOUGHT_CHARS", "NO_DESCRIPTION", "without_thinking"]
 
 MAX_THOUGHT_CHARS = 1000
 NO_DESCRIPTION = "(no description given)"
 
 _FENCE = re.compile(r"^[ \t]*```[^\n`]*\n(.*?)(?:^[ \t]*```[^\n]*$|\Z)", re.M | re.S)
 _CODE_START = re.compile(r"^[ \t]*(?:async[ \t]+def|def|class|import|from[ \t]+\S+[ \t]+import|@)\b")
+_THINKING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.S | re.I)
+_THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.I)
 _MAX_CUTS = 200    # parses of one piece of code, each cut before the line its syntax error is on
 _MAX_STARTS = 20   # lines of prose tried as the start of code
 
@@ -73,7 +76,7 @@ class AnswerReader:
     def read(self, answer: str) -> str | None:
         """``answer`` in the shape the host's parser reads right, or ``None`` when it holds no
         usable function."""
-        text = str(answer or "").replace("\r\n", "\n").replace("\r", "\n")
+        text = without_thinking(str(answer or "").replace("\r\n", "\n").replace("\r", "\n"))
         fenced, prose = _fenced_blocks(text)
         found = self._choose(fenced)
         if found is None:
@@ -137,6 +140,19 @@ class AnswerReader:
             first = stmt.decorator_list[0].lineno if getattr(stmt, "decorator_list", None) else stmt.lineno
             before += _indented(block.lines[first - 1:stmt.end_lineno], block.lines[first - 1])
         return "\n".join(before + own)
+
+
+def without_thinking(text: str) -> str:
+    """``text`` without a reasoning model's thinking: ``<think>...</think>`` blocks (also ``thinking``,
+    ``reasoning``; one never closed runs to the end), and everything before a closing tag left without
+    its opening one (servers whose chat template opens the block in the prompt)."""
+    if "<" not in text:
+        return text
+    text = _THINKING.sub("", text)
+    last = None
+    for last in _THINKING_END.finditer(text):
+        pass
+    return text if last is None else text[last.end():]
 
 
 def _params(node) -> tuple[str, ...]:

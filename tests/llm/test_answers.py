@@ -72,6 +72,12 @@ SHAPES = {
                                      "{Cheapest insertion.}", CHEAPEST),
     "the thought in a comment": ("```python\n# {Cheapest insertion.}\n" + SIG + "\n" + CHEAPEST + "\n```",
                                  "{Cheapest insertion.}", CHEAPEST),
+    "a reasoning model's thinking with a draft": (
+        "<think>\nMaybe {a draft}:\n```python\n" + SIG + "\n    return candidate_insertions[:, 0]\n```\nNo.\n</think>\n"
+        "{Cheapest.}\n```python\n" + SIG + "\n" + CHEAPEST + "\n```", "{Cheapest.}", CHEAPEST),
+    "thinking opened by the chat template": ("So {a draft}:\n" + SIG + "\n    return 0\n</think>\n\n{Cheapest.}\n"
+                                             + SIG + "\n" + CHEAPEST + "\n", "{Cheapest.}", CHEAPEST),
+    "thinking never closed (cut at the token cap)": ("<think>\n" + SIG + "\n" + CHEAPEST + "\n", None, None),
     "prose only": ("I would prioritise the routes that fit best.", None, None),
     "another function": ("```python\nimport numpy as np\n\ndef helper(x: float) -> float:\n    return x * 2.0\n```",
                          None, None),

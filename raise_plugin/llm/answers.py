@@ -22,6 +22,8 @@ The rules (docs/llm.md, "How an answer is read"):
   class; else the first function whose parameters are the template's, under any name. None
   of these: the answer is unusable (code of another function is not grafted).
 - ``async def`` is read as ``def`` when its body awaits nothing; one that awaits is unusable.
+- Parameters the function names otherwise than the template (in the template's order) are bound to the
+  template's at the top of its body, and extra parameters with a default to their default.
 - The block's other imports (those the template does not already make), its helper functions
   and classes, and its assignments (unless they call the function) are put at the top of the
   function's body, so the heuristic keeps what it uses.
@@ -128,7 +130,8 @@ class AnswerReader:
         if isinstance(node, ast.AsyncFunctionDef) and _awaits(node):
             return None
         statements = node.body
-        if prelude and _is_docstring(statements[0]) and len(statements) > 1:
+        bindings = self._bindings(node)
+        if (prelude or bindings) and _is_docstring(statements[0]) and len(statements) > 1:
             statements = statements[1:]
         if _after_code(block, statements[0]):  # ``def f(x): return x``: no line of its own
             own = ["    " + line for stmt in statements for line in ast.unparse(stmt).splitlines()]
@@ -139,7 +142,24 @@ class AnswerReader:
         for stmt in prelude:
             first = stmt.decorator_list[0].lineno if getattr(stmt, "decorator_list", None) else stmt.lineno
             before += _indented(block.lines[first - 1:stmt.end_lineno], block.lines[first - 1])
-        return "\n".join(before + own)
+        return "\n".join(before + bindings + own)
+
+    def _bindings(self, node) -> list[str]:
+        """Lines giving the function's own names of the template's parameters their values (it named
+        them otherwise), and its extra parameters their defaults: the sample has the template's signature."""
+        args = node.args
+        positional = args.posonlyargs + args.args
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+        names = [a.arg for a in positional]
+        template = list(self.params or ())
+        if names[:1] in (["self"], ["cls"]) and template[:1] != names[:1]:
+            names = names[1:]  # a method of a class
+        pairs = [(own, theirs) for own, theirs in zip(names, template) if own != theirs]
+        lines = [f"    {', '.join(o for o, _ in pairs)} = {', '.join(t for _, t in pairs)}"] if pairs else []
+        extra = [(n, defaults[n]) for n in names[len(template):] if n in defaults]
+        extra += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                  if d is not None and a.arg not in template]
+        return lines + [f"    {name} = {ast.unparse(value)}" for name, value in extra]
 
 
 def without_thinking(text: str) -> str:

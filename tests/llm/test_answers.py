@@ -64,9 +64,19 @@ SHAPES = {
                  "{x}", CHEAPEST),
     "a body on the signature's last line": ("{x}\ndef priority(customer_features,\n             candidate_insertions):"
                                             " return -candidate_insertions[:, 2]\n", "{x}", CHEAPEST),
+    "parameters named otherwise, an extra one with a default": (
+        "{x}\ndef priority(features, insertions, weight: float = 2.0, *, shift=0.5):\n"
+        "    return -insertions[:, 2] * weight + shift\n", "{x}",
+        "    features, insertions = customer_features, candidate_insertions\n    weight = 2.0\n    shift = 0.5\n"
+        "    return -insertions[:, 2] * weight + shift"),
+    "parameters swapped": ("{x}\ndef priority(candidate_insertions, customer_features):\n" + CHEAPEST + "\n", "{x}",
+                           "    candidate_insertions, customer_features = customer_features, candidate_insertions\n"
+                           + CHEAPEST),
     "async def awaiting nothing": ("{x}\n```python\nasync " + SIG + "\n" + CHEAPEST + "\n```", "{x}", CHEAPEST),
     "a static method of a class": ("{x}\n```python\nclass Heuristic:\n    @staticmethod\n    " + SIG + "\n    "
                                    + CHEAPEST + "\n```", "{x}", CHEAPEST),
+    "a method of a class": ("{x}\n```python\nclass Heuristic:\n    def priority(self, customer_features, "
+                            "candidate_insertions):\n    " + CHEAPEST + "\n```", "{x}", CHEAPEST),
     "a line of prose starting with def": ("{x}\ndefine a score.\n" + SIG + "\n" + CHEAPEST + "\n", "{x}", CHEAPEST),
     "the thought inside the fence": ("```python\n{Cheapest insertion.}\n\n" + SIG + "\n" + CHEAPEST + "\n```",
                                      "{Cheapest insertion.}", CHEAPEST),
@@ -169,7 +179,8 @@ def test_the_offline_samplers_answers_for_a_task_without_a_library_read_as_the_h
 
 def _run_answers(method: str):
     """Answers a real model gives, in turn: no braces, tabs, a helper and an import before the function,
-    a class holding it, a megabyte of thought; each with its own constant."""
+    a class holding it, a megabyte of thought, its parameters renamed and one added; each with its own
+    constant."""
     count = itertools.count(1)
     lock = threading.Lock()
 
@@ -182,7 +193,9 @@ def _run_answers(method: str):
                 f"{{helper}}\n```python\nimport math\ndef cost(c):\n    return c * math.e\n\n{SIG}\n"
                 f"    return cost({expr})\n```",
                 f"{{a class}}\n```python\nclass H:\n    @staticmethod\n    {SIG}\n        return {expr}\n```",
-                "{" + "a long thought " * 70_000 + f"}}\n{SIG}\n    return {expr}\n"][n % 5]
+                "{" + "a long thought " * 70_000 + f"}}\n{SIG}\n    return {expr}\n",
+                f"{{renamed}}\ndef priority(features, candidates, w=1.0):\n"
+                f"    return {expr.replace('candidate_insertions', 'candidates')} * w\n"][n % 6]
     return answer
 
 

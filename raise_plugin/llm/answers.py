@@ -17,10 +17,11 @@ The rules (docs/llm.md, "How an answer is read"):
   its code read as below); without a fence that holds a function, from code written in the
   prose (from a line starting ``def``, ``async def``, ``class``, ``import``, ``from`` or ``@``,
   as far as it parses).
-- The function is the one named as the template's: the first block that defines it at the top
-  level (its last definition there, as Python reads it), else a method of that name in a
-  class; else the first function whose parameters are the template's, under any name. None
-  of these: the answer is unusable (code of another function is not grafted).
+- The function is the one named as the template's: the last block that defines it at the top
+  level (a model that corrects itself writes it again; its last definition there, as Python
+  reads it), else a method of that name in a class; else the first function whose parameters
+  are the template's, under any name. None of these: the answer is unusable (code of another
+  function is not grafted).
 - ``async def`` is read as ``def`` when its body awaits nothing; one that awaits is unusable.
 - Parameters the function names otherwise than the template (in the template's order) are bound to the
   template's at the top of its body, and extra parameters with a default to their default.
@@ -95,11 +96,11 @@ class AnswerReader:
 
     # -- which function --------------------------------------------------------------------
     def _choose(self, blocks: list[_Block]):
-        for block in blocks:
+        for block in reversed(blocks):  # a model that corrects itself writes the function again, later
             named = [n for n in block.tree.body if _is_def(n) and n.name == self.name]
             if named:
                 return block, named[-1], self._prelude(block, named[-1])
-        for block in blocks:
+        for block in reversed(blocks):
             for cls in (n for n in block.tree.body if isinstance(n, ast.ClassDef)):
                 named = [n for n in cls.body if _is_def(n) and n.name == self.name]
                 if named:

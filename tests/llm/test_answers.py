@@ -46,8 +46,14 @@ SHAPES = {
         "    import math\n    EPS = 1e-9\n    return -candidate_insertions[:, 2] * math.pi + EPS"),
     "prose around the fence": ("{x}\nSure! Here it is:\n\n```python\n" + SIG + "\n" + CHEAPEST
                                + "\n```\n\nIt picks the cheapest {insertion}.", "{x}", CHEAPEST),
-    "two fences: the first that writes it": ("{x}\n```python\n" + SIG + "\n" + CHEAPEST + "\n```\nOr:\n```python\n"
-                                             + SIG + "\n    return -candidate_insertions[:, 6]\n```", "{x}", CHEAPEST),
+    "two fences: the last that writes it": ("{x}\n```python\n" + SIG + "\n    return -candidate_insertions[:, 6]\n```\n"
+                                            "Wait, that is wrong. Corrected:\n```python\n" + SIG + "\n" + CHEAPEST
+                                            + "\n```", "{x}", CHEAPEST),
+    "a usage example after it": ("{x}\n```python\n" + SIG + "\n" + CHEAPEST + "\n```\nUsage:\n```python\n"
+                                 "print(priority(np.zeros(6), np.zeros((3, 8))))\n```", "{x}", CHEAPEST),
+    "an earlier version echoed, then the new one, unfenced": (
+        "{x}\n" + SIG + "\n    return candidate_insertions[:, 0]\n\nImproved:\n" + SIG + "\n" + CHEAPEST + "\n", "{x}",
+        CHEAPEST),
     "a usage example before it": ("{x}\n```python\nx = priority(a, b)\n```\n```python\n" + SIG + "\n" + CHEAPEST
                                   + "\n```", "{x}", CHEAPEST),
     "Windows line ends": (("{w}\n```python\n" + SIG + "\n" + CHEAPEST + "\n```\n").replace("\n", "\r\n"), "{w}",

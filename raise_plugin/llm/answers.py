@@ -8,7 +8,8 @@ holding it, a fence indented in a list, a thought of a megabyte carried into eve
 prompt. ``AnswerReader`` finds the function the way Python reads the code and rewrites the
 answer into the shape the host reads right (``{thought}``, then the function), before the
 host's parser sees it; an answer already in that shape reads as it did (the offline
-sampler's answers, byte for byte). ``ReadingSampler`` is the host's sampler with it.
+sampler's answers, byte for byte). ``ReadingSampler`` is the host's EoH sampler with it,
+``ReadingTrimmer`` the ``SampleTrimmer`` of FunSearch, HillClimb and RandSample.
 
 The rules (docs/llm.md, "How an answer is read"):
 
@@ -44,7 +45,8 @@ from dataclasses import dataclass
 from llm4ad.base import Program, SampleTrimmer, TextFunctionProgramConverter
 from llm4ad.method.eoh.sampler import EoHSampler
 
-__all__ = ["AnswerReader", "ReadingSampler", "MAX_THOUGHT_CHARS", "NO_DESCRIPTION", "without_thinking"]
+__all__ = ["AnswerReader", "ReadingSampler", "ReadingTrimmer", "reading_sampler", "MAX_THOUGHT_CHARS",
+           "NO_DESCRIPTION", "without_thinking"]
 
 MAX_THOUGHT_CHARS = 1000
 NO_DESCRIPTION = "(no description given)"
@@ -336,3 +338,38 @@ class ReadingSampler(EoHSampler):
         thought = self.trim_thought_from_response(answer)
         code = SampleTrimmer.trim_preface_of_function(answer)
         return thought, SampleTrimmer.sample_to_function(code, self._template_program)
+
+
+class ReadingTrimmer(SampleTrimmer):
+    """The host's ``SampleTrimmer`` (FunSearch, HillClimb, RandSample) reading each answer with
+    ``AnswerReader`` first. An answer that continues the prompt's function (its first line indented:
+    a completion model's) and one the reader cannot read go to the host's trimming as they are."""
+
+    def __init__(self, llm, template_program: str | Program):
+        super().__init__(llm)
+        self.reader = AnswerReader(template_program)
+
+    def draw_sample(self, prompt, *args, **kwargs) -> str:
+        return self._trimmed(self._llm.draw_sample(prompt, *args, **kwargs))
+
+    def draw_samples(self, prompts, *args, **kwargs) -> list[str]:
+        return [self._trimmed(answer) for answer in self._llm.draw_samples(prompts, *args, **kwargs)]
+
+    def _trimmed(self, answer: str) -> str:
+        if not self._llm.do_auto_trim:
+            return answer
+        if answer and not answer.strip("\n").startswith(("\t", "  ")):
+            read = self.reader.read(answer)
+            if read is not None:
+                answer = read.split("\n", 1)[1]  # the function, without its thought
+        return self.auto_trim(answer)
+
+
+def reading_sampler(sampler, template_program: str | Program):
+    """A host method's sampler as one that reads answers with ``AnswerReader``: the host's EoH sampler and
+    ``SampleTrimmer`` replaced, any other (the plugin's methods already read this way) kept."""
+    if type(sampler) is EoHSampler:
+        return ReadingSampler(sampler._sampler, template_program)
+    if type(sampler) is SampleTrimmer:
+        return ReadingTrimmer(sampler._llm, template_program)
+    return sampler

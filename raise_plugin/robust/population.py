@@ -19,9 +19,7 @@ from llm4ad.base import Function
 
 from llm4ad.method.eoh import EoH
 from llm4ad.method.eoh.population import Population
-from llm4ad.method.eoh.sampler import EoHSampler
 
-from ..llm.answers import ReadingSampler
 from .gate import EventGate
 from .scores import program_id_of
 from .shape import HostShape, Stopped, with_mixin
@@ -134,8 +132,6 @@ class PopulationShape(HostShape):
         population = with_mixin(self._population, RobustPopulationMixin, "Robust")
         population._robust_init(self, np.random.default_rng(self.seed))
         self._population = population
-        if type(getattr(self, "_sampler", None)) is EoHSampler:  # the host's EoH reads answers as the plugin's methods
-            self._sampler = ReadingSampler(self._sampler._sampler, self._template_program_str)
         # the host's sampler loops, by name, and the prompts each has asked ("slots"): with one
         # sampler, a loop's n-th slot asks the same prompt in an uninterrupted and a resumed run
         self._loop = threading.local()

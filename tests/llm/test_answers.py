@@ -8,12 +8,12 @@ import json
 import threading
 
 import pytest
-from llm4ad.base import LLM, TextFunctionProgramConverter
+from llm4ad.base import LLM, SampleTrimmer, TextFunctionProgramConverter
 from llm4ad.method.eoh.prompt import EoHPrompt
 from llm4ad.method.eoh.sampler import EoHSampler
 
 from raise_plugin.llm import OfflineSampler
-from raise_plugin.llm.answers import MAX_THOUGHT_CHARS, NO_DESCRIPTION, ReadingSampler
+from raise_plugin.llm.answers import MAX_THOUGHT_CHARS, NO_DESCRIPTION, ReadingSampler, ReadingTrimmer
 from tasks import get_task
 
 SIG = "def priority(customer_features: np.ndarray, candidate_insertions: np.ndarray) -> np.ndarray:"
@@ -225,3 +225,46 @@ def test_a_run_makes_a_valid_sample_of_each_answer_shape_and_quotes_a_bounded_th
     assert all(len(s["algorithm"]) <= MAX_THOUGHT_CHARS + len("{ ...}") for s in samples)
     assert json.loads((out / "llm_usage.json").read_text())["total"]["unusable"] == 0
     assert max(len(p) for p in prompts) < 20_000  # a quoted thought is cut, not a megabyte
+
+
+@pytest.mark.parametrize("task", ["obp", "ovrp"])
+def test_the_offline_samplers_answers_to_funsearch_make_the_programs_the_host_makes_of_them(task):
+    template_program, answers = _stream(task, OfflineSampler(seed=4, task=task), rounds=6)
+    name = TextFunctionProgramConverter.text_to_function(template_program).name
+    llm = Fixed("")
+    for answer in answers:
+        llm.answer = answer.replace(f"def {name}(", f"def {name}_v2(")  # FunSearch asks for the next version
+        host = SampleTrimmer.sample_to_program(SampleTrimmer(llm).draw_sample(""), template_program)
+        ours = SampleTrimmer.sample_to_program(ReadingTrimmer(llm, template_program).draw_sample(""), template_program)
+        assert host is not None and str(ours) == str(host)
+
+
+def _chat_versions(prompt_count, lock):
+    """A chat model's answers to FunSearch's prompt (write ``priority_v2``): a helper first, tabs, an import."""
+    def answer(prompt):
+        with lock:
+            n = next(prompt_count)
+        expr = f"-candidate_insertions[:, 2] * {1 + n / 100}"
+        head = "def priority_v2(customer_features, candidate_insertions):"
+        return [f"Sure:\n```python\ndef cost(c):\n    return c\n\n{head}\n    return cost({expr})\n```",
+                f"```python\n{head}\n\treturn {expr}\n```",
+                f"```python\nimport math\n{head}\n    return {expr} * math.e\n```"][n % 3]
+    return answer
+
+
+@pytest.mark.parametrize("method", ["funsearch", "hillclimb"])
+def test_a_host_method_without_thoughts_makes_valid_samples_of_a_chat_models_answers(method, tmp_path, monkeypatch):
+    from llm_chat_server import ChatServer
+
+    from raise_plugin.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    out = tmp_path / "run"
+    with ChatServer(answer=_chat_versions(itertools.count(1), threading.Lock())) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code = main(["run", "--task", "ovrp", "--method", method, "--no-robust", "--budget", "6", "--pop-size", "2",
+                     "--nominal", "1", "--llm", "openai:test-model", "--out", str(out), "--no-progress",
+                     "--no-validation-trace", "--no-host-profiler"])
+    assert code == 0
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) >= 6 and all(s["score"] is not None for s in samples)

@@ -265,6 +265,28 @@ def test_a_host_method_without_thoughts_makes_valid_samples_of_a_chat_models_ans
         code = main(["run", "--task", "ovrp", "--method", method, "--no-robust", "--budget", "6", "--pop-size", "2",
                      "--nominal", "1", "--llm", "openai:test-model", "--out", str(out), "--no-progress",
                      "--no-validation-trace", "--no-host-profiler"])
+        answered = len(server.requests)
     assert code == 0
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(samples) >= 6 and all(s["score"] is not None for s in samples)
+    usage = json.loads((out / "llm_usage.json").read_text())["total"]
+    assert usage["unusable"] == 0 and usage["requests"] == answered  # FunSearch draws 4 answers, then samples them
+
+
+def test_prose_answers_in_a_batch_of_funsearch_answers_count_as_unusable_and_the_others_do_not(tmp_path, monkeypatch):
+    from llm_chat_server import ChatServer
+
+    from raise_plugin.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    out = tmp_path / "run"
+    with ChatServer(answer=_chat_versions(itertools.count(1), threading.Lock())) as server:
+        server.script("ok", "prose", "ok", "prose")  # the first batch of four: two samples, two without
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code = main(["run", "--task", "ovrp", "--method", "funsearch", "--no-robust", "--budget", "6",
+                     "--nominal", "1", "--llm", "openai:test-model", "--out", str(out), "--no-progress",
+                     "--no-validation-trace", "--no-host-profiler"])
+    assert code == 0
+    samples = (out / "samples.jsonl").read_text().splitlines()
+    usage = json.loads((out / "llm_usage.json").read_text())["total"]
+    assert usage["calls"] == 8 and len(samples) == 1 + 6 and usage["unusable"] == 2

@@ -20,15 +20,16 @@ The rules (docs/llm.md, "How an answer is read"):
   as far as it parses).
 - The function is the one named as the template's: the last block that defines it at the top
   level (a model that corrects itself writes it again; its last definition there, as Python
-  reads it), else a method of that name in a class; else the first function whose parameters
-  are the template's, under any name. None of these: the answer is unusable (code of another
+  reads it), else a method of that name in a class; else the last function whose parameters
+  are the template's, under any name (FunSearch's prompt shows ``priority_v1`` and asks for
+  ``priority_v2``). None of these: the answer is unusable (code of another
   function is not grafted).
 - ``async def`` is read as ``def`` when its body awaits nothing; one that awaits is unusable.
 - Parameters the function names otherwise than the template (in the template's order) are bound to the
   template's at the top of its body, and extra parameters with a default to their default.
-- The block's other imports (those the template does not already make), its helper functions
-  and classes, and its assignments (unless they call the function) are put at the top of the
-  function's body, so the heuristic keeps what it uses.
+- The block's other imports (those the template does not already make), its assignments (unless
+  they call the function) and the helper functions and classes the function uses are put at the
+  top of the function's body, so the heuristic keeps what it uses.
 - Tabs and indentation other than four spaces are re-indented; Windows line endings read.
 - A reasoning model's thinking (``<think>...</think>``) is not the answer: it is left out first.
 - The thought: the first ``{...}`` outside the code (over several lines: joined into one), else
@@ -107,15 +108,16 @@ class AnswerReader:
                 named = [n for n in cls.body if _is_def(n) and n.name == self.name]
                 if named:
                     return block, named[-1], []
-        for block in blocks:
-            for node in block.tree.body:
+        for block in reversed(blocks):
+            for node in reversed(block.tree.body):
                 if _is_def(node) and _params(node) == self.params:
                     return block, node, self._prelude(block, node)
         return None
 
     def _prelude(self, block: _Block, chosen) -> list:
-        """The block's statements the function may use: imports the template lacks, helpers, assignments."""
-        kept = []
+        """The block's statements the function may use: imports the template lacks, assignments, and the
+        helper functions and classes it (or they) name."""
+        kept, helpers = [], {}
         for node in block.tree.body:
             if node is chosen or (_is_def(node) and node.name == chosen.name):
                 continue
@@ -123,10 +125,16 @@ class AnswerReader:
                 if ast.dump(node) not in self._imports and getattr(node, "module", None) != "__future__":
                     kept.append(node)
             elif _is_def(node) or isinstance(node, ast.ClassDef):
-                kept.append(node)
+                helpers[node.name] = node
             elif isinstance(node, (ast.Assign, ast.AnnAssign)) and not _mentions(node, chosen.name):
                 kept.append(node)
-        return kept
+        named, used = set(), [chosen, *kept]
+        while used:
+            names = {n.id for node in used for n in ast.walk(node) if isinstance(n, ast.Name)} - named
+            named |= names
+            used = [helpers[name] for name in names if name in helpers]
+        return [node for node in block.tree.body if node in kept or getattr(node, "name", None) in named
+                and helpers.get(node.name) is node]
 
     # -- the body --------------------------------------------------------------------------
     def _body(self, block: _Block, node, prelude: list) -> str | None:

@@ -36,6 +36,11 @@ SHAPES = {
     "a helper first": ("{h}\n```python\ndef cost(c):\n    return c[:, 2]\n\n" + SIG
                        + "\n    return -cost(candidate_insertions)\n```", "{h}",
                        "    def cost(c):\n        return c[:, 2]\n    return -cost(candidate_insertions)"),
+    "helpers calling helpers, one unused": (
+        "{h}\n```python\ndef unused():\n    return 0\n\ndef base(c):\n    return c[:, 2]\n\ndef cost(c):\n"
+        "    return base(c)\n\n" + SIG + "\n    return -cost(candidate_insertions)\n```", "{h}",
+        "    def base(c):\n        return c[:, 2]\n    def cost(c):\n        return base(c)\n"
+        "    return -cost(candidate_insertions)"),
     "a helper after": ("{h}\n```python\n" + SIG + "\n    return -cost(candidate_insertions)\n\ndef cost(c):\n"
                        "    return c[:, 2]\n```", "{h}",
                        "    def cost(c):\n        return c[:, 2]\n    return -cost(candidate_insertions)"),
@@ -63,6 +68,10 @@ SHAPES = {
                           CHEAPEST),
     "another name, the template's parameters": ("{x}\ndef priority_v2(customer_features, candidate_insertions):\n"
                                                 + CHEAPEST + "\n", "{x}", CHEAPEST),
+    "FunSearch's previous version repeated, then the new one": (
+        "```python\ndef priority_v1(customer_features, candidate_insertions):\n    return candidate_insertions[:, 0]\n"
+        "\n\ndef priority_v2(customer_features, candidate_insertions):\n" + CHEAPEST + "\n```",
+        "{" + NO_DESCRIPTION + "}", CHEAPEST),
     "a multi-line signature": ("{x}\n```python\ndef priority(\n    customer_features: np.ndarray,\n"
                                "    candidate_insertions: np.ndarray,\n) -> np.ndarray:\n" + CHEAPEST + "\n```", "{x}",
                                CHEAPEST),

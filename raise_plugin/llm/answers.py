@@ -25,8 +25,9 @@ The rules (docs/llm.md, "How an answer is read"):
   ``priority_v2``). None of these: the answer is unusable (code of another
   function is not grafted).
 - ``async def`` is read as ``def`` when its body awaits nothing; one that awaits is unusable.
-- Parameters the function names otherwise than the template (in the template's order) are bound to the
-  template's at the top of its body, and extra parameters with a default to their default.
+- Parameters the function names otherwise than the template are bound to the template's parameters it
+  does not name (in their order) at the top of its body, and extra parameters with a default to their
+  default; a parameter named as one of the template's is that one, wherever it stands.
 - The block's other imports (those the template does not already make), its assignments (unless
   they call the function) and the helper functions and classes the function uses are put at the
   top of the function's body, so the heuristic keeps what it uses.
@@ -165,9 +166,13 @@ class AnswerReader:
         template = list(self.params or ())
         if names[:1] in (["self"], ["cls"]) and template[:1] != names[:1]:
             names = names[1:]  # a method of a class
-        pairs = [(own, theirs) for own, theirs in zip(names, template) if own != theirs]
+        # a name of the template's means that parameter wherever it stands; the other names take the
+        # template's parameters left, in order, and those past them their defaults
+        own = [n for n in names if n not in template]
+        theirs = [t for t in template if t not in names]
+        pairs = list(zip(own, theirs))
         lines = [f"    {', '.join(o for o, _ in pairs)} = {', '.join(t for _, t in pairs)}"] if pairs else []
-        extra = [(n, defaults[n]) for n in names[len(template):] if n in defaults]
+        extra = [(n, defaults[n]) for n in own[len(theirs):] if n in defaults]
         extra += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults)
                   if d is not None and a.arg not in template]
         return lines + [f"    {name} = {ast.unparse(value)}" for name, value in extra]

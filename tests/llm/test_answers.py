@@ -84,9 +84,10 @@ SHAPES = {
         "    return -insertions[:, 2] * weight + shift\n", "{x}",
         "    features, insertions = customer_features, candidate_insertions\n    weight = 2.0\n    shift = 0.5\n"
         "    return -insertions[:, 2] * weight + shift"),
-    "parameters swapped": ("{x}\ndef priority(candidate_insertions, customer_features):\n" + CHEAPEST + "\n", "{x}",
-                           "    candidate_insertions, customer_features = customer_features, candidate_insertions\n"
-                           + CHEAPEST),
+    "the template's parameters in another order": ("{x}\ndef priority(candidate_insertions, customer_features):\n"
+                                                   + CHEAPEST + "\n", "{x}", CHEAPEST),
+    "one parameter renamed, in another order": ("{x}\ndef priority(candidate_insertions, features):\n" + CHEAPEST
+                                                + "\n", "{x}", "    features = customer_features\n" + CHEAPEST),
     "async def awaiting nothing": ("{x}\n```python\nasync " + SIG + "\n" + CHEAPEST + "\n```", "{x}", CHEAPEST),
     "a static method of a class": ("{x}\n```python\nclass Heuristic:\n    @staticmethod\n    " + SIG + "\n    "
                                    + CHEAPEST + "\n```", "{x}", CHEAPEST),

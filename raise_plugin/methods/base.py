@@ -21,6 +21,7 @@ from llm4ad.base import Evaluation, Function, LLM, TextFunctionProgramConverter
 from llm4ad.method.eoh import EoH
 from llm4ad.tools.profiler import ProfilerBase
 
+from ..llm.answers import without_thinking
 from ..robust import QuietProfiler, program_id_of
 from .metrics import MetricsEvaluator
 from .population import MethodPopulation, Survivors, finite
@@ -182,11 +183,15 @@ class MethodBase(EoH):
 
     def _ask_text(self, prompt: str, operator: str, max_chars: int = 800) -> str:
         """An LLM call answered with text (a reflection, a summary); not a sample."""
+        return clean_text(self._ask(prompt, operator), max_chars)
+
+    def _ask(self, prompt: str, operator: str) -> str:
+        """An LLM call answered with text, the answer as given; not a sample."""
         answer = self._llm.draw_sample(prompt)
         with self._state_lock:
             self.text_calls += 1
             self.operator_counts[operator] = self.operator_counts.get(operator, 0) + 1
-        return clean_text(answer, max_chars)
+        return str(answer or "")
 
     # -- the population -----------------------------------------------------------
     @property
@@ -300,8 +305,9 @@ _FENCE = re.compile(r"```.*?(```|$)", re.S)
 
 
 def clean_text(answer: str, max_chars: int = 800) -> str:
-    """A text answer fit to quote in the next prompt: no code fences, one paragraph, bounded."""
-    text = _FENCE.sub(" ", str(answer or ""))
+    """A text answer fit to quote in the next prompt: no thinking (``<think>``), no code fences, one
+    paragraph, bounded."""
+    text = _FENCE.sub(" ", without_thinking(str(answer or "")))
     text = " ".join(text.split())
     return text[:max_chars].strip() or "(no answer)"
 

@@ -28,6 +28,7 @@ from llm4ad.base import Function
 
 from tasks.common.families import VALIDATION_FAMILIES
 
+from ..llm.answers import without_thinking
 from . import moh_prompts as prompts
 from .base import MethodBase, choose
 
@@ -40,7 +41,9 @@ SELECTIONS = ("rank", "tournament", "best", "uniform")
 # the plans the method falls back on without an LLM that writes plans: EoH's own first
 BUILTIN_PLANS = ((("e1", "e2", "m1", "m2"), "rank"), (("m1", "m2", "m2"), "tournament"),
                  (("e2", "m1", "e1"), "uniform"), (("m2", "m1"), "best"))
-_PLAN = re.compile(r"operators\s*:\s*([a-z0-9 ,]+?)\s*;\s*selection\s*:\s*([a-z]+)", re.I)
+_PLAN = re.compile(r"operators?\s*[:=]\s*([a-z0-9 ,]+?)[^a-z0-9]{0,12}selection\s*[:=]\s*([a-z]+)", re.I)
+_PLAN_START = re.compile(r"operators?\s*[:=]", re.I)
+_MARKUP = str.maketrans("", "", "*`[]_\"'")  # markdown's bold, code and lists of a plan written by a chat model
 
 
 def second_variant(task, count: int, family: str = "gamma", seed: int = 0, **params) -> list:
@@ -55,15 +58,21 @@ def second_variant(task, count: int, family: str = "gamma", seed: int = 0, **par
 
 
 def parse_plan(text: str) -> tuple[tuple[str, ...], str] | None:
-    """``(operators, selection)`` from an answer in ``PLAN_FORMAT``, or ``None`` when it holds none."""
-    found = _PLAN.search(str(text or ""))
-    if found is None:
-        return None
-    ops = tuple(o.strip().lower() for o in found.group(1).split(",") if o.strip())
-    selection = found.group(2).lower()
-    if not ops or len(ops) > 8 or any(o not in OPERATORS for o in ops) or selection not in SELECTIONS:
-        return None
-    return ops, selection
+    """``(operators, selection)`` from an answer in ``PLAN_FORMAT``, or ``None`` when it holds none.
+
+    The last plan of the answer counts (a model may repeat the plans tried before its own), its thinking
+    (``<think>``) left out; markdown around it (``**operators:**``, backticks, brackets, a fence, one
+    line each for the operators and the selection) is read through."""
+    text = without_thinking(str(text or "")).translate(_MARKUP)
+    for start in reversed(list(_PLAN_START.finditer(text))[-50:]):
+        found = _PLAN.match(text, start.start(), start.end() + 200)
+        if found is None:
+            continue
+        ops = tuple(o.lower() for o in re.split(r"[\s,]+", found.group(1)) if o and o.lower() != "and")
+        selection = found.group(2).lower()
+        if ops and len(ops) <= 8 and all(o in OPERATORS for o in ops) and selection in SELECTIONS:
+            return ops, selection
+    return None
 
 
 class MoH(MethodBase):
@@ -129,7 +138,7 @@ class MoH(MethodBase):
     def _meta_step(self) -> None:
         """MoH's meta level: the LLM writes the next plan from the history; else a built-in one."""
         self._close_plan()
-        answer = self._ask_text(prompts.meta(self._task_description_str, list(self.variants), self.plan_history,
+        answer = self._ask(prompts.meta(self._task_description_str, list(self.variants), self.plan_history,
                                              OPERATORS, SELECTIONS), "meta")
         self.meta_calls += 1
         written = parse_plan(answer)

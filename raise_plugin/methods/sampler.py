@@ -1,17 +1,19 @@
-"""The methods' sampler: the host's, with each sampled function stamped with the calling thread's tags."""
+"""The methods' sampler: the host's, reading answers with ``AnswerReader``, each sampled function stamped with
+the calling thread's tags."""
 from __future__ import annotations
 
 import threading
 
 from llm4ad.base import LLM, Function
-from llm4ad.method.eoh.sampler import EoHSampler
+
+from ..llm.answers import ReadingSampler
 
 __all__ = ["TracingSampler"]
 
 
-class TracingSampler(EoHSampler):
-    """The host's sampler; stamps each sampled function with the calling thread's tags
-    (operator, niche, ...) and keeps it, so the method sees the sample it just paid for."""
+class TracingSampler(ReadingSampler):
+    """The host's sampler reading answers as ``ReadingSampler`` does; stamps each sampled function with the
+    calling thread's tags (operator, niche, ...) and keeps it, so the method sees the sample it just paid for."""
 
     def __init__(self, llm: LLM, template_program):
         super().__init__(llm, template_program)

@@ -12,6 +12,7 @@ from typing import Iterable
 from llm4ad.base import Function, TextFunctionProgramConverter
 
 from ..durable import write_failure
+from ..llm.answers import reading_sampler
 from ..settings import default
 from .evaluator import InstanceSetEvaluator
 from .hooks import Callback, InstanceUpdate, ProgramView, RunSnapshot, SampleView, checked_callbacks
@@ -121,6 +122,8 @@ class RobustCore:
         self._evaluation_executor = evaluation_pool(self, programs_in_flight, self._book, self._evaluator)
         self._in_flight = self._evaluation_executor if isinstance(self._evaluation_executor, ProgramsInFlight) \
             else None
+        if hasattr(self, "_sampler") and hasattr(self, "_template_program_str"):  # the host's reads answers as ours
+            self._sampler = reading_sampler(self._sampler, self._template_program_str)
         self._install_shape()
 
     @property

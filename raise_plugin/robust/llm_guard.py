@@ -9,7 +9,8 @@
   tells the run to stop first and then raises ``LLMUnavailable``, which the loops pass to
   their stop check.
 - An answer that gave no sample (prose, code that does not parse, an empty answer) is
-  counted as unusable when the same thread asks again; it counts against the ledger's
+  counted as unusable when the same thread asks again (the answers of a batch, FunSearch's
+  four, together: as many as gave no sample); it counts against the ledger's
   failure bound like a failed request. A sample resets that bound. A back-end without a
   ledger (one a script passes in), and a call that raises (the host's loops would ask again
   at once, for ever), are held to the same bound by the guard itself.
@@ -115,8 +116,19 @@ class LLMGuard(LLM):
         return getattr(self.backend, name)
 
     # -- the host's interface ----------------------------------------------------------------
-    def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
+    def draw_samples(self, prompts, *args, **kwargs) -> list[str]:
+        """Answers to several prompts drawn as one batch (FunSearch's samples of one prompt): a host that draws
+        them together registers their samples after drawing them all, so they are settled together."""
         self._settle_previous()
+        self._local.batch = True
+        try:
+            return [self.draw_sample(prompt, *args, **kwargs) for prompt in prompts]
+        finally:
+            self._local.batch = False
+
+    def draw_sample(self, prompt: str | Any, *args, **kwargs) -> str:
+        if not getattr(self._local, "batch", False):
+            self._settle_previous()
         self._check_failures()
         served = self._from_tail(prompt)
         if served is not None:
@@ -135,8 +147,8 @@ class LLMGuard(LLM):
         return response
 
     def sample_registered(self) -> None:
-        """The calling thread's latest answer became a sample."""
-        self._local.registered = True
+        """One of the calling thread's latest answers became a sample."""
+        self._local.registered = getattr(self._local, "registered", 0) + 1
         with self._lock:
             self._failures = 0
         usage = self.usage
@@ -184,17 +196,16 @@ class LLMGuard(LLM):
         op = kwargs.get("operator") or infer_operator(prompt)
         # an answer meant to become a program; text operators (reflections) never do. A ledger counts an empty
         # answer as a failed request itself; without one, the guard counts it here
-        self._local.pending = (op, call) if (response or not self._ledgered()) and operator_kind(op) != "text" \
-            else None
-        self._local.registered = False
+        if (response or not self._ledgered()) and operator_kind(op) != "text":
+            self._local.pending = getattr(self._local, "pending", []) + [(op, call)]
 
     def _settle_previous(self) -> None:
-        """Count this thread's previous answer as unusable when no sample came of it."""
-        pending = getattr(self._local, "pending", None)
-        self._local.pending = None
-        if pending is not None and not getattr(self._local, "registered", False):
+        """Count this thread's previous answers (one, or a batch) as unusable when no sample came of them."""
+        pending, registered = getattr(self._local, "pending", []), getattr(self._local, "registered", 0)
+        self._local.pending, self._local.registered = [], 0
+        for entry in pending[registered:]:
             if self._ledgered():
-                self.usage.unusable(*pending)
+                self.usage.unusable(*entry)
             else:
                 self._failed_call("an answer without a usable program")
 

@@ -70,6 +70,23 @@ class PlanWriter(LLM):
         return self.inner.draw_sample(prompt)
 
 
+class ChattyPlanWriter(PlanWriter):
+    """A chat model's plan: thinking, then the plan in a fence, in bold, after 900 characters of reasons."""
+
+    def draw_sample(self, prompt, *args, **kwargs) -> str:
+        if "meta-optimisation" in prompt:
+            return ("<think>Tuning helps; operators: e1; selection: rank?</think>\n" + "Reasons. " * 100
+                    + "\n```\n**operators:** m2, m2, e1; **selection:** best\n```")
+        return self.inner.draw_sample(prompt)
+
+
+def test_a_plan_written_in_markdown_after_long_reasons_is_read(method_factory):
+    method = method_factory("moh", "ovrp", budget=12, pop_size=4, llm=ChattyPlanWriter(), meta_every=1)
+    method.run()
+    assert method.meta_answers == method.meta_calls >= 1
+    assert method.plan == (("m2", "m2", "e1"), "best")
+
+
 def test_a_plan_the_llm_writes_is_the_optimiser_that_runs_next(method_factory):
     method = method_factory("moh", "ovrp", budget=24, pop_size=4, llm=PlanWriter(), meta_every=1)
     method.run()
@@ -88,8 +105,17 @@ def test_a_plan_the_llm_writes_is_the_optimiser_that_runs_next(method_factory):
     ("operators: x9; selection: rank", None),
     ("operators: e1; selection: greedy", None),
     ("use more mutation", None),
+    ("**operators:** e1, m2; **selection:** best", (("e1", "m2"), "best")),
+    ("```\noperators: `m1`, `m2`; selection: `tournament`\n```", (("m1", "m2"), "tournament")),
+    ("operators: [e1, e2]; selection: uniform", (("e1", "e2"), "uniform")),
+    ("- Operators: e1, e2 and m1\n- Selection: rank", (("e1", "e2", "m1"), "rank")),
+    ("Tried: operators: e1, e2, m1, m2; selection: rank (+0.01). Mine: operators: m2, m2; selection: best",
+     (("m2", "m2"), "best")),
+    ("<think>maybe operators: e1; selection: rank</think>operators: m1; selection: best", (("m1",), "best")),
+    ("Okay, so operators: e1; selection: rank is weak.</think>\noperators: e2; selection: uniform",
+     (("e2",), "uniform")),
 ])
-def test_parse_plan_reads_only_the_plan_format(text, plan):
+def test_parse_plan_reads_the_plan_format_through_a_chat_models_markdown(text, plan):
     assert parse_plan(text) == plan
 
 

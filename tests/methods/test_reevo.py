@@ -86,3 +86,31 @@ def test_a_resumed_robust_run_gets_its_reflections_back(tmp_path):
     assert method.short_term_reflections == saved["short_term_reflections"]
     method.run()
     assert json.loads((out / "summary.json").read_text())["samples"] == 20
+
+
+class ThinkingReflector:
+    """A reasoning model: every reflection it writes comes after its thinking."""
+
+    def __init__(self, recorder):
+        self.inner = recorder
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def draw_sample(self, prompt, *args, **kwargs):
+        answer = self.inner.draw_sample(prompt)
+        if "respond with some hints" in prompt or "constructive hints" in prompt:
+            return "<think>Hmm, let me compare the two codes line by line first.</think>\n" + answer
+        return answer
+
+
+def test_a_reflections_thinking_is_not_quoted_in_the_next_prompt(method_factory, recorder):
+    from llm4ad.base import LLM
+
+    llm = type("Thinking", (ThinkingReflector, LLM), {})(recorder(0))
+    method = method_factory("reevo", "ojsp", budget=12, pop_size=4, llm=llm)
+    method.run()
+    code_prompts = [p for op, p, _ in llm.inner.calls if op in ("crossover", "mutation")]
+    assert code_prompts and method.long_term_reflection
+    assert not any("let me compare" in p for p in code_prompts)
+    assert "let me compare" not in method.long_term_reflection

@@ -18,7 +18,7 @@ import numpy as np
 
 from tasks.common.decision import check_priorities
 
-from .protocol import STAGE, receive_request, send_answer
+from .protocol import PROGRAM, STAGE, receive_request, send_answer
 
 __all__ = ["StagedPriority", "Reveal", "apply_patch"]
 
@@ -46,9 +46,11 @@ class StagedPriority:
     """The program's heuristic on a staged copy (``instance``, revealed at ``ends``);
     ``in_place``: the task's simulator reads the revealed arrays in a run in progress."""
 
-    def __init__(self, priority, instance: dict, ends, requests: int, answers: int, in_place: bool = True):
+    def __init__(self, priority, instance: dict, ends, requests: int, answers: int, in_place: bool = True,
+                 held=None):
         self.priority, self.instance, self.ends = priority, instance, list(ends)
         self.requests, self.answers, self.in_place = requests, answers, in_place
+        self.held = held  # the builtins and modules as before the program ran (``sandbox.HeldModules``), or None
         self.made: list[int] = []    # the decisions since the last stage's end
         self.earlier: list[int] = []  # the decisions before it, replayed when the run starts again
         self.calls = 0               # the calls of this run
@@ -82,6 +84,10 @@ class StagedPriority:
             return scores
         self.made.append(choice)
         if self.stage < len(self.ends) and calls + 1 == self.ends[self.stage]:
+            changed = self.held.put_back() if self.held is not None else ""
+            if changed:  # said as the program's failure: these answers run on those names too
+                send_answer(self.answers, PROGRAM, reason=changed)
+                os._exit(0)
             send_answer(self.answers, STAGE, self.made)
             message = receive_request(self.requests)
             if message is None:  # the judge is gone

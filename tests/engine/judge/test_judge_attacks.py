@@ -2,17 +2,18 @@
 
 Each file in ``attacks/`` makes best fit's decisions while it attacks on the side (in its module
 code or at its first call): it talks to the process that reads its answers, forges or hijacks
-results, patches the scoring code or numpy, rewrites the instances, seeds the global random
-generators, leaves a thread running, calls libc directly, starts processes the audit hook does not
-see, dumps the environment, prints control characters, or reads the items still to come. Whatever it
-tries, the evaluation must end with the attacker invalid or scored exactly by its decisions (best
-fit's metric on every instance, or, for the one that reads the future, the metric of the same
-program with its search switched off), and with every other program's score unchanged: a best fit
-file evaluated after it in the same worker (``--workers 1``) scores as best fit does alone (the
-looks at OJSP's next job and OVRP's next customer run on those tasks, beside shortest processing
-time and cheapest insertion). Every command runs in a process of its own, with secrets in its
-environment and its temporary directory under the test's, and must leave no process, no file outside
-that directory and no secret in what it prints or writes.
+results, patches the scoring code or numpy, replaces Python's builtins or what the task's code calls
+in numpy and random, rewrites the instances, seeds the global random generators, leaves a thread
+running, calls libc directly, starts processes the audit hook does not see, dumps the environment,
+prints control characters, or reads the items still to come. Whatever it tries, the evaluation must
+end with the attacker invalid or scored exactly by its decisions (best fit's metric on every
+instance, or, for the one that reads the future, the metric of the same program with its search
+switched off), and with every other program's score unchanged: a best fit file evaluated after it in
+the same worker (``--workers 1``) scores as best fit does alone (the looks at OJSP's next job and
+OVRP's next customer run on those tasks, beside shortest processing time and cheapest insertion).
+Every command runs in a process of its own, with secrets in its environment and its temporary
+directory under the test's, and must leave no process, no file outside that directory and no secret
+in what it prints or writes.
 """
 from __future__ import annotations
 
@@ -287,6 +288,29 @@ def test_no_program_changes_the_score_of_the_next(name, tmp_path, best_fit_metri
     run = evaluate(tmp_path, [(name, attack(name)), (AFTER, BEST_FIT)])
     assert_unchanged(run, best_fit_metrics)
     assert_honest(run, name, best_fit_metrics)
+    assert_clean(run)
+
+
+@pytest.mark.parametrize("path", [(), ("--jit", "--jit-after", "0")], ids=["python", "compiled"])
+@pytest.mark.parametrize("name, replaced", [
+    ("builtins_at_import", "builtins.len"), ("builtins_at_call", "builtins.min"),
+    ("modules_at_import", "random.seed, numpy.asarray, numpy.random.seed")])
+def test_replacing_a_builtin_or_a_shared_module_function_is_refused_naming_it(name, replaced, path, tmp_path,
+                                                                              best_fit_metrics):
+    """A program that replaces one of Python's builtins, or a function of numpy, math or random,
+    which the task's code and its process's answers run on too, was said to run out of time
+    (``len`` in its module code), to behave otherwise when checked for look-ahead, or its process
+    to exit (``min`` at a call), or the task to fail (``numpy.asarray``), or it drew otherwise from
+    one command to the next (``random.seed``): now it is invalid on every instance on both paths,
+    the reason naming what it replaced, and best fit after it in the same worker scores as alone."""
+    if path:
+        pytest.importorskip("numba")
+    run = evaluate(tmp_path, [(name, attack(name)), (AFTER, BEST_FIT)], flags=path)
+    assert run.results(name) == [None] * 5, run.out[-3000:]
+    lines = [line for line in run.out.splitlines() if line.startswith(f"{name}: invalid")]
+    assert len(lines) == 1 and f"the program replaces {replaced}, which" in lines[0], run.out[-3000:]
+    assert not any(word in lines[0] for word in ("timed out", "look-ahead", "exited", "evaluation raised"))
+    assert_unchanged(run, best_fit_metrics)
     assert_clean(run)
 
 

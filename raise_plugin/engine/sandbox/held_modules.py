@@ -1,16 +1,17 @@
 """Python's builtins and the modules a task's simulator calls (``math``, ``random``, ``numpy``,
-``numpy.random``) as a program's process held them before the program ran. A program that
-replaces or removes a name there (``builtins.len = ...``, ``__builtins__["abs"] = ...``,
-``np.asarray = ...``, ``random.seed = ...``) changes it for the task's own code and for the
-process's answers too, which then misbehave (an answer that never ends, a simulator that fails or
-loops, generators no longer seeded before each instance): ``HeldModules.put_back`` names what it
-replaced and puts it back, so that the process can say so. A name a program adds is its own.
-The check gives a reason; it holds nothing: what a process does to its interpreter reaches only
-its own answers, which its judge replays."""
+``numpy.random``) as a program's process held them before the program ran. A program that replaces
+or removes a name there (``builtins.len = ...``, ``__builtins__["abs"] = ...``, ``np.asarray =
+...``, ``random.seed = ...``), or one of those modules in ``sys.modules``, changes it for the task's
+own code and for the process's answers too, which then misbehave (an answer that never ends, a
+simulator that fails or loops, generators no longer seeded before each instance):
+``HeldModules.put_back`` names what it replaced and puts it back, so that the process can say so. A
+name a program adds is its own. The check gives a reason; it holds nothing: what a process does to
+its interpreter reaches only its own answers, which its judge replays."""
 from __future__ import annotations
 
 import builtins
 import importlib
+import sys
 from operator import is_
 
 __all__ = ["HeldModules", "HELD_MODULES"]
@@ -39,6 +40,8 @@ class HeldModules:
     def __init__(self, modules: tuple[str, ...] = HELD_MODULES):
         self._namespaces = tuple(_Namespace(name, vars(builtins) if name == "builtins" else
                                             vars(importlib.import_module(name))) for name in modules)
+        self._modules = sys.modules  # and the modules themselves, where an import finds them
+        self._entries = tuple((name, sys.modules[name]) for name in modules)
 
     def put_back(self, _len=len, _all=all, _map=map) -> str:
         """``""`` where every name held is there as it was; else a one-line reason naming each one
@@ -56,6 +59,14 @@ class HeldModules:
                     (removed if now is _MISSING else replaced).append(f"{held.name}.{name}")
                     namespace[name] = value  # one removed comes back last: ``seen`` takes the new order
             held.seen()
+        if sys.modules is not self._modules:
+            sys.modules = self._modules
+            replaced.append("sys.modules")
+        for name, module in self._entries:  # a lazy import (``np.ma``) meets what ``sys.modules`` holds
+            now = self._modules.get(name, _MISSING)
+            if now is not module:
+                (removed if now is _MISSING else replaced).append(f"sys.modules[{name!r}]")
+                self._modules[name] = module
         if not replaced and not removed:  # none, or names added, or one removed and put back as it was
             return ""
         changed = " and ".join(f"{verb} {_names(names)}" for verb, names in (("replaces", replaced),

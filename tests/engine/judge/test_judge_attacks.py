@@ -294,15 +294,19 @@ def test_no_program_changes_the_score_of_the_next(name, tmp_path, best_fit_metri
 @pytest.mark.parametrize("path", [(), ("--jit", "--jit-after", "0")], ids=["python", "compiled"])
 @pytest.mark.parametrize("name, replaced", [
     ("builtins_at_import", "builtins.len"), ("builtins_at_call", "builtins.min"),
-    ("modules_at_import", "random.seed, numpy.asarray, numpy.random.seed")])
+    ("modules_at_import", "random.seed, numpy.asarray, numpy.random.seed"),
+    ("fake_numpy_module", "sys.modules['numpy']")])
 def test_replacing_a_builtin_or_a_shared_module_function_is_refused_naming_it(name, replaced, path, tmp_path,
                                                                               best_fit_metrics):
     """A program that replaces one of Python's builtins, or a function of numpy, math or random,
-    which the task's code and its process's answers run on too, was said to run out of time
-    (``len`` in its module code), to behave otherwise when checked for look-ahead, or its process
-    to exit (``min`` at a call), or the task to fail (``numpy.asarray``), or it drew otherwise from
-    one command to the next (``random.seed``): now it is invalid on every instance on both paths,
-    the reason naming what it replaced, and best fit after it in the same worker scores as alone."""
+    or numpy in ``sys.modules``, which the task's code and its process's answers run on too, was
+    said to run out of time (``len`` in its module code), to behave otherwise when checked for
+    look-ahead, or its process to exit (``min`` at a call), or the task to fail (``numpy.asarray``),
+    or it drew otherwise from one command to the next (``random.seed``), or, in Python, to look
+    ahead or run out of time in its check (a fake numpy, which numpy's masked arrays, imported
+    there by the check's first look at an answer, were built on): now it is invalid on every
+    instance on both paths, the reason naming what it replaced, and best fit after it in the same
+    worker scores as alone."""
     if path:
         pytest.importorskip("numba")
     run = evaluate(tmp_path, [(name, attack(name)), (AFTER, BEST_FIT)], flags=path)

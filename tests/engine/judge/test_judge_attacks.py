@@ -492,6 +492,28 @@ SPT = "def priority(current_time, candidate_operations):\n    return -candidate_
 CHEAPEST = "def priority(customer_features, candidate_insertions):\n    return -candidate_insertions[:, 2]\n"
 
 
+# a program whose module code lowers the recursion limit to its own depth there and __LEVELS__ more
+LOW_LIMIT = ("import sys\n\n\ndef _depth():\n    frame, depth = sys._getframe(), 0\n    while frame is not None:\n"
+             "        frame, depth = frame.f_back, depth + 1\n    return depth\n\n\n"
+             "sys.setrecursionlimit(_depth() + __LEVELS__)\n\n\n")
+
+
+@pytest.mark.parametrize("task, honest", [("obp", BEST_FIT), ("ovrp", CHEAPEST)], ids=["obp", "ovrp"])
+def test_a_recursion_limit_that_holds_in_the_run_holds_in_its_check(task, honest, tmp_path):
+    """Programs that lower the recursion limit in their module code, each a level more than the
+    last: where the limit holds in the run, it holds in the look-ahead check, whose own steps add
+    a few levels under the program's calls (OBP's check runs the copy on, OVRP's starts it again
+    at each reveal). Before, limits a level or four above what the run needed failed in the check
+    ("behaved otherwise when checked for look-ahead": a RecursionError, or setting the limit back
+    failed), so a program valid in its run was invalid when checked."""
+    programs = [(f"low_{levels}", LOW_LIMIT.replace("__LEVELS__", str(levels)) + honest) for levels in range(4, 14)]
+    run = evaluate(tmp_path, programs, task=task)
+    told = [(r["heuristic"], r["reason"]) for r in run.rows if "checked for look-ahead" in r["reason"]]
+    assert not told, told[:3]
+    assert any(None not in run.results(name) for name, _ in programs), run.out[-3000:]
+    assert_clean_but_invalid_allowed(run)
+
+
 @pytest.mark.parametrize("task, name, honest", [("ojsp", "ojsp_next_job", SPT),
                                                 ("ovrp", "ovrp_next_customer", CHEAPEST)], ids=["ojsp", "ovrp"])
 def test_looking_one_unit_ahead_is_caught_where_each_reveal_starts_the_run_again(task, name, honest, tmp_path):

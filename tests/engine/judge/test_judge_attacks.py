@@ -492,6 +492,19 @@ SPT = "def priority(current_time, candidate_operations):\n    return -candidate_
 CHEAPEST = "def priority(customer_features, candidate_insertions):\n    return -candidate_insertions[:, 2]\n"
 
 
+def test_a_builtin_replaced_between_the_programs_calls_is_no_time_out(tmp_path, best_fit_metrics):
+    """A program whose collector callback replaces ``len`` (best fit's decisions): its look-ahead
+    check's process ran out of time importing numpy's masked arrays on the replaced ``len`` (the
+    check's first look at an answer imported them). It is scored by its decisions, or invalid
+    naming what it replaced; best fit after it scores as alone."""
+    run = evaluate(tmp_path, [("builtins_at_collection", attack("builtins_at_collection")), (AFTER, BEST_FIT)])
+    assert_honest(run, "builtins_at_collection", best_fit_metrics)
+    told = [r["reason"] for r in run.rows if r["heuristic"] == "builtins_at_collection" and r["valid"] != "True"]
+    assert all("the program replaces builtins.len" in reason for reason in told), told
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
 # a program whose module code lowers the recursion limit to its own depth there and __LEVELS__ more
 LOW_LIMIT = ("import sys\n\n\ndef _depth():\n    frame, depth = sys._getframe(), 0\n    while frame is not None:\n"
              "        frame, depth = frame.f_back, depth + 1\n    return depth\n\n\n"

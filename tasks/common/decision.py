@@ -9,6 +9,7 @@ passed where a simulator takes its ``priority``; ``decide`` (the Python loops) a
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -26,7 +27,7 @@ def check_priorities(priorities, expected: int) -> int:
     entries of a masked array (``np.ma``), which are never chosen.
     """
     returned = priorities
-    if isinstance(priorities, np.ma.MaskedArray):
+    if _masked(priorities):
         return _unmasked_choice(priorities, expected)
     if type(priorities) is not np.ndarray:
         try:
@@ -47,6 +48,16 @@ def check_priorities(priorities, expected: int) -> int:
     if kind == "f" and not math.isfinite(chosen):  # NaN (argmax returns the first NaN) or +-inf
         raise HeuristicError(f"priority returned a non-finite score ({chosen})")
     return index
+
+
+def _masked(value) -> bool:
+    """Whether ``value`` is a masked array (``np.ma``), without importing ``numpy.ma``: none is made
+    where it is not imported. Looked up as ``np.ma``, it was imported at the first answer checked,
+    in a program's process after its program ran, on what the program had changed there (a fake
+    numpy made every look-ahead check of a best fit a look-ahead; a builtin replaced made the import
+    loop until the check's time ran out), and in 30 ms of each instance's process."""
+    masked = sys.modules.get("numpy.ma")
+    return masked is not None and isinstance(value, masked.MaskedArray)
 
 
 def _unmasked_choice(scores: np.ma.MaskedArray, expected: int) -> int:

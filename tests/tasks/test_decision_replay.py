@@ -284,6 +284,21 @@ def test_a_heuristic_that_returns_no_array_is_told_what_it_returned(returned, sa
     assert str(caught.value) == said
 
 
+def test_checking_an_answer_imports_nothing():
+    """Checking an answer imported numpy's masked arrays at the first one checked (``np.ma``), in a
+    program's process after its program ran, on whatever the program had changed there: a look-ahead
+    check whose process met a builtin replaced ran out of time in that import. A process that never
+    imported them checks answers without them."""
+    import subprocess
+    import sys
+    code = ("import sys\nimport numpy as np\nfrom tasks.common.decision import check_priorities\n"
+            "assert 'numpy.ma' not in sys.modules\n"
+            "assert check_priorities([1.0, 3.0, 2.0], 3) == 1 and check_priorities((4, 1), 2) == 0\n"
+            "assert 'numpy.ma' not in sys.modules, 'imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def test_a_masked_entry_is_never_chosen():
     """A masked array's masked entries hold no score: the choice is among the others, as np.ma's
     argmax makes it (the data under the mask was taken as a score: 1e9 there won every call)."""

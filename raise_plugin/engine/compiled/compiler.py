@@ -161,16 +161,20 @@ class _Comparing:
     """Calls the Python function (whose answer the simulator gets) and the compiled one on
     copies of the same arguments; the first difference is kept in ``difference``."""
 
-    def __init__(self, python: Callable, compiled: Callable, compile_error: type):
+    def __init__(self, python: Callable, compiled: Callable, compile_error: type, put_back: Callable[[], str] = str):
         self.python = python
         self.compiled = compiled
         self.compile_error = compile_error
+        self.put_back = put_back  # the names the program replaced, put back (``Compiler``)
         self.difference: str | None = None
         self.calls = 0
 
     def __call__(self, *args):
         copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         expected = self.python(*args)
+        if not self.calls and (changed := self.put_back()):  # numba compiles at the first call: not on what it replaced
+            self.difference = changed
+            raise _Different(changed)
         self.calls += 1
         try:
             answer = self.compiled(*copies)
@@ -229,9 +233,10 @@ class Compiler:
     """A worker's compiled path: compiles, probes and remembers the verdict for each program,
     once the program's evaluations here have taken ``after`` seconds in Python (``ready``)."""
 
-    def __init__(self, cached: int = _CACHED_PROGRAMS, after: float = 0.0):
+    def __init__(self, cached: int = _CACHED_PROGRAMS, after: float = 0.0, held=None):
         if numba_available():  # numba learns numpy's spellings now, before a job's state is taken
             _numpy_reductions()
+        self._put_back = str if held is None else held.put_back  # ``sandbox.HeldModules``, before any program ran
         self._verdicts: collections.OrderedDict[tuple, Verdict] = collections.OrderedDict()
         self._spent: collections.OrderedDict[tuple, float] = collections.OrderedDict()
         self._probes: dict[str, list] = {}
@@ -274,11 +279,12 @@ class Compiler:
     def _judge(self, task, spec) -> Verdict:
         saved = _random_state()
         try:
-            return self._compile_and_probe(task, spec, saved)
+            verdict = self._compile_and_probe(task, spec, saved)
         except BaseException as exc:  # noqa: BLE001 - the Python path meets (and reports) it again
-            return Verdict(None, f"the compile step failed: {type(exc).__name__}")
-        finally:
-            _restore_random_state(saved)  # the Python path then sees what it would without this step
+            verdict = Verdict(None, f"the compile step failed: {type(exc).__name__}")
+        changed = self._put_back()  # a name the program replaced in a probe: put back before anything else runs
+        _restore_random_state(saved)  # the Python path then sees what it would without this step
+        return Verdict(None, changed) if changed else verdict
 
     def _compile_and_probe(self, task, spec, saved: tuple) -> Verdict:
         try:
@@ -286,13 +292,15 @@ class Compiler:
             from numba.core.errors import NumbaError
         except Exception as exc:  # noqa: BLE001 - absent or broken alike
             return Verdict(None, f"numba is not available ({type(exc).__name__})")
-        python = spec.resolve(task)  # a copy of the program's module of its own: the real run gets a fresh one
+        python, copy = spec.resolve(task), spec.resolve(task)  # modules of their own: the real run gets a fresh one
+        if changed := self._put_back():  # numba compiles on the modules as they were
+            return Verdict(None, changed)
         try:
-            compiled = numba.njit(numba_spelling(spec.resolve(task), spec.baseline is None),
+            compiled = numba.njit(numba_spelling(copy, spec.baseline is None),
                                   cache=False, fastmath=False, parallel=False, nogil=False)
         except Exception as exc:  # noqa: BLE001 - e.g. not a Python function
             return Verdict(None, f"does not compile: {type(exc).__name__}")
-        comparing = _Comparing(python, compiled, NumbaError)
+        comparing = _Comparing(python, compiled, NumbaError, self._put_back)
         for instance in self._probe_set(task):
             try:
                 task.evaluate(comparing, instance)

@@ -23,8 +23,8 @@ from ..failures import classify, one_line
 from ..limits import SandboxLimits
 from ..results import FailureKind
 from ..role import set_judge
-from ..sandbox import (PR_SET_PDEATHSIG, audit_hook, cap_memory, close_other_descriptors, install_seccomp, layer, prctl,
-                       set_limit)
+from ..sandbox import (PR_SET_PDEATHSIG, HeldModules, audit_hook, cap_memory, close_other_descriptors, install_seccomp,
+                       layer, prctl, set_limit)
 from ..sandbox.sinks import sinks
 from .protocol import (AS_THE_JOB, COMPILED, DONE, ERROR, HEURISTIC, MEMORY, PROGRAM, STOPPED, receive_request,
                        send_answer)
@@ -70,9 +70,10 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
         reason = one_line(f"the program's process could not start: {type(exc).__name__}: {exc}")
         send_answer(answers, ERROR, reason=reason)
         os._exit(0)
+    held = HeldModules()  # before any program ran here: the builtins and modules its task's code runs on
     compiler = None
     if limits.jit:
-        compiler = Compiler(after=limits.jit_after)
+        compiler = Compiler(after=limits.jit_after, held=held)
     task = evaluate = priority = spec = verdict = None
     in_place = True
     while True:
@@ -84,7 +85,7 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
         if message[0] == "program":
             _, task_ref, spec, path = message
             if path != AS_THE_JOB:  # a look-ahead check's copy, on the path the instance checked ran
-                compiler = Compiler(after=0.0) if path == COMPILED and limits.jit else None
+                compiler = Compiler(after=0.0, held=held) if path == COMPILED and limits.jit else None
             try:
                 task = get_task(task_ref)
                 evaluate = task.evaluate  # taken before the program's module code runs
@@ -93,34 +94,47 @@ def program_main(requests: int, answers: int, workdir: str, limits: SandboxLimit
             except BaseException as exc:  # noqa: BLE001 - said as the program's failure
                 _refuse(answers, exc)
                 continue
-            priority = _fresh(answers, task, spec)
+            priority = _fresh(answers, task, spec, held)
             if priority is not None:
                 send_answer(answers, DONE)
         elif message[0] == "host":  # a host Evaluation's own evaluate_program: its score, not judged
             _, evaluation, code, name = message
-            _answer_host(answers, evaluation, code, name)
+            _answer_host(answers, evaluation, code, name, held)
         else:  # ("instance", instance, limit) or a staged look-ahead check's ("staged", copy, ends, limit)
             instance, limit = message[1], message[-1]
             if priority is None:  # every instance meets a fresh module: what one decided leaves nothing for the next
-                priority = _fresh(answers, task, spec)
+                priority = _fresh(answers, task, spec, held)
                 if priority is None:
                     continue
             if message[0] == "staged":  # compiled where the check's copy is (``COMPILED``) and the program compiles
                 deciding = verdict.function if verdict is not None and verdict.compiled else priority
-                staged = StagedPriority(deciding, instance, message[2], requests, answers, in_place)
-                _run_instance(answers, task, spec, staged.evaluating(evaluate), staged, instance, limit, None, None)
+                staged = StagedPriority(deciding, instance, message[2], requests, answers, in_place, held)
+                _run_instance(answers, task, spec, staged.evaluating(evaluate), staged, instance, limit, None, None,
+                              held)
             else:
-                verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict)
+                verdict = _run_instance(answers, task, spec, evaluate, priority, instance, limit, compiler, verdict,
+                                        held)
             priority = None
 
 
-def _fresh(answers: int, task, spec):
+def _fresh(answers: int, task, spec, held: HeldModules):
     """The program's function in a module of its own, just run; ``None`` once its failure is answered."""
     try:
-        return spec.resolve(task)
+        priority = spec.resolve(task)
     except BaseException as exc:  # noqa: BLE001 - a program's module code may raise anything
-        _refuse(answers, exc)
+        if not _changed_modules(answers, held):  # a name it replaced may be why it failed
+            _refuse(answers, exc)
         return None
+    return None if _changed_modules(answers, held) else priority
+
+
+def _changed_modules(answers: int, held: HeldModules) -> bool:
+    """Whether the program replaced or removed a name of Python's builtins or of a module its task's code
+    runs on (``HeldModules``): each put back, then said as its failure."""
+    changed = held.put_back()
+    if changed:
+        send_answer(answers, PROGRAM, reason=one_line(changed))
+    return bool(changed)
 
 
 def _refuse(answers: int, exc: BaseException) -> None:
@@ -131,30 +145,36 @@ def _refuse(answers: int, exc: BaseException) -> None:
     send_answer(answers, MEMORY if kind == FailureKind.MEMORY else PROGRAM, reason=reason)
 
 
-def _answer_host(answers: int, evaluation, code: str, name: str) -> None:
+def _answer_host(answers: int, evaluation, code: str, name: str, held: HeldModules) -> None:
     random.seed(SEED)
     np.random.seed(SEED)
     try:
         namespace: dict = {}
         exec(code, namespace)
         score = evaluation.evaluate_program(code, namespace[name])
-        if score is None:
-            send_answer(answers, HEURISTIC, reason="the evaluation returned None")
-        else:
-            send_answer(answers, DONE, metric=float(score))
+        metric = None if score is None else float(score)
     except BaseException as exc:  # noqa: BLE001 - every failure is a reason
-        kind, reason = classify(exc)
-        send_answer(answers, MEMORY if kind == FailureKind.MEMORY else HEURISTIC, reason=reason)
+        if not _changed_modules(answers, held):
+            kind, reason = classify(exc)
+            send_answer(answers, MEMORY if kind == FailureKind.MEMORY else HEURISTIC, reason=reason)
+        return
+    if _changed_modules(answers, held):
+        return
+    if metric is None:
+        send_answer(answers, HEURISTIC, reason="the evaluation returned None")
+    else:
+        send_answer(answers, DONE, metric=metric)
 
 
-def _run_instance(answers: int, task, spec, evaluate, priority, instance, limit, compiler, verdict):
+def _run_instance(answers: int, task, spec, evaluate, priority, instance, limit, compiler, verdict, held):
     """One instance: the decisions (compiled where the compiler accepts the program, in Python
-    where it does not or where the compiled function fails), answered to the judge."""
+    where it does not or where the compiled function fails), answered to the judge; the program's
+    failure where it replaced a builtin or a module's name meanwhile (``held``)."""
     note = "" if verdict is None else verdict.reason
     compiled = None
     if verdict is not None and verdict.function is not None:
         recorder = Recorder(verdict.function, limit)
-        status, metric, reason = _decide(evaluate, recorder, instance)
+        status, metric, reason = _decide(evaluate, recorder, instance, held)
         if status in (DONE, STOPPED) and verdict.still_checked():
             send_answer(answers, status, recorder.decisions, note=note, metric=metric, compiled=True)
             return verdict
@@ -163,8 +183,11 @@ def _run_instance(answers: int, task, spec, evaluate, priority, instance, limit,
     compiled = None if compiler is None else False
     recorder = Recorder(priority, limit)
     began = time.perf_counter()
-    status, metric, reason = _decide(evaluate, recorder, instance)
+    status, metric, reason = _decide(evaluate, recorder, instance, held)
     seconds = time.perf_counter() - began
+    if status == PROGRAM:  # it replaced a name at a call: what the task's code did since is not its answer
+        send_answer(answers, PROGRAM, reason=reason)
+        return verdict
     if compiler is not None and verdict is None and status in (DONE, STOPPED):
         verdict = compiler.ready(task, spec, seconds)  # compiled once Python has taken long enough
         note = verdict.reason if verdict is not None else compiler.waiting(task, spec)
@@ -172,13 +195,21 @@ def _run_instance(answers: int, task, spec, evaluate, priority, instance, limit,
     return verdict
 
 
-def _decide(evaluate, recorder: Recorder, instance) -> tuple[int, float, str]:
+def _decide(evaluate, recorder: Recorder, instance, held: HeldModules) -> tuple[int, float, str]:
+    """``(status, metric, reason)`` of the task's evaluation of ``recorder`` on ``instance``;
+    ``PROGRAM`` where the program replaced a name ``held`` holds meanwhile (put back before anything else runs)."""
     random.seed(SEED)  # every instance starts from the same global random state
     np.random.seed(SEED)
     try:
-        return DONE, float(evaluate(recorder, instance)), ""
-    except DecisionLimit:
+        outcome = float(evaluate(recorder, instance))
+    except BaseException as exc:  # noqa: BLE001 - every failure is a reason, once the names are as held
+        outcome = exc
+    changed = held.put_back()
+    if changed:
+        return PROGRAM, math.nan, one_line(changed)
+    if isinstance(outcome, DecisionLimit):
         return STOPPED, math.nan, ""
-    except BaseException as exc:  # noqa: BLE001 - every failure is a reason
-        kind, reason = classify(exc)
+    if isinstance(outcome, BaseException):
+        kind, reason = classify(outcome)
         return {FailureKind.MEMORY: MEMORY, FailureKind.HEURISTIC: HEURISTIC}.get(kind, ERROR), math.nan, reason
+    return DONE, outcome, ""

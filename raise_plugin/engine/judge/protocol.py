@@ -50,22 +50,27 @@ def _wait_for(fd: int, deadline: float, writing: bool) -> None:
             return
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
+# The program's side runs in its process, where what runs between two of the program's calls (a
+# collection's callback, a finalizer, a signal's handler) may replace a builtin: the builtins these
+# steps use are bound here, before any program ran, so that its answer still reaches its judge, which
+# hears from the next check (``sandbox.HeldModules``) what it replaced.
+
+def _read_exact(fd: int, n: int, deadline: float | None, _len=len, _min=min) -> bytes | None:
     """``n`` bytes from ``fd`` by ``deadline``; ``None`` at end of file; ``TimeoutError`` past it."""
     chunks, got = [], 0
     while got < n:
         if deadline is not None:
             _wait_for(fd, deadline, writing=False)
-        chunk = os.read(fd, min(n - got, 1 << 20))
+        chunk = os.read(fd, _min(n - got, 1 << 20))
         if not chunk:
             return None
         chunks.append(chunk)
-        got += len(chunk)
+        got += _len(chunk)
     return b"".join(chunks)
 
 
-def _write_all(fd: int, data, deadline: float | None = None) -> None:
-    view = memoryview(data)
+def _write_all(fd: int, data, deadline: float | None = None, _memoryview=memoryview) -> None:
+    view = _memoryview(data)
     while view:
         if deadline is not None:
             _wait_for(fd, deadline, writing=True)
@@ -76,12 +81,13 @@ def _write_all(fd: int, data, deadline: float | None = None) -> None:
 # -- the program's side ----------------------------------------------------------------------
 
 def send_answer(fd: int, status: int, decisions=None, reason: str = "", note: str = "", seconds: float = 0.0,
-                metric: float = math.nan, compiled: bool | None = None) -> None:
+                metric: float = math.nan, compiled: bool | None = None, _len=len) -> None:
     raw = b"" if decisions is None else np.ascontiguousarray(decisions, dtype="<i8").tobytes()
     why = reason.encode("utf-8", "replace")[:_TEXT_BYTES]
     said = note.encode("utf-8", "replace")[:_TEXT_BYTES]
-    flag = 2 if compiled is None else int(bool(compiled))
-    _write_all(fd, _HEADER.pack(status, flag, len(raw) // 8, len(why), len(said), seconds, metric) + raw + why + said)
+    flag = 2 if compiled is None else 1 if compiled else 0
+    head = _HEADER.pack(status, flag, _len(raw) // 8, _len(why), _len(said), seconds, metric)
+    _write_all(fd, head + raw + why + said)
 
 
 def receive_request(fd: int):

@@ -2,17 +2,18 @@
 
 Each file in ``attacks/`` makes best fit's decisions while it attacks on the side (in its module
 code or at its first call): it talks to the process that reads its answers, forges or hijacks
-results, patches the scoring code or numpy, rewrites the instances, seeds the global random
-generators, leaves a thread running, calls libc directly, starts processes the audit hook does not
-see, dumps the environment, prints control characters, or reads the items still to come. Whatever it
-tries, the evaluation must end with the attacker invalid or scored exactly by its decisions (best
-fit's metric on every instance, or, for the one that reads the future, the metric of the same
-program with its search switched off), and with every other program's score unchanged: a best fit
-file evaluated after it in the same worker (``--workers 1``) scores as best fit does alone (the
-looks at OJSP's next job and OVRP's next customer run on those tasks, beside shortest processing
-time and cheapest insertion). Every command runs in a process of its own, with secrets in its
-environment and its temporary directory under the test's, and must leave no process, no file outside
-that directory and no secret in what it prints or writes.
+results, patches the scoring code or numpy, replaces Python's builtins or what the task's code calls
+in numpy and random, rewrites the instances, seeds the global random generators, leaves a thread
+running, calls libc directly, starts processes the audit hook does not see, dumps the environment,
+prints control characters, or reads the items still to come. Whatever it tries, the evaluation must
+end with the attacker invalid or scored exactly by its decisions (best fit's metric on every
+instance, or, for the one that reads the future, the metric of the same program with its search
+switched off), and with every other program's score unchanged: a best fit file evaluated after it in
+the same worker (``--workers 1``) scores as best fit does alone (the looks at OJSP's next job and
+OVRP's next customer run on those tasks, beside shortest processing time and cheapest insertion).
+Every command runs in a process of its own, with secrets in its environment and its temporary
+directory under the test's, and must leave no process, no file outside that directory and no secret
+in what it prints or writes.
 """
 from __future__ import annotations
 
@@ -290,6 +291,33 @@ def test_no_program_changes_the_score_of_the_next(name, tmp_path, best_fit_metri
     assert_clean(run)
 
 
+@pytest.mark.parametrize("path", [(), ("--jit", "--jit-after", "0")], ids=["python", "compiled"])
+@pytest.mark.parametrize("name, replaced", [
+    ("builtins_at_import", "builtins.len"), ("builtins_at_call", "builtins.min"),
+    ("modules_at_import", "random.seed, numpy.asarray, numpy.random.seed"),
+    ("fake_numpy_module", "sys.modules['numpy']")])
+def test_replacing_a_builtin_or_a_shared_module_function_is_refused_naming_it(name, replaced, path, tmp_path,
+                                                                              best_fit_metrics):
+    """A program that replaces one of Python's builtins, or a function of numpy, math or random,
+    or numpy in ``sys.modules``, which the task's code and its process's answers run on too, was
+    said to run out of time (``len`` in its module code), to behave otherwise when checked for
+    look-ahead, or its process to exit (``min`` at a call), or the task to fail (``numpy.asarray``),
+    or it drew otherwise from one command to the next (``random.seed``), or, in Python, to look
+    ahead or run out of time in its check (a fake numpy, which numpy's masked arrays, imported
+    there by the check's first look at an answer, were built on): now it is invalid on every
+    instance on both paths, the reason naming what it replaced, and best fit after it in the same
+    worker scores as alone."""
+    if path:
+        pytest.importorskip("numba")
+    run = evaluate(tmp_path, [(name, attack(name)), (AFTER, BEST_FIT)], flags=path)
+    assert run.results(name) == [None] * 5, run.out[-3000:]
+    lines = [line for line in run.out.splitlines() if line.startswith(f"{name}: invalid")]
+    assert len(lines) == 1 and f"the program replaces {replaced}, which" in lines[0], run.out[-3000:]
+    assert not any(word in lines[0] for word in ("timed out", "look-ahead", "exited", "evaluation raised"))
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
 def _seeded_noisy(seed: int) -> list[float]:
     """The noisy program's metrics when its draws continue, instance after instance, one stream
     seeded with ``seed`` (what the seeding attacker arranges when programs share a process)."""
@@ -462,6 +490,41 @@ def looking_ahead(name: str) -> str:
 # time and cheapest insertion, each as the attack with its search switched off decides
 SPT = "def priority(current_time, candidate_operations):\n    return -candidate_operations[:, 1].astype(float)\n"
 CHEAPEST = "def priority(customer_features, candidate_insertions):\n    return -candidate_insertions[:, 2]\n"
+
+
+def test_a_builtin_replaced_between_the_programs_calls_is_no_time_out(tmp_path, best_fit_metrics):
+    """A program whose collector callback replaces ``len`` (best fit's decisions): its look-ahead
+    check's process ran out of time importing numpy's masked arrays on the replaced ``len`` (the
+    check's first look at an answer imported them). It is scored by its decisions, or invalid
+    naming what it replaced; best fit after it scores as alone."""
+    run = evaluate(tmp_path, [("builtins_at_collection", attack("builtins_at_collection")), (AFTER, BEST_FIT)])
+    assert_honest(run, "builtins_at_collection", best_fit_metrics)
+    told = [r["reason"] for r in run.rows if r["heuristic"] == "builtins_at_collection" and r["valid"] != "True"]
+    assert all("the program replaces builtins.len" in reason for reason in told), told
+    assert_unchanged(run, best_fit_metrics)
+    assert_clean(run)
+
+
+# a program whose module code lowers the recursion limit to its own depth there and __LEVELS__ more
+LOW_LIMIT = ("import sys\n\n\ndef _depth():\n    frame, depth = sys._getframe(), 0\n    while frame is not None:\n"
+             "        frame, depth = frame.f_back, depth + 1\n    return depth\n\n\n"
+             "sys.setrecursionlimit(_depth() + __LEVELS__)\n\n\n")
+
+
+@pytest.mark.parametrize("task, honest", [("obp", BEST_FIT), ("ovrp", CHEAPEST)], ids=["obp", "ovrp"])
+def test_a_recursion_limit_that_holds_in_the_run_holds_in_its_check(task, honest, tmp_path):
+    """Programs that lower the recursion limit in their module code, each a level more than the
+    last: where the limit holds in the run, it holds in the look-ahead check, whose own steps add
+    a few levels under the program's calls (OBP's check runs the copy on, OVRP's starts it again
+    at each reveal). Before, limits a level or four above what the run needed failed in the check
+    ("behaved otherwise when checked for look-ahead": a RecursionError, or setting the limit back
+    failed), so a program valid in its run was invalid when checked."""
+    programs = [(f"low_{levels}", LOW_LIMIT.replace("__LEVELS__", str(levels)) + honest) for levels in range(4, 14)]
+    run = evaluate(tmp_path, programs, task=task)
+    told = [(r["heuristic"], r["reason"]) for r in run.rows if "checked for look-ahead" in r["reason"]]
+    assert not told, told[:3]
+    assert any(None not in run.results(name) for name, _ in programs), run.out[-3000:]
+    assert_clean_but_invalid_allowed(run)
 
 
 @pytest.mark.parametrize("task, name, honest", [("ojsp", "ojsp_next_job", SPT),

@@ -11,7 +11,7 @@ Usage: python benchmarks/validation_table.py COMPARE_DIR [COMPARE_DIR ...]
 from __future__ import annotations
 
 import argparse
-import json
+import math
 import re
 import sys
 from collections import defaultdict
@@ -21,13 +21,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from raise_plugin.harness.stats import mean_half_width  # noqa: E402
+from raise_plugin.validation import read_trace  # noqa: E402
 
 LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "moh": "MoH", "gp": "GP"}
 
 
 def last_trace(run: Path) -> dict | None:
-    lines = (run / "validation.jsonl").read_text().splitlines() if (run / "validation.jsonl").exists() else []
-    return json.loads(lines[-1]) if lines else None
+    """The run's last validation point (a line cut short by a kill passed over), ``None`` when it has none."""
+    points = read_trace(run)
+    return points[-1] if points else None
 
 
 def table(compare_dir: Path) -> str:
@@ -40,14 +42,15 @@ def table(compare_dir: Path) -> str:
             continue
         method, kind = found.group(1), found.group(2)
         label = LABELS.get(method, method) if kind == "plain" else f"RAISE-{LABELS.get(method, method)} (eps={found.group(3)})"
-        per_variant[label].append(float(trace["validation_metric"]))
+        metric = trace.get("validation_metric")  # None: the program failed on every validation instance
+        per_variant[label].append(math.inf if metric is None else float(metric))
         baseline = trace.get("best_baseline") or baseline
     out = [f"{compare_dir.name}: validation suite, each run's final best",
            "", "| variant | seeds | validation metric (mean ± 95 % t half-width) | seeds better than the best baseline |",
            "|---|---|---|---|"]
     for label, values in per_variant.items():
         better = sum(v < baseline["metric"] for v in values) if baseline else 0
-        half = mean_half_width(values) if len(values) > 1 else float("nan")
+        half = mean_half_width(values) if len(values) > 1 and all(map(math.isfinite, values)) else math.nan
         out.append(f"| {label} | {len(values)} | {sum(values) / len(values):.4f} ± {half:.4f} | {better} |")
     if baseline:
         out.append(f"| {baseline['name']} (best baseline) | - | {baseline['metric']:.4f} | - |")
@@ -58,6 +61,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("compare_dirs", nargs="+", type=Path)
     args = parser.parse_args()
+    for d in args.compare_dirs:
+        if not (d / "runs").is_dir():
+            parser.error(f"{d}: not a compare's output folder (no runs/ in it); give the --out of raise-ahd compare")
     for d in args.compare_dirs:
         print(table(d))
         print()

@@ -56,6 +56,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.per_dataset is not None and (args.suite != "validation" or args.per_dataset < 1):
         p.error("--per-dataset takes a whole number >= 1, with --suite validation")
+    for run in (*args.runs, *args.plain):
+        if not (Path(run) / "config.json").is_file():
+            p.error(f"{run} is not a run directory (no config.json)")
     configs = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.runs}
     plain = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.plain}
     tasks = {c["task"] for c in (configs | plain).values()}

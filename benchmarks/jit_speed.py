@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits  # noqa: E402
 from tasks import get_task  # noqa: E402
+from bench_args import at_least, task_names  # noqa: E402
 
 _CODE = re.compile(r"```(?:python)?\n(.*?)```", re.S)
 
@@ -107,9 +108,9 @@ def summarise(rows: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="obp,ojsp,ovrp")
-    parser.add_argument("--programs", type=int, default=50)
-    parser.add_argument("--instances", type=int, help="the first K nominal instances (default all)")
+    parser.add_argument("--tasks", type=task_names, default="obp,ojsp,ovrp")
+    parser.add_argument("--programs", type=at_least(0), default=50)
+    parser.add_argument("--instances", type=at_least(1), help="the first K nominal instances (default all)")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args(argv)
     results = []

@@ -41,3 +41,28 @@ def test_validation_table_reads_a_trace_cut_short_and_a_final_program_that_faile
     rows = {line.split(" | ")[0]: line for line in done.stdout.splitlines() if line.startswith("| ")}
     assert rows["| GP"].startswith("| GP | 2 | 1.4500 ± ")
     assert rows["| RAISE-GP (eps=0.002)"] == "| RAISE-GP (eps=0.002) | 1 | inf ± nan | 0 |"
+
+
+@pytest.mark.parametrize("script, args, said", [
+    ("ovrp_speed.py", ["--repeat", "0"], "argument --repeat: must be a whole number >= 1, got '0'"),  # TypeError
+    ("replay_cost.py", ["--repeat", "0"], "argument --repeat: must be a whole number >= 1"),  # StatisticsError
+    ("obp_vs_host.py", ["--repeat", "0"], "argument --repeat: must be a whole number >= 1"),  # printed inf and nanx
+    ("judge_cost.py", ["--tasks", "obp,nosuch"], "argument --tasks: unknown task 'nosuch'; registered: "),
+    ("gp_settings.py", ["--seeds", "0"], "argument --seeds: must be a whole number >= 1"),  # printed NaN, chose one
+    ("gp_settings.py", ["--task", "nosuch"], "argument --task: unknown task 'nosuch'"),
+    ("classical_rules.py", ["table", "--per-dataset", "0"], "argument --per-dataset: must be a whole number >= 1"),
+    ("robust_settings.py", ["--task", "nosuch", "--out", "grid"], "argument --task: unknown task 'nosuch'"),
+    ("robust_settings.py", ["--seeds", "0,x", "--out", "grid"],
+     "argument --seeds: must be whole numbers >= 0 separated by commas, got '0,x'"),
+    ("sampler_throughput.py", ["--samplers", "0"], "argument --samplers: must be whole numbers >= 1 separated"),
+    ("paper_scale_speed.py", ["--budget", "0"], "argument --budget: must be a whole number >= 1"),
+    ("final_selection.py", ["nosuch"], "nosuch: no validation_cache.json; give the --out of robust_settings.py"),
+    ("heldout_runs.py", ["nosuch"], "nosuch is not a run directory (no config.json)"),
+])
+def test_a_bad_argument_stops_a_benchmark_in_one_line_writing_nothing(tmp_path, script, args, said):
+    """Each ended in a traceback, printed nonsense (inf, nan) or, for robust_settings.py, made its --out first."""
+    done = bench(script, *args, cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == ""
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith(f"{script}: error: {said}")
+    assert list(tmp_path.iterdir()) == []

@@ -96,6 +96,19 @@ def test_offspring_stay_within_the_height_and_size_limits(method_factory):
     assert {c.operator for c in children} == {"crossover", "mutation"}
 
 
+def test_starting_trees_obey_the_size_limit_whatever_their_heights(method_factory):
+    """At init_height (7, 7) (max_height 7, max_size 40) no tree of 50 fitted, and the last, of hundreds of
+    nodes, was sampled; a low height no tree of max_size nodes can reach (85 of max_size 40) never ended."""
+    from raise_plugin.errors import BadArgument
+
+    method = method_factory("gp", "ovrp", budget=4, pop_size=4, init_height=(7, 7))
+    with method._own_random():
+        starts = [deap_gp.PrimitiveTree.from_string(method._new_tree().tree, method._pset) for _ in range(20)]
+    assert max(len(t) for t in starts) <= 40 and max(t.height for t in starts) <= 7
+    with pytest.raises(BadArgument, match=r"GP: init_height: must be .* and low < max_size, got \(85, 90\)"):
+        method_factory("gp", "ovrp", budget=4, pop_size=4, max_height=90, init_height=(85, 90))
+
+
 def test_protected_operators_give_finite_scores_of_the_right_shape(method_factory):
     method = method_factory("gp", "obp", budget=4, pop_size=4)
     bins = np.array([0.0, 1e-12, 3.0, 200.0, 1e200])

@@ -166,6 +166,26 @@ def test_a_resumed_run_samples_what_an_uninterrupted_run_samples(tmp_path, robus
     assert programs(parts) == programs(whole)
 
 
+@pytest.mark.parametrize("damage", [{"random": "x"}, {"random": [3, [1, 2], None]}, {"seen": 5}, {"samples": "abc"}])
+def test_a_resumed_run_whose_checkpoint_holds_a_damaged_gp_state_is_refused_in_one_line(tmp_path, capsys, damage):
+    """Each was a Python traceback (ValueError: not enough values to unpack, state vector is the wrong size, ...)."""
+    from raise_plugin.cli import main
+
+    out = tmp_path / "run"
+    start_run(RunConfig(task="ovrp", method="gp", robust=False, budget=8, pop_size=4, nominal=1, seed=0,
+                        out=str(out), executor="process:1", validation_trace=False)).run()
+    checkpoint = json.loads((out / "checkpoint.json").read_text())
+    checkpoint["method"].update(damage)
+    (out / "checkpoint.json").write_text(json.dumps(checkpoint))
+    capsys.readouterr()
+    assert main(["resume", str(out), "--budget", "12", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"raise-ahd: error: {out / 'checkpoint.json'} is damaged (the "
+                                               "method's state cannot be read: ")
+    assert "remove it to resume from the records" in err[0]
+    assert len((out / "samples.jsonl").read_text().splitlines()) == 8
+
+
 def test_robust_gp_refreshes_and_rescores(method_factory):
     cb = AdversarialInstanceCallback(epsilon=0.002, tau=1, inner_population=4, inner_generations=1)
     method = method_factory("gp", "ojsp", budget=16, pop_size=4, seed=1, cls=robust(GP, callbacks=[cb]))

@@ -32,7 +32,7 @@ from .errors import PluginWarning
 from .engine.suite import Heuristic, evaluate_suite
 from .robust.hooks import Callback, RunSnapshot
 from .rundir.files import read_json, read_jsonl, write_json_atomic
-from .rundir.reader import load_summary
+from .rundir.reader import load_summary, rescored
 from .rundir.repair import keep_damaged, valid_population
 from .selection import selects_on
 from .settings import default
@@ -126,16 +126,6 @@ def check_trace_settings(every, per_dataset) -> None:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-def rescored(scores: dict[str, float], records: list[dict], after: int, until: float = math.inf) -> dict[str, float]:
-    """``scores`` (id -> robust score, as a population record holds them) with their re-scores in ``records``
-    (``scores.jsonl``) on the instance sets after version ``after`` up to ``until``, the last recorded winning."""
-    out = dict(scores)
-    for record in records:
-        if record["program_id"] in out and after < record["instance_set"] <= until and record["score"] is not None:
-            out[record["program_id"]] = float(record["score"])
-    return out
-
-
 class ValidationTrace(Callback):
     """Every ``every`` generations and at the end, the best program's metric on the validation suite.
 
@@ -171,6 +161,10 @@ class ValidationTrace(Callback):
         if not self.baselines and method.task is not None:
             self.baselines = dict(baseline_validation(method.task, self.per_dataset, self._timeout(method),
                                                       self.workers, run_workers(method)))
+        # resumed: a generation whose point a kill left past the checkpoint ends again without a second point
+        directory = getattr(getattr(method, "recorder", None), "path", None)
+        recorded = read_trace(directory) if directory is not None else []
+        self._last_generation = max([self._last_generation, *(p.get("generation", -1) for p in recorded)])
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         if snapshot.generation % self.every == 0:

@@ -136,3 +136,25 @@ def test_trace_of_a_run_directory_refuses_an_every_that_is_no_whole_number_of_ge
     """every=0 was a ZeroDivisionError; -1, 2.5 and True traced as if they meant something."""
     with pytest.raises(ValueError, match="every must be an integer >= 1"):
         trace_run_directory(tmp_path, get_task("obp"), every=every)
+
+
+def test_a_run_killed_after_a_generation_s_point_and_before_its_checkpoint_traces_that_generation_once(tmp_path):
+    """The generation's end, fired again on resume, appended a second point for it to validation.jsonl."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from raise_plugin.runner import resume_run
+
+    here = Path(__file__).parent
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, str(here / "robust" / "killed_run.py"), str(out), "generation:2", "eoh",
+                           "trace"], env={**os.environ, "PYTHONPATH": str(here.parent)}, capture_output=True,
+                          timeout=300)
+    assert done.returncode == -signal.SIGKILL
+    assert [p["generation"] for p in read_trace(out)] == [1, 2]
+    resume_run(out).run()
+    generations = [p["generation"] for p in read_trace(out)]
+    assert generations == sorted(set(generations)) and generations[:2] == [1, 2]

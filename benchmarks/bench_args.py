@@ -1,8 +1,10 @@
 """Argument types the benchmark scripts share: a bad value stops a script in argparse's one error line, exit 2,
-before anything is measured or written (a script run from this folder has it on its path)."""
+before anything is measured or written (a script run from this folder has it on its path); and the runs they
+start, whose refusal ends the script with the run's own one line and status."""
 from __future__ import annotations
 
 import argparse
+import subprocess
 
 
 def at_least(low: int = 1):
@@ -40,6 +42,14 @@ def non_negative(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
     return value
+
+
+def run_or_exit(cmd: list[str], **kwargs) -> None:
+    """``subprocess.run(cmd, **kwargs)``; a command that fails (a run refusing its settings says why in one line
+    on stderr) ends the script with its exit status, not a traceback of the call."""
+    done = subprocess.run(cmd, **kwargs)
+    if done.returncode:
+        raise SystemExit(done.returncode)
 
 
 def task_name(text: str) -> str:

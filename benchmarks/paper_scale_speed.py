@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from raise_plugin.engine.compiled import tally_line
-from bench_args import at_least, each_at_least, task_name
+from bench_args import at_least, each_at_least, run_or_exit, task_name
 
 
 def _cli_knows(flag: str) -> bool:
@@ -48,7 +48,7 @@ def _run(args, out: Path, early_reject: str | None, jit: bool | None, cores: str
         cmd += ["--executor", f"process:{cores}"]
     cmd += args.extra
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    run_or_exit(cmd, stdout=subprocess.DEVNULL)
     return _figures(out, early_reject, jit, cores, time.perf_counter() - start)
 
 

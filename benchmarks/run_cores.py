@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_args import at_least, task_name
+from bench_args import at_least, run_or_exit, task_name
 
 
 def _run(task: str, budget: int, pop_size: int, executor: str | None, out: Path) -> tuple[float, dict]:
@@ -31,7 +31,7 @@ def _run(task: str, budget: int, pop_size: int, executor: str | None, out: Path)
     if executor:
         cmd += ["--executor", executor]
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    run_or_exit(cmd, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - start
     return seconds, json.loads((out / "summary.json").read_text())
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench_args import at_least, each_at_least, non_negative, task_name  # noqa: E402
+from bench_args import at_least, each_at_least, non_negative, run_or_exit, task_name  # noqa: E402
 
 
 def chat_server_class():
@@ -57,10 +57,10 @@ def main(argv=None) -> int:
         for n in args.samplers:
             out = Path(tmp) / f"samplers{n}"
             started = time.perf_counter()
-            subprocess.run([exe, "run", "--task", args.task, "--no-robust", "--llm", "openai:bench-model",
-                            "--budget", str(args.budget), "--pop-size", str(args.pop_size), "--num-samplers", str(n),
-                            "--no-validation-trace", "--no-progress", "--out", str(out)], env=env, check=True,
-                           stdout=subprocess.DEVNULL)
+            run_or_exit([exe, "run", "--task", args.task, "--no-robust", "--llm", "openai:bench-model",
+                         "--budget", str(args.budget), "--pop-size", str(args.pop_size), "--num-samplers", str(n),
+                         "--no-validation-trace", "--no-progress", "--out", str(out)], env=env,
+                        stdout=subprocess.DEVNULL)
             wall = time.perf_counter() - started
             summary = json.loads((out / "summary.json").read_text())
             seconds = summary["seconds"]  # the run's own clock: process start-up left out

@@ -66,3 +66,13 @@ def test_a_bad_argument_stops_a_benchmark_in_one_line_writing_nothing(tmp_path, 
     last = done.stderr.splitlines()[-1]
     assert last.startswith(f"{script}: error: {said}")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_a_benchmark_starts_that_refuses_its_settings_ends_it_with_the_run_s_one_line(tmp_path):
+    """run_cores.py at a budget too small for a refresh printed the run's error, then CalledProcessError's
+    traceback."""
+    done = bench("run_cores.py", "--task", "ovrp", "--budget", "8", "--pop-size", "4", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and errors[0].startswith("raise-ahd: error: budget 8 at pop_size 4 makes 2 host")
+    assert list(tmp_path.iterdir()) == []

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from raise_plugin.engine.executors import default_workers
 from raise_plugin.harness.compare import run_compare
+from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_config import CompareConfig
 from bench_args import at_least, task_name
 
@@ -53,7 +54,10 @@ def main() -> None:
               f"{args.seeds} seeds, {args.suite_instances} instance(s) per test dataset; {default_workers()} cores")
         walls = {}
         for k, (name, where) in enumerate(ways.items()):
-            walls[name] = one(args, root / f"way{k}", **where)
+            try:
+                walls[name] = one(args, root / f"way{k}", **where)
+            except UserError as exc:  # settings the compare refuses (a budget too small for a refresh, ...)
+                p.error(str(exc))
         first = root / "way0"
         for k, (name, wall) in enumerate(walls.items()):
             same = all((first / f).read_bytes() == (root / f"way{k}" / f).read_bytes() for f in COMPARED)

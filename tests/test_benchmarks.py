@@ -68,11 +68,17 @@ def test_a_bad_argument_stops_a_benchmark_in_one_line_writing_nothing(tmp_path, 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_run_a_benchmark_starts_that_refuses_its_settings_ends_it_with_the_run_s_one_line(tmp_path):
-    """run_cores.py at a budget too small for a refresh printed the run's error, then CalledProcessError's
-    traceback."""
-    done = bench("run_cores.py", "--task", "ovrp", "--budget", "8", "--pop-size", "4", cwd=tmp_path)
+@pytest.mark.parametrize("script, args, said", [
+    ("run_cores.py", ["--task", "ovrp"], "raise-ahd: error: budget 8 at pop_size 4 makes 2 host generations"),
+    ("compare_jobs.py", ["--seeds", "1", "--jobs", "1"],
+     "compare_jobs.py: error: every RAISE row would equal its plain twin's: budget 8 at pop_size 4"),
+])
+def test_a_run_a_benchmark_starts_that_refuses_its_settings_ends_it_with_the_run_s_one_line(tmp_path, script, args,
+                                                                                           said):
+    """At a budget too small for a refresh, run_cores.py printed the run's error, then CalledProcessError's
+    traceback; compare_jobs.py the UserError's traceback."""
+    done = bench(script, *args, "--budget", "8", "--pop-size", "4", cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if "error" in line]
-    assert len(errors) == 1 and errors[0].startswith("raise-ahd: error: budget 8 at pop_size 4 makes 2 host")
+    assert len(errors) == 1 and errors[0].startswith(said)
     assert list(tmp_path.iterdir()) == []

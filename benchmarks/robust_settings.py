@@ -198,6 +198,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     settings = dict(GRIDS[args.grid])
     if args.only:
+        unknown = [k for k in args.only.split(",") if k not in settings]
+        if unknown:
+            p.error(f"--only: {unknown[0]!r} is not a setting of the {args.grid} grid; choose from "
+                    f"{', '.join(settings)}")
         settings = {k: settings[k] for k in args.only.split(",")}
     for item in args.setting:
         name, _, flags = item.partition("=")

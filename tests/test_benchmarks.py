@@ -54,6 +54,8 @@ def test_validation_table_reads_a_trace_cut_short_and_a_final_program_that_faile
     ("robust_settings.py", ["--task", "nosuch", "--out", "grid"], "argument --task: unknown task 'nosuch'"),
     ("robust_settings.py", ["--seeds", "0,x", "--out", "grid"],
      "argument --seeds: must be whole numbers >= 0 separated by commas, got '0,x'"),
+    ("robust_settings.py", ["--only", "plain,nosuch", "--out", "grid"],  # KeyError: 'nosuch'
+     "--only: 'nosuch' is not a setting of the objective grid; choose from plain, "),
     ("sampler_throughput.py", ["--samplers", "0"], "argument --samplers: must be whole numbers >= 1 separated"),
     ("paper_scale_speed.py", ["--budget", "0"], "argument --budget: must be a whole number >= 1"),
     ("final_selection.py", ["nosuch"], "nosuch: no validation_cache.json; give the --out of robust_settings.py"),

@@ -34,7 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from raise_plugin.resolve import final_selection  # noqa: E402
 from raise_plugin.harness.final_programs import final_program  # noqa: E402
+from raise_plugin.errors import UserError  # noqa: E402
 from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: E402
+from raise_plugin.rundir.reader import finished_summary  # noqa: E402
 from raise_plugin.engine.suite import Heuristic, evaluate_suite  # noqa: E402
 from tasks import get_task  # noqa: E402
 
@@ -59,6 +61,10 @@ def main(argv=None) -> int:
     for run in (*args.runs, *args.plain):
         if not (Path(run) / "config.json").is_file():
             p.error(f"{run} is not a run directory (no config.json)")
+        try:
+            finished_summary(Path(run))  # a run killed or stopped has no final program yet
+        except UserError as exc:
+            p.error(str(exc))
     configs = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.runs}
     plain = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.plain}
     tasks = {c["task"] for c in (configs | plain).values()}

@@ -84,3 +84,15 @@ def test_a_run_a_benchmark_starts_that_refuses_its_settings_ends_it_with_the_run
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and errors[0].startswith(said)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_heldout_runs_refuses_a_run_that_has_not_finished_in_one_line(tmp_path):
+    """A run killed mid-way was reported as if its best so far were its final program."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"task": "ovrp", "seed": 0}))
+    (run / "summary.json").write_text(json.dumps({"finished": False, "samples": 4}))
+    done = bench("heldout_runs.py", str(run), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1] == (f"heldout_runs.py: error: {run}: the run has not finished "
+                                            f"(raise-ahd resume {run})")

@@ -4,7 +4,8 @@ Every run of ``raise-ahd compare`` traces its best program's validation metric e
 generations (``runs/<variant>-seed<N>/validation.jsonl``); the last line is the program the run
 hands on (its robust best). This prints, per variant, the mean validation metric over seeds with
 the half-width of its 95 % t interval (the harness's ``mean_half_width``), the seeds that beat
-the best baseline, and the baselines' validation metrics. The test suite is not read.
+the best baseline, and the baselines' validation metrics; a run that has not finished is left out, a line
+saying so. The test suite is not read.
 
 Usage: python benchmarks/validation_table.py COMPARE_DIR [COMPARE_DIR ...]
 """
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from raise_plugin.harness.stats import mean_half_width  # noqa: E402
+from raise_plugin.rundir.files import read_json  # noqa: E402
 from raise_plugin.validation import read_trace  # noqa: E402
 
 LABELS = {"eoh": "EoH", "reevo": "ReEvo", "partevo": "PartEvo", "eohs": "EoH-S", "moh": "MoH", "gp": "GP"}
@@ -34,11 +36,15 @@ def last_trace(run: Path) -> dict | None:
 
 def table(compare_dir: Path) -> str:
     per_variant: dict[str, list[float]] = defaultdict(list)
-    baseline = None
+    baseline, left_out = None, []
     for run in sorted((compare_dir / "runs").iterdir()):
         found = re.match(r"(.+?)-(plain|raise-eps([0-9.]+))-seed(\d+)$", run.name)
         trace = last_trace(run) if found else None
         if trace is None:
+            continue
+        summary = read_json(run / "summary.json")
+        if not (isinstance(summary, dict) and summary.get("finished")):  # its last point is no final program
+            left_out.append(f"left out: {run} has not finished (raise-ahd resume {run})")
             continue
         method, kind = found.group(1), found.group(2)
         label = LABELS.get(method, method) if kind == "plain" else f"RAISE-{LABELS.get(method, method)} (eps={found.group(3)})"
@@ -54,7 +60,7 @@ def table(compare_dir: Path) -> str:
         out.append(f"| {label} | {len(values)} | {sum(values) / len(values):.4f} ± {half:.4f} | {better} |")
     if baseline:
         out.append(f"| {baseline['name']} (best baseline) | - | {baseline['metric']:.4f} | - |")
-    return "\n".join(out)
+    return "\n".join(out + left_out)
 
 
 def main() -> None:

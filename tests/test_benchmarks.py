@@ -36,11 +36,18 @@ def test_validation_table_reads_a_trace_cut_short_and_a_final_program_that_faile
                         "gp-raise-eps0.002-seed0": [json.dumps({**point, "validation_metric": None})]}.items():
         (runs / name).mkdir(parents=True)
         (runs / name / "validation.jsonl").write_text("\n".join(lines))
+        (runs / name / "summary.json").write_text(json.dumps({"finished": True}))
+    # a run killed mid-way: its last point is not the program it hands on
+    (runs / "gp-plain-seed2").mkdir()
+    (runs / "gp-plain-seed2" / "validation.jsonl").write_text(json.dumps({**point, "validation_metric": 9.0}))
+    (runs / "gp-plain-seed2" / "summary.json").write_text(json.dumps({"finished": False}))
     done = bench("validation_table.py", str(tmp_path / "cmp"), cwd=tmp_path)
     assert done.returncode == 0 and done.stderr == ""
     rows = {line.split(" | ")[0]: line for line in done.stdout.splitlines() if line.startswith("| ")}
     assert rows["| GP"].startswith("| GP | 2 | 1.4500 ± ")
     assert rows["| RAISE-GP (eps=0.002)"] == "| RAISE-GP (eps=0.002) | 1 | inf ± nan | 0 |"
+    assert (f"left out: {runs / 'gp-plain-seed2'} has not finished (raise-ahd resume {runs / 'gp-plain-seed2'})"
+            in done.stdout.splitlines())
 
 
 @pytest.mark.parametrize("script, args, said", [

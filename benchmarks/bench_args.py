@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+from pathlib import Path
 
 
 def at_least(low: int = 1):
@@ -42,6 +43,24 @@ def non_negative(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
     return value
+
+
+def output_file(text: str) -> str:
+    """An argparse type: a file the script writes at its end, checked before anything is measured (a folder, or
+    a place that cannot be written, is refused then, not after the measuring); ``opened`` makes the folders on
+    the way."""
+    from raise_plugin.durable import unwritable
+
+    why = unwritable(text)
+    if why is not None:
+        raise argparse.ArgumentTypeError(f"{text}: {why}")
+    return text
+
+
+def opened(path: str, newline: str | None = None):
+    """``path`` opened for writing (text), the folders on the way made first."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "w", newline=newline)
 
 
 def run_or_exit(cmd: list[str], **kwargs) -> None:

@@ -39,6 +39,7 @@ from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: 
 from raise_plugin.rundir.reader import finished_summary  # noqa: E402
 from raise_plugin.engine.suite import Heuristic, evaluate_suite  # noqa: E402
 from tasks import get_task  # noqa: E402
+from bench_args import opened, output_file  # noqa: E402
 
 METHOD = "run"
 PLAIN = "plain"
@@ -49,7 +50,7 @@ def main(argv=None) -> int:
     p.add_argument("runs", nargs="+", help="finished run directories of one task")
     p.add_argument("--select-on", choices=("robust", "validation"), help="default: the task's")
     p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
+    p.add_argument("--out", type=output_file, help="write every (heuristic, instance) result to this CSV file")
     p.add_argument("--suite", choices=("test", "validation"), default="test")
     p.add_argument("--plain", nargs="+", default=[], metavar="RUN",
                    help="the runs' plain twins (one per seed), compared with them paired by seed")
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
               "run": r.heuristic, "dataset": r.dataset, "family": r.family, "params": r.params,
               "instance": r.instance, "metric": r.metric, "valid": r.valid} for r in rows]
     if args.out:
-        with open(args.out, "w", newline="") as fh:
+        with opened(args.out, newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(table[0]))
             writer.writeheader()
             writer.writerows(table)

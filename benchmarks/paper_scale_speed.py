@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from raise_plugin.engine.compiled import tally_line
-from bench_args import at_least, each_at_least, run_or_exit, task_name
+from bench_args import at_least, each_at_least, opened, output_file, run_or_exit, task_name
 
 
 def _cli_knows(flag: str) -> bool:
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
                              "(default: the CLI's default executor)")
     parser.add_argument("--early-reject", choices=("both", "on", "off"), default="both")
     parser.add_argument("--out", help="directory for the runs (default: a temporary one)")
-    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--json", type=output_file, help="write the figures to this file")
     parser.add_argument("extra", nargs=argparse.REMAINDER, help="after --: more flags for every run")
     args = parser.parse_args(argv)
     args.extra = [a for a in args.extra if a != "--"]
@@ -126,8 +126,9 @@ def main(argv=None) -> int:
     print(f"same best program and final population in every variant: {'yes' if same else 'NO'} "
           f"(best {rows[0]['best']}, robust score {rows[0]['best_score']})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"task": args.task, "budget": args.budget, "seed": args.seed,
-                                               "same_result": same, "runs": rows}, indent=2))
+        with opened(args.json) as fh:
+            fh.write(json.dumps({"task": args.task, "budget": args.budget, "seed": args.seed, "same_result": same,
+                                 "runs": rows}, indent=2))
     return 0 if same else 1
 
 

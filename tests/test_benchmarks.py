@@ -67,6 +67,9 @@ def test_validation_table_reads_a_trace_cut_short_and_a_final_program_that_faile
     ("paper_scale_speed.py", ["--budget", "0"], "argument --budget: must be a whole number >= 1"),
     ("final_selection.py", ["nosuch"], "nosuch: no validation_cache.json; give the --out of robust_settings.py"),
     ("heldout_runs.py", ["nosuch"], "nosuch is not a run directory (no config.json)"),
+    # written at the end: FileNotFoundError or IsADirectoryError after the whole measurement
+    ("judge_cost.py", ["--json", "."], "argument --json: .: is a directory"),
+    ("paper_scale_speed.py", ["--json", "/proc/x.json"], "argument --json: /proc/x.json: /proc cannot hold a file"),
 ])
 def test_a_bad_argument_stops_a_benchmark_in_one_line_writing_nothing(tmp_path, script, args, said):
     """Each ended in a traceback, printed nonsense (inf, nan) or, for robust_settings.py, made its --out first."""

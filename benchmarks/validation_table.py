@@ -60,6 +60,9 @@ def table(compare_dir: Path) -> str:
         out.append(f"| {label} | {len(values)} | {sum(values) / len(values):.4f} ± {half:.4f} | {better} |")
     if baseline:
         out.append(f"| {baseline['name']} (best baseline) | - | {baseline['metric']:.4f} | - |")
+    if not per_variant:
+        out.append(f"no finished run in {compare_dir / 'runs'} has a validation trace (made with --no-validation-trace"
+                   "?): raise_plugin.validation.trace_run_directory(RUN_DIR, task) computes one after the fact")
     return "\n".join(out + left_out)
 
 

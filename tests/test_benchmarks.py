@@ -25,6 +25,15 @@ def test_validation_table_refuses_a_folder_that_is_no_compare_in_one_line(tmp_pa
     assert list(tmp_path.iterdir()) == []
 
 
+def test_validation_table_says_so_when_no_run_has_a_trace(tmp_path):
+    """It printed the table's header and nothing else."""
+    (tmp_path / "cmp" / "runs" / "gp-plain-seed0").mkdir(parents=True)
+    (tmp_path / "cmp" / "runs" / "gp-plain-seed0" / "summary.json").write_text(json.dumps({"finished": True}))
+    done = bench("validation_table.py", str(tmp_path / "cmp"), cwd=tmp_path)
+    assert done.returncode == 0
+    assert f"no finished run in {tmp_path / 'cmp' / 'runs'} has a validation trace" in done.stdout
+
+
 def test_validation_table_reads_a_trace_cut_short_and_a_final_program_that_failed_everywhere(tmp_path):
     """A last line cut short by a kill was a JSONDecodeError; a point whose program failed on every validation
     instance (validation_metric null) a TypeError."""

@@ -33,6 +33,7 @@ from obp_weibull_specialised import priority as weibull_specialised  # noqa: E40
 from raise_plugin.adversary import search  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.obp.baselines import best_fit  # noqa: E402
+from bench_args import at_least  # noqa: E402
 
 
 HEURISTICS = {"Weibull-specialised": weibull_specialised, "small-items WorstFit": small_items_worst_fit}
@@ -40,9 +41,9 @@ HEURISTICS = {"Weibull-specialised": weibull_specialised, "small-items WorstFit"
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--seeds", type=at_least(1), default=4)
     parser.add_argument("--eps", type=float, nargs="+", default=[0.002, 0.005])
-    parser.add_argument("--draws", type=int, default=1, help="instances per candidate distribution (R)")
+    parser.add_argument("--draws", type=at_least(1), default=1, help="instances per candidate distribution (R)")
     args = parser.parse_args(argv)
     task = get_task("obp")
     nominal = task.nominal_instances()

@@ -44,6 +44,7 @@ from obp_weibull_specialised import priority as weibull_specialised  # noqa: E40
 from raise_plugin.adversary import default_draws, instance_seed, project, sample_and_evaluate, search  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.obp.baselines import best_fit  # noqa: E402
+from bench_args import at_least  # noqa: E402
 
 EPSILONS = (0.001, 0.002, 0.005, 0.010)
 HEURISTICS = {"Weibull-specialised": weibull_specialised, "BestFit": best_fit}
@@ -132,15 +133,15 @@ def resample_check(seeds, epsilons, draws, fresh, noise, tasks=("obp", "ojsp", "
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per setting (default 3)")
+    parser.add_argument("--seeds", type=at_least(1), default=3, help="seeds per setting (default 3)")
     parser.add_argument("--quick", action="store_true", help="one seed, eps 0.002 and 0.010, no held-out check")
     parser.add_argument("--noise", choices=("common", "independent"), default="common")
-    parser.add_argument("--holdout", type=int, default=3, help="fresh instances per worst distribution")
+    parser.add_argument("--holdout", type=at_least(0), default=3, help="fresh instances per worst distribution")
     parser.add_argument("--eps", type=float, nargs="+", default=None, help=f"radii (default {EPSILONS})")
     parser.add_argument("--resample", action="store_true",
                         help="the re-sampling check on OBP, OJSP and OVRP instead (see the module docstring)")
-    parser.add_argument("--draws", type=int, nargs="+", default=[1, 2, 4], help="R values of --resample")
-    parser.add_argument("--fresh", type=int, default=5, help="fresh instances per distribution in --resample")
+    parser.add_argument("--draws", type=at_least(1), nargs="+", default=[1, 2, 4], help="R values of --resample")
+    parser.add_argument("--fresh", type=at_least(1), default=5, help="fresh instances per distribution in --resample")
     parser.add_argument("--tasks", nargs="+", choices=("obp", "ojsp", "ovrp"), default=["obp", "ojsp", "ovrp"],
                         help="tasks of --resample")
     args = parser.parse_args(argv)

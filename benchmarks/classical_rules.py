@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from tasks import get_task  # noqa: E402
 from tasks.common.classical import classical_rules, suite_metrics, validation_means  # noqa: E402
 from tasks.common.suite import Dataset  # noqa: E402
+from bench_args import at_least, task_names  # noqa: E402
 
 REFERENCE = {"obp": "BestFit", "ojsp": "SPT", "ovrp": "SP-Insert"}
 SUITES = ("nominal", "validation", "test")
@@ -71,9 +72,9 @@ def table(names: list[str], per_dataset: int | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("cost", "table"))
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--tasks", default="obp,ojsp,ovrp")
-    parser.add_argument("--per-dataset", type=int, default=None)
+    parser.add_argument("--repeats", type=at_least(1), default=5)
+    parser.add_argument("--tasks", type=task_names, default="obp,ojsp,ovrp")
+    parser.add_argument("--per-dataset", type=at_least(1), default=None)
     args = parser.parse_args()
     if args.what == "cost":
         cost(args.repeats)

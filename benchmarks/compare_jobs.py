@@ -13,7 +13,9 @@ from pathlib import Path
 
 from raise_plugin.engine.executors import default_workers
 from raise_plugin.harness.compare import run_compare
+from raise_plugin.errors import UserError
 from raise_plugin.harness.compare_config import CompareConfig
+from bench_args import at_least, task_name
 
 COMPARED = ("results.csv", "table_all_distributions.md", "table_significance.md", "report.md")
 
@@ -30,12 +32,12 @@ def one(args, out: Path, **where) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="ovrp")
-    p.add_argument("--budget", type=int, default=40)
-    p.add_argument("--pop-size", type=int, default=10)
-    p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--suite-instances", type=int, default=1)
-    p.add_argument("--jobs", type=int, default=max(2, default_workers()))
+    p.add_argument("--task", type=task_name, default="ovrp")
+    p.add_argument("--budget", type=at_least(1), default=40)
+    p.add_argument("--pop-size", type=at_least(2), default=10)
+    p.add_argument("--seeds", type=at_least(1), default=2)
+    p.add_argument("--suite-instances", type=at_least(1), default=1)
+    p.add_argument("--jobs", type=at_least(1), default=max(2, default_workers()))
     p.add_argument("--out", default="bench-compare-jobs")
     args = p.parse_args()
     root = Path(args.out)
@@ -52,7 +54,10 @@ def main() -> None:
               f"{args.seeds} seeds, {args.suite_instances} instance(s) per test dataset; {default_workers()} cores")
         walls = {}
         for k, (name, where) in enumerate(ways.items()):
-            walls[name] = one(args, root / f"way{k}", **where)
+            try:
+                walls[name] = one(args, root / f"way{k}", **where)
+            except UserError as exc:  # settings the compare refuses (a budget too small for a refresh, ...)
+                p.error(str(exc))
         first = root / "way0"
         for k, (name, wall) in enumerate(walls.items()):
             same = all((first / f).read_bytes() == (root / f"way{k}" / f).read_bytes() for f in COMPARED)

@@ -41,6 +41,7 @@ from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
 from raise_plugin.runner import start_run
 from tasks import get_task
 from tasks.common.decision import Recorder, Replay
+from bench_args import at_least, task_name
 
 
 def _programs(task, count: int) -> list:
@@ -136,15 +137,16 @@ def runs(task_name: str, in_flight: int, max_workers: int, budget: int, pop_size
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="obp")
-    parser.add_argument("--programs", type=int, default=12)
-    parser.add_argument("--max-workers", type=int, default=max(2, os.cpu_count() or 1))
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--task", type=task_name, default="obp")
+    parser.add_argument("--programs", type=at_least(1), default=12)
+    parser.add_argument("--max-workers", type=at_least(1), default=max(2, os.cpu_count() or 1))
+    parser.add_argument("--repeats", type=at_least(1), default=7)
     parser.add_argument("--dask", action="store_true", help="also on dask://local:N")
-    parser.add_argument("--in-flight", type=int, default=4, help="programs in flight of the second run (part 4)")
-    parser.add_argument("--run-budget", type=int, default=24, help="samples of each run (part 4)")
-    parser.add_argument("--run-pop-size", type=int, default=4)
-    parser.add_argument("--run-nominal", type=int, default=None,
+    parser.add_argument("--in-flight", type=at_least(1), default=4,
+                        help="programs in flight of the second run (part 4)")
+    parser.add_argument("--run-budget", type=at_least(1), default=24, help="samples of each run (part 4)")
+    parser.add_argument("--run-pop-size", type=at_least(2), default=4)
+    parser.add_argument("--run-nominal", type=at_least(1), default=None,
                         help="the first N nominal instances (part 4; fewer than the workers shows what k adds)")
     parser.add_argument("--runs-only", action="store_true", help="only part 4: whole runs")
     args = parser.parse_args()

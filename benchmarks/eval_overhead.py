@@ -30,6 +30,7 @@ from raise_plugin.engine import Engine, EngineEvaluator, ProcessExecutor, Progra
 from raise_plugin.programs import compile_priority  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.common.evaluation import TaskEvaluation  # noqa: E402
+from bench_args import opened, output_file  # noqa: E402
 
 BEST_FIT = "import numpy as np\n\ndef priority(item: float, bins: np.ndarray) -> np.ndarray:\n    return -bins\n"
 
@@ -112,7 +113,7 @@ def throughput(task, rounds: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--json", type=output_file, help="also write the figures to this file")
     parser.add_argument("--skip-suite", action="store_true", help="only the overhead part")
     args = parser.parse_args(argv)
     task = get_task("obp")
@@ -138,7 +139,8 @@ def main(argv=None) -> int:
     print(f"load average before/after: {figures['load_before']:.2f} / {figures['load_after']:.2f} "
           f"on {figures['cores']} cores")
     if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2))
+        with opened(args.json) as fh:
+            fh.write(json.dumps(figures, indent=2))
     return 0
 
 

@@ -41,6 +41,11 @@ def main(argv=None) -> int:
     p.add_argument("--exclude", help="a file naming runs to leave out, one per line")
     args = p.parse_args(argv)
     out = Path(args.out)
+    for needed in ("validation_cache.json", "settings.json"):
+        if not (out / needed).is_file():
+            p.error(f"{out}: no {needed}; give the --out of robust_settings.py, after its runs were evaluated")
+    if args.exclude and not Path(args.exclude).is_file():
+        p.error(f"--exclude {args.exclude}: no such file")
     excluded = set(Path(args.exclude).read_text().split()) if args.exclude else set()
     cache = json.loads((out / "validation_cache.json").read_text())
     task = json.loads((out / "settings.json").read_text())["task"]

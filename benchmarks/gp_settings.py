@@ -25,6 +25,7 @@ from raise_plugin.harness.stats import mean_half_width
 from raise_plugin.methods import get_method
 from raise_plugin.validation import validation_metrics
 from tasks.common.suite import Dataset
+from bench_args import at_least, task_name
 
 # GP's defaults first, then one change at a time
 SETTINGS = {
@@ -46,10 +47,10 @@ def train(task_name: str, budget: int, seed: int, options: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="ojsp")
-    parser.add_argument("--budget", type=int, default=200)
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--per-dataset", type=int, default=1)
+    parser.add_argument("--task", type=task_name, default="ojsp")
+    parser.add_argument("--budget", type=at_least(1), default=200)
+    parser.add_argument("--seeds", type=at_least(1), default=5)
+    parser.add_argument("--per-dataset", type=at_least(1), default=1)
     parser.add_argument("--test", action="store_true", help="then score the chosen setting on the test suite")
     args = parser.parse_args()
     warnings.simplefilter("ignore")

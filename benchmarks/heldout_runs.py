@@ -34,9 +34,12 @@ sys.path.insert(0, str(ROOT))
 
 from raise_plugin.resolve import final_selection  # noqa: E402
 from raise_plugin.harness.final_programs import final_program  # noqa: E402
+from raise_plugin.errors import UserError  # noqa: E402
 from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: E402
+from raise_plugin.rundir.reader import finished_summary  # noqa: E402
 from raise_plugin.engine.suite import Heuristic, evaluate_suite  # noqa: E402
 from tasks import get_task  # noqa: E402
+from bench_args import opened, output_file  # noqa: E402
 
 METHOD = "run"
 PLAIN = "plain"
@@ -47,7 +50,7 @@ def main(argv=None) -> int:
     p.add_argument("runs", nargs="+", help="finished run directories of one task")
     p.add_argument("--select-on", choices=("robust", "validation"), help="default: the task's")
     p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--out", help="write every (heuristic, instance) result to this CSV file")
+    p.add_argument("--out", type=output_file, help="write every (heuristic, instance) result to this CSV file")
     p.add_argument("--suite", choices=("test", "validation"), default="test")
     p.add_argument("--plain", nargs="+", default=[], metavar="RUN",
                    help="the runs' plain twins (one per seed), compared with them paired by seed")
@@ -56,6 +59,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.per_dataset is not None and (args.suite != "validation" or args.per_dataset < 1):
         p.error("--per-dataset takes a whole number >= 1, with --suite validation")
+    for run in (*args.runs, *args.plain):
+        if not (Path(run) / "config.json").is_file():
+            p.error(f"{run} is not a run directory (no config.json)")
+        try:
+            finished_summary(Path(run))  # a run killed or stopped has no final program yet
+        except UserError as exc:
+            p.error(str(exc))
     configs = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.runs}
     plain = {Path(r): json.loads((Path(r) / "config.json").read_text()) for r in args.plain}
     tasks = {c["task"] for c in (configs | plain).values()}
@@ -82,7 +92,7 @@ def main(argv=None) -> int:
               "run": r.heuristic, "dataset": r.dataset, "family": r.family, "params": r.params,
               "instance": r.instance, "metric": r.metric, "valid": r.valid} for r in rows]
     if args.out:
-        with open(args.out, "w", newline="") as fh:
+        with opened(args.out, newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(table[0]))
             writer.writeheader()
             writer.writerows(table)

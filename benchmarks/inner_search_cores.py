@@ -34,6 +34,7 @@ from raise_plugin.resolve import robust_defaults  # noqa: E402
 from raise_plugin.engine import ProcessExecutor, SourcePriority  # noqa: E402
 from tasks import get_task  # noqa: E402
 from tasks.common.evaluation import named_baseline  # noqa: E402
+from bench_args import at_least, task_name  # noqa: E402
 
 PROGRAMS = {"obp": ROOT / "examples" / "heuristics" / "obp_weibull_specialised.py"}
 
@@ -64,8 +65,8 @@ def fingerprint(result) -> tuple:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="obp")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--task", type=task_name, default="obp")
+    parser.add_argument("--repeats", type=at_least(1), default=3)
     parser.add_argument("--program", help="the attacked heuristic's file (default: the Weibull-specialised one on obp)")
     args = parser.parse_args(argv)
 

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits  # noqa: E402
 from tasks import get_task  # noqa: E402
+from bench_args import at_least, opened, output_file, task_names  # noqa: E402
 
 _CODE = re.compile(r"```(?:python)?\n(.*?)```", re.S)
 
@@ -107,10 +108,10 @@ def summarise(rows: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default="obp,ojsp,ovrp")
-    parser.add_argument("--programs", type=int, default=50)
-    parser.add_argument("--instances", type=int, help="the first K nominal instances (default all)")
-    parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--tasks", type=task_names, default="obp,ojsp,ovrp")
+    parser.add_argument("--programs", type=at_least(0), default=50)
+    parser.add_argument("--instances", type=at_least(1), help="the first K nominal instances (default all)")
+    parser.add_argument("--json", type=output_file, metavar="FILE")
     args = parser.parse_args(argv)
     results = []
     for name in args.tasks.split(","):
@@ -127,7 +128,8 @@ def main(argv=None) -> int:
                   f"{fmt(g['median_compile_s'])} s (median); same metrics {g['all_same_metrics']}; "
                   f"on Python: {g['python_reasons']}", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+        with opened(args.json) as fh:
+            fh.write(json.dumps(results, indent=1) + "\n")
     return 0
 
 

@@ -19,6 +19,7 @@ import time
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
 from tasks import get_task
 from tasks.common.decision import Recorder
+from bench_args import at_least, opened, output_file, task_names
 
 
 def _median_seconds(call, repeats: int) -> float:
@@ -55,9 +56,9 @@ def measure(task_name: str, repeats: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--tasks", default="obp,ojsp,ovrp")
-    parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--repeats", type=at_least(1), default=15)
+    parser.add_argument("--tasks", type=task_names, default="obp,ojsp,ovrp")
+    parser.add_argument("--json", type=output_file, help="also write the figures to this file")
     args = parser.parse_args()
     rows = [measure(name, args.repeats) for name in args.tasks.split(",")]
     print(f"{'task':5} {'program':10} {'decisions':>9} {'in-process':>11} {'judge':>9} {'checked':>9} "
@@ -71,7 +72,7 @@ def main() -> None:
           "check off; checked: with it (the default); us/decision: the judge's time beyond in-process, "
           "per decision")
     if args.json:
-        with open(args.json, "w") as fh:
+        with opened(args.json) as fh:
             json.dump(rows, fh, indent=2)
 
 

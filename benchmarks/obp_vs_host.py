@@ -16,6 +16,7 @@ from llm4ad.task.optimization.online_bin_packing.evaluation import OBPEvaluation
 from tasks import get_task
 from tasks.obp import simulator
 from tasks.obp.simulator import bins_used, pack
+from bench_args import at_least
 
 
 def zeros(item, bins):
@@ -70,7 +71,7 @@ def best_time(fn, repeat):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=at_least(1), default=3)
     args = parser.parse_args()
     instances = get_task("obp").nominal_instances()
     host = OBPEvaluation.__new__(OBPEvaluation)  # only its packing method is needed

@@ -28,6 +28,7 @@ from raise_plugin.llm.offline import OfflineSampler  # noqa: E402
 from raise_plugin.llm.offline_library import library_for_task  # noqa: E402
 from raise_plugin.programs import ProgramError, compile_priority  # noqa: E402
 from tasks import get_task, list_tasks  # noqa: E402
+from bench_args import at_least, task_name  # noqa: E402
 
 
 def score_program(evaluation, program_text: str) -> float | None:
@@ -114,10 +115,10 @@ def eoh_run(task, samples: int, seed: int) -> list[float | None]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--eoh-samples", type=int, default=200)
+    parser.add_argument("--samples", type=at_least(1), default=200)
+    parser.add_argument("--eoh-samples", type=at_least(1), default=200)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tasks", nargs="*", default=None)
+    parser.add_argument("--tasks", nargs="*", type=task_name, default=None)
     args = parser.parse_args(argv)
     names = args.tasks or [t for t in list_tasks() if library_for_task(t)]
     print(OfflineSampler(args.seed).describe())

@@ -19,6 +19,7 @@ from tasks.ojsp.baselines import BASELINES
 from tasks.ojsp.instances import SUITE_JOBS, SUITE_MACHINES, test_suite
 from tasks.ojsp import simulator
 from tasks.ojsp.simulator import simulate
+from bench_args import at_least
 
 
 def evolved(current_time: int, candidate_operations: np.ndarray) -> np.ndarray:
@@ -79,7 +80,7 @@ def measure(instances, priority, repeat: int, compiled: bool, pair: float, decis
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=at_least(1), default=7)
     args = parser.parse_args()
     suite = test_suite()
     pair = clock_pair_cost()

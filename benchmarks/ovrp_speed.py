@@ -23,6 +23,7 @@ from tasks import get_task
 from tasks.ovrp.baselines import cheapest_insertion
 from tasks.ovrp import simulator
 from tasks.ovrp.simulator import simulate
+from bench_args import at_least
 
 
 def paper_listing(customer_features: np.ndarray, candidate_insertions: np.ndarray) -> np.ndarray:
@@ -100,7 +101,7 @@ def measure(instances, priority, repeat: int, compiled: bool):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=at_least(1), default=5)
     parser.add_argument("--baselines-only", action="store_true", help="only the three baselines")
     args = parser.parse_args()
     task = get_task("ovrp")

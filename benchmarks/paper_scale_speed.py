@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from raise_plugin.engine.compiled import tally_line
+from bench_args import at_least, each_at_least, opened, output_file, run_or_exit, task_name
 
 
 def _cli_knows(flag: str) -> bool:
@@ -47,7 +48,7 @@ def _run(args, out: Path, early_reject: str | None, jit: bool | None, cores: str
         cmd += ["--executor", f"process:{cores}"]
     cmd += args.extra
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    run_or_exit(cmd, stdout=subprocess.DEVNULL)
     return _figures(out, early_reject, jit, cores, time.perf_counter() - start)
 
 
@@ -78,15 +79,16 @@ def _compiled(out: Path) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", default="obp")
-    parser.add_argument("--budget", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--task", type=task_name, default="obp")
+    parser.add_argument("--budget", type=at_least(1), default=1000)
+    parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument("--jit", action="store_true", help="also with and without --jit")
-    parser.add_argument("--cores", help="comma-separated worker counts for --executor process:N, e.g. 1,2 "
-                                        "(default: the CLI's default executor)")
+    parser.add_argument("--cores", type=each_at_least(1),
+                        help="comma-separated worker counts for --executor process:N, e.g. 1,2 "
+                             "(default: the CLI's default executor)")
     parser.add_argument("--early-reject", choices=("both", "on", "off"), default="both")
     parser.add_argument("--out", help="directory for the runs (default: a temporary one)")
-    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--json", type=output_file, help="write the figures to this file")
     parser.add_argument("extra", nargs=argparse.REMAINDER, help="after --: more flags for every run")
     args = parser.parse_args(argv)
     args.extra = [a for a in args.extra if a != "--"]
@@ -102,7 +104,7 @@ def main(argv=None) -> int:
             jits = [False, True]
         else:
             print("note: this CLI has no --jit; skipped", file=sys.stderr)
-    cores = [c.strip() for c in args.cores.split(",")] if args.cores else [None]
+    cores = [str(c) for c in args.cores] if args.cores else [None]
 
     root = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="paper-scale-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -124,8 +126,9 @@ def main(argv=None) -> int:
     print(f"same best program and final population in every variant: {'yes' if same else 'NO'} "
           f"(best {rows[0]['best']}, robust score {rows[0]['best_score']})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"task": args.task, "budget": args.budget, "seed": args.seed,
-                                               "same_result": same, "runs": rows}, indent=2))
+        with opened(args.json) as fh:
+            fh.write(json.dumps({"task": args.task, "budget": args.budget, "seed": args.seed, "same_result": same,
+                                 "runs": rows}, indent=2))
     return 0 if same else 1
 
 

@@ -19,6 +19,7 @@ from tasks.common.decision import Recorder, Replay
 from tasks.obp import simulator as obp_simulator
 from tasks.ojsp import simulator as ojsp_simulator
 from tasks.ovrp import simulator as ovrp_simulator
+from bench_args import at_least
 
 LOOPS = {"obp": (obp_simulator, "_fastpack"), "ojsp": (ojsp_simulator, "_fastdispatch"),
          "ovrp": (ovrp_simulator, "_fastroute")}
@@ -52,7 +53,7 @@ def measure(task, instances, heuristic, repeat: int) -> tuple[float, float, floa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=at_least(1), default=7)
     args = parser.parse_args()
     print(f"median of {args.repeat} passes over the nominal set; times in ms for the whole set")
     print(f"{'task':5s} {'heuristic':10s} {'loop':8s} {'inst':>4s} {'decisions':>9s} {'plain':>9s} "

@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 from raise_plugin.harness.stats import compare_paired, mean_half_width  # noqa: E402
 from raise_plugin.validation import final_candidates  # noqa: E402
 from tasks import get_task  # noqa: E402
+from bench_args import at_least, each_at_least, task_name  # noqa: E402
 
 REFERENCE = "metric+mean"
 # Every robust setting spells out the paper's ball, objective and score and changes only what
@@ -181,23 +182,26 @@ def write_table(args, out: Path, rows: list[dict], settings: dict[str, str], bas
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", default="obp")
+    p.add_argument("--task", type=task_name, default="obp")
     p.add_argument("--method", default="eoh")
     p.add_argument("--grid", choices=sorted(GRIDS), default="objective")
     p.add_argument("--only", help="comma-separated setting names of the grid to run")
     p.add_argument("--setting", action="append", default=[], metavar="NAME=FLAGS")
-    p.add_argument("--budget", type=int, default=300)
-    p.add_argument("--pop-size", type=int, default=10)
-    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--budget", type=at_least(1), default=300)
+    p.add_argument("--pop-size", type=at_least(2), default=10)
+    p.add_argument("--seeds", type=each_at_least(0), default=[0, 1, 2])
     p.add_argument("--common", default="", help="flags given to every run, e.g. '--epsilon 0.002'")
-    p.add_argument("--jobs", type=int, default=2, help="runs at once (each uses one core)")
-    p.add_argument("--per-dataset", type=int, default=2, help="validation instances per dataset")
+    p.add_argument("--jobs", type=at_least(1), default=2, help="runs at once (each uses one core)")
+    p.add_argument("--per-dataset", type=at_least(1), default=2, help="validation instances per dataset")
     p.add_argument("--evaluate-only", action="store_true")
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
-    args.seeds = [int(s) for s in args.seeds.split(",")]
     settings = dict(GRIDS[args.grid])
     if args.only:
+        unknown = [k for k in args.only.split(",") if k not in settings]
+        if unknown:
+            p.error(f"--only: {unknown[0]!r} is not a setting of the {args.grid} grid; choose from "
+                    f"{', '.join(settings)}")
         settings = {k: settings[k] for k in args.only.split(",")}
     for item in args.setting:
         name, _, flags = item.partition("=")

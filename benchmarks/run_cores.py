@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_args import at_least, run_or_exit, task_name
+
 
 def _run(task: str, budget: int, pop_size: int, executor: str | None, out: Path) -> tuple[float, dict]:
     cmd = [sys.executable, "-m", "raise_plugin.cli", "run", "--task", task, "--budget", str(budget),
@@ -29,7 +31,7 @@ def _run(task: str, budget: int, pop_size: int, executor: str | None, out: Path)
     if executor:
         cmd += ["--executor", executor]
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    run_or_exit(cmd, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - start
     return seconds, json.loads((out / "summary.json").read_text())
 
@@ -41,9 +43,9 @@ def _samples(out: Path) -> list:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--task", default="obp")
-    p.add_argument("--budget", type=int, default=300)
-    p.add_argument("--pop-size", type=int, default=10)
+    p.add_argument("--task", type=task_name, default="obp")
+    p.add_argument("--budget", type=at_least(1), default=300)
+    p.add_argument("--pop-size", type=at_least(2), default=10)
     args = p.parse_args()
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:

@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_args import at_least, each_at_least, non_negative, run_or_exit, task_name  # noqa: E402
+
 
 def chat_server_class():
     spec = importlib.util.spec_from_file_location("chat_server", ROOT / "tests" / "llm" / "chat_server.py")
@@ -34,11 +36,11 @@ def chat_server_class():
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--task", default="ovrp")
-    p.add_argument("--samplers", default="1,8")
-    p.add_argument("--delay", type=float, default=1.0, help="seconds the endpoint takes per request")
-    p.add_argument("--budget", type=int, default=48)
-    p.add_argument("--pop-size", type=int, default=8)
+    p.add_argument("--task", type=task_name, default="ovrp")
+    p.add_argument("--samplers", type=each_at_least(1), default=[1, 8])
+    p.add_argument("--delay", type=non_negative, default=1.0, help="seconds the endpoint takes per request")
+    p.add_argument("--budget", type=at_least(1), default=48)
+    p.add_argument("--pop-size", type=at_least(2), default=8)
     args = p.parse_args(argv)
 
     from raise_plugin.llm.offline import OfflineSampler
@@ -52,13 +54,13 @@ def main(argv=None) -> int:
     rates = {}
     with chat_server_class()(answer=answer, delay=args.delay) as server, tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-local-benchmark"}
-        for n in (int(x) for x in args.samplers.split(",")):
+        for n in args.samplers:
             out = Path(tmp) / f"samplers{n}"
             started = time.perf_counter()
-            subprocess.run([exe, "run", "--task", args.task, "--no-robust", "--llm", "openai:bench-model",
-                            "--budget", str(args.budget), "--pop-size", str(args.pop_size), "--num-samplers", str(n),
-                            "--no-validation-trace", "--no-progress", "--out", str(out)], env=env, check=True,
-                           stdout=subprocess.DEVNULL)
+            run_or_exit([exe, "run", "--task", args.task, "--no-robust", "--llm", "openai:bench-model",
+                         "--budget", str(args.budget), "--pop-size", str(args.pop_size), "--num-samplers", str(n),
+                         "--no-validation-trace", "--no-progress", "--out", str(out)], env=env,
+                        stdout=subprocess.DEVNULL)
             wall = time.perf_counter() - started
             summary = json.loads((out / "summary.json").read_text())
             seconds = summary["seconds"]  # the run's own clock: process start-up left out

@@ -32,7 +32,7 @@ from .errors import PluginWarning
 from .engine.suite import Heuristic, evaluate_suite
 from .robust.hooks import Callback, RunSnapshot
 from .rundir.files import read_json, read_jsonl, write_json_atomic
-from .rundir.reader import load_summary
+from .rundir.reader import load_summary, rescored
 from .rundir.repair import keep_damaged, valid_population
 from .selection import selects_on
 from .settings import default
@@ -119,6 +119,13 @@ def run_workers(method):
     return executor
 
 
+def check_trace_settings(every, per_dataset) -> None:
+    """A ``ValueError`` naming ``every`` or ``per_dataset`` when it is not a whole number >= 1."""
+    for name, value in (("every", every), ("per_dataset", per_dataset)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
 class ValidationTrace(Callback):
     """Every ``every`` generations and at the end, the best program's metric on the validation suite.
 
@@ -132,10 +139,7 @@ class ValidationTrace(Callback):
 
     def __init__(self, every: int = 5, per_dataset: int = default("per_dataset"), *, timeout: float | None = None,
                  workers: int | None = None):
-        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
-            raise ValueError(f"every must be an integer >= 1, got {every!r}")
-        if not isinstance(per_dataset, int) or isinstance(per_dataset, bool) or per_dataset < 1:
-            raise ValueError(f"per_dataset must be an integer >= 1, got {per_dataset!r}")
+        check_trace_settings(every, per_dataset)
         self.every = every
         self.per_dataset = per_dataset
         self.timeout = timeout
@@ -157,6 +161,10 @@ class ValidationTrace(Callback):
         if not self.baselines and method.task is not None:
             self.baselines = dict(baseline_validation(method.task, self.per_dataset, self._timeout(method),
                                                       self.workers, run_workers(method)))
+        # resumed: a generation whose point a kill left past the checkpoint ends again without a second point
+        directory = getattr(getattr(method, "recorder", None), "path", None)
+        recorded = read_trace(directory) if directory is not None else []
+        self._last_generation = max([self._last_generation, *(p.get("generation", -1) for p in recorded)])
 
     def on_generation_end(self, method, snapshot: RunSnapshot) -> None:
         if snapshot.generation % self.every == 0:
@@ -235,19 +243,24 @@ def read_trace(run_dir) -> list[dict]:
 
 def trace_run_directory(run_dir, task, *, every: int = 5, per_dataset: int = default("per_dataset"), workers: int | None = None,
                         timeout: float | None = None) -> list[dict]:
-    """The validation trace of a finished run, from its population records (every ``every``
-    generations and the last): each point is that generation's best member by robust score."""
+    """A finished run's validation trace from its records (every ``every`` generations and the last): each point
+    that generation's best member by robust score after its refresh (``rescored``), as a run's own trace."""
+    check_trace_settings(every, per_dataset)
     path = Path(run_dir)
-    populations = read_jsonl(path / "population.jsonl")
+    populations = [g for g in read_jsonl(path / "population.jsonl") if isinstance(g, dict) and valid_population(g)]
     programs = {s["program_id"]: s["program"] for s in read_jsonl(path / "samples.jsonl")}
+    records = read_jsonl(path / "scores.jsonl")
     chosen = []
     for k, pop in enumerate(populations):
         if pop["generation"] % every and k != len(populations) - 1:
             continue
-        members = [m for m in pop["members"] if m.get("score") is not None and math.isfinite(m["score"])]
-        if members:
-            best = max(members, key=lambda m: m["score"])
-            chosen.append((pop, best))
+        until = populations[k + 1].get("instance_set", 0) if k + 1 < len(populations) else math.inf
+        scores = rescored({m["program_id"]: m["score"] for m in pop["members"] if m["program_id"] in programs
+                           and m.get("score") is not None and math.isfinite(m["score"])},
+                          records, pop.get("instance_set", 0), until)
+        if scores:
+            best = max(scores, key=scores.get)
+            chosen.append((pop, {"program_id": best, "score": scores[best]}))
     codes = {best["program_id"]: programs[best["program_id"]] for _, best in chosen}
     rules = reference_rules(task)
     scores = validation_metrics(task, codes, per_dataset=per_dataset, baselines=rules, workers=workers, timeout=timeout)
@@ -276,11 +289,8 @@ def final_candidates(run_dir, summary: dict | None = None) -> dict | None:
     members = [m for m in (populations[-1]["members"] if populations else [])
                if m.get("score") is not None and math.isfinite(m["score"]) and m["program_id"] in programs]
     unread = _unread_population(path, summary, populations, programs)
-    robust = {m["program_id"]: float(m["score"]) for m in members}
     version = populations[-1].get("instance_set", 0) if populations else 0
-    for record in read_jsonl(path / "scores.jsonl") if (path / "scores.jsonl").exists() else ():
-        if record["program_id"] in robust and record["instance_set"] > version and record["score"] is not None:
-            robust[record["program_id"]] = float(record["score"])
+    robust = rescored({m["program_id"]: float(m["score"]) for m in members}, read_jsonl(path / "scores.jsonl"), version)
     robust.setdefault(best["program_id"], float(best.get("robust_score", math.inf)))
     codes = {pid: best["program"] if pid == best["program_id"] else programs[pid] for pid in robust}
     if unread:

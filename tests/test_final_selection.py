@@ -62,6 +62,17 @@ def test_the_select_command_prints_the_candidates_and_writes_the_program(finishe
     assert (tmp_path / "chosen.py").read_text() == chosen["program"]
 
 
+def test_the_select_command_makes_the_folders_on_the_way_to_its_out(finished_run, tmp_path, capsys):
+    """It chose and recorded the program, then ended 'raise-ahd: error: No such file or directory: ...', exit 1."""
+    import shutil
+    run = tmp_path / "r"
+    shutil.copytree(finished_run, run)
+    out = tmp_path / "new" / "folder" / "chosen.py"
+    assert main(["select", str(run), "--workers", "1", "--out", str(out)]) == 0
+    assert out.read_text() == json.loads((run / "selection.json").read_text())["program"]
+    assert f"program written to {out}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["select", "{tmp}/nowhere"], "not a run directory"),
     (["select", "{run}", "--per-dataset", "0"], "--per-dataset"),

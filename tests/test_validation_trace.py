@@ -112,3 +112,49 @@ def test_a_trace_given_to_two_runs_traces_each_from_its_start(tmp_path):
         runs.append([(p["generation"], p["program_id"], p["validation_metric"]) for p in trace.points])
     assert runs[0] and runs[1] == runs[0]
     assert [p["generation"] for p in read_trace(tmp_path / "b")] == [p[0] for p in runs[0]]
+
+
+def test_trace_of_a_robust_run_directory_names_the_best_after_each_refresh_as_the_run_traced_it(tmp_path):
+    """It named each generation's best by the scores recorded before that generation's refresh re-scored the
+    members: its last point was not the program the run hands on (OJSP, GP, seed 0: fcd2d9... for cd6fac...)."""
+    from raise_plugin.config import RunConfig
+    from raise_plugin.runner import start_run
+
+    run = tmp_path / "run"
+    method = start_run(RunConfig(task="ojsp", method="gp", robust=True, tau=1, inner_population=4, inner_generations=1,
+                                 budget=16, pop_size=4, nominal=1, seed=0, instance_seed="public", out=str(run),
+                                 executor="process:1"))
+    method.run()
+    traced = [(p["generation"], p["program_id"], p["validation_metric"]) for p in read_trace(run)]
+    after = trace_run_directory(run, get_task("ojsp"), every=1, workers=1)
+    assert [(p["generation"], p["program_id"], p["validation_metric"]) for p in after] == traced
+    assert after[-1]["program_id"] == json.loads((run / "summary.json").read_text())["best"]["program_id"]
+
+
+@pytest.mark.parametrize("every", [0, -1, 2.5, True])
+def test_trace_of_a_run_directory_refuses_an_every_that_is_no_whole_number_of_generations(tmp_path, every):
+    """every=0 was a ZeroDivisionError; -1, 2.5 and True traced as if they meant something."""
+    with pytest.raises(ValueError, match="every must be an integer >= 1"):
+        trace_run_directory(tmp_path, get_task("obp"), every=every)
+
+
+def test_a_run_killed_after_a_generation_s_point_and_before_its_checkpoint_traces_that_generation_once(tmp_path):
+    """The generation's end, fired again on resume, appended a second point for it to validation.jsonl."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from raise_plugin.runner import resume_run
+
+    here = Path(__file__).parent
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, str(here / "robust" / "killed_run.py"), str(out), "generation:2", "eoh",
+                           "trace"], env={**os.environ, "PYTHONPATH": str(here.parent)}, capture_output=True,
+                          timeout=300)
+    assert done.returncode == -signal.SIGKILL
+    assert [p["generation"] for p in read_trace(out)] == [1, 2]
+    resume_run(out).run()
+    generations = [p["generation"] for p in read_trace(out)]
+    assert generations == sorted(set(generations)) and generations[:2] == [1, 2]

@@ -37,7 +37,8 @@ def run(args) -> int:
     print(candidates_table(chosen, task, robust=bool(config.get("robust", True)), per_dataset=args.per_dataset))
     print(f"chosen on the validation suite ({args.per_dataset} instance(s) per dataset): {chosen['program_id']}; "
           f"recorded in {path / SELECTION_FILE}")
-    if args.out:
+    if args.out:  # folders on the way are made, as check_output lets them be
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(chosen["program"])
         print(f"program written to {args.out}")
     return 0

@@ -40,8 +40,9 @@ OPTION_CHECKS = {
     "max_size": (lambda g: _whole(g["max_size"], 1), "a whole number >= 1"),
     "max_tries": (lambda g: _whole(g["max_tries"], 1), "a whole number >= 1"),
     "init_height": (lambda g: _pair(g["init_height"]) and _whole(g["init_height"][0], 0)
-                    and _whole(g["init_height"][1], g["init_height"][0]) and g["init_height"][1] <= g["max_height"],
-                    "(low, high), whole numbers with 0 <= low <= high <= max_height"),
+                    and _whole(g["init_height"][1], g["init_height"][0]) and g["init_height"][1] <= g["max_height"]
+                    and g["init_height"][0] < g["max_size"],  # a tree of height h has h + 1 nodes or more
+                    "(low, high), whole numbers with 0 <= low <= high <= max_height and low < max_size"),
     "mutation_height": (lambda g: _pair(g["mutation_height"]) and _whole(g["mutation_height"][0], 0)
                         and _whole(g["mutation_height"][1], g["mutation_height"][0]),
                         "(low, high), whole numbers with 0 <= low <= high"),
@@ -222,10 +223,13 @@ class GP(MethodBase):
         from deap import gp as deap_gp
 
         low, high = self.init_height
-        for _ in range(self.max_tries):  # the size limit holds from the start, as the height limit does
-            tree = deap_gp.PrimitiveTree(deap_gp.genHalfAndHalf(self._pset, low, high))
-            if len(tree) <= self.max_size:
-                break
+        # the size limit holds from the start, as the height limit does: lower trees where none of a height fits
+        # (down to height 0, one node, which always fits)
+        for height in range(high, -1, -1):
+            for _ in range(self.max_tries):
+                tree = deap_gp.PrimitiveTree(deap_gp.genHalfAndHalf(self._pset, min(low, height), height))
+                if len(tree) <= self.max_size:
+                    return self.render(tree, "init")
         return self.render(tree, "init")
 
     def _parents(self) -> list[tuple[Function, object]]:

@@ -285,9 +285,11 @@ class RobustCore:
 
     def _ended_after_init(self, held: list[str]) -> None:
         """The host ended the search after its initial population (``held``: its advice, held back): a
-        failure of the run when some programs were valid (none valid: the run's summary says why)."""
+        failure of the run when some programs were valid (none valid: the run's summary says why), unless
+        the budget ended it there (a budget below the operators' need is spent, not failed)."""
         valid = len(getattr(self, "_population", ()) or ())
-        if held and valid and self.failure is None:
+        budget = getattr(self, "_max_sample_nums", None)
+        if held and valid and self.failure is None and (budget is None or self.samples < budget):
             self.failure = (f"the search ended after its initial population: {valid} of its {self.samples} initial "
                             f"programs were valid, fewer than the {getattr(self, '_selection_num', 2)} its operators need")
 

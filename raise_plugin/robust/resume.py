@@ -112,7 +112,7 @@ class Checkpoints:
         self._rescore(entries)
         self._restore_generation_end()
         if ckpt.get("rng") is not None:
-            self._set_rng_state(ckpt["rng"])
+            self._method_state(log, self._set_rng_state, ckpt["rng"])
         states = ckpt.get("callbacks", {})
         for key, cb in self._checkpointed():
             if key in states:
@@ -120,7 +120,7 @@ class Checkpoints:
             else:  # no checkpoint yet, or one rebuilt from the records: what they say of it
                 cb.state_from_records(log, int(last["generation"]))
         if ckpt.get("method") is not None and hasattr(super(), "load_state_dict"):
-            super().load_state_dict(ckpt["method"])
+            self._method_state(log, super().load_state_dict, ckpt["method"])
         if self.generation > int(ckpt.get("generation", 0)):
             self._catch_up = [self.snapshot()]
         if self._resume_mode_after_restore():
@@ -133,6 +133,17 @@ class Checkpoints:
             self._llm_guard.resume(int(cursor.get("llm_calls", 0)) if exact else None)
         if "loop" in cursor:
             self._resume_at(cursor)
+
+    @staticmethod
+    def _method_state(log, load, state) -> None:
+        """``load(state)``, a part of the method's own state in the checkpoint, whose shape is the method's: one
+        that cannot be read is refused in one line naming the file (a guess could sample what was sampled)."""
+        try:
+            load(state)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+            raise RunDirectoryDamaged(f"{log.path / 'checkpoint.json'} is damaged (the method's state cannot be read: "
+                                      f"{type(exc).__name__}: {exc}); restore it from a copy, or remove it to resume "
+                                      "from the records, the random states starting afresh") from None
 
     @staticmethod
     def _recorded_entry(log, iid: str, built: dict[str, InstanceEntry]) -> InstanceEntry:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from .repair import (checked_checkpoint, checked_lines, renumber, rewrite, valid
                      valid_score)
 
 __all__ = ["RunLog", "ALWAYS_RECORDED", "load_config", "load_summary", "finished_summary", "read_summary", "holds",
-           "check_holds_run"]
+           "check_holds_run", "rescored"]
 
 _log = logging.getLogger("raise_plugin.rundir")
 
@@ -141,6 +142,17 @@ def load_summary(p: Path) -> dict | None:
     if not (Path(p) / "summary.json").exists():
         return None
     return _json_object(Path(p) / "summary.json", f"resume the run to write it again (raise-ahd resume {p})")
+
+
+def rescored(scores: dict[str, float], records: list[dict], after: int, until: float = math.inf) -> dict[str, float]:
+    """``scores`` (id -> robust score, as a population record holds them) with their re-scores in ``records``
+    (``scores.jsonl``) on the instance sets after version ``after`` up to ``until``, the last recorded winning:
+    a refresh re-scores the members after their population is recorded."""
+    out = dict(scores)
+    for record in records:
+        if record["program_id"] in out and after < record["instance_set"] <= until and record["score"] is not None:
+            out[record["program_id"]] = float(record["score"])
+    return out
 
 
 def finished_summary(p: Path) -> dict:

@@ -203,6 +203,20 @@ def test_a_search_that_ends_after_its_initial_population_says_why_and_fails(tmp_
     assert json.loads((out / "summary.json").read_text())["samples"] == 4
 
 
+@pytest.mark.parametrize("method", ["gp", "eoh"])
+def test_a_budget_spent_within_the_initial_population_ends_the_run_without_a_failure(tmp_path, capsys, method):
+    """A budget of 1 at a population of 5 ran its one sample, then said 'the run stopped: the search ended after
+    its initial population: 1 of its 1 initial programs were valid, fewer than the 2 its operators need', exit 3."""
+    out = tmp_path / "run"
+    assert main(["run", "--task", "ovrp", "--method", method, "--no-robust", "--budget", "1", "--pop-size", "5",
+                 "--nominal", "1", "--no-validation-trace", "--no-progress", "--no-host-profiler",
+                 "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "samples         1 of 1" in captured.out and "error" not in captured.err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["samples"] == 1 and summary["finished"] and not summary.get("failure")
+
+
 @pytest.mark.parametrize("given", ["none", "empty", "with a file"])
 def test_a_run_refused_as_it_is_built_leaves_nothing_behind_and_its_out_can_be_used_again(tmp_path, capsys, given):
     # before, the refused run's config.json, lock and logs stayed: the same --out then said it held a run

@@ -96,6 +96,19 @@ def test_offspring_stay_within_the_height_and_size_limits(method_factory):
     assert {c.operator for c in children} == {"crossover", "mutation"}
 
 
+def test_starting_trees_obey_the_size_limit_whatever_their_heights(method_factory):
+    """At init_height (7, 7) (max_height 7, max_size 40) no tree of 50 fitted, and the last, of hundreds of
+    nodes, was sampled; a low height no tree of max_size nodes can reach (85 of max_size 40) never ended."""
+    from raise_plugin.errors import BadArgument
+
+    method = method_factory("gp", "ovrp", budget=4, pop_size=4, init_height=(7, 7))
+    with method._own_random():
+        starts = [deap_gp.PrimitiveTree.from_string(method._new_tree().tree, method._pset) for _ in range(20)]
+    assert max(len(t) for t in starts) <= 40 and max(t.height for t in starts) <= 7
+    with pytest.raises(BadArgument, match=r"GP: init_height: must be .* and low < max_size, got \(85, 90\)"):
+        method_factory("gp", "ovrp", budget=4, pop_size=4, max_height=90, init_height=(85, 90))
+
+
 def test_protected_operators_give_finite_scores_of_the_right_shape(method_factory):
     method = method_factory("gp", "obp", budget=4, pop_size=4)
     bins = np.array([0.0, 1e-12, 3.0, 200.0, 1e200])
@@ -151,6 +164,26 @@ def test_a_resumed_run_samples_what_an_uninterrupted_run_samples(tmp_path, robus
     resume_run(parts, budget=22).run()
     assert len(programs(whole)) == 22
     assert programs(parts) == programs(whole)
+
+
+@pytest.mark.parametrize("damage", [{"random": "x"}, {"random": [3, [1, 2], None]}, {"seen": 5}, {"samples": "abc"}])
+def test_a_resumed_run_whose_checkpoint_holds_a_damaged_gp_state_is_refused_in_one_line(tmp_path, capsys, damage):
+    """Each was a Python traceback (ValueError: not enough values to unpack, state vector is the wrong size, ...)."""
+    from raise_plugin.cli import main
+
+    out = tmp_path / "run"
+    start_run(RunConfig(task="ovrp", method="gp", robust=False, budget=8, pop_size=4, nominal=1, seed=0,
+                        out=str(out), executor="process:1", validation_trace=False)).run()
+    checkpoint = json.loads((out / "checkpoint.json").read_text())
+    checkpoint["method"].update(damage)
+    (out / "checkpoint.json").write_text(json.dumps(checkpoint))
+    capsys.readouterr()
+    assert main(["resume", str(out), "--budget", "12", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"raise-ahd: error: {out / 'checkpoint.json'} is damaged (the "
+                                               "method's state cannot be read: ")
+    assert "remove it to resume from the records" in err[0]
+    assert len((out / "samples.jsonl").read_text().splitlines()) == 8
 
 
 def test_robust_gp_refreshes_and_rescores(method_factory):

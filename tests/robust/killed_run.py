@@ -4,7 +4,7 @@
     python killed_run.py OUT sample:N      the N-th sample, before the run directory records it
     python killed_run.py OUT generation:N  the end of generation N, after its refresh, before its checkpoint
 
-A third argument names the method (``eoh`` when left out).
+A third argument names the method (``eoh`` when left out); a fourth, ``trace``, adds the validation trace.
 """
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ class KillingSampler(OfflineSampler):
 if __name__ == "__main__":
     out, point = sys.argv[1], sys.argv[2]
     event, n = point.split(":")
-    cfg = config(out, method=sys.argv[3] if len(sys.argv) > 3 else "eoh")
+    cfg = config(out, method=sys.argv[3] if len(sys.argv) > 3 else "eoh", validation_trace=sys.argv[4:] == ["trace"])
     llm = KillingSampler(int(n), seed=cfg.seed, task=cfg.task) if event == "call" else None
     start_run(cfg, llm=llm, callbacks=[KillAt(event, int(n))]).run()
     sys.exit(3)  # never reached: the run is killed first

@@ -474,6 +474,8 @@ def test_resume_repairs_damaged_records_says_what_it_did_and_finishes(finished_r
     (lambda d: (d / "instances" / "index.jsonl").write_text(""), "has lost the record of adversarial instance"),
     (lambda d: next((d / "instances").glob("adv-*.npz")).write_bytes(b"\x00garbage"), "not an instance file"),
     (lambda d: _plant_pickle(next((d / "instances").glob("adv-*.npz"))), "not an instance file"),
+    # the selection RNG: a Python traceback (TypeError: state must be a dict), as GP's damaged random state
+    (lambda d: _checkpointed(d, rng="x"), "checkpoint.json is damaged (the method's state cannot be read: TypeError"),
 ])
 def test_resume_of_an_unrepairable_directory_says_why_in_one_line(finished_run, damage, message, capsys):
     from raise_plugin.cli import main
@@ -482,6 +484,13 @@ def test_resume_of_an_unrepairable_directory_says_why_in_one_line(finished_run, 
     assert main(["resume", str(finished_run), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def _checkpointed(run_dir: Path, **changes) -> None:
+    """The run's ``checkpoint.json`` with ``changes``."""
+    checkpoint = json.loads((run_dir / "checkpoint.json").read_text())
+    checkpoint.update(changes)
+    (run_dir / "checkpoint.json").write_text(json.dumps(checkpoint))
 
 
 def _recorded(run_dir: Path, **changes) -> None:

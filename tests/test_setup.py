@@ -38,3 +38,13 @@ def test_the_host_comes_without_its_heavy_extras_and_no_conflict_is_reported():
     for heavy in ("torch", "wandb", "tensorboardX", "ttkbootstrap"):
         assert importlib.util.find_spec(heavy) is None, f"{heavy} was installed"
     assert metadata.version("llm4ad") == "1.11"
+
+
+def test_every_install_command_the_docs_and_messages_give_names_what_an_index_holds():
+    """The plugin is installed from its checkout, not from a package index: `pip install 'raise-plugin[gp]'`
+    (docs/gp.md, the gp method's error, the Dask executor's, --jit's help) failed with "No matching
+    distribution found for raise-plugin"."""
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "raise_plugin").rglob("*.py")]
+    named = re.compile(r"pip install\s+['\"]?raise[-_]plugin")
+    offending = [str(p.relative_to(ROOT)) for p in texts if named.search(p.read_text())]
+    assert not offending, offending

@@ -49,6 +49,7 @@ from raise_plugin.llm import SamplerStallWarning, asks_llm, check_llm, is_offlin
 from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
+from raise_plugin.methods.gp_trees import require_deap
 from raise_plugin.progress import check_progress
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.lock import COMPARE_LOCK, RunLock
@@ -258,9 +259,13 @@ def failure_line(failures: list[JobRecord], total: int) -> str:
 
 
 def check_methods(methods, task) -> None:
-    """Refuse, before any job starts, a method that cannot run on ``task`` (GP needs a template
-    whose function takes one value per candidate: ``gp_probe``)."""
+    """Refuse, before any job starts, a method that cannot run on ``task`` (GP needs DEAP installed and a
+    template whose function takes one value per candidate: ``gp_probe``)."""
     if "gp" in methods:
+        try:
+            require_deap()
+        except UserError as exc:
+            raise UserError(f"methods: {exc}; no job was started") from None
         try:
             probe_signature(task)
         except UserError as exc:

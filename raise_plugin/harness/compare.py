@@ -121,7 +121,7 @@ def _compare_into(config: CompareConfig, task, out: Path, variants: list[Variant
                           of=", ".join(asking) if len(asking) < len(study.methods) else "")
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
-    say_notes(task, drawn=runs.instance_seed != "public", offline=bool(asking) and is_offline(runs.llm.backend))
+    say_notes(task, runs.instance_seed, offline=bool(asking) and is_offline(runs.llm.backend))
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     with _writing(out):  # a disk that refuses a result (written here) is said in one line as the tables' are
         records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress, plan)

@@ -12,7 +12,7 @@ import signal
 import sys
 import warnings
 
-from .errors import UserError, one_line_warning
+from . import host_missing
 
 COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank", "select")
 
@@ -76,6 +76,11 @@ def renamed(typed: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    missing = host_missing()
+    if missing:  # every command, and the errors module, imports the host: one line, not an import's traceback
+        print(f"raise-ahd: error: {missing}", file=sys.stderr)
+        return 2
+    errors = importlib.import_module("raise_plugin.errors")  # as the commands are: once the host is known there
     typed = renamed(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(typed[0] if typed else None)
     try:
@@ -86,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     args.given = {t[2:].split("=", 1)[0].replace("-", "_") for t in typed if t.startswith("--")}
     previous = signal.signal(signal.SIGTERM, _terminated)  # as Ctrl-C: every command cleans up after itself
     shown = warnings.showwarning
-    warnings.showwarning = one_line_warning
+    warnings.showwarning = errors.one_line_warning
     try:
         return int(args.func(args) or 0)
     except Terminated:
         print("raise-ahd: stopped by SIGTERM", file=sys.stderr)
         return 128 + signal.SIGTERM
-    except UserError as exc:
+    except errors.UserError as exc:
         print(f"raise-ahd: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # files and folders the user named

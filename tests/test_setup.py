@@ -48,3 +48,23 @@ def test_every_install_command_the_docs_and_messages_give_names_what_an_index_ho
     named = re.compile(r"pip install\s+['\"]?raise[-_]plugin")
     offending = [str(p.relative_to(ROOT)) for p in texts if named.search(p.read_text())]
     assert not offending, offending
+
+
+def test_without_the_host_every_command_says_what_to_install_in_one_line():
+    """The plugin's metadata leaves the host out (its own pulls torch), so `pip install .` alone gave every
+    `raise-ahd` command, --help included, the traceback of `No module named 'llm4ad'`."""
+    import subprocess
+    import sys
+
+    said = ("the host llm4ad is not installed: pip install --no-deps llm4ad==1.11 (without its torch and other "
+            "extras, which the plugin does not use; docs/install.md)")
+    no_host = "import sys; sys.modules['llm4ad'] = None; "  # an import of llm4ad fails, as where it is not installed
+    for code in ("from raise_plugin.cli import main; sys.exit(main(['run', '--task', 'obp', '--out', 'never']))",
+                 "from raise_plugin.cli import main; sys.exit(main(['--help']))"):
+        done = subprocess.run([sys.executable, "-c", no_host + code], capture_output=True, text=True, cwd=ROOT,
+                              timeout=60)
+        assert (done.returncode, done.stderr) == (2, f"raise-ahd: error: {said}\n"), done.stderr
+    assert not (ROOT / "never").exists()
+    done = subprocess.run([sys.executable, "-c", no_host + "import raise_plugin as rp; rp.get_task('obp')"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.stderr.strip().splitlines()[-1] == f"ImportError: {said}"  # from Python: the same words

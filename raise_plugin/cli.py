@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import warnings
@@ -93,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     shown = warnings.showwarning
     warnings.showwarning = errors.one_line_warning
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away (`| head`) is met here, not in Python's last flush
+        return code
+    except BrokenPipeError:  # the reader of the output went away: nothing went wrong here, nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left goes nowhere, unsaid
+        return 128 + signal.SIGPIPE
     except Terminated:
         print("raise-ahd: stopped by SIGTERM", file=sys.stderr)
         return 128 + signal.SIGTERM

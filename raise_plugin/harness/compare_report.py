@@ -4,7 +4,7 @@ is the same text as one page (``html_report``)."""
 from __future__ import annotations
 
 
-from raise_plugin.harness.significance import significance_summary
+from raise_plugin.harness.significance import NO_RESULTS, significance_summary
 from raise_plugin.harness.variants import METHOD_LABELS
 from raise_plugin.llm import asks_llm, is_offline
 from raise_plugin.methods import METHODS
@@ -66,6 +66,9 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
     if comparisons:
         intro, sentences, outro = significance_parts(len(config.study.seeds), task, tables, comparisons)
         lines += ["## What is significant", "", intro, ""] + [f"- {s}" for s in sentences] + ["", outro, ""]
+    else:  # every training job failed: the section says why it is empty rather than missing
+        lines += ["## What is significant", "", NO_RESULTS + (" (Failed jobs, above, says why)." if failures else "."),
+                  ""]
     lines += ["## Tables", ""]
     for name, table in tables.items():
         lines += [table.markdown(), "", f"([{name}.md]({name}.md))", ""]

@@ -209,3 +209,15 @@ def test_a_browser_shows_the_run_page_and_the_failures(tmp_path, browser):
     dom, shot = browser(failed_compare_page(tmp_path))
     assert "Failed jobs" in dom and "cannot help" in dom and "<script" not in dom and colours(shot) > 8
     assert "<img" not in dom  # this compare drew no figure
+
+
+def test_a_compare_whose_every_training_job_failed_says_why_nothing_is_significant(tmp_path):
+    """Its report and page went from the failed jobs to the tables: no "What is significant" at all, though the
+    failed jobs' note spoke of the "tests below"."""
+    page = failed_compare_page(tmp_path).read_text()
+    report = (tmp_path / "report.md").read_text()
+    said = ("No comparison: no method has results on the test suite beside valid results of a baseline or of its "
+            "plain twin (Failed jobs, above, says why).")
+    assert f"## What is significant\n\n{said}\n" in report
+    assert f"<h2>What is significant</h2>\n<p>{said}</p>" in page
+    assert page.index("<h2>Failed jobs</h2>") < page.index("<h2>What is significant</h2>") < page.index("<h2>Tables")

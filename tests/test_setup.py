@@ -68,3 +68,12 @@ def test_without_the_host_every_command_says_what_to_install_in_one_line():
     done = subprocess.run([sys.executable, "-c", no_host + "import raise_plugin as rp; rp.get_task('obp')"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.stderr.strip().splitlines()[-1] == f"ImportError: {said}"  # from Python: the same words
+
+
+def test_the_source_distribution_carries_the_whole_suite_and_what_it_reads():
+    """setuptools put the top-level test files alone in the sdist, without their conftest, helpers, goldens
+    or the docs and examples they read: an unpacked sdist's pytest failed at its first import."""
+    lines = {line.strip() for line in (ROOT / "MANIFEST.in").read_text().splitlines()}
+    read = {"tests", "docs", "examples", "benchmarks"}  # the folders the suite's files open or import
+    assert {f"graft {folder}" for folder in read} <= lines and "include Makefile" in lines
+    assert any(line.startswith("global-exclude") and "__pycache__" in line for line in lines)

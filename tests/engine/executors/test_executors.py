@@ -154,30 +154,6 @@ def test_a_dask_scheduler_that_does_not_answer_is_refused_in_one_line_before_a_r
         make_executor(f"dask://127.0.0.1:{port}")
 
 
-def test_a_dask_executor_without_dask_installed_is_refused_in_one_line_before_a_run_or_compare_writes(
-        tmp_path, monkeypatch):
-    """Without Dask a run with --executor dask://local was refused (exit 2) only once its run directory held a
-    config.json, journals and a lock, and a compare's folder its compare.json and lock; the fix named
-    'raise-plugin[dask]', which no package index holds."""
-    import sys
-
-    from raise_plugin.errors import UserError
-    from raise_plugin.harness.compare import run_compare
-    from raise_plugin.harness.compare_config import CompareConfig
-
-    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed: ImportError, as where it is missing
-    config = RunConfig(task="ovrp", budget=4, pop_size=2, tau=1, out=str(tmp_path / "run"), executor="dask://local")
-    with pytest.raises(ConfigError, match=r"^config field 'executor': the Dask executor needs Dask: "
-                                          r"pip install 'dask\[distributed\]>=2024.1'$"):
-        start_run(config)
-    assert not (tmp_path / "run").exists()
-    study = CompareConfig(task="ovrp", methods=("eoh",), epsilons=(), budget=4, pop_size=2, seeds=(0,),
-                          out=str(tmp_path / "compare"), executor="dask://local:2")
-    with pytest.raises(UserError, match=r"^the Dask executor needs Dask: pip install 'dask\[distributed\]"):
-        run_compare(study, quiet=True)
-    assert not (tmp_path / "compare").exists()
-
-
 class _NotAScheduler:
     """A port that accepts and at once closes every connection: something answers there, but no Dask
     scheduler (an address mistyped for another service's). Counts the connections it was sent."""
@@ -323,3 +299,25 @@ def test_a_runs_engine_section_builds_the_engine_with_its_executor_and_sandbox()
         assert engine.workers == 1 and engine.limits == engine.executor.limits == SandboxLimits.of(section)
     with make_executor(RunConfig(task="obp", executor="serial", memory_mb=300).engine) as serial:
         assert isinstance(serial, SerialExecutor) and serial.limits.memory_mb == 300
+
+
+def test_a_dask_executor_without_dask_installed_is_refused_in_one_line_before_a_run_or_compare_writes(tmp_path):
+    """Without Dask a run with --executor dask://local was refused (exit 2) only once its run directory held a
+    config.json, journals and a lock, and a compare's folder its compare.json and lock; the fix named
+    'raise-plugin[dask]', which no package index holds. (In a process of its own: Dask is made missing there.)"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    said = "the Dask executor needs Dask: pip install 'dask[distributed]>=2024.1'"
+    tiny = ["--task", "ovrp", "--budget", "4", "--pop-size", "2", "--tau", "1", "--no-progress"]
+    for command, out, line in ((["run", *tiny, "--executor", "dask://local"], tmp_path / "run",
+                                f"raise-ahd: error: config field 'executor': {said}"),
+                               (["compare", *tiny, "--seeds", "1", "--executor", "dask://local:2"],
+                                tmp_path / "compare", f"raise-ahd: error: {said}")):
+        code = ("import sys; sys.modules['distributed'] = None; from raise_plugin.cli import main; "
+                f"sys.exit(main({[*command, '--out', str(out)]!r}))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              cwd=Path(__file__).resolve().parents[3])
+        assert done.returncode == 2 and done.stderr.strip().splitlines()[-1] == line, done.stderr
+        assert not out.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import select
 import signal
 import sys
 import warnings
@@ -97,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a reader that went away (`| head`) is met here, not in Python's last flush
         return code
-    except BrokenPipeError:  # the reader of the output went away: nothing went wrong here, nothing to say
+    except BrokenPipeError as exc:
+        if not _reader_gone():  # a pipe of the command's own: said as any other failure of a file
+            print(f"raise-ahd: error: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        # the reader of the output went away: nothing went wrong here, nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left goes nowhere, unsaid
         return 128 + signal.SIGPIPE
     except Terminated:
@@ -115,6 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         warnings.showwarning = shown
+
+
+def _reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (``| head`` having read its lines)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLERR)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, or no file behind sys.stdout
+        return False
 
 
 class Terminated(KeyboardInterrupt):

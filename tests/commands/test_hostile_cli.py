@@ -261,3 +261,15 @@ def test_a_reader_that_goes_away_ends_a_command_quietly_as_a_broken_pipe():
     process.stdout.close()  # gone before the command writes its first line (its imports take far longer)
     err = process.stderr.read().decode()
     assert (process.wait(timeout=120), err) == (128 + signal.SIGPIPE, "")
+
+
+def test_a_broken_pipe_of_a_commands_own_is_still_said(monkeypatch, capsys):
+    """Only a reader gone from standard output ends quietly: a pipe the command itself wrote to is a failure."""
+    import raise_plugin.commands.tasks as tasks_command
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(tasks_command, "run", broken)  # what the parser runs for `tasks`, read as it is built
+    assert main(["tasks"]) == 1
+    assert capsys.readouterr().err == "raise-ahd: error: Broken pipe\n"

@@ -35,6 +35,17 @@ from pathlib import Path
 from .ast_lock import guard_ast_parse as _guard_ast_parse
 
 __version__ = "0.1.0"
+HOST_REQUIREMENT = "llm4ad==1.11"
+
+
+def host_missing() -> str | None:
+    """The one line saying what to install where the host, llm4ad, cannot be found (the plugin's own
+    metadata leaves it out: the host's pulls torch and more, so it is installed apart, without them);
+    ``None`` where it can."""
+    if importlib.util.find_spec("llm4ad") is None:
+        return (f"the host llm4ad is not installed: pip install --no-deps {HOST_REQUIREMENT} (without its torch "
+                "and other extras, which the plugin does not use; docs/install.md)")
+    return None
 
 
 def _pin_task_package() -> None:
@@ -60,7 +71,8 @@ def _pin_task_package() -> None:
         raise
 
 
-_pin_task_package()
+if host_missing() is None:  # else every task imports the host: said in one line where a task is first used
+    _pin_task_package()
 _guard_ast_parse()  # before the host or a task parses a program in a thread (ast_lock)
 
 # public name -> (module, attribute); None as attribute: the module itself
@@ -91,7 +103,12 @@ def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'raise_plugin' has no attribute {name!r}")
     module_name, attribute = _EXPORTS[name]
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "llm4ad" or host_missing() is None:
+            raise
+        raise ImportError(host_missing()) from None
     value = module if attribute is None else getattr(module, attribute)
     globals()[name] = value
     return value

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
 import signal
 import sys
 import warnings
 
-from .errors import UserError, one_line_warning
+from . import host_missing
 
 COMMANDS = ("tasks", "methods", "evaluate", "run", "resume", "compare", "demo", "profile", "rerank", "select")
 
@@ -76,6 +78,11 @@ def renamed(typed: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    missing = host_missing()
+    if missing:  # every command, and the errors module, imports the host: one line, not an import's traceback
+        print(f"raise-ahd: error: {missing}", file=sys.stderr)
+        return 2
+    errors = importlib.import_module("raise_plugin.errors")  # as the commands are: once the host is known there
     typed = renamed(sys.argv[1:] if argv is None else list(argv))
     parser = build_parser(typed[0] if typed else None)
     try:
@@ -86,13 +93,22 @@ def main(argv: list[str] | None = None) -> int:
     args.given = {t[2:].split("=", 1)[0].replace("-", "_") for t in typed if t.startswith("--")}
     previous = signal.signal(signal.SIGTERM, _terminated)  # as Ctrl-C: every command cleans up after itself
     shown = warnings.showwarning
-    warnings.showwarning = one_line_warning
+    warnings.showwarning = errors.one_line_warning
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a reader that went away (`| head`) is met here, not in Python's last flush
+        return code
+    except BrokenPipeError as exc:
+        if not _reader_gone():  # a pipe of the command's own: said as any other failure of a file
+            print(f"raise-ahd: error: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        # the reader of the output went away: nothing went wrong here, nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left goes nowhere, unsaid
+        return 128 + signal.SIGPIPE
     except Terminated:
         print("raise-ahd: stopped by SIGTERM", file=sys.stderr)
         return 128 + signal.SIGTERM
-    except UserError as exc:
+    except errors.UserError as exc:
         print(f"raise-ahd: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # files and folders the user named
@@ -104,6 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         warnings.showwarning = shown
+
+
+def _reader_gone() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (``| head`` having read its lines)."""
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLERR)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, or no file behind sys.stdout
+        return False
 
 
 class Terminated(KeyboardInterrupt):

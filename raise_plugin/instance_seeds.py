@@ -8,7 +8,7 @@ read: docs/engine.md). ``instance_seed``:
 - ``private`` (the default): derived from the run's task and ``seed`` and this installation's
   private key (``~/.config/raise-plugin/instance-key``, made at the first run, readable by its
   owner only; programs never read the homes), so that the same seed gives the same run on this
-  machine, and no program can compute it;
+  machine, and no program can compute it (where no key can be kept, each run draws one, said in a note);
 - ``drawn``: from the operating system's entropy, a new one at every run;
 - ``public``: the task's fixed seeds (the paper's nominal set), which a program can rebuild;
 - an integer: that seed (a run recorded on another machine, repeated).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .errors import note_once
 
-__all__ = ["resolve_instance_seed", "key_path", "nominal_set", "say_fixed_nominal"]
+__all__ = ["resolve_instance_seed", "key_path", "nominal_set", "say_fixed_nominal", "say_if_no_private_key"]
 
 
 def key_path() -> Path:
@@ -60,10 +60,22 @@ def resolve_instance_seed(value: str, task: str, seed: int) -> str:
         if key is not None:
             digest = hashlib.sha256(key + f":{task}:{seed}".encode()).digest()
             return str(int.from_bytes(digest[:8], "little") >> 2)
+        say_if_no_private_key(value, stacklevel=3)
         value = "drawn"  # no place for a key (a read-only home): a fresh seed, recorded as any other
     if value == "drawn":
         return str(secrets.randbits(62))
     return value
+
+
+def say_if_no_private_key(value: str, stacklevel: int = 2) -> None:
+    """Where ``value`` is ``private`` and this installation's key can be neither read nor made, a note,
+    once in a process (``note_once``): each run then draws its seed, so the same seed no longer
+    repeats a run; with the fix."""
+    if value == "private" and _private_key() is None:
+        note_once(f"no private key for the nominal instances' seed: {key_path()} can be neither read nor made, so "
+                  "each run draws a new instance seed (recorded in its config.json) and the same --seed does not "
+                  "repeat a run here; make that folder writable (or set XDG_CONFIG_HOME to a writable one), or "
+                  "give --instance-seed N", stacklevel=stacklevel + 1)
 
 
 def say_fixed_nominal(task, stacklevel: int = 2) -> None:

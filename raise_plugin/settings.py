@@ -255,7 +255,7 @@ TREE = Section("run", "run", (
         _s("programs_in_flight", 1, "int", "programs evaluated at once: sample n is drawn once sample n-k is "
            "registered, and samples are registered in order, so a run depends on k but not on the workers or "
            "the executor (EoH family; docs/engine.md)", unit="programs", low=1, metavar="K"),
-        _s("jit", False, "bool", "run each program compiled (numba: pip install 'raise-plugin[jit]') where its "
+        _s("jit", False, "bool", "run each program compiled (numba: pip install 'numba>=0.61') where its "
            "decisions on the task's probe instances equal its Python function's; its look-ahead check runs "
            "compiled too (docs/engine.md)"),
         _s("jit_after", 0.5, "float", "with --jit: compile a program once its evaluations in a worker took this "

@@ -50,6 +50,7 @@ from raise_plugin.llm import SamplerStallWarning, asks_llm, check_llm, is_offlin
 from raise_plugin.llm.endpoint import recorded_settings_of
 from raise_plugin.methods import get_method
 from raise_plugin.methods.gp_probe import probe_signature
+from raise_plugin.methods.gp_trees import require_deap
 from raise_plugin.progress import check_progress
 from raise_plugin.robust import IdleAdversaryWarning, idle_adversary
 from raise_plugin.rundir.lock import COMPARE_LOCK, RunLock
@@ -121,7 +122,7 @@ def _compare_into(config: CompareConfig, task, out: Path, variants: list[Variant
                           of=", ".join(asking) if len(asking) < len(study.methods) else "")
     if stall:
         warnings.warn(stall, SamplerStallWarning, stacklevel=2)
-    say_notes(task, drawn=runs.instance_seed != "public", offline=bool(asking) and is_offline(runs.llm.backend))
+    say_notes(task, runs.instance_seed, offline=bool(asking) and is_offline(runs.llm.backend))
     run_dirs = {(v.key, s): out / "runs" / f"{v.key}-seed{s}" for v, s in cells}
     with _writing(out):  # a disk that refuses a result (written here) is said in one line as the tables' are
         records = _train_and_evaluate(config, task, out, variants, run_dirs, quiet, progress, plan)
@@ -259,9 +260,13 @@ def failure_line(failures: list[JobRecord], total: int) -> str:
 
 
 def check_methods(methods, task) -> None:
-    """Refuse, before any job starts, a method that cannot run on ``task`` (GP needs a template
-    whose function takes one value per candidate: ``gp_probe``)."""
+    """Refuse, before any job starts, a method that cannot run on ``task`` (GP needs DEAP installed and a
+    template whose function takes one value per candidate: ``gp_probe``)."""
     if "gp" in methods:
+        try:
+            require_deap()
+        except UserError as exc:
+            raise UserError(f"methods: {exc}; no job was started") from None
         try:
             probe_signature(task)
         except UserError as exc:

@@ -119,7 +119,7 @@ class CompareConfig:
             _text("select_on", flat["select_on"])
             check_selection_suite(flat["select_on"], ("robust", "validation"))
         except UserError as exc:  # its message names the setting but for select_on='test'
-            raise UserError(str(exc) if str(exc).startswith("select_on: ") else f"select_on: {exc}") from None
+            raise UserError(str(exc) if str(exc).startswith("select_on") else f"select_on: {exc}") from None
         defaults = robust_defaults(task)
         if flat["epsilons"] is None:
             flat["epsilons"] = (defaults["epsilon"],)

@@ -4,7 +4,7 @@ is the same text as one page (``html_report``)."""
 from __future__ import annotations
 
 
-from raise_plugin.harness.significance import significance_summary
+from raise_plugin.harness.significance import NO_RESULTS, significance_summary
 from raise_plugin.harness.variants import METHOD_LABELS
 from raise_plugin.llm import asks_llm, is_offline
 from raise_plugin.methods import METHODS
@@ -66,6 +66,9 @@ def compare_report(config, task, variants, tables, figures, run_dirs, comparison
     if comparisons:
         intro, sentences, outro = significance_parts(len(config.study.seeds), task, tables, comparisons)
         lines += ["## What is significant", "", intro, ""] + [f"- {s}" for s in sentences] + ["", outro, ""]
+    else:  # every training job failed: the section says why it is empty rather than missing
+        lines += ["## What is significant", "", NO_RESULTS + (" (Failed jobs, above, says why)." if failures else "."),
+                  ""]
     lines += ["## Tables", ""]
     for name, table in tables.items():
         lines += [table.markdown(), "", f"([{name}.md]({name}.md))", ""]
@@ -123,17 +126,28 @@ def significance_parts(seeds: int, task, tables, comparisons) -> tuple[str, list
             "p and pairs; how they are computed: docs/harness.md)")
 
 
+# what each of a compare's figures shows, in words: its image's text (alt) in report.md and report.html, and
+# report.html's caption, for a reader who cannot see the picture
+FIGURE_WORDS = {
+    "convergence": "Convergence: each variant's best program, generation by generation, on the validation suite "
+                   "and on the set it trained on, over its seeds",
+    "adversarial_distributions": "Adversarial distributions: the distributions each RAISE run's adversary found "
+                                 "(the first seed's runs), each against its nearest nominal histogram",
+}
+
+
 def figure_lines(figures) -> list[str]:
     """Each figure once: its PNG shown, else its SVG (a Markdown viewer shows no PDF as an image, and
-    report.html embeds what is shown), its other formats linked beside it; a figure written as a PDF
-    alone is linked."""
+    report.html embeds what is shown), under the words of ``FIGURE_WORDS`` (its name, for another), its
+    other formats linked beside it; a figure written as a PDF alone is linked."""
     lines = []
     for stem in dict.fromkeys(f.stem for f in figures):
         files = [f for f in figures if f.stem == stem]
         shown = next((f for suffix in (".png", ".svg") for f in files if f.suffix == suffix), None)
         others = ", ".join(f"[{f.suffix[1:].upper()}]({f.name})" for f in files if f is not shown)
         if shown is not None:
-            lines += [f"![{stem}]({shown.name})"] + ([f"({stem} also as {others})"] if others else []) + [""]
+            words = FIGURE_WORDS.get(stem, stem)
+            lines += [f"![{words}]({shown.name})"] + ([f"({stem} also as {others})"] if others else []) + [""]
         else:
             lines += [f"{stem}: {others}", ""]
     return lines

@@ -30,20 +30,22 @@ from raise_plugin.engine.executors import (DaskExecutor, ExecutorSpecError, chec
                                            parse_executor_spec, say_if_weakened, worker_width)
 from raise_plugin.engine.sandbox import PR_SET_PDEATHSIG, prctl
 from raise_plugin.errors import SandboxNote, UserError, one_line_warning
-from raise_plugin.instance_seeds import say_fixed_nominal
+from raise_plugin.instance_seeds import say_fixed_nominal, say_if_no_private_key
 from raise_plugin.llm import notice_said, say_notice
 
 __all__ = ["JobPlace", "JobFailed", "default_jobs", "place_jobs", "check_place", "say_notes"]
 
 
-def say_notes(task, drawn: bool, offline: bool) -> None:
-    """What each job would say of this machine's sandbox, of the offline sampler (``offline``) and,
-    for runs on nominal sets of their own (``drawn``), of a task that cannot draw one: said once by
-    the compare, before its jobs; its local job processes do not say it again (``_job_process_start``)."""
+def say_notes(task, instance_seed: str, offline: bool) -> None:
+    """What each job would say of this machine's sandbox, of the offline sampler (``offline``), of a
+    private ``instance_seed`` with no key to derive it from and, for runs on nominal sets of their own
+    (any seed but ``public``), of a task that cannot draw one: said once by the compare, before its
+    jobs; its local job processes do not say it again (``_job_process_start``)."""
     if offline:
         say_notice()
     say_if_weakened()
-    if drawn:
+    say_if_no_private_key(instance_seed)
+    if instance_seed != "public":
         say_fixed_nominal(task)
 
 

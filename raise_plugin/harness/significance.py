@@ -14,11 +14,14 @@ import numpy as np
 from raise_plugin.harness.paper_tables import Table, cell_text, lowest
 from raise_plugin.harness.stats import ALPHA, LEVEL, Comparison, compare_paired, format_p, format_signed, row_is_valid
 
-__all__ = ["best_baseline", "significance", "significance_markdown", "significance_summary", "NO_COMPARISON"]
+__all__ = ["best_baseline", "significance", "significance_markdown", "significance_summary", "NO_COMPARISON",
+           "NO_RESULTS"]
 
-# what the significance table says in place of rows when it has none, so that it is never left empty
-NO_COMPARISON = ("No comparison: no method has results on the test suite beside valid results of a baseline or of "
-                 "its plain twin (a failed job's cells are left out; report.md lists the failed jobs and why).")
+# what the significance table (and report.md's "What is significant") says in place of rows when it has none,
+# so that neither is left empty or left out
+NO_RESULTS = ("No comparison: no method has results on the test suite beside valid results of a baseline or of "
+              "its plain twin")
+NO_COMPARISON = f"{NO_RESULTS} (a failed job's cells are left out; report.md lists the failed jobs and why)."
 
 
 def best_baseline(rows: Iterable[dict], baselines: Iterable[str], chosen: str | None = None) -> str | None:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import UserError
 
-try:  # an optional extra (``pip install raise-plugin[gp]``); only the gp method needs it
+try:  # an optional extra (the plugin's ``gp`` extra, or ``pip install deap``); only the gp method needs it
     from deap import gp as deap_gp
 except ImportError:  # pragma: no cover - exercised only without the extra
     deap_gp = None
@@ -37,7 +37,7 @@ class Vector:
 
 def require_deap() -> None:
     if deap_gp is None:
-        raise UserError("the gp method needs DEAP: pip install 'raise-plugin[gp]' (or pip install deap)")
+        raise UserError("the gp method needs DEAP: pip install 'deap>=1.4' (the plugin's gp extra)")
 
 
 # --------------------------------------------------------------------------- features

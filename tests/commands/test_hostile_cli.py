@@ -247,3 +247,29 @@ def test_a_command_that_succeeds_prints_nothing_on_stderr(files, capsys):
                          "nominal", "--baselines", "none", "--workers", "1", "--no-progress"], capsys)
     # a note on what the sandbox cannot hold on this machine (said once per process) is no complaint
     assert code == 0 and [line for line in err.splitlines() if not line.startswith("raise-ahd: note: ")] == []
+
+
+def test_a_reader_that_goes_away_ends_a_command_quietly_as_a_broken_pipe():
+    """`raise-ahd tasks | head -1` printed `raise-ahd: error: Broken pipe` and exited 1, as if the command
+    had failed; it now ends as a command killed by SIGPIPE would, saying nothing."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen([sys.executable, "-c", "import sys; from raise_plugin.cli import main; "
+                                "sys.exit(main(['tasks']))"], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # gone before the command writes its first line (its imports take far longer)
+    err = process.stderr.read().decode()
+    assert (process.wait(timeout=120), err) == (128 + signal.SIGPIPE, "")
+
+
+def test_a_broken_pipe_of_a_commands_own_is_still_said(monkeypatch, capsys):
+    """Only a reader gone from standard output ends quietly: a pipe the command itself wrote to is a failure."""
+    import raise_plugin.commands.tasks as tasks_command
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(tasks_command, "run", broken)  # what the parser runs for `tasks`, read as it is built
+    assert main(["tasks"]) == 1
+    assert capsys.readouterr().err == "raise-ahd: error: Broken pipe\n"

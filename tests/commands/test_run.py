@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -42,6 +43,12 @@ def test_run_then_resume_from_the_command_line(tmp_path, scripted, capsys, monke
     written = (out / "best_program.py").read_text()
     assert written.startswith(f"# {selection['program_id']} of {out}: the last population's best on the validation")
     assert selection["program"].strip() in written
+    # docs/robust.md's listing of the run directory names every file and folder the run wrote (it named neither
+    # best_program.py nor report.html, the two the summary points to)
+    listing = (Path(__file__).parents[2] / "docs" / "robust.md").read_text().split("## The run directory", 1)[1]
+    listed = {line.split()[0].split("/")[0] for line in listing.split("```")[1].splitlines()[2:] if line.strip()
+              and not line.startswith(" " * 10)}
+    assert {p.name for p in out.iterdir()} <= listed, sorted({p.name for p in out.iterdir()} - listed)
     assert main(["resume", str(out), "--budget", "16", "--no-progress"]) == 0
     assert json.loads((out / "summary.json").read_text())["samples"] == 16
     again = json.loads((out / "selection.json").read_text())  # chosen again among the resumed run's members

@@ -245,3 +245,33 @@ def test_a_program_with_a_memory_scores_each_instance_as_alone_and_is_not_taken_
         result = Engine("obp", pool, limits=limits).evaluate(REMEMBERS, small_instances)
     assert result.valid, result.reason
     assert list(result.metrics) == alone
+
+
+@linux
+def test_the_note_of_workers_left_as_root_names_the_folder_that_stops_other_users_and_its_fix(monkeypatch):
+    """Under /root/.pyenv the note named the code's folder and said `chmod o+rX`, which changes nothing: that
+    folder was readable already, and /root, on the way to it, was what others could not pass."""
+    import shutil
+    import tempfile
+
+    from raise_plugin.engine.sandbox import confine
+
+    top = Path(tempfile.mkdtemp())
+    try:
+        top.chmod(0o755)
+        home, lib, closed = top / "home", top / "home" / "lib", top / "open" / "lib"
+        lib.mkdir(parents=True)
+        closed.mkdir(parents=True)
+        home.chmod(0o700)
+        closed.chmod(0o700)
+        monkeypatch.setattr(confine, "unprivileged_ids", lambda: (65534, 65534))
+        for place, fix in ((lib, f"let them through {home}, a folder on the way they cannot pass: chmod o+x {home}"),
+                           (closed, f"make it readable to them: chmod o+rX {closed}")):
+            monkeypatch.setattr(confine, "_unreadable_code", lambda: str(place))
+            confine.weakened.cache_clear()
+            said = confine.weakened()
+            assert said.startswith(f"programs run as user 0 without capabilities, not as 'nobody', since {place} "
+                                   "is not readable by other users") and f"(or {fix})," in said, said
+    finally:
+        confine.weakened.cache_clear()
+        shutil.rmtree(top)

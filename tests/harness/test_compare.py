@@ -512,6 +512,25 @@ def test_gp_is_refused_before_any_job_on_a_task_it_cannot_evolve(tmp_path, fresh
     assert not (tmp_path / "out" / "runs").exists()
 
 
+def test_gp_without_deap_is_refused_before_any_job_with_a_pip_command_that_works(tmp_path, monkeypatch, capsys):
+    """Without DEAP a compare of gp trained its other methods, evaluated the baselines and failed every GP job
+    (exit 1, its folder written), where `run --method gp` refuses at once; both named 'raise-plugin[gp]',
+    which no package index holds."""
+    import raise_plugin.methods.gp_trees as gp_trees
+    from raise_plugin.cli import main
+
+    monkeypatch.setattr(gp_trees, "deap_gp", None)
+    with pytest.raises(UserError, match=r"^methods: the gp method needs DEAP: pip install 'deap>=1.4' \(the plugin's "
+                                        r"gp extra\); no job was started$"):
+        run_compare(tiny(tmp_path / "out", methods=("eoh", "gp"), ablations=False), quiet=True)
+    assert not (tmp_path / "out").exists()
+    assert main(["run", "--task", "ovrp", "--method", "gp", "--no-robust", "--budget", "4", "--pop-size", "2",
+                 "--no-progress", "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "raise-ahd: error: the gp method needs DEAP: pip install 'deap>=1.4' (the plugin's gp extra)")
+    assert not (tmp_path / "run").exists()
+
+
 def test_every_table_is_markdown_csv_and_latex_titled_by_task_and_study_with_holm_marks(compared):
     out = compared.out
     for name in (*compared.tables, "table_significance"):

@@ -2,20 +2,24 @@
 escaped, the failures shown where something failed, and what a real browser renders of them."""
 from __future__ import annotations
 
+import html
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from raise_plugin.harness.compare_config import CompareConfig
-from raise_plugin.harness.compare_report import compare_report, cost_rows, figure_lines, no_llm_note, run_rows
+from raise_plugin.harness.compare_report import (FIGURE_WORDS, compare_report, cost_rows, figure_lines, no_llm_note,
+                                                 run_rows)
 from raise_plugin.harness.html_page import inline, markdown_html
 from raise_plugin.harness.html_report import compare_page
 from raise_plugin.harness.run_report import run_page, write_run_page
 from raise_plugin.harness.variants import plan_variants
 from tasks import get_task
 
+ALT = html.escape(FIGURE_WORDS["convergence"], quote=True)  # the convergence figure's text, as the page escapes it
 HOSTILE = '</pre><script>alert("x")</script><img src=x onerror=alert(1)> & | done'
 
 
@@ -142,7 +146,7 @@ def test_a_figure_written_as_png_and_pdf_is_embedded_and_its_pdf_linked(tmp_path
     for f in files:
         f.write_bytes(b"\x89PNG\r\n\x1a\n" if f.suffix == ".png" else b"%PDF-1.4")
     body = "\n".join(markdown_html("\n".join(figure_lines(files)), tmp_path))
-    assert body.count('<img alt="convergence" src="data:image/png;base64,') == 1
+    assert body.count(f'<img alt="{ALT}" src="data:image/png;base64,') == 1
     assert '<a href="convergence.pdf">PDF</a>' in body and "!<a" not in body
 
 
@@ -150,7 +154,21 @@ def test_a_figure_written_as_svg_alone_is_embedded(tmp_path):
     svg = tmp_path / "convergence.svg"
     svg.write_text('<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>')
     body = "\n".join(markdown_html("\n".join(figure_lines([svg])), tmp_path))
-    assert body.count('<img alt="convergence" src="data:image/svg+xml;base64,') == 1
+    assert body.count(f'<img alt="{ALT}" src="data:image/svg+xml;base64,') == 1
+
+
+def test_a_compare_pages_figures_say_in_words_what_they_show(tmp_path):
+    """A reader who cannot see the pictures heard "convergence" and "adversarial_distributions", the files'
+    names, as each figure's text and caption."""
+    files = [tmp_path / f"{stem}.png" for stem in ("convergence", "adversarial_distributions")]
+    for f in files:
+        f.write_bytes(b"\x89PNG\r\n\x1a\n")
+    body = "\n".join(markdown_html("\n".join(figure_lines(files)), tmp_path))
+    alts = re.findall(r'<img alt="([^"]*)"', body)
+    assert len(alts) == 2 and all(len(alt.split()) >= 8 for alt in alts), alts
+    assert alts[0].startswith("Convergence: each variant&#x27;s best program, generation by generation")
+    assert alts[1].startswith("Adversarial distributions: the distributions each RAISE run&#x27;s adversary found")
+    assert "<figcaption>Convergence: each variant" in body and "(convergence.png)</figcaption>" in body
 
 
 def failed_compare_page(tmp_path):
@@ -191,3 +209,15 @@ def test_a_browser_shows_the_run_page_and_the_failures(tmp_path, browser):
     dom, shot = browser(failed_compare_page(tmp_path))
     assert "Failed jobs" in dom and "cannot help" in dom and "<script" not in dom and colours(shot) > 8
     assert "<img" not in dom  # this compare drew no figure
+
+
+def test_a_compare_whose_every_training_job_failed_says_why_nothing_is_significant(tmp_path):
+    """Its report and page went from the failed jobs to the tables: no "What is significant" at all, though the
+    failed jobs' note spoke of the "tests below"."""
+    page = failed_compare_page(tmp_path).read_text()
+    report = (tmp_path / "report.md").read_text()
+    said = ("No comparison: no method has results on the test suite beside valid results of a baseline or of its "
+            "plain twin (Failed jobs, above, says why).")
+    assert f"## What is significant\n\n{said}\n" in report
+    assert f"<h2>What is significant</h2>\n<p>{said}</p>" in page
+    assert page.index("<h2>Failed jobs</h2>") < page.index("<h2>What is significant</h2>") < page.index("<h2>Tables")

@@ -227,12 +227,13 @@ def test_a_plain_run_under_the_balanced_aggregation_is_described_as_the_nominal_
 
 def test_report_md_shows_each_figure_once_as_its_png_and_links_its_other_formats():
     from pathlib import Path
-    from raise_plugin.harness.compare_report import figure_lines
+    from raise_plugin.harness.compare_report import FIGURE_WORDS, figure_lines
     written = [Path("out") / name for name in ("convergence.png", "convergence.pdf", "profile.svg", "profile.pdf",
                                                "worst.pdf")]
     lines = figure_lines(written)
     # a figure written as SVG (and no PNG) is shown as its SVG: --figure-format svg left report.html without figures
-    assert lines == ["![convergence](convergence.png)", "(convergence also as [PDF](convergence.pdf))", "",
+    shown = FIGURE_WORDS["convergence"]  # the convergence figure's words; another figure's: its name
+    assert lines == [f"![{shown}](convergence.png)", "(convergence also as [PDF](convergence.pdf))", "",
                      "![profile](profile.svg)", "(profile also as [PDF](profile.pdf))", "", "worst: [PDF](worst.pdf)", ""]
     assert not any(line.startswith("![") and line.endswith(".pdf)") for line in lines)  # it embedded the PDF
 

@@ -43,3 +43,19 @@ def test_the_guard_passes_a_legal_suite_through():
     assert pick([1, 3, 2]) == 3 and pick([1], select_on="nominal") == 1
     with pytest.raises(UserError, match=REFUSED):
         pick([1], select_on="test")
+
+
+def test_a_compare_asked_to_select_on_the_test_suite_says_so_once_as_the_docs_show(tmp_path, capsys):
+    """`select_on = "test"` in a compare's --config said "select_on: select_on='test' refused: ..."."""
+    from pathlib import Path
+
+    from raise_plugin.cli import main
+
+    (tmp_path / "study.toml").write_text('select_on = "test"\n')
+    assert main(["compare", "--task", "ovrp", "--config", str(tmp_path / "study.toml"),
+                 "--out", str(tmp_path / "out")]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said == ("raise-ahd: error: select_on='test' refused: the test suite is for the final report only; "
+                    "select on the nominal or validation suite")
+    assert said in (Path(__file__).resolve().parents[2] / "docs" / "harness.md").read_text()
+    assert not (tmp_path / "out").exists()

@@ -44,3 +44,17 @@ def test_evaluate_the_hosts_template_from_a_file(tmp_path, capsys):
     mine = [float(r["metric"]) for r in rows if r["heuristic"] == "host_template"]
     theirs = [float(r["metric"]) for r in rows if r["heuristic"] == "DemandPerDistance"]
     assert len(mine) == 5 and mine == theirs  # the baseline is the host's template, vectorised
+
+
+@pytest.mark.parametrize("task, score", [("knapsack", -1.38428), ("cvrp", -12.785)])
+def test_the_end_to_end_numbers_in_the_docs_are_quoted_as_the_summary_prints_them(task, score):
+    """docs/tasks.md gave "best robust score -1.384 (the mean gap over the six)" where the run prints
+    `best robust 1.38428: mean optimality gap (%) ... (host score -1.38428)`: a gap below zero."""
+    from pathlib import Path
+
+    from raise_plugin.harness.run_metric import best_line
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tasks.md").read_text().split("### End to end", 1)[1]
+    printed = best_line(score, "p", {"task": task, "robust": True})
+    assert printed.startswith(f"{-score:g}: ") and printed.endswith(f"(p; host score {score:g})"), printed
+    assert f"`best robust {-score:g}` (" in doc and f"host score {score:g})" in doc

@@ -1,7 +1,7 @@
 """Jobs and calls on executors that are not ours (a ``concurrent.futures`` pool, a Dask
 ``Client``): each runs in a sandbox pool local to the process it lands in (``run_job``,
 ``run_call``, ``SandboxedCalls``); and ``DaskExecutor``, evaluation on a Dask cluster
-(``pip install 'raise-plugin[dask]'``), which sends each instance set once per version."""
+(the ``dask`` extra), which sends each instance set once per version."""
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -16,7 +16,7 @@ from ..limits import SandboxLimits
 from ..results import EvalResult
 from .dask_lines import PRELOAD, off_console
 from .local import ProcessExecutor, default_workers, executor_workers, pool_width
-from .spec import CONNECT_SECONDS, ExecutorSpecError, check_reachable
+from .spec import CONNECT_SECONDS, DASK_MISSING, ExecutorSpecError, check_reachable
 
 __all__ = ["DaskExecutor", "no_worker_line", "SandboxedCalls", "run_job", "run_call", "local_executor", "worker_width"]
 
@@ -101,7 +101,7 @@ class DaskExecutor:
     127.0.0.1 (``workers`` processes, one thread each, or threads in this process with
     ``processes=False``); otherwise ``"HOST:PORT"`` / ``"tcp://HOST:PORT"`` of a scheduler.
     Or pass an existing ``client``. Instance sets are scattered once per version; each job
-    runs in a sandbox pool local to its Dask worker. Needs ``pip install 'raise-plugin[dask]'``.
+    runs in a sandbox pool local to its Dask worker. Needs Dask (``DASK_MISSING`` says how to install it).
     """
 
     def __init__(self, address: str | None = "local", *, workers: int | None = None,
@@ -109,7 +109,7 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster
         except ImportError:
-            raise ExecutorSpecError("the Dask executor needs Dask: pip install 'raise-plugin[dask]'") from None
+            raise ExecutorSpecError(DASK_MISSING) from None
         off_console()  # what failed, the command says in one line of its own
         self.limits = limits or SandboxLimits()
         self._cluster = None

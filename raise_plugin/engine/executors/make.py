@@ -2,7 +2,7 @@
 
 ``ProcessExecutor`` (default) keeps sandboxed worker processes sized to the machine;
 ``SerialExecutor`` runs one thing at a time; ``DaskExecutor`` fans out to a Dask cluster
-(``pip install 'raise-plugin[dask]'``). ``make_executor(spec)`` builds one from
+(the ``dask`` extra). ``make_executor(spec)`` builds one from
 ``"serial"``, ``"process"``, ``"process:N"``, ``"dask://local"``, ``"dask://local:N"`` or
 ``"dask://HOST:PORT"``. Jobs (a program on an instance set) go through ``submit_job``
 where an executor has it, which sends each instance set once per worker and version;

@@ -1,17 +1,21 @@
 """Executor specs as the user writes them (``"serial"``, ``"process:N"``, ``"dask://HOST:PORT"``),
-read without starting anything, the one-line error for one that names no executor, and whether a
-Dask scheduler a spec names answers (``check_reachable``)."""
+read without starting anything, the one-line error for one that names no executor, whether Dask is
+installed for a spec that names it (``check_dask``) and whether a Dask scheduler a spec names answers
+(``check_reachable``)."""
 from __future__ import annotations
 
 import socket
 
 from raise_plugin.errors import UserError
 
-__all__ = ["ExecutorSpecError", "parse_executor_spec", "check_spec", "check_reachable", "CONNECT_SECONDS"]
+__all__ = ["ExecutorSpecError", "parse_executor_spec", "check_spec", "check_dask", "check_reachable", "CONNECT_SECONDS",
+           "DASK_MISSING"]
 
 
 # how long a Dask scheduler may take to answer before a run or an evaluation refuses it
 CONNECT_SECONDS = 10.0
+# the packages the plugin's dask extra installs, named as PyPI knows them (the plugin itself is not there)
+DASK_MISSING = "the Dask executor needs Dask: pip install 'dask[distributed]>=2024.1'"
 
 
 class ExecutorSpecError(UserError, ValueError):
@@ -51,12 +55,23 @@ def _positive(count: str) -> bool:
 
 
 def check_spec(spec) -> tuple[str, object]:
-    """``parse_executor_spec(spec)``, and when it names a Dask scheduler's address, one that answers
-    (``check_reachable``): an ``ExecutorSpecError`` otherwise."""
+    """``parse_executor_spec(spec)``, and when it names Dask, Dask installed (``check_dask``) and a
+    scheduler's address one that answers (``check_reachable``): an ``ExecutorSpecError`` otherwise."""
     kind, arg = parse_executor_spec(spec)
-    if kind == "dask" and isinstance(arg, str):
-        check_reachable(arg)
+    if kind == "dask":
+        check_dask()
+        if isinstance(arg, str):
+            check_reachable(arg)
     return kind, arg
+
+
+def check_dask() -> None:
+    """An ``ExecutorSpecError`` saying how to install Dask where its ``distributed`` package cannot be
+    imported: a run or a compare refuses a Dask executor before it writes anything, not at its first job."""
+    try:
+        import distributed  # noqa: F401  (imported once: the executor imports it again when it is made)
+    except ImportError:
+        raise ExecutorSpecError(DASK_MISSING) from None
 
 
 def check_reachable(target: str, seconds: float = CONNECT_SECONDS) -> None:

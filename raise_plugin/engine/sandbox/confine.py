@@ -98,22 +98,28 @@ def unprivileged_ids() -> tuple[int, int] | None:
         return 65534, 65534
 
 
-def _others_can_read(path: str) -> bool:
-    """Whether a user with no relation to ``path``'s owner can reach and read it."""
+def _closed_to_others(path: str) -> str | None:
+    """Where a user with no relation to ``path``'s owner is first stopped on the way to reading it: a
+    folder above it they cannot pass, ``path`` itself (not readable), or ``None`` where they can read it."""
     try:
         full = os.path.realpath(path)
-        mode = os.stat(full).st_mode
-        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
-            return False
+        parents = []
         parent = os.path.dirname(full)
-        while True:
-            if not os.stat(parent).st_mode & stat.S_IXOTH:
-                return False
-            if parent == os.path.dirname(parent):
-                return True
+        while parent not in parents:
+            parents.append(parent)
             parent = os.path.dirname(parent)
+        closed = next((p for p in reversed(parents) if not os.stat(p).st_mode & stat.S_IXOTH), None)
+        if closed is not None:
+            return closed
+        mode = os.stat(full).st_mode
+        return full if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH) else None
     except OSError:
-        return False
+        return path
+
+
+def _others_can_read(path: str) -> bool:
+    """Whether a user with no relation to ``path``'s owner can reach and read it."""
+    return _closed_to_others(path) is None
 
 
 def _code_readable_by_others() -> bool:
@@ -141,9 +147,13 @@ def weakened() -> str | None:
     place = _unreadable_code()
     if place is None:
         return None
+    closed = _closed_to_others(place) or place
+    fix = (f"make it readable to them: chmod o+rX {closed}" if closed == os.path.realpath(place) else
+           f"let them through {closed}, a folder on the way they cannot pass: chmod o+x {closed}")
     return (f"programs run as user 0 without capabilities, not as 'nobody', since {place} is not readable by "
-            f"other users: they can read files only root may read (outside the homes, which Landlock keeps from them). Install Python and the plugin where every user can "
-            f"read them (or make their folders readable: chmod o+rX), or run as an unprivileged user")
+            "other users: they can read files only root may read (outside the homes, which Landlock keeps from "
+            f"them). Install Python and the plugin where every user can read them (or {fix}), or run as an "
+            "unprivileged user")
 
 
 @functools.lru_cache(maxsize=1)

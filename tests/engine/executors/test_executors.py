@@ -354,3 +354,25 @@ def test_work_dask_drops_as_its_workers_and_their_data_are_lost_says_so(monkeypa
         monkeypatch.setattr(dask.client, "submit", lambda *args, **kwargs: Dropped("scheduler-connection-lost"))
         with pytest.raises(FutureCancelledError):
             dask.submit(pow, 3, 2).result(timeout=10)
+
+
+def test_a_dask_executor_without_dask_installed_is_refused_in_one_line_before_a_run_or_compare_writes(tmp_path):
+    """Without Dask a run with --executor dask://local was refused (exit 2) only once its run directory held a
+    config.json, journals and a lock, and a compare's folder its compare.json and lock; the fix named
+    'raise-plugin[dask]', which no package index holds. (In a process of its own: Dask is made missing there.)"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    said = "the Dask executor needs Dask: pip install 'dask[distributed]>=2024.1'"
+    tiny = ["--task", "ovrp", "--budget", "4", "--pop-size", "2", "--tau", "1", "--no-progress"]
+    for command, out, line in ((["run", *tiny, "--executor", "dask://local"], tmp_path / "run",
+                                f"raise-ahd: error: config field 'executor': {said}"),
+                               (["compare", *tiny, "--seeds", "1", "--executor", "dask://local:2"],
+                                tmp_path / "compare", f"raise-ahd: error: {said}")):
+        code = ("import sys; sys.modules['distributed'] = None; from raise_plugin.cli import main; "
+                f"sys.exit(main({[*command, '--out', str(out)]!r}))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                              cwd=Path(__file__).resolve().parents[3])
+        assert done.returncode == 2 and done.stderr.strip().splitlines()[-1] == line, done.stderr
+        assert not out.exists()

@@ -24,6 +24,7 @@ from llm4ad.method.eoh.prompt import EoHPrompt
 from llm4ad.method.eoh.sampler import EoHSampler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(Path(__file__).resolve().parent))  # bench_args, when the tests load this file as a module
 from raise_plugin.llm.offline import OfflineSampler  # noqa: E402
 from raise_plugin.llm.offline_library import library_for_task  # noqa: E402
 from raise_plugin.programs import ProgramError, compile_priority  # noqa: E402

@@ -148,7 +148,7 @@ def test_compare_can_hand_every_run_s_validation_choice_to_the_report(tmp_path):
 
 
 def test_compare_refuses_to_select_on_the_test_suite(tmp_path):
-    with pytest.raises(UserError, match="select_on: .*final report only"):
+    with pytest.raises(UserError, match=r"^select_on='test' refused: the test suite is for the final report only"):
         CompareConfig(task="ovrp", out=str(tmp_path / "c"), select_on="test")
 
 

@@ -132,8 +132,9 @@ class DaskExecutor:
             try:
                 self.client = Client(target, timeout=f"{CONNECT_SECONDS:g}s")
             except Exception as exc:  # noqa: BLE001 - no answer, or one that is not a Dask scheduler's: one line
-                why = ("it closed the connection: a port that is not a Dask scheduler's?" if "closed" in str(exc).lower()
-                       else str(exc) or type(exc).__name__)
+                said = str(exc).lower()  # the port took the connection (``check_reachable``): closed, or Dask gave up
+                why = ("it took the connection but gave no Dask scheduler's answer: a port that is not a Dask "
+                       "scheduler's?" if "closed" in said or "timed out" in said else str(exc) or type(exc).__name__)
                 raise ExecutorSpecError(f"executor 'dask://{address}': no Dask scheduler answers at "
                                         f"{target.split('://', 1)[1]} ({why})") from None
         self._scattered: dict[str, tuple[int, Any]] = {}

@@ -191,7 +191,7 @@ def test_an_address_that_answers_as_no_dask_scheduler_ends_a_run_in_one_line_bef
     pytest.importorskip("distributed")
     cluster = _NotAScheduler()
     said = (f"raise-ahd: error: executor 'dask://{cluster.address}': no Dask scheduler answers at {cluster.address} "
-            "(it closed the connection: a port that is not a Dask scheduler's?)")
+            "(it took the connection but gave no Dask scheduler's answer: a port that is not a Dask scheduler's?)")
     try:
         code = main(["run", "--task", SMALL_OBP, "--budget", "8", "--pop-size", "2", "--no-robust", "--no-progress",
                      "--executor", f"dask://{cluster.address}", "--out", str(tmp_path / "run")])

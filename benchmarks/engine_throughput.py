@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judge_cost import _median_seconds as _median  # this folder is on the path of a script run from it
+from judge_cost import median_seconds  # this folder is on the path of a script run from it
 
 from raise_plugin.config import RunConfig
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
@@ -75,7 +75,7 @@ def validation_ratio(task_name: str, repeats: int) -> tuple[float, float]:
     seconds = []
     for workers in (1, 2):
         with Engine(task_name, f"process:{workers}", limits=SandboxLimits(foresight=0.25)) as engine:
-            seconds.append(_median(lambda: engine.map(specs, instances, split="instance"), repeats))
+            seconds.append(median_seconds(lambda: engine.map(specs, instances, split="instance"), repeats))
     return seconds[0], seconds[1]
 
 
@@ -87,8 +87,8 @@ def job_parts(task_name: str, repeats: int) -> dict:
     recorder = Recorder(function)
     task.evaluate(recorder, instance)
     decisions = np.asarray(recorder.decisions, dtype=np.int64)
-    in_process = _median(lambda: task.evaluate(function, instance), repeats)
-    replay = _median(lambda: task.evaluate(Replay(decisions), instance), repeats)
+    in_process = median_seconds(lambda: task.evaluate(function, instance), repeats)
+    replay = median_seconds(lambda: task.evaluate(Replay(decisions), instance), repeats)
     tiny = task.sample_instance(np.eye(task.shift.cells)[0], np.random.default_rng(0), length=1) \
         if hasattr(task, "sample_instance") else instance
     spec = ProgramSpec(baseline=baseline)
@@ -98,7 +98,7 @@ def job_parts(task_name: str, repeats: int) -> dict:
                          ("start_unconfined", SandboxLimits(foresight=0.0, confine=False, audit=False))):
         target = instance if name in ("job", "checked") else tiny
         with Engine(task_name, "process:1", limits=limits) as engine:
-            parts[name] = _median(lambda: engine.evaluate(spec, [target], split=1), repeats)
+            parts[name] = median_seconds(lambda: engine.evaluate(spec, [target], split=1), repeats)
     return {"decisions": int(decisions.size), "in_process": in_process, "simulation": replay,
             "program_decisions": max(0.0, in_process - replay), "process_start": parts["start"],
             "confinement": max(0.0, parts["start"] - parts["start_unconfined"]),

@@ -22,7 +22,7 @@ from tasks.common.decision import Recorder
 from bench_args import at_least, opened, output_file, task_names
 
 
-def _median_seconds(call, repeats: int) -> float:
+def median_seconds(call, repeats: int) -> float:
     call()  # warm: caches, the worker's instance set, the first fork
     times = []
     for _ in range(repeats):
@@ -43,14 +43,14 @@ def measure(task_name: str, repeats: int) -> dict:
         task.evaluate(recorder, instance)
         decisions += len(recorder)
     row = {"task": task_name, "program": baseline, "instances": len(instances), "decisions": decisions,
-           "in_process": _median_seconds(lambda: [task.evaluate(function, s) for s in instances], repeats)}
+           "in_process": median_seconds(lambda: [task.evaluate(function, s) for s in instances], repeats)}
     for name, foresight in (("judge", 0.0), ("judge_checked", 1.0)):
         limits = SandboxLimits(foresight=foresight)
         with Engine(task_name, "process:1", limits=limits) as engine:
             spec = ProgramSpec(baseline=baseline)
             result = engine.evaluate(spec, instances, split=1)
             assert result.valid, result
-            row[name] = _median_seconds(lambda: engine.evaluate(spec, instances, split=1), repeats)
+            row[name] = median_seconds(lambda: engine.evaluate(spec, instances, split=1), repeats)
     return row
 
 

@@ -76,11 +76,13 @@ GRIDS = {
 }
 
 
-def run_one(name: str, flags: str, seed: int, args, out: Path) -> str:
+def run_one(name: str, flags: str, seed: int, args, out: Path) -> tuple[str, int]:
+    """The run of setting ``name`` at ``seed`` (resumed, or passed over when it finished before): its line, and
+    its exit status."""
     run_dir = out / "runs" / f"{name}-seed{seed}"
     summary = run_dir / "summary.json"
     if summary.exists() and json.loads(summary.read_text()).get("finished"):
-        return f"{name} seed {seed}: finished before"
+        return f"{name} seed {seed}: finished before", 0
     exe = str(Path(sys.executable).with_name("raise-ahd"))
     if (run_dir / "config.json").exists():
         cmd = [exe, "resume", str(run_dir), "--no-progress"]
@@ -91,7 +93,7 @@ def run_one(name: str, flags: str, seed: int, args, out: Path) -> str:
     started = time.time()
     with open(out / "logs" / f"{name}-seed{seed}.log", "a") as log:
         code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
-    return f"{name} seed {seed}: exit {code} in {time.time() - started:.0f} s"
+    return f"{name} seed {seed}: exit {code} in {time.time() - started:.0f} s", code
 
 
 def evaluate(args, out: Path, settings: dict[str, str]) -> None:
@@ -210,12 +212,19 @@ def main(argv=None) -> int:
     (out / "logs").mkdir(parents=True, exist_ok=True)
     (out / "settings.json").write_text(json.dumps({"settings": settings, **{k: v for k, v in vars(args).items()
                                                                            if k != "setting"}}, indent=1))
+    failed = 0
     if not args.evaluate_only:
         jobs = [(name, flags, seed) for seed in args.seeds for name, flags in settings.items()]
         with cf.ThreadPoolExecutor(args.jobs) as pool:
             for done in cf.as_completed([pool.submit(run_one, n, f, s, args, out) for n, f, s in jobs]):
-                print(done.result(), flush=True)
+                line, code = done.result()
+                failed += code != 0
+                print(line, flush=True)
     evaluate(args, out, settings)
+    if failed:  # the table holds the runs that finished; the rest say why in their logs
+        print(f"robust_settings.py: {failed} of {len(jobs)} runs failed: their logs are in {out / 'logs'}",
+              file=sys.stderr)
+        return 1
     return 0
 
 

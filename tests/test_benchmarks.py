@@ -115,3 +115,14 @@ def test_heldout_runs_refuses_a_run_that_has_not_finished_in_one_line(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.splitlines()[-1] == (f"heldout_runs.py: error: {run}: the run has not finished "
                                             f"(raise-ahd resume {run})")
+
+
+def test_robust_settings_exits_non_zero_when_a_run_it_starts_fails(tmp_path):
+    """Every run refused (a flag no run takes in --common), it printed 'exit 2' per run and a table of the baselines
+    alone, and exited 0 as if the grid had been measured."""
+    out = tmp_path / "grid"
+    done = bench("robust_settings.py", "--task", "ovrp", "--only", "plain", "--seeds", "0", "--budget", "4",
+                 "--pop-size", "2", "--per-dataset", "1", "--common=--no-such-flag", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "plain seed 0: exit 2" in done.stdout and "| SP-Insert | baseline |" in done.stdout
+    assert done.stderr.splitlines()[-1] == f"robust_settings.py: 1 of 1 runs failed: their logs are in {out / 'logs'}"

@@ -172,7 +172,8 @@ def _train_and_evaluate(config: CompareConfig, task, out: Path, variants: list[V
     study = config.study
     cells = [(v, s) for v in variants for s in study.seeds]
     place, evaluation, workers = place_jobs(study.executor, study.jobs, study.workers, log=out / DASK_LOG)
-    _say(f"compare on {task.name}: {len(variants)} variants x {len(study.seeds)} seeds, budget "
+    seeds = f"{len(study.seeds)} seed{'s' if len(study.seeds) != 1 else ''}"
+    _say(f"compare on {task.name}: {len(variants)} variant{'s' if len(variants) != 1 else ''} x {seeds}, budget "
          f"{config.runs.budget.samples}, llm {config.runs.llm.backend}; jobs {place.describe()}"
          + ("; plain runs only (no radius given: no RAISE run)" if not study.epsilons else ""), quiet)
 

@@ -55,7 +55,8 @@ class TrainOutcome:
     def summary(self) -> str:
         label = "best robust" if self.robust else "best"
         best = best_line(self.best_score, None, {"robust": self.robust, **(self.recorded or {})})
-        return f"{self.status}, {self.samples} samples, {self.refreshes} refreshes, {label} {best}"
+        refreshes = f"{self.refreshes} refresh{'es' if self.refreshes != 1 else ''}"
+        return f"{self.status}, {self.samples} samples, {refreshes}, {label} {best}"
 
 
 @dataclass

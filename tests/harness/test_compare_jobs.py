@@ -137,9 +137,11 @@ def test_a_compare_stopped_while_a_run_was_built_resumes_that_run_and_sets_nothi
     monkeypatch.setattr(runner, "start_run", start)
     capsys.readouterr()
     again = run_compare(config, progress=False)
-    assert capsys.readouterr().out.splitlines()[0].startswith(
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0].startswith(
         f"{tmp_path} holds an earlier compare; reusing 0 of 1 training runs finished, 0 of 4 suite evaluations, "
         "1 interrupted run to resume (")
+    assert "compare on ovrp: 1 variant x 1 seed, budget 4" in printed  # was '1 variants x 1 seeds'
     assert not (tmp_path / "superseded").exists() and not again.failures
     assert again.jobs[0].outcome.status == "resumed" and run_finished(tmp_path / "runs" / "eoh-plain-seed0")
 

@@ -167,6 +167,9 @@ def test_a_plain_run_is_never_labelled_robust(tmp_path, capsys):
     assert "robust" not in outcome.summary() and outcome.summary().endswith(
         "best 1.25: mean metric on the nominal set, lower is better (host score -1.25)")
     named = TrainOutcome("r", "trained", 1.0, 8, 2, -1.25, recorded={"task": "ovrp", "aggregation": "min"})
+    assert named.summary().startswith("trained, 8 samples, 2 refreshes, best robust 1.25")
+    once = TrainOutcome("r", "trained", 1.0, 8, 1, -1.25, recorded={"task": "ovrp"})
+    assert once.summary().startswith("trained, 8 samples, 1 refresh, best robust 1.25")  # was '1 refreshes'
     assert named.summary().endswith("best robust 1.25: worst route length (ratio to Clarke-Wright's) on the nominal "
                                     "set grown by adversarial instances, lower is better (host score -1.25)")
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, not an installed one's
 
 from raise_plugin.engine.executors import default_workers
 from raise_plugin.harness.compare import run_compare

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, not an installed one's
 
 import raise_plugin as rp
 from raise_plugin.engine.suite import Heuristic, evaluate_suite

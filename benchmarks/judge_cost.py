@@ -14,7 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, not an installed one's
 
 from raise_plugin.engine import Engine, ProgramSpec, SandboxLimits
 from tasks import get_task

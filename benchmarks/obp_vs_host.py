@@ -8,9 +8,14 @@ Usage: python benchmarks/obp_vs_host.py [--repeat 3]
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, not an installed one's
+
 from llm4ad.task.optimization.online_bin_packing.evaluation import OBPEvaluation
 
 from tasks import get_task

@@ -11,9 +11,13 @@ Usage: python benchmarks/ojsp_speed.py [--repeat 7]
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, not an installed one's
 
 from tasks.ojsp.baselines import BASELINES
 from tasks.ojsp.instances import SUITE_JOBS, SUITE_MACHINES, test_suite

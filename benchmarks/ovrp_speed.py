@@ -15,9 +15,13 @@ Usage: python benchmarks/ovrp_speed.py [--repeat 5] [--baselines-only]
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, not an installed one's
 
 from tasks import get_task
 from tasks.ovrp.baselines import cheapest_insertion

@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's code, not an installed one's
+
 from raise_plugin.engine.compiled import tally_line
 from bench_args import at_least, each_at_least, opened, output_file, run_or_exit, task_name
 

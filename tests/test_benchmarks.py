@@ -126,3 +126,24 @@ def test_robust_settings_exits_non_zero_when_a_run_it_starts_fails(tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "plain seed 0: exit 2" in done.stdout and "| SP-Insert | baseline |" in done.stdout
     assert done.stderr.splitlines()[-1] == f"robust_settings.py: 1 of 1 runs failed: their logs are in {out / 'logs'}"
+
+
+def test_every_benchmark_measures_the_code_of_its_own_checkout():
+    """Eight scripts imported raise_plugin and tasks from wherever the venv's install points: run from a second
+    checkout, they measured the first one's code without a word. Each puts its checkout first on the path before it
+    imports the project."""
+    import ast
+
+    late = []
+    for script in sorted(BENCHMARKS.glob("*.py")):
+        tree = ast.parse(script.read_text())
+        project = next((node.lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+                        and {(a.name if isinstance(node, ast.Import) else node.module or "").split(".")[0]
+                             for a in node.names} & {"raise_plugin", "tasks"}), None)
+        if project is None:
+            continue
+        put_first = [node.lineno for node in tree.body if isinstance(node, ast.Expr)
+                     and "sys.path.insert(0," in ast.unparse(node) and node.lineno < project]
+        if not put_first:
+            late.append(f"{script.name}:{project}")
+    assert late == [], "these import the project before putting their checkout first"

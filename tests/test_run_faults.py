@@ -23,20 +23,37 @@ RUN = ["run", "--task", "ovrp", "--adversary-objective", "regret:SP-Insert", "--
        "--budget", "8", "--pop-size", "4", "--tau", "1", "--nominal", "1", "--seed", "0",
        "--inner-population", "4", "--inner-generations", "1", "--no-progress"]
 
-# the command line, killed by SIGKILL right after the engine's N-th durable write (fsync) when N > 0;
-# with N == 0 it runs to the end and prints how many durable writes it made
-KILLER = textwrap.dedent("""
-    import os, signal, sys
-    n, me, real, count = int(sys.argv[1]), os.getpid(), os.fsync, [0]
 
-    def fsync(fd):
-        real(fd)
-        if os.getpid() == me:
-            count[0] += 1
-            if count[0] == n:
-                os.kill(me, signal.SIGKILL)
+def at_durable_write(action: str) -> str:
+    """A child's code that does ``action`` right after the process's N-th durable write (fsync; N is its first
+    argument; ``me`` is its pid, ``count[0]`` the writes so far)."""
+    return textwrap.dedent("""
+        import os, signal, sys
+        n, me, real, count = int(sys.argv[1]), os.getpid(), os.fsync, [0]
 
-    os.fsync = fsync
+        def fsync(fd):
+            real(fd)
+            if os.getpid() == me:
+                count[0] += 1
+                if count[0] == n:
+                    ACTION
+
+        os.fsync = fsync
+    """).replace("ACTION", action)
+
+
+def patched_cli(patch: str, *args: str, out, cwd: Path = ROOT, env: dict | None = None):
+    """``RUN --out OUT`` in a child process (a ``CompletedProcess``) after ``patch`` ran there, which reads its
+    own ``args`` from ``sys.argv[1:]``."""
+    tail = f"from raise_plugin.cli import main\nsys.exit(main(sys.argv[{1 + len(args)}:]))\n"
+    script = textwrap.dedent(patch) + "\n" + tail
+    return subprocess.run([sys.executable, "-c", script, *args, *RUN, "--out", str(out)], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=300)
+
+
+# the command line, killed by SIGKILL right after the engine's N-th durable write when N > 0; with N == 0 it runs
+# to the end and prints how many durable writes it made
+KILLER = at_durable_write("os.kill(me, signal.SIGKILL)") + textwrap.dedent("""
     from raise_plugin.cli import main
     status = main(sys.argv[2:])
     print("durable writes", count[0], file=sys.stderr)
@@ -172,8 +189,6 @@ KILLED_BEFORE = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
 
     setattr(RunDirectory, what, kill)
-    from raise_plugin.cli import main
-    sys.exit(main(sys.argv[2:]))
 """)
 
 
@@ -184,8 +199,7 @@ def test_a_run_killed_before_its_first_checkpoint_resumes_with_no_warning(what, 
     # missing; rebuilt ... (the random states of selection and search start afresh)", as for a damaged directory
     reference, _ = uninterrupted
     out = tmp_path / "run"
-    killed = subprocess.run([sys.executable, "-c", KILLED_BEFORE, what, *RUN, "--out", str(out)], capture_output=True,
-                            text=True, cwd=ROOT, timeout=300)
+    killed = patched_cli(KILLED_BEFORE, what, out=out)
     assert killed.returncode == -signal.SIGKILL and not (out / "checkpoint.json").exists()
     assert len(lines(out / "population.jsonl")) == (what == "write_checkpoint")
     resumed = cli("resume", str(out), "--no-progress")
@@ -207,8 +221,6 @@ REFUSER = textwrap.dedent("""
         log_sample(self, view)
 
     RunDirectory.log_sample = refusing
-    from raise_plugin.cli import main
-    sys.exit(main(sys.argv[2:]))
 """)
 
 
@@ -218,8 +230,7 @@ def test_a_sample_the_disk_refused_is_named_by_no_later_record_and_resumes_witho
     # warned of damage ("population.jsonl: 1 generation record(s) name samples missing ...") and kept a .damaged copy
     reference, _ = uninterrupted
     out = tmp_path / "run"
-    full = subprocess.run([sys.executable, "-c", REFUSER, "4", *RUN, "--out", str(out)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
+    full = patched_cli(REFUSER, "4", out=out)
     assert full.returncode == 3 and "samples.jsonl: cannot write (No space left on device)" in full.stderr
     recorded = {r["program_id"] for r in lines(out / "samples.jsonl")}
     assert len(recorded) == 3
@@ -243,8 +254,6 @@ READ_ONLY_HOST_LOG = textwrap.dedent("""
         write_json(self, function, **kwargs)
 
     EoHProfiler._write_json = refusing
-    from raise_plugin.cli import main
-    sys.exit(main(sys.argv[2:]))
 """)
 
 
@@ -254,8 +263,7 @@ def test_a_host_log_the_disk_refuses_stops_the_run_naming_it_and_resume_continue
     # in a row gave no usable program", and the disk went unnamed
     reference, _ = uninterrupted
     out = tmp_path / "run"
-    refused = subprocess.run([sys.executable, "-c", READ_ONLY_HOST_LOG, "3", *RUN, "--out", str(out)],
-                             capture_output=True, text=True, cwd=ROOT, timeout=300)
+    refused = patched_cli(READ_ONLY_HOST_LOG, "3", out=out)
     errors = [line for line in refused.stderr.splitlines() if line.startswith("raise-ahd: error:")]
     assert refused.returncode == 3 and len(errors) == 1, refused.stderr[-2000:]
     assert "samples_1~200.json: cannot write (Read-only file system)" in errors[0] and "usable" not in errors[0]
@@ -265,21 +273,7 @@ def test_a_host_log_the_disk_refuses_stops_the_run_naming_it_and_resume_continue
 
 
 # the command line whose run directory (its last argument) is renamed to NEW right after its N-th durable write
-RENAMER = textwrap.dedent("""
-    import os, sys
-    n, new, me, real, count = int(sys.argv[1]), sys.argv[2], os.getpid(), os.fsync, [0]
-
-    def fsync(fd):
-        real(fd)
-        if os.getpid() == me:
-            count[0] += 1
-            if count[0] == n:
-                os.rename(sys.argv[-1], new)
-
-    os.fsync = fsync
-    from raise_plugin.cli import main
-    sys.exit(main(sys.argv[3:]))
-""")
+RENAMER = at_durable_write("os.rename(sys.argv[-1], sys.argv[2])")
 
 
 @pytest.mark.slow
@@ -291,8 +285,7 @@ def test_a_run_directory_renamed_under_the_run_stops_it_in_one_line_and_resumes_
     # command with exit 2, `raise-ahd: error: RUN is not a run directory (no config.json)`, the stop unsaid
     reference, _ = uninterrupted
     out, new = tmp_path / "run", tmp_path / "renamed"
-    done = subprocess.run([sys.executable, "-c", RENAMER, str(n), str(new), *RUN, "--out", str(out)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    done = patched_cli(RENAMER, str(n), str(new), out=out)
     errors = [line for line in done.stderr.splitlines() if line.startswith("raise-ahd: error:")]
     assert done.returncode == 3 and len(errors) == 1, done.stderr[-2000:]
     assert errors[0].startswith(f"raise-ahd: error: the run stopped: {out}/") and "No such file or directory" in \
@@ -304,21 +297,7 @@ def test_a_run_directory_renamed_under_the_run_stops_it_in_one_line_and_resumes_
 
 
 # the command line whose working directory is removed (rmdir) right after its N-th durable write
-CWD_REMOVER = textwrap.dedent("""
-    import os, sys
-    n, me, real, count, here = int(sys.argv[1]), os.getpid(), os.fsync, [0], os.getcwd()
-
-    def fsync(fd):
-        real(fd)
-        if os.getpid() == me:
-            count[0] += 1
-            if count[0] == n:
-                os.rmdir(here)
-
-    os.fsync = fsync
-    from raise_plugin.cli import main
-    sys.exit(main(sys.argv[2:]))
-""")
+CWD_REMOVER = at_durable_write("os.rmdir(here)") + "here = os.getcwd()\n"
 
 
 @pytest.mark.slow
@@ -328,8 +307,7 @@ def test_a_run_whose_working_directory_is_removed_finishes_into_its_run_director
     reference, _ = uninterrupted
     here = tmp_path / "here"
     here.mkdir()
-    done = subprocess.run([sys.executable, "-c", CWD_REMOVER, "10", *RUN, "--out", "../run"], capture_output=True,
-                          text=True, cwd=here, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    done = patched_cli(CWD_REMOVER, "10", out="../run", cwd=here, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert not here.exists()
     assert done.returncode == 0 and "error" not in done.stderr, done.stderr[-2000:]
     assert "report          ../run/report.html" in done.stdout
